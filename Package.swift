@@ -1,0 +1,30 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "surveyd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "surveyd", targets: ["surveyd"]),
+    ],
+    targets: [
+        // C libraries from Debian packages; nothing is fetched.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+
+        // Pure rules, no I/O.
+        .target(name: "SurveyDomain", dependencies: ["CCrypto"]),
+        // SQLite, the single writer, the reader pool, migrations, repositories.
+        .target(name: "SurveyStorage", dependencies: ["CSQLite", "SurveyDomain"]),
+        // The HTTP engine over libmicrohttpd; knows nothing about surveys.
+        .target(name: "SurveyHTTP", dependencies: ["CMicroHTTPD", "SurveyDomain"]),
+        // The application: services, the write gate, routes.
+        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyStorage", "SurveyDomain", "CCrypto"]),
+        .executableTarget(name: "surveyd", dependencies: ["SurveyServer"]),
+
+        .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain"]),
+        .testTarget(name: "SurveyStorageTests", dependencies: ["SurveyStorage", "SurveyDomain"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["SurveyServer", "SurveyStorage", "SurveyDomain"]),
+    ]
+)

@@ -1,0 +1,43 @@
+#include <stdint.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/select.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <microhttpd.h>
+
+// MHD_start_daemon is variadic, which Swift cannot call: the options are passed here in C.
+// Returns NULL when the address is unparseable or the port cannot be bound.
+static inline struct MHD_Daemon *cmhd_start(const char *host, uint16_t port, unsigned int thread_pool,
+                                            unsigned int connection_limit, unsigned int idle_timeout_seconds,
+                                            size_t thread_stack_size,
+                                            MHD_AccessHandlerCallback handler, void *handler_cls,
+                                            MHD_RequestCompletedCallback completed, void *completed_cls) {
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) return NULL;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    if (thread_pool == 0) flags |= MHD_USE_THREAD_PER_CONNECTION;
+    else flags |= MHD_USE_EPOLL;
+    struct MHD_OptionItem options[] = {
+        { MHD_OPTION_SOCK_ADDR, 0, &addr },
+        { MHD_OPTION_CONNECTION_LIMIT, connection_limit, NULL },
+        { MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout_seconds, NULL },
+        { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls },
+        { MHD_OPTION_THREAD_STACK_SIZE, thread_stack_size, NULL },
+        { MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL },
+        { thread_pool > 0 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, thread_pool, NULL },
+        { MHD_OPTION_END, 0, NULL },
+    };
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+}
+
+static inline uint16_t cmhd_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : 0;
+}

@@ -1,0 +1,142 @@
+/// RFC 8785 JSON Canonicalization Scheme: object keys sorted by UTF-16 code units, no
+/// whitespace, minimal string escaping, numbers in ECMAScript `Number.prototype.toString` form.
+/// Equal documents encode to identical bytes, which is what digests and replays compare.
+public enum CanonicalJSON {
+    public static func encode(_ v: JSONValue) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        encode(v, into: &out)
+        return out
+    }
+
+    public static func string(_ v: JSONValue) -> String {
+        String(decoding: encode(v), as: UTF8.self)
+    }
+
+    /// Appends the canonical form of `v` to `out`.
+    public static func encode(_ v: JSONValue, into out: inout [UInt8]) {
+        switch v {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .number(let d): appendNumber(d, to: &out)
+        case .string(let s): appendString(s, to: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (k, item) in items.enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                encode(item, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            // JCS orders by UTF-16 code units, which differs from UTF-8/code point order for
+            // characters above U+FFFF versus U+E000...U+FFFF.
+            let keys = members.keys.sorted { $0.utf16.lexicographicallyPrecedes($1.utf16) }
+            for (k, key) in keys.enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                appendString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                encode(members[key]!, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// A number as ECMAScript prints it (e.g. `1e+21`, `1e-7`, `0.000001`, `-0` → `0`).
+    /// Non-finite values cannot come from JSON; they are written as `null` rather than trapping.
+    public static func number(_ d: Double) -> String {
+        var out: [UInt8] = []
+        appendNumber(d, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func appendNumber(_ d: Double, to out: inout [UInt8]) {
+        guard d.isFinite else { out.append(contentsOf: "null".utf8); return }
+        if d == 0 { out.append(UInt8(ascii: "0")); return }
+        // Integers below 2^53 are their own shortest round-trip digits.
+        if d.rounded(.towardZero) == d && d.magnitude < 9_007_199_254_740_992 {
+            out.append(contentsOf: String(Int64(d)).utf8)
+            return
+        }
+        if d < 0 { out.append(UInt8(ascii: "-")) }
+
+        // Swift's description yields the shortest round-trip digits, in one of the forms
+        // "123.45", "0.00012", "1.2345e+20", "1e-07"; take the digits and the exponent from it.
+        var digits: [UInt8] = []
+        var intDigits = 0, exponent = 0, seenPoint = false, inExponent = false, expNegative = false
+        for c in d.magnitude.description.utf8 {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if inExponent {
+                    exponent = exponent * 10 + Int(c - UInt8(ascii: "0"))
+                } else {
+                    digits.append(c)
+                    if !seenPoint { intDigits += 1 }
+                }
+            case UInt8(ascii: "."): seenPoint = true
+            case UInt8(ascii: "e"), UInt8(ascii: "E"): inExponent = true
+            case UInt8(ascii: "-"): expNegative = true
+            default: break // "+"
+            }
+        }
+        // value = 0.d1d2...dk × 10^n
+        var n = intDigits + (expNegative ? -exponent : exponent)
+        let leadingZeros = digits.prefix { $0 == UInt8(ascii: "0") }.count
+        digits.removeFirst(leadingZeros)
+        n -= leadingZeros
+        while digits.last == UInt8(ascii: "0") { digits.removeLast() }
+        let k = digits.count
+
+        if k <= n && n <= 21 {
+            out.append(contentsOf: digits)
+            out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: n - k))
+        } else if 0 < n && n <= 21 {
+            out.append(contentsOf: digits[0..<n])
+            out.append(UInt8(ascii: "."))
+            out.append(contentsOf: digits[n...])
+        } else if -6 < n && n <= 0 {
+            out.append(contentsOf: "0.".utf8)
+            out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: -n))
+            out.append(contentsOf: digits)
+        } else {
+            out.append(digits[0])
+            if k > 1 {
+                out.append(UInt8(ascii: "."))
+                out.append(contentsOf: digits[1...])
+            }
+            out.append(UInt8(ascii: "e"))
+            out.append(UInt8(ascii: n - 1 < 0 ? "-" : "+"))
+            out.append(contentsOf: String((n - 1).magnitude).utf8)
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    static func appendString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var s = s
+        s.withUTF8 { bytes in
+            var runStart = 0
+            for (i, b) in bytes.enumerated() where b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
+                // Copy the run of literal bytes before this one in a single append.
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
+                runStart = i + 1
+                out.append(UInt8(ascii: "\\"))
+                switch b {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(b)
+                case 0x08: out.append(UInt8(ascii: "b"))
+                case 0x09: out.append(UInt8(ascii: "t"))
+                case 0x0A: out.append(UInt8(ascii: "n"))
+                case 0x0C: out.append(UInt8(ascii: "f"))
+                case 0x0D: out.append(UInt8(ascii: "r"))
+                default:
+                    out.append(contentsOf: "u00".utf8)
+                    out.append(hexDigits[Int(b >> 4)])
+                    out.append(hexDigits[Int(b & 0xF)])
+                }
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

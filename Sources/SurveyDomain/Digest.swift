@@ -1,0 +1,90 @@
+import CCrypto
+
+/// SHA-256 / SHA-1 from libcrypto, one-shot or streaming.
+public struct Digest: ~Copyable {
+    public enum Algorithm: Sendable { case sha256, sha1 }
+    private let ctx: OpaquePointer
+
+    public init(_ algorithm: Algorithm = .sha256) {
+        ctx = EVP_MD_CTX_new()
+        EVP_DigestInit_ex(ctx, algorithm == .sha256 ? EVP_sha256() : EVP_sha1(), nil)
+    }
+    deinit { EVP_MD_CTX_free(ctx) }
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        if bytes.count > 0 { EVP_DigestUpdate(ctx, bytes.baseAddress, bytes.count) }
+    }
+    public mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
+
+    public consuming func finalize() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 64)
+        var len: UInt32 = 0
+        EVP_DigestFinal_ex(ctx, &out, &len)
+        return Array(out[0..<Int(len)])
+    }
+
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        var d = Digest(.sha256); d.update(bytes); return d.finalize()
+    }
+    public static func sha256Hex(_ bytes: [UInt8]) -> String { Hex.encode(sha256(bytes)) }
+    public static func sha256Hex(_ s: String) -> String { sha256Hex(Array(s.utf8)) }
+
+    /// Constant-time comparison (CRYPTO_memcmp), for token hashes.
+    public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in CRYPTO_memcmp(pa.baseAddress, pb.baseAddress, a.count) == 0 } }
+    }
+
+    public static func randomBytes(_ n: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: n)
+        precondition(RAND_bytes(&out, Int32(n)) == 1, "libcrypto RAND_bytes failed")
+        return out
+    }
+}
+
+public enum Hex {
+    public static func encode(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8](); out.reserveCapacity(bytes.count * 2)
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+public enum Base64 {
+    private static let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    /// Standard base64; `url: true` gives the unpadded URL-safe alphabet used for tokens.
+    public static func encode(_ bytes: [UInt8], url: Bool = false) -> String {
+        var out = [UInt8]()
+        var i = 0
+        while i < bytes.count {
+            let b0 = bytes[i], b1 = i + 1 < bytes.count ? bytes[i + 1] : 0, b2 = i + 2 < bytes.count ? bytes[i + 2] : 0
+            let n = Int(b0) << 16 | Int(b1) << 8 | Int(b2)
+            let chars = [n >> 18 & 63, n >> 12 & 63, n >> 6 & 63, n & 63].map { table[$0] }
+            let keep = min(4, (bytes.count - i) + 1)
+            out.append(contentsOf: chars[0..<keep])
+            if !url { for _ in keep..<4 { out.append(UInt8(ascii: "=")) } }
+            i += 3
+        }
+        var s = String(decoding: out, as: UTF8.self)
+        if url { s = String(s.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 }) }
+        return s
+    }
+
+    public static func decode(_ s: String) -> [UInt8]? {
+        var lookup = [Int](repeating: -1, count: 256)
+        for (i, c) in table.enumerated() { lookup[Int(c)] = i }
+        lookup[Int(UInt8(ascii: "-"))] = 62; lookup[Int(UInt8(ascii: "_"))] = 63
+        var bits = 0, acc = 0
+        var out = [UInt8]()
+        for c in s.utf8 {
+            if c == UInt8(ascii: "=") { break }
+            let v = lookup[Int(c)]
+            if v < 0 { return nil }
+            acc = (acc << 6) | v; bits += 6
+            if bits >= 8 { bits -= 8; out.append(UInt8((acc >> bits) & 0xFF)) }
+        }
+        return out
+    }
+}

@@ -1,0 +1,102 @@
+/// The contract's error table. A code never changes meaning; Docs/errors.md and
+/// Schemas/openapi.json are checked against this table by a test.
+public enum ErrorCode: Int, Sendable, CaseIterable {
+    case subscriptionExpired = 1001
+    case validationFailed = 1002
+    case surveyVersionMismatch = 1003
+    case idempotencyConflict = 1004
+    case notFound = 1005
+    case forbidden = 1006
+    case unauthenticated = 1007
+    case unsupportedFileType = 1010
+    case corruptFile = 1011
+    case questionDoesNotAcceptFiles = 1012
+    case payloadTooLarge = 1013
+    case attachmentNotUploaded = 1014
+    case digestMismatch = 1015
+    case invalidTransition = 1020
+    case staleRevision = 1021
+    case taskAlreadyCompleted = 1022
+    case tooManyPendingRequests = 1030
+    case malformedRequest = 1031
+    case invalidIdentifier = 1032
+    case storageUnavailable = 1040
+    case internalError = 1099
+
+    public var name: String {
+        switch self {
+        case .subscriptionExpired: "SubscriptionExpired"
+        case .validationFailed: "ValidationFailed"
+        case .surveyVersionMismatch: "SurveyVersionMismatch"
+        case .idempotencyConflict: "IdempotencyConflict"
+        case .notFound: "NotFound"
+        case .forbidden: "Forbidden"
+        case .unauthenticated: "Unauthenticated"
+        case .unsupportedFileType: "UnsupportedFileType"
+        case .corruptFile: "CorruptFile"
+        case .questionDoesNotAcceptFiles: "QuestionDoesNotAcceptFiles"
+        case .payloadTooLarge: "PayloadTooLarge"
+        case .attachmentNotUploaded: "AttachmentNotUploaded"
+        case .digestMismatch: "DigestMismatch"
+        case .invalidTransition: "InvalidTransition"
+        case .staleRevision: "StaleRevision"
+        case .taskAlreadyCompleted: "TaskAlreadyCompleted"
+        case .tooManyPendingRequests: "TooManyPendingRequests"
+        case .malformedRequest: "MalformedRequest"
+        case .invalidIdentifier: "InvalidIdentifier"
+        case .storageUnavailable: "StorageUnavailable"
+        case .internalError: "InternalError"
+        }
+    }
+
+    public var httpStatus: Int {
+        switch self {
+        case .subscriptionExpired: 402
+        case .validationFailed, .corruptFile, .questionDoesNotAcceptFiles, .attachmentNotUploaded, .digestMismatch: 422
+        case .surveyVersionMismatch, .idempotencyConflict, .invalidTransition, .staleRevision, .taskAlreadyCompleted: 409
+        case .notFound: 404
+        case .forbidden: 403
+        case .unauthenticated: 401
+        case .unsupportedFileType: 415
+        case .payloadTooLarge: 413
+        case .tooManyPendingRequests: 429
+        case .malformedRequest, .invalidIdentifier: 400
+        case .storageUnavailable: 503
+        case .internalError: 500
+        }
+    }
+
+    public var retryable: Bool {
+        switch self {
+        case .subscriptionExpired, .tooManyPendingRequests, .storageUnavailable, .internalError: true
+        default: false
+        }
+    }
+
+    /// The problem `title`: a fixed human phrase per code.
+    public var title: String {
+        switch self {
+        case .subscriptionExpired: "The organization's subscription is not active; nothing was written"
+        case .validationFailed: "The request breaks the survey version's rules"
+        case .surveyVersionMismatch: "contentHash is not the hash of the cited survey version"
+        case .idempotencyConflict: "This id or key was already used for a different request"
+        case .notFound: "Not found"
+        case .forbidden: "Your role may not do this"
+        case .unauthenticated: "Missing, unknown, expired or revoked token"
+        case .unsupportedFileType: "The declared file type is not accepted by the question"
+        case .corruptFile: "The bytes do not match the declared file type"
+        case .questionDoesNotAcceptFiles: "The question is not a file question"
+        case .payloadTooLarge: "The body or file is over the configured limit"
+        case .attachmentNotUploaded: "A cited upload is not a completed upload for that question"
+        case .digestMismatch: "The sent digest does not match the bytes"
+        case .invalidTransition: "That review action is not allowed from the current state"
+        case .staleRevision: "expectedRevision is not the current revision"
+        case .taskAlreadyCompleted: "The field task is already completed"
+        case .tooManyPendingRequests: "Too many requests in flight"
+        case .malformedRequest: "The request could not be understood"
+        case .invalidIdentifier: "A client id or key breaks the identifier format"
+        case .storageUnavailable: "Storage is unavailable; nothing was written"
+        case .internalError: "Internal error; nothing partial was written"
+        }
+    }
+}

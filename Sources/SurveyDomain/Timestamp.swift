@@ -1,0 +1,64 @@
+import Foundation
+
+/// Server time in milliseconds since the epoch, rendered as RFC 3339 UTC with milliseconds.
+public enum Timestamp {
+    public static func nowMillis() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    public static func format(_ ms: Int64) -> String {
+        var secs = time_t(ms >= 0 ? ms / 1000 : (ms - 999) / 1000)
+        let milli = Int(ms - Int64(secs) * 1000)
+        var t = tm()
+        gmtime_r(&secs, &t)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                      Int(t.tm_year) + 1900, Int(t.tm_mon) + 1, Int(t.tm_mday),
+                      Int(t.tm_hour), Int(t.tm_min), Int(t.tm_sec), milli)
+    }
+
+    /// Parses RFC 3339 / ISO 8601 date-times with a Z or ±hh:mm offset and optional fraction.
+    public static func parse(_ s: String) -> Int64? {
+        let b = Array(s.utf8)
+        func num(_ i: Int, _ n: Int) -> Int? {
+            guard i + n <= b.count else { return nil }
+            var v = 0
+            for k in i..<(i + n) { guard b[k] >= 48 && b[k] <= 57 else { return nil }; v = v * 10 + Int(b[k] - 48) }
+            return v
+        }
+        guard b.count >= 20, let y = num(0, 4), b[4] == 45, let mo = num(5, 2), b[7] == 45, let d = num(8, 2),
+              b[10] == 84 || b[10] == 116, let h = num(11, 2), b[13] == 58, let mi = num(14, 2), b[16] == 58,
+              let se = num(17, 2) else { return nil }
+        guard (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, se < 61 else { return nil }
+        var i = 19
+        var millis = 0
+        if i < b.count && b[i] == 46 {
+            i += 1
+            var digits = 0
+            while i < b.count, b[i] >= 48 && b[i] <= 57 {
+                if digits < 3 { millis = millis * 10 + Int(b[i] - 48) }
+                digits += 1; i += 1
+            }
+            guard digits > 0 else { return nil }
+            if digits < 3 { for _ in digits..<3 { millis *= 10 } }
+        }
+        guard i < b.count else { return nil }
+        var offset = 0
+        if b[i] == 90 || b[i] == 122 { i += 1 } else if b[i] == 43 || b[i] == 45 {
+            guard let oh = num(i + 1, 2), b.count > i + 3, b[i + 3] == 58, let om = num(i + 4, 2) else { return nil }
+            offset = (oh * 60 + om) * (b[i] == 45 ? -1 : 1)
+            i += 6
+        } else { return nil }
+        guard i == b.count else { return nil }
+        // days from civil (Howard Hinnant's algorithm)
+        let yy = mo <= 2 ? y - 1 : y
+        let era = (yy >= 0 ? yy : yy - 399) / 400
+        let yoe = yy - era * 400
+        let doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146097 + doe - 719468
+        let secs = Int64(days) * 86400 + Int64(h * 3600 + mi * 60 + se) - Int64(offset * 60)
+        return secs * 1000 + Int64(millis)
+    }
+}

@@ -1,0 +1,33 @@
+import SurveyDomain
+
+/// What a handler answers. `errorCode` and `logFields` feed the request log line only.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    public var errorCode: Int?
+    public var logFields: [String: String]
+
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = [], errorCode: Int? = nil,
+                logFields: [String: String] = [:]) {
+        self.status = status; self.headers = headers; self.body = body
+        self.errorCode = errorCode; self.logFields = logFields
+    }
+
+    /// A JSON body, written canonically (sorted keys, no insignificant whitespace).
+    public static func json(_ status: Int, _ value: JSONValue, headers: [(String, String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: CanonicalJSON.encode(value))
+    }
+
+    /// RFC 9457 problem details for a contract error.
+    public static func problem(_ error: ApiError, headers: [(String, String)] = []) -> HTTPResponse {
+        var h = [("Content-Type", "application/problem+json")] + headers
+        if let r = error.retryAfterSeconds { h.append(("Retry-After", String(r))) }
+        return HTTPResponse(status: error.code.httpStatus, headers: h, body: CanonicalJSON.encode(error.problem),
+                            errorCode: error.code.rawValue)
+    }
+
+    public static func text(_ status: Int, _ text: String, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", contentType)], body: Array(text.utf8))
+    }
+}

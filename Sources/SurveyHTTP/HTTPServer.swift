@@ -1,0 +1,217 @@
+import CMicroHTTPD
+import Foundation
+import Synchronization
+import SurveyDomain
+
+/// The HTTP engine: libmicrohttpd with one thread per connection (a handler may block on the
+/// writer; concurrent handlers let the writer commit their jobs in one group).
+public final class HTTPServer: @unchecked Sendable {
+    // @unchecked: `daemon` is written by start()/stop() only, before and after serving; the
+    // router and configuration are immutable; counters live in a Mutex.
+    public struct Configuration: Sendable {
+        public var host: String = "127.0.0.1"
+        public var port: UInt16 = 8080
+        /// JSON bodies larger than this are refused with 413/1013 without being read.
+        public var maxBodyBytes: Int = 1 << 20
+        public var connectionLimit: UInt32 = 1024
+        public var idleTimeoutSeconds: UInt32 = 60
+        public var threadStackBytes: Int = 512 << 10
+        public init(host: String = "127.0.0.1", port: UInt16 = 8080) { self.host = host; self.port = port }
+    }
+
+    public let configuration: Configuration
+    let router: Router
+    let errorMapper: @Sendable (any Error) -> ApiError
+    let log: RequestLog
+    /// Told of every answered request (route pattern, status, seconds), e.g. for metrics.
+    public var observer: (@Sendable (String, Int, Double) -> Void)?
+    private var daemon: OpaquePointer?
+    private let inFlight = Mutex(0)
+
+    public init(configuration: Configuration, router: Router, log: RequestLog = RequestLog(),
+                errorMapper: @escaping @Sendable (any Error) -> ApiError = { ($0 as? ApiError) ?? ApiError(.internalError) }) {
+        self.configuration = configuration
+        self.router = router
+        self.errorMapper = errorMapper
+        self.log = log
+    }
+
+    /// The bound port (useful with port 0).
+    public private(set) var port: UInt16 = 0
+
+    public func start() throws {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        guard let d = cmhd_start(configuration.host, configuration.port, 0, configuration.connectionLimit,
+                                 configuration.idleTimeoutSeconds, configuration.threadStackBytes,
+                                 accessHandler, me, completedHandler, me) else {
+            throw ApiError(.internalError, "cannot listen on \(configuration.host):\(configuration.port) (address in use or invalid)")
+        }
+        daemon = d
+        port = cmhd_bound_port(d)
+    }
+
+    /// Graceful stop: no new connections, in-flight requests are answered (up to `grace`), then
+    /// every connection is closed.
+    public func stop(grace: Duration = .seconds(10)) {
+        guard let d = daemon else { return }
+        let fd = MHD_quiesce_daemon(d)
+        if fd >= 0 { close(fd) }
+        let deadline = ContinuousClock.now + grace
+        while inFlight.withLock({ $0 }) > 0 && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        MHD_stop_daemon(d)
+        daemon = nil
+    }
+
+    /// Routes a request in process, without a socket (the demo seeding uses it).
+    public func respond(method: String, path: String, headers: [String: String] = [:], body: [UInt8] = []) -> HTTPResponse {
+        switch router.match(method: method, path: path) {
+        case .found(let route, let params):
+            let request = HTTPRequest(method: method, path: path, route: route.pattern, pathParameters: params, query: [:],
+                                      headers: Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a }),
+                                      body: body)
+            do { return try route.handler(request) } catch { return .problem(errorMapper(error)) }
+        case .methodNotAllowed, .notFound:
+            return .problem(ApiError.notFound())
+        }
+    }
+
+    // MARK: - libmicrohttpd callbacks
+
+    fileprivate func handle(connection: OpaquePointer, url: String, method: String,
+                            uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
+                            state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+        guard let raw = state.pointee else {
+            // First call: headers are in, the body is not. Route now so an oversized body can be
+            // refused before it is read.
+            let ex = Exchange(method: method, path: url, connection: connection)
+            state.pointee = Unmanaged.passRetained(ex).toOpaque()
+            switch router.match(method: method, path: url) {
+            case .found(let route, let params):
+                ex.route = route
+                ex.params = params
+                let limit = route.bodyLimit ?? configuration.maxBodyBytes
+                if let len = ex.headers["content-length"].flatMap(Int.init), len > limit {
+                    queue(ex, .problem(ApiError(.payloadTooLarge, "The body is \(len) bytes; the limit is \(limit)."),
+                                       headers: [("Connection", "close")]))
+                }
+            case .methodNotAllowed(let allow):
+                ex.pending = .problem(ApiError(.notFound, "Method \(method) is not allowed here."), headers: [("Allow", allow.joined(separator: ", "))])
+                ex.pending!.status = 405
+            case .notFound:
+                ex.pending = .problem(ApiError(.notFound, "No route for \(url)."))
+            }
+            return .YES
+        }
+        let ex = Unmanaged<Exchange>.fromOpaque(raw).takeUnretainedValue()
+        if uploadSize.pointee > 0 {
+            let n = uploadSize.pointee
+            uploadSize.pointee = 0
+            if ex.answered || ex.pending != nil { return .YES }  // body of a refused request: discarded
+            let limit = ex.route?.bodyLimit ?? configuration.maxBodyBytes
+            if ex.body.count + n > limit {
+                queue(ex, .problem(ApiError(.payloadTooLarge, "The body is over the limit of \(limit) bytes."),
+                                   headers: [("Connection", "close")]))
+                return .YES
+            }
+            uploadData.map { p in p.withMemoryRebound(to: UInt8.self, capacity: n) { ex.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) } }
+            return .YES
+        }
+        if ex.answered { return .YES }
+        if let pending = ex.pending {
+            queue(ex, pending)
+            return .YES
+        }
+        guard let route = ex.route else { return .NO }
+        inFlight.withLock { $0 += 1 }
+        defer { inFlight.withLock { $0 -= 1 } }
+        let request = HTTPRequest(method: method, path: url, route: route.pattern, pathParameters: ex.params,
+                                  query: ex.query, headers: ex.headers, body: ex.body)
+        ex.body = []
+        let response: HTTPResponse
+        do {
+            response = try route.handler(request)
+        } catch {
+            response = .problem(errorMapper(error))
+        }
+        queue(ex, response)
+        return .YES
+    }
+
+    private func queue(_ ex: Exchange, _ response: HTTPResponse) {
+        ex.answered = true
+        let r = response.body.withUnsafeBytes { buf in
+            MHD_create_response_from_buffer(buf.count, UnsafeMutableRawPointer(mutating: buf.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        guard let r else { return }
+        for (k, v) in response.headers { MHD_add_response_header(r, k, v) }
+        MHD_queue_response(ex.connection, UInt32(response.status), r)
+        MHD_destroy_response(r)
+        log.write(ex: ex, response: response)
+        if let observer {
+            let d = ContinuousClock.now - ex.started
+            observer(ex.route?.pattern ?? "(unmatched)", response.status,
+                     Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+        }
+    }
+
+    fileprivate func completed(state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, code: MHD_RequestTerminationCode) {
+        guard let raw = state?.pointee else { return }
+        let ex = Unmanaged<Exchange>.fromOpaque(raw).takeRetainedValue()
+        state?.pointee = nil
+        if !ex.answered { log.write(ex: ex, response: nil, note: "client disconnected before the request was complete") }
+    }
+}
+
+/// One request's state between libmicrohttpd's calls (stored in `con_cls`).
+final class Exchange {
+    let method: String
+    let path: String
+    let connection: OpaquePointer
+    let started = ContinuousClock.now
+    var headers: [String: String] = [:]
+    var query: [String: String] = [:]
+    var route: Router.Route?
+    var params: [String: String] = [:]
+    var body: [UInt8] = []
+    var pending: HTTPResponse?
+    var answered = false
+
+    init(method: String, path: String, connection: OpaquePointer) {
+        self.method = method
+        self.path = path
+        self.connection = connection
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, me)
+        MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectQuery, me)
+    }
+}
+
+private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
+    guard let cls, let key else { return .YES }
+    let ex = Unmanaged<Exchange>.fromOpaque(cls).takeUnretainedValue()
+    ex.headers[String(cString: key).lowercased()] = value.map { String(cString: $0) } ?? ""
+    return .YES
+}
+
+private let collectQuery: MHD_KeyValueIterator = { cls, _, key, value in
+    guard let cls, let key else { return .YES }
+    let ex = Unmanaged<Exchange>.fromOpaque(cls).takeUnretainedValue()
+    ex.query[String(cString: key)] = value.map { String(cString: $0) } ?? ""
+    return .YES
+}
+
+// Callbacks are global constants, never closures in main.swift (those are main-actor isolated
+// and trap when an MHD thread calls them).
+private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, state in
+    guard let cls, let connection, let url, let method, let uploadSize, let state else { return .NO }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    return server.handle(connection: connection, url: String(cString: url), method: String(cString: method),
+                         uploadData: uploadData, uploadSize: uploadSize, state: state)
+}
+
+private let completedHandler: MHD_RequestCompletedCallback = { cls, _, state, code in
+    guard let cls else { return }
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().completed(state: state, code: code)
+}

@@ -1,0 +1,31 @@
+import Foundation
+import SurveyDomain
+
+/// One JSON line per request on stdout: time, method, route, status, errorCode, duration and the
+/// ids in the path. Never a header, a token, a query value or a body.
+public struct RequestLog: Sendable {
+    public let enabled: Bool
+    public init(enabled: Bool = true) { self.enabled = enabled }
+
+    func write(ex: Exchange, response: HTTPResponse?, note: String? = nil) {
+        guard enabled else { return }
+        let elapsed = ContinuousClock.now - ex.started
+        let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        var line: [String: JSONValue] = [
+            "time": .string(Timestamp.format(Timestamp.nowMillis())),
+            "method": .string(ex.method),
+            "route": .string(ex.route?.pattern ?? "(unmatched)"),
+            "durationMs": .number((ms * 1000).rounded() / 1000),
+        ]
+        if let response {
+            line["status"] = .number(Double(response.status))
+            if let c = response.errorCode { line["errorCode"] = .number(Double(c)) }
+            for (k, v) in response.logFields { line[k] = .string(v) }
+        }
+        for (k, v) in ex.params { line[k] = .string(v) }
+        if let note { line["note"] = .string(note) }
+        var bytes = CanonicalJSON.encode(.object(line))
+        bytes.append(10)
+        bytes.withUnsafeBytes { _ = Foundation.write(1, $0.baseAddress, $0.count) }
+    }
+}

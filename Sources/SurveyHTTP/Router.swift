@@ -1,0 +1,53 @@
+import SurveyDomain
+
+/// Maps (method, path) to a handler. Patterns are literal segments and `{name}` parameters.
+public struct Router: Sendable {
+    public typealias Handler = @Sendable (HTTPRequest) throws -> HTTPResponse
+
+    struct Route: Sendable {
+        let method: String
+        let pattern: String
+        let segments: [Substring]
+        let bodyLimit: Int?
+        let handler: Handler
+    }
+
+    enum Match {
+        case found(Route, [String: String])
+        case methodNotAllowed(allow: [String])
+        case notFound
+    }
+
+    private var routes: [Route] = []
+    public init() {}
+
+    /// `bodyLimit` overrides the server's JSON body limit for this route.
+    public mutating func add(_ method: String, _ pattern: String, bodyLimit: Int? = nil, _ handler: @escaping Handler) {
+        routes.append(Route(method: method, pattern: pattern, segments: pattern.split(separator: "/"), bodyLimit: bodyLimit, handler: handler))
+    }
+
+    func match(method: String, path: String) -> Match {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        var allowed: [String] = []
+        for route in routes {
+            guard let params = Self.bind(route.segments, Array(parts)) else { continue }
+            if route.method == method || (method == "HEAD" && route.method == "GET") { return .found(route, params) }
+            allowed.append(route.method)
+        }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allow: allowed)
+    }
+
+    private static func bind(_ pattern: [Substring], _ parts: [Substring]) -> [String: String]? {
+        guard pattern.count == parts.count else { return nil }
+        var params: [String: String] = [:]
+        for (p, v) in zip(pattern, parts) {
+            if p.first == "{" && p.last == "}" {
+                guard !v.isEmpty else { return nil }
+                params[String(p.dropFirst().dropLast())] = String(v)
+            } else if p != v {
+                return nil
+            }
+        }
+        return params
+    }
+}

@@ -1,0 +1,68 @@
+import SurveyDomain
+import SurveyHTTP
+import SurveyStorage
+
+/// Organizations and their one subscription. Never gated: operators must be able to renew.
+struct OrgService {
+    let services: Services
+
+    func register(into router: inout Router) {
+        router.add("POST", "/v1/orgs", createOrg)
+        router.add("GET", "/v1/orgs/{orgId}/subscription", getSubscription)
+        router.add("PUT", "/v1/orgs/{orgId}/subscription", putSubscription)
+    }
+
+    static func subscription(_ org: OrgRecord, now: Int64) -> JSONValue {
+        ["status": .string(now < org.expiresAt ? "active" : "expired"), "expiresAt": .string(Timestamp.format(org.expiresAt))]
+    }
+
+    static func orgJSON(_ org: OrgRecord, now: Int64) -> JSONValue {
+        ["orgId": .string(org.orgId), "name": .string(org.name), "subscription": subscription(org, now: now)]
+    }
+
+    func createOrg(_ request: HTTPRequest) throws -> HTTPResponse {
+        let caller = try services.authenticate(request)
+        try services.requireOperator(caller)
+        let body = try JSONBody(request)
+        let name = try body.string("name")
+        let expiresAt = try body.timestamp("expiresAt")
+        guard !name.isEmpty, name.count <= 200 else {
+            throw ApiError(.validationFailed, "`name` must be 1 to 200 characters.", errors: [FieldError(path: "name", message: "1 to 200 characters")])
+        }
+        let orgId = Ids.make("org", nowMillis: Timestamp.nowMillis())
+        let org = try services.database.securityWrite(orgId: orgId, actor: caller.actorId) { tx in
+            try tx.createOrg(orgId: orgId, name: name, expiresAt: expiresAt)
+        }
+        return .created("/v1/orgs/\(orgId)", Self.orgJSON(org, now: Timestamp.nowMillis()))
+    }
+
+    func getSubscription(_ request: HTTPRequest) throws -> HTTPResponse {
+        let caller = try services.authenticate(request)
+        let orgId = request.parameter("orgId")
+        if !caller.isOperator { _ = try services.member(caller, of: orgId) }
+        guard let org = try services.database.read({ try $0.org(orgId) }) else { throw ApiError.notFound() }
+        let now = Timestamp.nowMillis()
+        var body = Self.subscription(org, now: now).objectValue!
+        body["serverTime"] = .string(Timestamp.format(now))
+        return .json(200, .object(body))
+    }
+
+    func putSubscription(_ request: HTTPRequest) throws -> HTTPResponse {
+        let caller = try services.authenticate(request)
+        let orgId = request.parameter("orgId")
+        if !caller.isOperator {
+            // A member learns that only operators may do this; anyone else learns nothing.
+            _ = try services.member(caller, of: orgId)
+            throw ApiError(.forbidden, "Only an operator may change a subscription.")
+        }
+        let expiresAt = try JSONBody(request).timestamp("expiresAt")
+        guard try services.database.read({ try $0.org(orgId) }) != nil else { throw ApiError.notFound() }
+        guard let org = try services.database.securityWrite(orgId: orgId, actor: caller.actorId, { tx in
+            try tx.setSubscription(orgId: orgId, expiresAt: expiresAt)
+        }) else { throw ApiError.notFound() }
+        let now = Timestamp.nowMillis()
+        var body = Self.subscription(org, now: now).objectValue!
+        body["serverTime"] = .string(Timestamp.format(now))
+        return .json(200, .object(body))
+    }
+}

@@ -1,0 +1,180 @@
+import SurveyDomain
+import SurveyHTTP
+import SurveyStorage
+
+/// Responses, keyed by `clientSubmissionId`: accepted exactly once however often retried.
+struct ResponseService {
+    let services: Services
+
+    func register(into router: inout Router) {
+        router.add("POST", "/v1/orgs/{orgId}/responses", submit)
+        router.add("GET", "/v1/orgs/{orgId}/responses", list)
+        router.add("GET", "/v1/orgs/{orgId}/responses/{responseId}", get)
+    }
+
+    static func receipt(_ r: ResponseRecord) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "responseId": .string(r.responseId), "clientSubmissionId": .string(r.clientSubmissionId),
+            "surveyVersionId": .string(r.surveyVersionId), "status": "accepted", "reviewState": .string(r.reviewState),
+            "revision": .number(Double(r.revision)), "receivedAt": .string(Timestamp.format(r.receivedAt)),
+        ]
+        if let t = r.fieldTaskId { o["fieldTaskId"] = .string(t) }
+        return .object(o)
+    }
+
+    static func responseJSON(_ r: ResponseRecord) throws -> JSONValue {
+        var o = receipt(r).objectValue!
+        o["surveyId"] = .string(r.surveyId)
+        o["submittedBy"] = .string(r.submitter)
+        o["answers"] = try JSONParser.parse(Array(r.answers.utf8))
+        if let c = r.capturedAt { o["capturedAt"] = .string(Timestamp.format(c)) }
+        return .object(o)
+    }
+
+    /// The canonical digest of a request body: equal for re-encodings of the same content.
+    static func digest(_ body: JSONValue) -> String { "sha256:" + Digest.sha256Hex(CanonicalJSON.encode(body)) }
+
+    /// Step 3, the replay: the same submitter and the same request → the stored receipt; anything
+    /// else under that id → 1004, revealing nothing of what is stored.
+    static func replay(of stored: ResponseRecord, submitter: String, rawBody: [UInt8], digest: () -> String) throws -> ResponseRecord {
+        guard stored.submitter == submitter, stored.requestBody == rawBody || stored.requestDigest == digest() else {
+            throw ApiError(.idempotencyConflict, "This clientSubmissionId was already used for a different submission.")
+        }
+        return stored
+    }
+
+    func submit(_ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId")
+        let user = try services.member(try services.authenticate(request), of: orgId, withAnyOf: .collector)
+        let body = try JSONBody(request)
+        let clientSubmissionId = try body.string("clientSubmissionId")
+        guard ClientIdentifier.isValid(clientSubmissionId) else {
+            throw ApiError(.invalidIdentifier, "clientSubmissionId must be 8–128 characters of A-Z a-z 0-9 _ - : .")
+        }
+        let surveyVersionId = try body.string("surveyVersionId")
+        let contentHash = try body.string("contentHash")
+        guard let answers = body.fields["answers"] else { throw ApiError.malformed("`answers` is required.") }
+        let fieldTaskId = try body.optionalString("fieldTaskId")
+        let rawBody = request.body
+        let digest = Self.digest(body.value)
+
+        // 3. replay — answered even while the subscription has expired.
+        if let stored = try services.database.read({ try $0.response(orgId: orgId, clientSubmissionId: clientSubmissionId) }) {
+            return try replayed(Self.replay(of: stored, submitter: user.userId, rawBody: rawBody, digest: { digest }))
+        }
+
+        // 4. validate, reported as itself and never as 1001.
+        guard let version = try services.database.read({ try $0.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId) }),
+              let survey = try services.database.read({ try $0.survey(orgId: orgId, surveyId: version.surveyId) }) else {
+            throw ApiError.notFound()
+        }
+        guard contentHash == version.contentHash else {
+            throw ApiError(.surveyVersionMismatch, "contentHash does not match survey version \(surveyVersionId).")
+        }
+        let capturedAt: Int64?
+        do { capturedAt = try body.optionalTimestamp("capturedAt") } catch { services.metrics.add(.validationRefusals); throw error }
+        let definition = try services.definitions.definition(of: version)
+        let check = definition.validate(answers: answers)
+        guard check.errors.isEmpty else {
+            services.metrics.add(.validationRefusals)
+            throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
+        }
+        if let first = check.fileAnswers.first {
+            // Uploads are not stored yet: no file answer can cite a completed upload.
+            throw ApiError(.attachmentNotUploaded, "No completed upload \(first.clientUploadId) for question \(first.questionId).")
+        }
+        if fieldTaskId != nil { throw ApiError.notFound() }
+
+        // 5–6. the gate: replay re-checked, subscription, insert + audit, one transaction.
+        let now = Timestamp.nowMillis()
+        let record = ResponseRecord(
+            responseId: Ids.make("rsp", nowMillis: now), orgId: orgId, clientSubmissionId: clientSubmissionId,
+            submitter: user.userId, surveyId: survey.surveyId, surveyVersionId: version.surveyVersionId, requestDigest: digest,
+            requestBody: rawBody, answers: CanonicalJSON.string(answers), fieldTaskId: fieldTaskId, capturedAt: capturedAt,
+            receivedAt: now, reviewState: survey.reviewRequired ? ReviewState.submitted.rawValue : ReviewState.none.rawValue,
+            revision: 1)
+        let submitter = user.userId
+        let outcome: WriteGate.Outcome<ResponseRecord>
+        do {
+            outcome = try services.gate.write(orgId: orgId, actor: submitter, replay: { db in
+                try db.response(orgId: orgId, clientSubmissionId: clientSubmissionId).map {
+                    try Self.replay(of: $0, submitter: submitter, rawBody: rawBody, digest: { digest })
+                }
+            }) { tx in
+                let stored = ResponseRecord(
+                    responseId: record.responseId, orgId: orgId, clientSubmissionId: clientSubmissionId, submitter: submitter,
+                    surveyId: record.surveyId, surveyVersionId: record.surveyVersionId, requestDigest: digest, requestBody: rawBody,
+                    answers: record.answers, fieldTaskId: fieldTaskId, capturedAt: capturedAt, receivedAt: tx.now,
+                    reviewState: record.reviewState, revision: 1)
+                try tx.insertResponse(stored)
+                return stored
+            }
+        } catch let e as ApiError {
+            if e.code == .subscriptionExpired { services.metrics.add(.subscriptionRefusals) }
+            if e.code == .idempotencyConflict { services.metrics.add(.idempotencyConflicts) }
+            throw e
+        }
+        switch outcome {
+        case .replayed(let stored):
+            return replayed(stored)
+        case .written(let stored):
+            services.metrics.add(.responsesAccepted)
+            if let c = stored.capturedAt { services.metrics.syncAge(seconds: Double(stored.receivedAt - c) / 1000) }
+            return HTTPResponse.created("/v1/orgs/\(orgId)/responses/\(stored.responseId)", Self.receipt(stored))
+                .logging(["responseId": stored.responseId])
+        }
+    }
+
+    private func replayed(_ stored: ResponseRecord) -> HTTPResponse {
+        services.metrics.add(.responsesReplayed)
+        return HTTPResponse.json(200, Self.receipt(stored), headers: [
+            ("Idempotent-Replayed", "true"), ("Location", "/v1/orgs/\(stored.orgId)/responses/\(stored.responseId)"),
+        ]).logging(["responseId": stored.responseId])
+    }
+
+    /// Collectors see their own responses; reviewers and admins see all of the organization's.
+    private func mayRead(_ user: UserRecord, _ r: ResponseRecord) -> Bool {
+        user.has(.reviewer) || user.has(.admin) || r.submitter == user.userId
+    }
+
+    func get(_ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId")
+        let user = try services.member(try services.authenticate(request), of: orgId)
+        guard let r = try services.database.read({ try $0.response(orgId: orgId, responseId: request.parameter("responseId")) }),
+              mayRead(user, r) else { throw ApiError.notFound() }
+        return .json(200, try Self.responseJSON(r))
+    }
+
+    func list(_ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId")
+        let user = try services.member(try services.authenticate(request), of: orgId)
+        if let csid = request.query["clientSubmissionId"] {
+            // Reconciling after an ambiguous answer: the caller's own submission only.
+            guard ClientIdentifier.isValid(csid) else { throw ApiError(.invalidIdentifier, "clientSubmissionId is not a valid client id.") }
+            guard let r = try services.database.read({ try $0.response(orgId: orgId, clientSubmissionId: csid) }),
+                  r.submitter == user.userId else { throw ApiError.notFound() }
+            return .json(200, try Self.responseJSON(r))
+        }
+        let page = try Page(request)
+        var state: String?
+        if let s = request.query["reviewState"] {
+            guard ReviewState(rawValue: s) != nil else {
+                throw ApiError(.validationFailed, "Unknown reviewState.", errors: [FieldError(path: "reviewState", message: "one of \(ReviewState.allCases.map(\.rawValue).joined(separator: ", "))")])
+            }
+            state = s
+        }
+        let onlyOwn = !(user.has(.reviewer) || user.has(.admin))
+        let rows = try services.database.read {
+            try $0.responses(orgId: orgId, submitter: onlyOwn ? user.userId : nil, reviewState: state, after: page.after, limit: page.limit)
+        }
+        return .json(200, page.render(rows, id: \.responseId, item: { (try? Self.responseJSON($0)) ?? .null }))
+    }
+}
+
+extension HTTPResponse {
+    func logging(_ fields: [String: String]) -> HTTPResponse {
+        var r = self
+        r.logFields.merge(fields) { _, new in new }
+        return r
+    }
+}

@@ -1,0 +1,61 @@
+import SurveyDomain
+import SurveyHTTP
+import SurveyStorage
+
+/// What every service shares, and the table of routes. Each capability registers its own.
+struct Services: Sendable {
+    let database: Database
+    let gate: WriteGate
+    let metrics: Metrics
+    let definitions = DefinitionCache()
+
+    func register(into router: inout Router) {
+        HealthService(services: self).register(into: &router)
+        OrgService(services: self).register(into: &router)
+        UserService(services: self).register(into: &router)
+        SurveyService(services: self).register(into: &router)
+        ResponseService(services: self).register(into: &router)
+    }
+
+    // MARK: - The first two checks of every request
+
+    /// Step 1: the bearer token → a caller (1007 for missing, unknown or revoked).
+    func authenticate(_ request: HTTPRequest) throws -> Caller {
+        guard let token = request.bearerToken, !token.isEmpty, token.utf8.count <= 512 else {
+            throw ApiError(.unauthenticated, "A bearer token is required.")
+        }
+        let hash = Tokens.hash(token)
+        guard let found = try database.read({ try $0.tokenOwner(hash: hash) }),
+              Digest.constantTimeEqual(found.storedHash, hash) else {
+            throw ApiError(.unauthenticated, "The token is unknown or revoked.")
+        }
+        if found.owner.isOperator { return .operatorToken(tokenId: found.owner.tokenId) }
+        return .user(found.owner.user!, tokenId: found.owner.tokenId)
+    }
+
+    /// Step 2 (tenancy): a user of this organization, else the 404 of a thing that does not exist.
+    func member(_ caller: Caller, of orgId: String) throws -> UserRecord {
+        guard let user = caller.user, user.orgId == orgId else { throw ApiError.notFound() }
+        return user
+    }
+
+    /// Step 2 (role): the caller can see the organization but may need a role (1006).
+    func member(_ caller: Caller, of orgId: String, withAnyOf roles: Role...) throws -> UserRecord {
+        let user = try member(caller, of: orgId)
+        guard roles.contains(where: { user.has($0) }) else {
+            throw ApiError(.forbidden, "This needs the role \(roles.map(\.rawValue).joined(separator: " or ")).")
+        }
+        return user
+    }
+
+    func requireOperator(_ caller: Caller) throws {
+        guard caller.isOperator else { throw ApiError(.forbidden, "Only an operator may do this.") }
+    }
+}
+
+extension HTTPResponse {
+    /// 201 with `Location`.
+    static func created(_ location: String, _ body: JSONValue) -> HTTPResponse {
+        .json(201, body, headers: [("Location", location)])
+    }
+}

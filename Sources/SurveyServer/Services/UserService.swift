@@ -1,0 +1,121 @@
+import SurveyDomain
+import SurveyHTTP
+import SurveyStorage
+
+/// Users, roles and tokens. Never gated: an expired organization must still be able to lock
+/// someone out. A revoked token or removed role counts from the very next request, because every
+/// request authenticates against the database.
+struct UserService {
+    let services: Services
+
+    func register(into router: inout Router) {
+        router.add("POST", "/v1/orgs/{orgId}/users", createUser)
+        router.add("POST", "/v1/orgs/{orgId}/users/{userId}/tokens", createToken)
+        router.add("DELETE", "/v1/orgs/{orgId}/users/{userId}/tokens/{tokenId}", revokeToken)
+        router.add("DELETE", "/v1/orgs/{orgId}/users/{userId}", deactivateUser)
+        router.add("PUT", "/v1/orgs/{orgId}/users/{userId}/roles", setRoles)
+    }
+
+    static func userJSON(_ u: UserRecord) -> [String: JSONValue] {
+        ["userId": .string(u.userId), "name": .string(u.name), "roles": .array(u.roles.map { .string($0) }), "active": .bool(u.active)]
+    }
+
+    /// The org's admins, or an operator (that is how an organization gets its first admin).
+    private func adminOrOperator(_ request: HTTPRequest, orgId: String) throws -> Caller {
+        let caller = try services.authenticate(request)
+        if caller.isOperator {
+            guard try services.database.read({ try $0.org(orgId) }) != nil else { throw ApiError.notFound() }
+        } else {
+            _ = try services.member(caller, of: orgId, withAnyOf: .admin)
+        }
+        return caller
+    }
+
+    /// A user of this organization, else 404.
+    private func target(_ orgId: String, _ userId: String) throws -> UserRecord {
+        guard let user = try services.database.read({ try $0.user(userId) }), user.orgId == orgId else { throw ApiError.notFound() }
+        return user
+    }
+
+    private func roles(_ body: JSONBody) throws -> [String] {
+        let roles = try body.stringArray("roles")
+        var errors: [FieldError] = []
+        if roles.isEmpty { errors.append(FieldError(path: "roles", message: "at least one role")) }
+        for (i, r) in roles.enumerated() where Role(rawValue: r) == nil {
+            errors.append(FieldError(path: "roles[\(i)]", message: "unknown role; use admin, collector or reviewer"))
+        }
+        if Set(roles).count != roles.count { errors.append(FieldError(path: "roles", message: "a role is listed twice")) }
+        guard errors.isEmpty else { throw ApiError(.validationFailed, "The roles are not valid.", errors: errors) }
+        return roles
+    }
+
+    func createUser(_ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId")
+        let caller = try adminOrOperator(request, orgId: orgId)
+        let body = try JSONBody(request)
+        let name = try body.string("name")
+        let roles = try roles(body)
+        guard !name.isEmpty, name.count <= 200 else {
+            throw ApiError(.validationFailed, "`name` must be 1 to 200 characters.", errors: [FieldError(path: "name", message: "1 to 200 characters")])
+        }
+        let now = Timestamp.nowMillis()
+        let userId = Ids.make("usr", nowMillis: now)
+        let tokenId = Ids.make("tok", nowMillis: now)
+        let (token, hash) = Tokens.generate()
+        let user = try services.database.securityWrite(orgId: orgId, actor: caller.actorId) { tx in
+            let user = try tx.createUser(userId: userId, orgId: orgId, name: name, roles: roles)
+            try tx.createToken(tokenId: tokenId, hash: hash, userId: userId)
+            return user
+        }
+        var out = Self.userJSON(user)
+        out["tokenId"] = .string(tokenId)
+        out["token"] = .string(token)
+        return .created("/v1/orgs/\(orgId)/users/\(userId)", .object(out))
+    }
+
+    func createToken(_ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId")
+        let caller = try adminOrOperator(request, orgId: orgId)
+        let user = try target(orgId, request.parameter("userId"))
+        guard user.active else { throw ApiError(.validationFailed, "The user is deactivated.", errors: [FieldError(path: "userId", message: "deactivated")]) }
+        let tokenId = Ids.make("tok", nowMillis: Timestamp.nowMillis())
+        let (token, hash) = Tokens.generate()
+        try services.database.securityWrite(orgId: orgId, actor: caller.actorId) { tx in
+            try tx.createToken(tokenId: tokenId, hash: hash, userId: user.userId)
+        }
+        return .created("/v1/orgs/\(orgId)/users/\(user.userId)/tokens/\(tokenId)", ["tokenId": .string(tokenId), "token": .string(token)])
+    }
+
+    func revokeToken(_ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId")
+        let caller = try adminOrOperator(request, orgId: orgId)
+        let user = try target(orgId, request.parameter("userId"))
+        let tokenId = request.parameter("tokenId")
+        guard try services.database.read({ try $0.tokenBelongs(tokenId: tokenId, userId: user.userId) }) else { throw ApiError.notFound() }
+        _ = try services.database.securityWrite(orgId: orgId, actor: caller.actorId) { tx in
+            try tx.revokeToken(tokenId: tokenId, userId: user.userId)
+        }
+        return HTTPResponse(status: 204)
+    }
+
+    func deactivateUser(_ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId")
+        let caller = try adminOrOperator(request, orgId: orgId)
+        let user = try target(orgId, request.parameter("userId"))
+        try services.database.securityWrite(orgId: orgId, actor: caller.actorId) { tx in
+            try tx.deactivateUser(userId: user.userId)
+        }
+        return HTTPResponse(status: 204)
+    }
+
+    func setRoles(_ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId")
+        let caller = try adminOrOperator(request, orgId: orgId)
+        let user = try target(orgId, request.parameter("userId"))
+        let roles = try roles(try JSONBody(request))
+        let updated = try services.database.securityWrite(orgId: orgId, actor: caller.actorId) { tx in
+            try tx.setRoles(userId: user.userId, roles: roles)
+        }
+        return .json(200, .object(Self.userJSON(updated ?? user)))
+    }
+}

@@ -1,0 +1,87 @@
+import Synchronization
+
+/// Prometheus counters and histograms kept in memory (reset at restart, as Prometheus expects).
+final class Metrics: Sendable {
+    enum Counter: String, CaseIterable {
+        case responsesAccepted = "surveyd_responses_accepted_total"
+        case responsesReplayed = "surveyd_responses_replayed_total"
+        case idempotencyConflicts = "surveyd_idempotency_conflicts_total"
+        case subscriptionRefusals = "surveyd_subscription_refusals_total"
+        case validationRefusals = "surveyd_validation_refusals_total"
+        case reviewTransitions = "surveyd_review_transitions_total"
+        case uploadBytes = "surveyd_upload_bytes_total"
+    }
+
+    private struct Histogram {
+        static let bounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
+        var buckets = [Int](repeating: 0, count: bounds.count)
+        var count = 0
+        var sum = 0.0
+        mutating func observe(_ v: Double) {
+            for (i, b) in Self.bounds.enumerated() where v <= b { buckets[i] += 1 }
+            count += 1
+            sum += v
+        }
+    }
+
+    private struct State {
+        var counters: [Counter: Int] = [:]
+        var requests: [String: Int] = [:]  // "route\u{0}status"
+        var latency: [String: Histogram] = [:]
+        /// receivedAt - capturedAt, in seconds: how long work waited on the device.
+        var syncAgeCount = 0
+        var syncAgeSum = 0.0
+        var syncAgeBuckets = [Int](repeating: 0, count: Metrics.ageBounds.count)
+    }
+
+    static let ageBounds: [Double] = [60, 600, 3600, 6 * 3600, 86400, 3 * 86400, 7 * 86400, 30 * 86400]
+
+    private let state = Mutex(State())
+
+    func add(_ c: Counter, _ n: Int = 1) { state.withLock { $0.counters[c, default: 0] += n } }
+
+    func request(route: String, status: Int, seconds: Double) {
+        state.withLock {
+            $0.requests["\(route)\u{0}\(status)", default: 0] += 1
+            $0.latency[route, default: Histogram()].observe(seconds)
+        }
+    }
+
+    func syncAge(seconds: Double) {
+        state.withLock { s in
+            s.syncAgeCount += 1
+            s.syncAgeSum += seconds
+            for (i, b) in Self.ageBounds.enumerated() where seconds <= b { s.syncAgeBuckets[i] += 1 }
+        }
+    }
+
+    func render() -> String {
+        state.withLock { s in
+            var out = ""
+            for c in Counter.allCases {
+                out += "# TYPE \(c.rawValue) counter\n\(c.rawValue) \(s.counters[c, default: 0])\n"
+            }
+            out += "# TYPE surveyd_http_requests_total counter\n"
+            for (k, v) in s.requests.sorted(by: { $0.key < $1.key }) {
+                let parts = k.split(separator: "\u{0}")
+                out += "surveyd_http_requests_total{route=\"\(parts[0])\",status=\"\(parts[1])\"} \(v)\n"
+            }
+            out += "# TYPE surveyd_http_request_duration_seconds histogram\n"
+            for (route, h) in s.latency.sorted(by: { $0.key < $1.key }) {
+                for (i, b) in Histogram.bounds.enumerated() {
+                    out += "surveyd_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"\(b)\"} \(h.buckets[i])\n"
+                }
+                out += "surveyd_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"+Inf\"} \(h.count)\n"
+                out += "surveyd_http_request_duration_seconds_sum{route=\"\(route)\"} \(h.sum)\n"
+                out += "surveyd_http_request_duration_seconds_count{route=\"\(route)\"} \(h.count)\n"
+            }
+            out += "# TYPE surveyd_sync_age_seconds histogram\n"
+            for (i, b) in Self.ageBounds.enumerated() {
+                out += "surveyd_sync_age_seconds_bucket{le=\"\(Int(b))\"} \(s.syncAgeBuckets[i])\n"
+            }
+            out += "surveyd_sync_age_seconds_bucket{le=\"+Inf\"} \(s.syncAgeCount)\n"
+            out += "surveyd_sync_age_seconds_sum \(s.syncAgeSum)\nsurveyd_sync_age_seconds_count \(s.syncAgeCount)\n"
+            return out
+        }
+    }
+}

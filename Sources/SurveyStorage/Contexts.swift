@@ -1,0 +1,67 @@
+import SurveyDomain
+
+/// Reads, on a pooled reader or inside a write transaction.
+public struct ReadContext {
+    let conn: Connection
+    init(_ conn: Connection) { self.conn = conn }
+}
+
+/// What every write transaction carries: the writer's connection, the organization and actor it
+/// acts for, server time, and whether an audit entry has been appended.
+final class WriteContext {
+    let conn: Connection
+    let orgId: String
+    let actor: String
+    let now: Int64
+    private(set) var audited = false
+
+    init(_ conn: Connection, orgId: String, actor: String, now: Int64) {
+        self.conn = conn
+        self.orgId = orgId
+        self.actor = actor
+        self.now = now
+    }
+
+    func audit(action: String, targetType: String, targetId: String, revision: Int64?, detail: String?) throws(SQLiteError) {
+        try conn.run("""
+            INSERT INTO audit(org_id, actor, action, target_type, target_id, revision, detail, at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.text(orgId), .text(actor), .text(action), .text(targetType), .text(targetId),
+                  .optional(revision), .optional(detail), .int(now)])
+        audited = true
+    }
+
+    func requireAudit() throws {
+        guard audited else { throw ApiError(.internalError, "A write without its audit entry was refused.") }
+    }
+}
+
+/// A transaction of the survey domain. Only `WriteGate` creates one, after checking the
+/// subscription inside the same transaction, so a survey-domain write cannot skip the gate:
+/// every repository write method hangs off this type.
+public struct GatedTransaction {
+    let context: WriteContext
+    fileprivate init(_ context: WriteContext) { self.context = context }
+    public var now: Int64 { context.now }
+    public var orgId: String { context.orgId }
+    public var read: ReadContext { ReadContext(context.conn) }
+
+    public func audit(action: String, targetType: String, targetId: String, revision: Int64? = nil, detail: String? = nil) throws {
+        try context.audit(action: action, targetType: targetType, targetId: targetId, revision: revision, detail: detail)
+    }
+
+    static func gated(_ context: WriteContext) -> GatedTransaction { GatedTransaction(context) }
+}
+
+/// The writes the contract never gates: an expired organization must still be able to lock
+/// someone out, and operators must be able to renew. Audited like every write.
+public struct SecurityTransaction {
+    let context: WriteContext
+    init(_ context: WriteContext) { self.context = context }
+    public var now: Int64 { context.now }
+    public var read: ReadContext { ReadContext(context.conn) }
+
+    public func audit(action: String, targetType: String, targetId: String, detail: String? = nil) throws {
+        try context.audit(action: action, targetType: targetType, targetId: targetId, revision: nil, detail: detail)
+    }
+}

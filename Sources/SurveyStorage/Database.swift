@@ -1,0 +1,82 @@
+import CSQLite
+import Foundation
+import SurveyDomain
+
+/// The store: one writer connection on its own thread committing jobs in groups, and a pool of
+/// read-only connections. Nothing outside this module runs SQL; services call the repository
+/// methods on `ReadContext`, `GatedTransaction` and `SecurityTransaction`.
+public final class Database: Sendable {
+    public struct Configuration: Sendable {
+        public var path: String
+        /// `FULL` by default: a 2xx means the write is on disk.
+        public var synchronous: String = "FULL"
+        public var readers: Int = 4
+        /// Jobs committed together at most (one COMMIT, one fsync per group).
+        public var maxGroupSize: Int = 256
+        public init(path: String, synchronous: String = "FULL", readers: Int = 4) {
+            self.path = path
+            self.synchronous = synchronous
+            self.readers = readers
+        }
+    }
+
+    let writer: Writer
+    let readers: ReaderPool
+    public let configuration: Configuration
+
+    /// Opens (creating if needed) and migrates the database. Refuses a newer schema.
+    public init(_ configuration: Configuration) throws {
+        self.configuration = configuration
+        let conn = try Connection(path: configuration.path, readOnly: false)
+        let mode = try conn.pragma("journal_mode=WAL")
+        guard mode?.lowercased() == "wal" else {
+            throw SQLiteError(code: SQLITE_ERROR, message: "could not enable WAL (journal_mode=\(mode ?? "?"))", sql: nil)
+        }
+        let sync = configuration.synchronous.uppercased()
+        guard ["FULL", "NORMAL", "EXTRA", "OFF"].contains(sync) else {
+            throw SQLiteError(code: SQLITE_MISUSE, message: "synchronous must be FULL, NORMAL, EXTRA or OFF", sql: nil)
+        }
+        try conn.execute("PRAGMA synchronous=\(sync); PRAGMA foreign_keys=ON;")
+        try Migrations.run(on: conn)
+        writer = Writer(connection: conn, maxGroupSize: configuration.maxGroupSize)
+        readers = try ReaderPool(path: configuration.path, count: configuration.readers)
+    }
+
+    /// Stops the writer after the jobs already queued are committed.
+    public func close() {
+        writer.stop()
+    }
+
+    /// Runs `body` in one read snapshot on a pooled read-only connection.
+    public func read<T>(_ body: (ReadContext) throws -> T) throws -> T {
+        try readers.withConnection { conn in
+            try conn.execute("BEGIN")
+            defer { try? conn.execute("COMMIT") }
+            return try body(ReadContext(conn))
+        }
+    }
+
+    /// Security actions that the contract never gates (users, tokens, roles, subscriptions).
+    /// Each must append its audit entry; the transaction is refused otherwise.
+    public func securityWrite<T: Sendable>(orgId: String, actor: String,
+                                           _ body: @escaping @Sendable (SecurityTransaction) throws -> T) throws -> T {
+        try writer.submit { conn in
+            let tx = SecurityTransaction(WriteContext(conn, orgId: orgId, actor: actor, now: Timestamp.nowMillis()))
+            let result = try body(tx)
+            try tx.context.requireAudit()
+            return result
+        }
+    }
+
+    /// True when a write transaction can be started and committed.
+    public func isWritable() -> Bool {
+        (try? writer.submit { conn in try conn.run("SELECT 1") }) != nil
+    }
+}
+
+/// Translates a thrown error into the contract's terms.
+public func storageApiError(_ error: any Error) -> ApiError {
+    if let e = error as? ApiError { return e }
+    if let e = error as? SQLiteError { return e.apiError }
+    return ApiError(.internalError)
+}

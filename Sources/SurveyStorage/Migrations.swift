@@ -1,0 +1,116 @@
+import CSQLite
+
+/// Ordered, named schema steps. Each runs in its own IMMEDIATE transaction and records itself in
+/// `schema_migrations`; a database that has steps this build does not know is refused.
+enum Migrations {
+    static let steps: [(name: String, sql: String)] = [
+        ("initial", """
+        CREATE TABLE orgs (
+            org_id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            expires_at INTEGER NOT NULL,
+            created_at INTEGER NOT NULL
+        );
+        CREATE TABLE users (
+            user_id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL REFERENCES orgs(org_id),
+            name TEXT NOT NULL,
+            roles TEXT NOT NULL,
+            active INTEGER NOT NULL DEFAULT 1,
+            created_at INTEGER NOT NULL
+        );
+        CREATE INDEX users_org ON users(org_id, user_id);
+        CREATE TABLE tokens (
+            token_id TEXT PRIMARY KEY,
+            token_hash BLOB NOT NULL UNIQUE,
+            user_id TEXT REFERENCES users(user_id),
+            is_operator INTEGER NOT NULL DEFAULT 0,
+            created_at INTEGER NOT NULL,
+            revoked_at INTEGER
+        );
+        CREATE TABLE audit (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            org_id TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            action TEXT NOT NULL,
+            target_type TEXT NOT NULL,
+            target_id TEXT NOT NULL,
+            revision INTEGER,
+            detail TEXT,
+            at INTEGER NOT NULL
+        );
+        CREATE INDEX audit_target ON audit(org_id, target_type, target_id, seq);
+        CREATE TABLE surveys (
+            survey_id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL REFERENCES orgs(org_id),
+            title TEXT NOT NULL,
+            review_required INTEGER NOT NULL,
+            created_by TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        );
+        CREATE INDEX surveys_org ON surveys(org_id, survey_id);
+        CREATE TABLE survey_versions (
+            survey_version_id TEXT PRIMARY KEY,
+            survey_id TEXT NOT NULL REFERENCES surveys(survey_id),
+            org_id TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,
+            definition TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            UNIQUE (survey_id, number)
+        );
+        CREATE TABLE responses (
+            response_id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL REFERENCES orgs(org_id),
+            client_submission_id TEXT NOT NULL,
+            submitter TEXT NOT NULL,
+            survey_id TEXT NOT NULL,
+            survey_version_id TEXT NOT NULL REFERENCES survey_versions(survey_version_id),
+            request_digest TEXT NOT NULL,
+            request_body BLOB NOT NULL,
+            answers TEXT NOT NULL,
+            field_task_id TEXT,
+            captured_at INTEGER,
+            received_at INTEGER NOT NULL,
+            review_state TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            UNIQUE (org_id, client_submission_id)
+        );
+        CREATE INDEX responses_list ON responses(org_id, review_state, response_id);
+        CREATE INDEX responses_submitter ON responses(org_id, submitter, response_id);
+        """),
+    ]
+
+    static func currentVersion(_ conn: Connection) throws(SQLiteError) -> Int {
+        let exists = try conn.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'")
+        guard !exists.isEmpty else { return 0 }
+        return Int(try conn.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").first?.int(0) ?? 0)
+    }
+
+    static func run(on conn: Connection) throws(SQLiteError) {
+        try conn.execute("""
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)
+            """)
+        let current = try currentVersion(conn)
+        if current > steps.count {
+            throw SQLiteError(code: SQLITE_ERROR, message: """
+                the database has schema version \(current) but this surveyd knows only up to \(steps.count); \
+                it was written by a newer surveyd. Refusing to start (nothing was changed): run the newer \
+                surveyd or restore a backup made by this version.
+                """, sql: nil)
+        }
+        for (i, step) in steps.enumerated() where i + 1 > current {
+            try conn.execute("BEGIN IMMEDIATE")
+            do {
+                try conn.execute(step.sql)
+                try conn.run("INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, strftime('%s','now'))",
+                             [.int(Int64(i + 1)), .text(step.name)])
+                try conn.execute("COMMIT")
+            } catch {
+                try? conn.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+}

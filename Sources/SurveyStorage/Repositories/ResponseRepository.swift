@@ -1,0 +1,59 @@
+import SurveyDomain
+
+extension ReadContext {
+    private static let columns = """
+        response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id, request_digest, request_body,
+        answers, field_task_id, captured_at, received_at, review_state, revision
+        """
+    private static func response(_ r: Row) -> ResponseRecord {
+        ResponseRecord(responseId: r.string(0), orgId: r.string(1), clientSubmissionId: r.string(2), submitter: r.string(3),
+                       surveyId: r.string(4), surveyVersionId: r.string(5), requestDigest: r.string(6), requestBody: r.blob(7),
+                       answers: r.string(8), fieldTaskId: r.optionalString(9), capturedAt: r.optionalInt(10),
+                       receivedAt: r.int(11), reviewState: r.string(12), revision: r.int(13))
+    }
+
+    public func response(orgId: String, responseId: String) throws -> ResponseRecord? {
+        try conn.query("SELECT \(Self.columns) FROM responses WHERE response_id = ? AND org_id = ?",
+                       [.text(responseId), .text(orgId)]).first.map(Self.response)
+    }
+
+    public func response(orgId: String, clientSubmissionId: String) throws -> ResponseRecord? {
+        try conn.query("SELECT \(Self.columns) FROM responses WHERE org_id = ? AND client_submission_id = ?",
+                       [.text(orgId), .text(clientSubmissionId)]).first.map(Self.response)
+    }
+
+    /// A page in response-id order (ids are time-ordered), optionally one submitter's, one state's.
+    public func responses(orgId: String, submitter: String?, reviewState: String?, after: String?, limit: Int) throws -> [ResponseRecord] {
+        var sql = "SELECT \(Self.columns) FROM responses WHERE org_id = ? AND response_id > ?"
+        var args: [SQLValue] = [.text(orgId), .text(after ?? "")]
+        if let submitter { sql += " AND submitter = ?"; args.append(.text(submitter)) }
+        if let reviewState { sql += " AND review_state = ?"; args.append(.text(reviewState)) }
+        sql += " ORDER BY response_id LIMIT ?"
+        args.append(.int(Int64(limit)))
+        return try conn.query(sql, args).map(Self.response)
+    }
+
+    public func auditTrail(orgId: String, targetType: String, targetId: String) throws -> [AuditRecord] {
+        try conn.query("""
+            SELECT seq, actor, action, target_type, target_id, revision, detail, at FROM audit
+            WHERE org_id = ? AND target_type = ? AND target_id = ? ORDER BY seq
+            """, [.text(orgId), .text(targetType), .text(targetId)]).map {
+            AuditRecord(seq: $0.int(0), actor: $0.string(1), action: $0.string(2), targetType: $0.string(3),
+                        targetId: $0.string(4), revision: $0.optionalInt(5), detail: $0.optionalString(6), at: $0.int(7))
+        }
+    }
+}
+
+extension GatedTransaction {
+    public func insertResponse(_ r: ResponseRecord) throws {
+        try context.conn.run("""
+            INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
+                request_digest, request_body, answers, field_task_id, captured_at, received_at, review_state, revision)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.text(r.responseId), .text(orgId), .text(r.clientSubmissionId), .text(r.submitter), .text(r.surveyId),
+                  .text(r.surveyVersionId), .text(r.requestDigest), .blob(r.requestBody), .text(r.answers),
+                  .optional(r.fieldTaskId), .optional(r.capturedAt), .int(r.receivedAt), .text(r.reviewState), .int(r.revision)])
+        try audit(action: "response.accept", targetType: "response", targetId: r.responseId, revision: r.revision,
+                  detail: "clientSubmissionId=\(r.clientSubmissionId)")
+    }
+}

@@ -1,0 +1,71 @@
+import SurveyDomain
+
+extension ReadContext {
+    static let userColumns = "u.user_id, u.org_id, u.name, u.roles, u.active"
+
+    static func user(_ r: Row, at i: Int = 0) -> UserRecord {
+        UserRecord(userId: r.string(i), orgId: r.string(i + 1), name: r.string(i + 2),
+                   roles: r.string(i + 3).split(separator: ",").map(String.init), active: r.bool(i + 4))
+    }
+
+    public func user(_ userId: String) throws -> UserRecord? {
+        try conn.query("SELECT \(Self.userColumns) FROM users u WHERE u.user_id = ?", [.text(userId)]).first.map { Self.user($0) }
+    }
+
+    /// The live owner of a token hash: not revoked, and (for user tokens) an active user.
+    /// The lookup is by the hash's index; the caller compares the hash again in constant time.
+    public func tokenOwner(hash: [UInt8]) throws -> (owner: TokenOwner, storedHash: [UInt8])? {
+        let rows = try conn.query("""
+            SELECT t.token_id, t.is_operator, t.token_hash, \(Self.userColumns)
+            FROM tokens t LEFT JOIN users u ON u.user_id = t.user_id
+            WHERE t.token_hash = ? AND t.revoked_at IS NULL
+            """, [.blob(hash)])
+        guard let r = rows.first else { return nil }
+        let isOperator = r.bool(1)
+        let user: UserRecord? = r.optionalString(3) == nil ? nil : Self.user(r, at: 3)
+        if !isOperator && user?.active != true { return nil }
+        return (TokenOwner(tokenId: r.string(0), isOperator: isOperator, user: user), r.blob(2))
+    }
+
+    public func tokenBelongs(tokenId: String, userId: String) throws -> Bool {
+        !(try conn.query("SELECT 1 FROM tokens WHERE token_id = ? AND user_id = ?", [.text(tokenId), .text(userId)]).isEmpty)
+    }
+}
+
+extension SecurityTransaction {
+    public func createUser(userId: String, orgId: String, name: String, roles: [String]) throws -> UserRecord {
+        try context.conn.run("INSERT INTO users(user_id, org_id, name, roles, active, created_at) VALUES (?, ?, ?, ?, 1, ?)",
+                             [.text(userId), .text(orgId), .text(name), .text(roles.joined(separator: ",")), .int(now)])
+        try audit(action: "user.create", targetType: "user", targetId: userId, detail: "roles=\(roles.joined(separator: ","))")
+        return UserRecord(userId: userId, orgId: orgId, name: name, roles: roles, active: true)
+    }
+
+    public func createToken(tokenId: String, hash: [UInt8], userId: String?) throws {
+        try context.conn.run("INSERT INTO tokens(token_id, token_hash, user_id, is_operator, created_at) VALUES (?, ?, ?, ?, ?)",
+                             [.text(tokenId), .blob(hash), .optional(userId), .bool(userId == nil), .int(now)])
+        try audit(action: userId == nil ? "operator.token.create" : "token.create", targetType: "token", targetId: tokenId,
+                  detail: userId.map { "user=\($0)" })
+    }
+
+    /// Revokes one token of a user; false if there is no such live token.
+    public func revokeToken(tokenId: String, userId: String) throws -> Bool {
+        try context.conn.run("UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND user_id = ? AND revoked_at IS NULL",
+                             [.int(now), .text(tokenId), .text(userId)])
+        let changed = context.conn.changes == 1
+        try audit(action: "token.revoke", targetType: "token", targetId: tokenId, detail: "user=\(userId)")
+        return changed
+    }
+
+    /// Deactivates a user and revokes every token of theirs.
+    public func deactivateUser(userId: String) throws {
+        try context.conn.run("UPDATE users SET active = 0 WHERE user_id = ?", [.text(userId)])
+        try context.conn.run("UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.int(now), .text(userId)])
+        try audit(action: "user.deactivate", targetType: "user", targetId: userId)
+    }
+
+    public func setRoles(userId: String, roles: [String]) throws -> UserRecord? {
+        try context.conn.run("UPDATE users SET roles = ? WHERE user_id = ?", [.text(roles.joined(separator: ",")), .text(userId)])
+        try audit(action: "user.roles", targetType: "user", targetId: userId, detail: "roles=\(roles.joined(separator: ","))")
+        return try read.user(userId)
+    }
+}

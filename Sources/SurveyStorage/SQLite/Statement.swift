@@ -1,0 +1,64 @@
+import CSQLite
+
+/// A prepared statement, reused through the connection's cache.
+final class Statement {
+    let handle: OpaquePointer
+    let sql: String
+    unowned let connection: Connection
+
+    init(connection: Connection, sql: String) throws(SQLiteError) {
+        var h: OpaquePointer?
+        let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &h, nil)
+        guard rc == SQLITE_OK, let h else { throw connection.error(rc, sql: sql) }
+        self.handle = h
+        self.sql = sql
+        self.connection = connection
+    }
+    deinit { sqlite3_finalize(handle) }
+
+    func bind(_ args: [SQLValue]) throws(SQLiteError) {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        for (i, v) in args.enumerated() {
+            let idx = Int32(i + 1)
+            let rc: Int32
+            switch v {
+            case .null: rc = sqlite3_bind_null(handle, idx)
+            case .int(let x): rc = sqlite3_bind_int64(handle, idx, x)
+            case .double(let x): rc = sqlite3_bind_double(handle, idx, x)
+            case .text(let s): rc = sqlite3_bind_text(handle, idx, s, -1, csqlite_transient())
+            case .blob(let b):
+                rc = b.withUnsafeBytes { sqlite3_bind_blob(handle, idx, $0.baseAddress, Int32($0.count), csqlite_transient()) }
+            }
+            guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
+        }
+    }
+
+    /// Steps to completion, collecting rows.
+    func rows() throws(SQLiteError) -> [Row] {
+        defer { sqlite3_reset(handle) }
+        var out: [Row] = []
+        while true {
+            let rc = sqlite3_step(handle)
+            if rc == SQLITE_DONE { return out }
+            guard rc == SQLITE_ROW else { throw connection.error(rc, sql: sql) }
+            let n = sqlite3_column_count(handle)
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(n))
+            for c in 0..<n {
+                switch sqlite3_column_type(handle, c) {
+                case SQLITE_INTEGER: values.append(.int(sqlite3_column_int64(handle, c)))
+                case SQLITE_FLOAT: values.append(.double(sqlite3_column_double(handle, c)))
+                case SQLITE_TEXT: values.append(.text(String(cString: sqlite3_column_text(handle, c))))
+                case SQLITE_BLOB:
+                    let len = Int(sqlite3_column_bytes(handle, c))
+                    if let p = sqlite3_column_blob(handle, c), len > 0 {
+                        values.append(.blob(Array(UnsafeRawBufferPointer(start: p, count: len))))
+                    } else { values.append(.blob([])) }
+                default: values.append(.null)
+                }
+            }
+            out.append(Row(values: values))
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import SurveyDomain
+
+/// The one way into a survey-domain write. In a single writer transaction it:
+/// 1. looks for a replay (`replay` reads the committed state; a non-nil answer is returned as is,
+///    even while the subscription has expired, and nothing is written),
+/// 2. checks the organization's subscription against server time (1001),
+/// 3. runs the write with a `GatedTransaction`, which requires an audit entry,
+/// and the writer commits it all together. Authentication, authorization and validation happen
+/// before, in the service, on reads — refusals there need no transaction.
+public struct WriteGate: Sendable {
+    let database: Database
+    public init(database: Database) { self.database = database }
+
+    public enum Outcome<T: Sendable>: Sendable {
+        case written(T)
+        case replayed(T)
+    }
+
+    public func write<T: Sendable>(
+        orgId: String, actor: String,
+        replay: @escaping @Sendable (ReadContext) throws -> T? = { _ in nil },
+        _ body: @escaping @Sendable (GatedTransaction) throws -> T
+    ) throws -> Outcome<T> {
+        try database.writer.submit { conn in
+            if let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
+            let now = Timestamp.nowMillis()
+            let rows = try conn.query("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(orgId)])
+            guard let expiresAt = rows.first?.int(0) else { throw ApiError.notFound() }
+            guard now < expiresAt else {
+                throw ApiError(.subscriptionExpired,
+                               "The organization's subscription expired at \(Timestamp.format(expiresAt)). Nothing was written; keep the request and retry it unchanged after renewal.",
+                               extra: ["expiresAt": .string(Timestamp.format(expiresAt))])
+            }
+            let context = WriteContext(conn, orgId: orgId, actor: actor, now: now)
+            let result = try body(GatedTransaction.gated(context))
+            try context.requireAudit()
+            return .written(result)
+        }
+    }
+}

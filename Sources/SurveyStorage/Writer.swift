@@ -1,0 +1,123 @@
+import Foundation
+import SurveyDomain
+
+/// The single writer. Callers hand it jobs and block until their group is committed: each job runs
+/// inside its own SAVEPOINT (a failing job rolls back alone), the group shares one COMMIT and so
+/// one fsync, then every caller is answered. This is group commit.
+final class Writer: @unchecked Sendable {
+    // @unchecked: `connection` is touched only by the writer thread; the queue is guarded by `cond`.
+    private let connection: Connection
+    private let cond = NSCondition()
+    private var queue: [Job] = []
+    private var stopping = false
+    private var stopped = false
+    private let maxGroupSize: Int
+    private var thread: Thread?
+
+    final class Job: @unchecked Sendable {
+        // @unchecked: `run` executes on the writer thread; the semaphore orders it before the
+        // caller reads the result it stored.
+        let run: (Connection) throws -> Void
+        var failure: (any Error)?
+        let done = DispatchSemaphore(value: 0)
+        init(_ run: @escaping (Connection) throws -> Void) { self.run = run }
+    }
+
+    init(connection: Connection, maxGroupSize: Int) {
+        self.connection = connection
+        self.maxGroupSize = maxGroupSize
+        let t = Thread { [unowned self] in self.loop() }
+        t.name = "surveyd-writer"
+        t.stackSize = 4 << 20
+        thread = t
+        t.start()
+    }
+
+    func submit<T>(_ body: @escaping (Connection) throws -> T) throws -> T {
+        let box = ResultBox<T>()
+        let job = Job { conn in box.value = try body(conn) }
+        cond.lock()
+        if stopping {
+            cond.unlock()
+            throw ApiError(.storageUnavailable, "The server is shutting down; nothing was written.")
+        }
+        queue.append(job)
+        cond.signal()
+        cond.unlock()
+        job.done.wait()
+        if let f = job.failure { throw f }
+        return box.value!
+    }
+
+    func stop() {
+        cond.lock()
+        stopping = true
+        cond.broadcast()
+        while !stopped { cond.wait() }
+        cond.unlock()
+    }
+
+    private func loop() {
+        var commits = 0
+        while true {
+            cond.lock()
+            while queue.isEmpty && !stopping { cond.wait() }
+            if queue.isEmpty && stopping {
+                stopped = true
+                cond.broadcast()
+                cond.unlock()
+                return
+            }
+            let group = Array(queue.prefix(maxGroupSize))
+            queue.removeFirst(group.count)
+            cond.unlock()
+
+            runGroup(group)
+            for job in group { job.done.signal() }
+            commits += 1
+            // A passive checkpoint by the writer itself keeps the WAL small under constant load.
+            if commits % 64 == 0 { try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)") }
+        }
+    }
+
+    private func runGroup(_ group: [Job]) {
+        do {
+            try connection.execute("BEGIN IMMEDIATE")
+        } catch {
+            for job in group { job.failure = error }
+            return
+        }
+        var succeeded: [Job] = []
+        for job in group {
+            do {
+                try connection.execute("SAVEPOINT job")
+                do {
+                    try job.run(connection)
+                    try connection.execute("RELEASE job")
+                    succeeded.append(job)
+                } catch {
+                    job.failure = error
+                    try connection.execute("ROLLBACK TO job")
+                    try connection.execute("RELEASE job")
+                }
+            } catch {
+                // The savepoint machinery itself failed (disk full, I/O): abandon the group.
+                try? connection.execute("ROLLBACK")
+                for j in group where j.failure == nil { j.failure = error }
+                return
+            }
+        }
+        do {
+            try connection.execute("COMMIT")
+        } catch {
+            try? connection.execute("ROLLBACK")
+            for job in succeeded { job.failure = error }
+        }
+    }
+}
+
+/// Carries a job's result from the writer thread to its caller; written before the job's
+/// semaphore is signalled and read after the wait, so the semaphore orders the accesses.
+final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
+}

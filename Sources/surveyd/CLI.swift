@@ -1,0 +1,116 @@
+import Foundation
+import SurveyDomain
+import SurveyServer
+import SurveyStorage
+
+enum CLI {
+    static let usage = """
+    surveyd — the server field-survey apps sync to.
+
+    usage:
+      surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--no-log]
+      surveyd admin create-operator
+      surveyd admin create-org --name NAME --expires-at ISO8601
+      surveyd admin renew --org ORG_ID --until ISO8601
+      surveyd admin create-user --org ORG_ID --name NAME --roles admin,collector,reviewer
+
+    Every command takes --data-dir DIR (default ./data; the database is DIR/surveyd.sqlite, blobs
+    live in DIR/blobs). Every flag can also be given as SURVEYD_<FLAG> in the environment, e.g.
+    SURVEYD_DATA_DIR, SURVEYD_PORT.
+    """
+
+    static func main(_ args: [String]) {
+        do {
+            let options = try Options(args)
+            switch options.positional.first {
+            case "serve": try serve(options)
+            case "admin": try admin(options)
+            case nil, "help": print(usage)
+            case let other?: throw CLIError("unknown command \(other)\n\n\(usage)")
+            }
+        } catch {
+            FileHandle.standardError.write(Data("surveyd: \(describe(error))\n".utf8))
+            exit(1)
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let e = error as? ApiError { return e.detail }
+        return String(describing: error)
+    }
+
+    static func configuration(_ options: Options) throws -> App.Configuration {
+        var c = App.Configuration(dataDir: options.value("data-dir") ?? "./data")
+        if let h = options.value("host") { c.host = h }
+        if let p = options.value("port") {
+            guard let n = UInt16(p) else { throw CLIError("--port must be 0–65535") }
+            c.port = n
+        }
+        if let s = options.value("synchronous") { c.synchronous = s }
+        if let m = options.value("max-body-bytes") {
+            guard let n = Int(m), n > 0 else { throw CLIError("--max-body-bytes must be a positive integer") }
+            c.maxBodyBytes = n
+        }
+        c.logRequests = !options.flag("no-log")
+        return c
+    }
+
+    static func serve(_ options: Options) throws {
+        let config = try configuration(options)
+        let app = try App(config)
+        try app.start()
+        let base = "http://\(config.host):\(app.port)"
+        FileHandle.standardError.write(Data("surveyd: serving \(base) (data dir \(config.dataDir))\n".utf8))
+        if options.flag("demo") { try Demo.seed(app: app, base: base) }
+        // Graceful shutdown: in-flight requests are answered, then the process exits 0.
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let queue = DispatchQueue(label: "surveyd.signals")
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler {
+                FileHandle.standardError.write(Data("surveyd: stopping (answering in-flight requests)\n".utf8))
+                app.stop()
+                exit(0)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        withExtendedLifetime(sources) { dispatchMain() }
+    }
+
+    static func admin(_ options: Options) throws {
+        let config = try configuration(options)
+        try FileManager.default.createDirectory(atPath: config.dataDir, withIntermediateDirectories: true)
+        let database = try Database(.init(path: config.databasePath, synchronous: config.synchronous))
+        defer { database.close() }
+        let admin = AdminCommands(database: database)
+        switch options.positional.dropFirst().first {
+        case "create-operator":
+            print("operator token (shown once):")
+            print(try admin.createOperator())
+        case "create-org":
+            let name = try options.required("name")
+            let expires = try timestamp(options.required("expires-at"), flag: "expires-at")
+            print(try admin.createOrg(name: name, expiresAt: expires))
+        case "renew":
+            let org = try options.required("org")
+            let until = try timestamp(options.required("until"), flag: "until")
+            guard try admin.renew(orgId: org, until: until) else { throw CLIError("no organization \(org)") }
+            print("\(org) active until \(Timestamp.format(until))")
+        case "create-user":
+            let roles = try options.required("roles").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let (userId, token) = try admin.createUser(orgId: try options.required("org"), name: try options.required("name"), roles: roles)
+            print("userId \(userId)")
+            print(token)
+        default:
+            throw CLIError("admin needs one of create-operator, create-org, renew, create-user\n\n\(usage)")
+        }
+    }
+
+    static func timestamp(_ s: String, flag: String) throws -> Int64 {
+        guard let t = Timestamp.parse(s) else { throw CLIError("--\(flag) must be an ISO 8601 date-time such as 2027-01-01T00:00:00Z") }
+        return t
+    }
+}
