@@ -29,17 +29,33 @@ public enum CanonicalJSON {
             out.append(UInt8(ascii: "]"))
         case .object(let members):
             out.append(UInt8(ascii: "{"))
-            // JCS orders by UTF-16 code units, which differs from UTF-8/code point order for
-            // characters above U+FFFF versus U+E000...U+FFFF.
-            let keys = members.keys.sorted { $0.utf16.lexicographicallyPrecedes($1.utf16) }
-            for (k, key) in keys.enumerated() {
+            // Sorting indices rather than (key, value) pairs avoids retain/release on every swap.
+            let pairs = Array(members)
+            let order = pairs.indices.sorted { utf16Precedes(pairs[$0].key, pairs[$1].key) }
+            for (k, index) in order.enumerated() {
                 if k > 0 { out.append(UInt8(ascii: ",")) }
-                appendString(key, to: &out)
+                appendString(pairs[index].key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                encode(members[key]!, into: &out)
+                encode(pairs[index].value, into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// JCS key order: UTF-16 code units. UTF-8 byte order is code point order, which agrees
+    /// with it unless the first difference is between two non-ASCII characters (a character
+    /// above U+FFFF sorts below U+E000...U+FFFF in UTF-16); only then compare UTF-16 views.
+    static func utf16Precedes(_ a: String, _ b: String) -> Bool {
+        let byBytes: Bool?? = a.utf8.withContiguousStorageIfAvailable { pa in
+            b.utf8.withContiguousStorageIfAvailable { pb -> Bool? in
+                for k in 0..<min(pa.count, pb.count) where pa[k] != pb[k] {
+                    if pa[k] < 0x80 || pb[k] < 0x80 { return pa[k] < pb[k] }
+                    return nil
+                }
+                return pa.count < pb.count
+            } ?? nil
+        }
+        return (byBytes ?? nil) ?? a.utf16.lexicographicallyPrecedes(b.utf16)
     }
 
     /// A number as ECMAScript prints it (e.g. `1e+21`, `1e-7`, `0.000001`, `-0` → `0`).

@@ -26,6 +26,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// Told of every answered request (route pattern, status, seconds), e.g. for metrics.
     public var observer: (@Sendable (String, Int, Double) -> Void)?
     private var daemon: OpaquePointer?
+    static let maxDiscardBytes = 16 << 20
     private let inFlight = Mutex(0)
 
     public init(configuration: Configuration, router: Router, log: RequestLog = RequestLog(),
@@ -97,8 +98,8 @@ public final class HTTPServer: @unchecked Sendable {
                                        headers: [("Connection", "close")]))
                 }
             case .methodNotAllowed(let allow):
-                ex.pending = .problem(ApiError(.notFound, "Method \(method) is not allowed here."), headers: [("Allow", allow.joined(separator: ", "))])
-                ex.pending!.status = 405
+                ex.pending = .problem(ApiError(.notFound, "Method \(method) is not allowed here."), status: 405,
+                                      headers: [("Allow", allow.joined(separator: ", "))])
             case .notFound:
                 ex.pending = .problem(ApiError(.notFound, "No route for \(url)."))
             }
@@ -108,11 +109,18 @@ public final class HTTPServer: @unchecked Sendable {
         if uploadSize.pointee > 0 {
             let n = uploadSize.pointee
             uploadSize.pointee = 0
-            if ex.answered || ex.pending != nil { return .YES }  // body of a refused request: discarded
+            if ex.answered { return .YES }
+            if ex.pending != nil {
+                // The body of a refused request is discarded, not buffered. libmicrohttpd cannot
+                // answer a chunked body before its end, so an endless one is cut off instead.
+                ex.discarded += n
+                return ex.discarded > Self.maxDiscardBytes ? .NO : .YES
+            }
             let limit = ex.route?.bodyLimit ?? configuration.maxBodyBytes
             if ex.body.count + n > limit {
-                queue(ex, .problem(ApiError(.payloadTooLarge, "The body is over the limit of \(limit) bytes."),
-                                   headers: [("Connection", "close")]))
+                ex.body = []
+                ex.pending = .problem(ApiError(.payloadTooLarge, "The body is over the limit of \(limit) bytes."),
+                                      headers: [("Connection", "close")])
                 return .YES
             }
             uploadData.map { p in p.withMemoryRebound(to: UInt8.self, capacity: n) { ex.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) } }
@@ -176,6 +184,7 @@ final class Exchange {
     var params: [String: String] = [:]
     var body: [UInt8] = []
     var pending: HTTPResponse?
+    var discarded = 0
     var answered = false
 
     init(method: String, path: String, connection: OpaquePointer) {

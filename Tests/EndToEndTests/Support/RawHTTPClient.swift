@@ -1,0 +1,96 @@
+import Foundation
+import SurveyDomain
+
+/// A deliberately small HTTP/1.1 client over a POSIX socket, so tests control every byte:
+/// oversized bodies, disconnects mid-body, exact header values. One request per connection.
+struct Reply {
+    let status: Int
+    let headers: [String: String]
+    let body: [UInt8]
+    var json: JSONValue? { try? JSONParser.parse(body) }
+    var text: String { String(decoding: body, as: UTF8.self) }
+    func header(_ name: String) -> String? { headers[name.lowercased()] }
+    var errorCode: Int? { json?["errorCode"]?.intValue }
+}
+
+struct RawHTTPClient {
+    let port: UInt16
+
+    func connect() throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var tv = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard rc == 0 else { close(fd); throw POSIXError(.ECONNREFUSED) }
+        return fd
+    }
+
+    /// Writes all bytes it can; false when the peer closed (e.g. after answering 413 early).
+    @discardableResult
+    static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + off, bytes.count - off, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return false }
+            off += n
+        }
+        return true
+    }
+
+    static func readReply(_ fd: Int32) throws -> Reply {
+        var data = [UInt8]()
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buf, buf.count, 0)
+            if n <= 0 { break }
+            data.append(contentsOf: buf[0..<n])
+            if let r = parse(data), r.complete { return r.reply }
+        }
+        guard let r = parse(data) else { throw POSIXError(.ECONNRESET) }
+        return r.reply
+    }
+
+    static func parse(_ data: [UInt8]) -> (reply: Reply, complete: Bool)? {
+        let sep: [UInt8] = [13, 10, 13, 10]
+        guard let end = (0..<max(0, data.count - 3)).first(where: { Array(data[$0..<$0 + 4]) == sep }) else { return nil }
+        let head = String(decoding: data[0..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        let statusParts = head[0].split(separator: " ")
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { return nil }
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let body = Array(data[(end + 4)...])
+        let length = headers["content-length"].flatMap(Int.init) ?? body.count
+        return (Reply(status: status, headers: headers, body: Array(body.prefix(length))), body.count >= length)
+    }
+
+    func request(_ method: String, _ path: String, token: String? = nil, json: JSONValue? = nil, body: [UInt8]? = nil,
+                 headers: [String: String] = [:]) throws -> Reply {
+        let payload = body ?? json.map(CanonicalJSON.encode) ?? []
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        if let token { head += "Authorization: Bearer \(token)\r\n" }
+        if json != nil && headers["Content-Type"] == nil { head += "Content-Type: application/json\r\n" }
+        for (k, v) in headers { head += "\(k): \(v)\r\n" }
+        if !payload.isEmpty || method == "POST" || method == "PUT" || method == "PATCH" { head += "Content-Length: \(payload.count)\r\n" }
+        head += "\r\n"
+        let fd = try connect()
+        defer { close(fd) }
+        Self.sendAll(fd, Array(head.utf8))
+        Self.sendAll(fd, payload)
+        return try Self.readReply(fd)
+    }
+
+    func get(_ path: String, token: String? = nil) throws -> Reply { try request("GET", path, token: token) }
+    func post(_ path: String, token: String?, _ json: JSONValue, headers: [String: String] = [:]) throws -> Reply {
+        try request("POST", path, token: token, json: json, headers: headers)
+    }
+    func put(_ path: String, token: String?, _ json: JSONValue) throws -> Reply { try request("PUT", path, token: token, json: json) }
+    func delete(_ path: String, token: String?) throws -> Reply { try request("DELETE", path, token: token) }
+}
