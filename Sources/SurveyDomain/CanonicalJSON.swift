@@ -30,13 +30,12 @@ public enum CanonicalJSON {
         case .object(let members):
             out.append(UInt8(ascii: "{"))
             // Sorting indices rather than (key, value) pairs avoids retain/release on every swap.
-            let pairs = Array(members)
-            let order = pairs.indices.sorted { utf16Precedes(pairs[$0].key, pairs[$1].key) }
+            let order = members.indices.sorted { utf16Precedes(members[$0].key, members[$1].key) }
             for (k, index) in order.enumerated() {
                 if k > 0 { out.append(UInt8(ascii: ",")) }
-                appendString(pairs[index].key, to: &out)
+                appendString(members[index].key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                encode(pairs[index].value, into: &out)
+                encode(members[index].value, into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }

@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+@testable import SurveyStorage
+import SurveyDomain
+
+/// The gate's own order inside the transaction: replay, then subscription, then the write with
+/// its audit entry — all or nothing.
+@Suite struct WriteGateTests {
+    func setUp(expiresIn: Int64) throws -> (TempDir, Database, WriteGate) {
+        let dir = TempDir()
+        let db = try Database(.init(path: dir.db))
+        _ = try db.securityWrite(orgId: "org_1", actor: "t") { tx in
+            try tx.createOrg(orgId: "org_1", name: "A", expiresAt: Timestamp.nowMillis() + expiresIn)
+        }
+        return (dir, db, WriteGate(database: db))
+    }
+
+    func surveys(_ db: Database) throws -> Int64 {
+        try db.writer.submit { try $0.query("SELECT COUNT(*) FROM surveys").first!.int(0) }
+    }
+    func audits(_ db: Database) throws -> Int64 {
+        try db.writer.submit { try $0.query("SELECT COUNT(*) FROM audit").first!.int(0) }
+    }
+
+    @Test func expiredSubscriptionRefusesWithNothingWritten() throws {
+        let (dir, db, gate) = try setUp(expiresIn: -1000)
+        defer { db.close(); _ = dir }
+        let audits = try audits(db)
+        #expect {
+            _ = try gate.write(orgId: "org_1", actor: "u") { tx in
+                try tx.createSurvey(surveyId: "s1", title: "T", reviewRequired: false, createdBy: "u")
+            }
+        } throws: { ($0 as? ApiError)?.code == .subscriptionExpired }
+        #expect(try surveys(db) == 0)
+        #expect(try self.audits(db) == audits)
+    }
+
+    @Test func replayIsAnsweredBeforeTheSubscriptionCheck() throws {
+        let (dir, db, gate) = try setUp(expiresIn: -1000)
+        defer { db.close(); _ = dir }
+        let outcome = try gate.write(orgId: "org_1", actor: "u", replay: { _ in "stored answer" }) { _ in "written" }
+        guard case .replayed(let s) = outcome else { Issue.record("expected a replay"); return }
+        #expect(s == "stored answer")
+    }
+
+    @Test func activeSubscriptionWritesRowAndAuditTogether() throws {
+        let (dir, db, gate) = try setUp(expiresIn: 60_000)
+        defer { db.close(); _ = dir }
+        let audits = try audits(db)
+        let outcome = try gate.write(orgId: "org_1", actor: "u") { tx in
+            try tx.createSurvey(surveyId: "s1", title: "T", reviewRequired: false, createdBy: "u")
+        }
+        guard case .written = outcome else { Issue.record("expected a write"); return }
+        #expect(try surveys(db) == 1)
+        #expect(try self.audits(db) == audits + 1)
+    }
+
+    @Test func aWriteWithoutAuditIsRolledBack() throws {
+        let (dir, db, gate) = try setUp(expiresIn: 60_000)
+        defer { db.close(); _ = dir }
+        #expect {
+            _ = try gate.write(orgId: "org_1", actor: "u") { tx in
+                try tx.context.conn.run("INSERT INTO surveys(survey_id, org_id, title, review_required, created_by, created_at) VALUES ('s2','org_1','T',0,'u',0)")
+            }
+        } throws: { ($0 as? ApiError)?.code == .internalError }
+        #expect(try surveys(db) == 0)
+    }
+
+    @Test func aFailingJobRollsBackAloneInsideItsGroup() throws {
+        let (dir, db, gate) = try setUp(expiresIn: 60_000)
+        defer { db.close(); _ = dir }
+        // 40 concurrent jobs share commits; every third one throws after writing.
+        DispatchQueue.concurrentPerform(iterations: 40) { i in
+            _ = try? gate.write(orgId: "org_1", actor: "u") { tx in
+                _ = try tx.createSurvey(surveyId: "s\(i)", title: "T", reviewRequired: false, createdBy: "u")
+                if i % 3 == 0 { throw ApiError(.validationFailed) }
+                return i
+            }
+        }
+        #expect(try surveys(db) == Int64((0..<40).filter { $0 % 3 != 0 }.count))
+        let orphanAudits = try db.writer.submit {
+            try $0.query("SELECT COUNT(*) FROM audit WHERE action = 'survey.create' AND target_id NOT IN (SELECT survey_id FROM surveys)").first!.int(0)
+        }
+        #expect(orphanAudits == 0)
+    }
+}
