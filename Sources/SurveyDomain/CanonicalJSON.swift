@@ -54,6 +54,7 @@ public enum CanonicalJSON {
                 return pa.count < pb.count
             } ?? nil
         }
+        // nil at either level: no contiguous UTF-8 (bridged string) or not decidable bytewise.
         return (byBytes ?? nil) ?? a.utf16.lexicographicallyPrecedes(b.utf16)
     }
 

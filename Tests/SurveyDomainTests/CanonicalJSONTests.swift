@@ -39,9 +39,9 @@ import Testing
             (1e20, "100000000000000000000"), (1e21, "1e+21"), (1.5e21, "1.5e+21"), (-1e21, "-1e+21"),
             (1e-7, "1e-7"), (1.25e-7, "1.25e-7"), (0.000001, "0.000001"), (0.0000015, "0.0000015"),
             (0.1, "0.1"), (0.3, "0.3"), (0.1 + 0.2, "0.30000000000000004"), (1e16, "10000000000000000"),
-            (12345678901234567890, "12345678901234567000"), (2e-3, "0.002"), (1e30, "1e+30"),
+            (12345678901234567168, "12345678901234567000"), (2e-3, "0.002"), (1e30, "1e+30"),
             (4.5, "4.5"), (1e-27, "1e-27"), (-0.0, "0"), (5e-7, "5e-7"), (123e-20, "1.23e-18"),
-            (9007199254740993, "9007199254740992"), (4294967296, "4294967296"),
+            (9007199254740994, "9007199254740994"), (2e53, "2e+53"), (1.5e300, "1.5e+300"), (4294967296, "4294967296"),
         ]
         for (d, text) in cases {
             #expect(CanonicalJSON.number(d) == text, "\(d)")
@@ -84,6 +84,12 @@ import Testing
             + "\"ö\":\"Latin Small Letter O With Diaeresis\",\"€\":\"Euro Sign\","
             + "\"😀\":\"Emoji: Grinning Face\",\"\u{FB33}\":\"Hebrew Letter Dalet With Dagesh\"}"
         #expect(CanonicalJSON.string(try JSONParser.parse(input)) == expected)
+    }
+
+    @Test func keyOrderEdgeCases() {
+        // U+FFFD vs U+1F600: code point order puts U+FFFD first, UTF-16 (JCS) puts the emoji first.
+        let v: JSONValue = ["\u{FFFD}": 1, "😀": 2, "ab": 3, "a": 4, "é": 5, "z": 6, "": 7]
+        #expect(CanonicalJSON.string(v) == "{\"\":7,\"a\":4,\"ab\":3,\"z\":6,\"é\":5,\"😀\":2,\"\u{FFFD}\":1}")
     }
 
     @Test func stringEscaping() {
