@@ -16,7 +16,10 @@ public struct Digest: ~Copyable {
     }
     public mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
 
-    public consuming func finalize() -> [UInt8] {
+    public consuming func finalize() -> [UInt8] { result() }
+
+    /// The digest of everything so far; the context may not be updated afterwards.
+    public func result() -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 64)
         var len: UInt32 = 0
         EVP_DigestFinal_ex(ctx, &out, &len)

@@ -9,16 +9,27 @@ public struct HTTPRequest: Sendable {
     public let query: [String: String]
     public let headers: [String: String]
     public let body: [UInt8]
+    /// For streaming routes: the sink the body was written to.
+    public let sink: (any BodySink)?
 
     public init(method: String, path: String, route: String, pathParameters: [String: String],
-                query: [String: String], headers: [String: String], body: [UInt8]) {
+                query: [String: String], headers: [String: String], body: [UInt8], sink: (any BodySink)? = nil) {
         self.method = method; self.path = path; self.route = route; self.pathParameters = pathParameters
-        self.query = query; self.headers = headers; self.body = body
+        self.query = query; self.headers = headers; self.body = body; self.sink = sink
+    }
+
+    public var head: RequestHead {
+        RequestHead(method: method, path: path, route: route, pathParameters: pathParameters, query: query, headers: headers)
     }
 
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
     public func parameter(_ name: String) -> String { pathParameters[name] ?? "" }
 
+    /// The bearer token, if an Authorization header carries one.
+    public var bearerToken: String? { head.bearerToken }
+}
+
+extension RequestHead {
     /// The bearer token, if an Authorization header carries one.
     public var bearerToken: String? {
         guard let h = header("authorization") else { return nil }

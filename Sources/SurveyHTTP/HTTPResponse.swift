@@ -1,3 +1,4 @@
+import Foundation
 import SurveyDomain
 
 /// What a handler answers. `errorCode` and `logFields` feed the request log line only.
@@ -7,6 +8,8 @@ public struct HTTPResponse: Sendable {
     public var body: [UInt8]
     public var errorCode: Int?
     public var logFields: [String: String]
+    /// A file body sent from an open descriptor (closed by the server after sending).
+    public var file: (descriptor: Int32, size: Int)?
 
     public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = [], errorCode: Int? = nil,
                 logFields: [String: String] = [:]) {
@@ -28,6 +31,17 @@ public struct HTTPResponse: Sendable {
         if let status, case .object(var o) = body { o["status"] = .number(Double(status)); body = .object(o) }
         return HTTPResponse(status: status ?? error.code.httpStatus, headers: h, body: CanonicalJSON.encode(body),
                             errorCode: error.code.rawValue)
+    }
+
+    /// The bytes of a file on disk, sent without loading them.
+    public static func file(path: String, headers: [(String, String)]) -> HTTPResponse? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { close(fd); return nil }
+        var r = HTTPResponse(status: 200, headers: headers)
+        r.file = (fd, Int(st.st_size))
+        return r
     }
 
     public static func text(_ status: Int, _ text: String, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {

@@ -84,18 +84,26 @@ public final class HTTPServer: @unchecked Sendable {
                             uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
                             state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         guard let raw = state.pointee else {
-            // First call: headers are in, the body is not. Route now so an oversized body can be
-            // refused before it is read.
+            // First call: headers are in, the body is not. Route now so a request that will be
+            // refused anyway (oversized, unauthorized upload) is answered before its body is read.
             let ex = Exchange(method: method, path: url, connection: connection)
             state.pointee = Unmanaged.passRetained(ex).toOpaque()
             switch router.match(method: method, path: url) {
             case .found(let route, let params):
                 ex.route = route
                 ex.params = params
-                let limit = route.bodyLimit ?? configuration.maxBodyBytes
-                if let len = ex.headers["content-length"].flatMap(Int.init), len > limit {
-                    queue(ex, .problem(ApiError(.payloadTooLarge, "The body is \(len) bytes; the limit is \(limit)."),
-                                       headers: [("Connection", "close")]))
+                if let opener = route.opener {
+                    do {
+                        ex.sink = try opener(ex.head)
+                    } catch {
+                        queue(ex, .problem(errorMapper(error), headers: [("Connection", "close")]))
+                    }
+                } else {
+                    let limit = route.bodyLimit ?? configuration.maxBodyBytes
+                    if let len = ex.headers["content-length"].flatMap(Int.init), len > limit {
+                        queue(ex, .problem(ApiError(.payloadTooLarge, "The body is \(len) bytes; the limit is \(limit)."),
+                                           headers: [("Connection", "close")]))
+                    }
                 }
             case .methodNotAllowed(let allow):
                 ex.pending = .problem(ApiError(.notFound, "Method \(method) is not allowed here."), status: 405,
@@ -116,6 +124,16 @@ public final class HTTPServer: @unchecked Sendable {
                 ex.discarded += n
                 return ex.discarded > Self.maxDiscardBytes ? .NO : .YES
             }
+            let chunk = UnsafeRawBufferPointer(start: uploadData, count: n)
+            if let sink = ex.sink {
+                do {
+                    try sink.write(chunk)
+                } catch {
+                    sink.abort()
+                    ex.pending = .problem(errorMapper(error), headers: [("Connection", "close")])
+                }
+                return .YES
+            }
             let limit = ex.route?.bodyLimit ?? configuration.maxBodyBytes
             if ex.body.count + n > limit {
                 ex.body = []
@@ -123,7 +141,7 @@ public final class HTTPServer: @unchecked Sendable {
                                       headers: [("Connection", "close")])
                 return .YES
             }
-            uploadData.map { p in p.withMemoryRebound(to: UInt8.self, capacity: n) { ex.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) } }
+            ex.body.append(contentsOf: chunk)
             return .YES
         }
         if ex.answered { return .YES }
@@ -135,7 +153,7 @@ public final class HTTPServer: @unchecked Sendable {
         inFlight.withLock { $0 += 1 }
         defer { inFlight.withLock { $0 -= 1 } }
         let request = HTTPRequest(method: method, path: url, route: route.pattern, pathParameters: ex.params,
-                                  query: ex.query, headers: ex.headers, body: ex.body)
+                                  query: ex.query, headers: ex.headers, body: ex.body, sink: ex.sink)
         ex.body = []
         let response: HTTPResponse
         do {
@@ -149,8 +167,14 @@ public final class HTTPServer: @unchecked Sendable {
 
     private func queue(_ ex: Exchange, _ response: HTTPResponse) {
         ex.answered = true
-        let r = response.body.withUnsafeBytes { buf in
-            MHD_create_response_from_buffer(buf.count, UnsafeMutableRawPointer(mutating: buf.baseAddress), .RESPMEM_MUST_COPY)
+        let r: OpaquePointer?
+        if let file = response.file {
+            // libmicrohttpd sends the file with sendfile and closes the descriptor itself.
+            r = MHD_create_response_from_fd(file.size, file.descriptor)
+        } else {
+            r = response.body.withUnsafeBytes { buf in
+                MHD_create_response_from_buffer(buf.count, UnsafeMutableRawPointer(mutating: buf.baseAddress), .RESPMEM_MUST_COPY)
+            }
         }
         guard let r else { return }
         for (k, v) in response.headers { MHD_add_response_header(r, k, v) }
@@ -168,6 +192,9 @@ public final class HTTPServer: @unchecked Sendable {
         guard let raw = state?.pointee else { return }
         let ex = Unmanaged<Exchange>.fromOpaque(raw).takeRetainedValue()
         state?.pointee = nil
+        // Whatever a streaming request wrote and did not commit is dropped (disconnect mid-body,
+        // refusal, shutdown). After a commit this does nothing.
+        ex.sink?.abort()
         if !ex.answered { log.write(ex: ex, response: nil, note: "client disconnected before the request was complete") }
     }
 }
@@ -184,6 +211,7 @@ final class Exchange {
     var params: [String: String] = [:]
     var body: [UInt8] = []
     var pending: HTTPResponse?
+    var sink: (any BodySink)?
     var discarded = 0
     var answered = false
 
@@ -194,6 +222,10 @@ final class Exchange {
         let me = Unmanaged.passUnretained(self).toOpaque()
         MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, me)
         MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectQuery, me)
+    }
+
+    var head: RequestHead {
+        RequestHead(method: method, path: path, route: route?.pattern ?? "", pathParameters: params, query: query, headers: headers)
     }
 }
 

@@ -3,12 +3,16 @@ import SurveyDomain
 /// Maps (method, path) to a handler. Patterns are literal segments and `{name}` parameters.
 public struct Router: Sendable {
     public typealias Handler = @Sendable (HTTPRequest) throws -> HTTPResponse
+    /// Opens the sink of a streaming route once the headers are in; throwing refuses the request
+    /// before its body is read.
+    public typealias SinkOpener = @Sendable (RequestHead) throws -> any BodySink
 
     struct Route: Sendable {
         let method: String
         let pattern: String
         let segments: [Substring]
         let bodyLimit: Int?
+        let opener: SinkOpener?
         let handler: Handler
     }
 
@@ -23,7 +27,15 @@ public struct Router: Sendable {
 
     /// `bodyLimit` overrides the server's JSON body limit for this route.
     public mutating func add(_ method: String, _ pattern: String, bodyLimit: Int? = nil, _ handler: @escaping Handler) {
-        routes.append(Route(method: method, pattern: pattern, segments: pattern.split(separator: "/"), bodyLimit: bodyLimit, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: pattern.split(separator: "/"), bodyLimit: bodyLimit,
+                            opener: nil, handler: handler))
+    }
+
+    /// A streaming route: the body goes to the sink `opener` returns, then `handler` runs with
+    /// `request.sink` set.
+    public mutating func add(_ method: String, _ pattern: String, streamingTo opener: @escaping SinkOpener, _ handler: @escaping Handler) {
+        routes.append(Route(method: method, pattern: pattern, segments: pattern.split(separator: "/"), bodyLimit: nil,
+                            opener: opener, handler: handler))
     }
 
     func match(method: String, path: String) -> Match {

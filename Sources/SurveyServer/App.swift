@@ -11,6 +11,7 @@ public final class App: Sendable {
         public var port: UInt16 = 8080
         public var synchronous: String = "FULL"
         public var maxBodyBytes: Int = 1 << 20
+        public var maxFileBytes: Int = 100 << 20
         public var logRequests: Bool = true
         public init(dataDir: String) { self.dataDir = dataDir }
 
@@ -21,17 +22,27 @@ public final class App: Sendable {
     public let configuration: Configuration
     public let database: Database
     let gate: WriteGate
+    public let blobs: BlobStore
     let metrics = Metrics()
     private let server: HTTPServer
 
     /// Opens the data dir (creating it), migrates the database and prepares the routes.
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
-        try FileManager.default.createDirectory(atPath: configuration.blobDir, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: configuration.dataDir, withIntermediateDirectories: true)
         database = try Database(.init(path: configuration.databasePath, synchronous: configuration.synchronous))
         gate = WriteGate(database: database)
+        blobs = try BlobStore(dataDir: configuration.dataDir)
+        // Leftovers of requests that never committed (a crash, kill -9 mid-upload) go now.
+        let swept = blobs.sweep(referencedBlobs: try database.read { try $0.referencedBlobHashes() },
+                                livePartials: try database.read { try $0.liveResumableUploadIds() })
+        if swept.temp + swept.blobs + swept.partials > 0 {
+            FileHandle.standardError.write(Data("surveyd: removed \(swept.temp) temp, \(swept.blobs) unreferenced blob and \(swept.partials) stale partial files\n".utf8))
+        }
         var router = Router()
-        let services = Services(database: database, gate: gate, metrics: metrics)
+        var limits = Services.Limits()
+        limits.maxFileBytes = configuration.maxFileBytes
+        let services = Services(database: database, gate: gate, metrics: metrics, blobs: blobs, limits: limits)
         services.register(into: &router)
         var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         http.maxBodyBytes = configuration.maxBodyBytes

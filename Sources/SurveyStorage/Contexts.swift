@@ -13,10 +13,12 @@ final class WriteContext {
     let orgId: String
     let actor: String
     let now: Int64
+    let undo: UndoLog
     private(set) var audited = false
 
-    init(_ conn: Connection, orgId: String, actor: String, now: Int64) {
+    init(_ conn: Connection, orgId: String, actor: String, now: Int64, undo: UndoLog = UndoLog()) {
         self.conn = conn
+        self.undo = undo
         self.orgId = orgId
         self.actor = actor
         self.now = now

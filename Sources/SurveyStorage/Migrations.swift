@@ -79,6 +79,35 @@ enum Migrations {
         CREATE INDEX responses_list ON responses(org_id, review_state, response_id);
         CREATE INDEX responses_submitter ON responses(org_id, submitter, response_id);
         """),
+        ("uploads", """
+        CREATE TABLE uploads (
+            org_id TEXT NOT NULL REFERENCES orgs(org_id),
+            client_upload_id TEXT NOT NULL,
+            uploader TEXT NOT NULL,
+            survey_version_id TEXT NOT NULL REFERENCES survey_versions(survey_version_id),
+            question_id TEXT NOT NULL,
+            content_type TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            received_at INTEGER NOT NULL,
+            PRIMARY KEY (org_id, client_upload_id)
+        );
+        CREATE INDEX uploads_sha ON uploads(sha256);
+        CREATE TABLE resumable_uploads (
+            upload_id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL REFERENCES orgs(org_id),
+            client_upload_id TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            survey_version_id TEXT NOT NULL,
+            question_id TEXT NOT NULL,
+            content_type TEXT NOT NULL,
+            length INTEGER NOT NULL,
+            received_bytes INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            UNIQUE (org_id, client_upload_id)
+        );
+        """),
     ]
 
     static func currentVersion(_ conn: Connection) throws(SQLiteError) -> Int {

@@ -76,3 +76,44 @@ public struct AuditRecord: Sendable, Equatable {
     public let detail: String?
     public let at: Int64
 }
+
+public struct UploadRecord: Sendable, Equatable {
+    public let orgId: String
+    public let clientUploadId: String
+    public let uploader: String
+    public let surveyVersionId: String
+    public let questionId: String
+    public let contentType: String
+    public let size: Int64
+    public let sha256: String
+    public let receivedAt: Int64
+
+    public init(orgId: String, clientUploadId: String, uploader: String, surveyVersionId: String, questionId: String,
+                contentType: String, size: Int64, sha256: String, receivedAt: Int64) {
+        self.orgId = orgId; self.clientUploadId = clientUploadId; self.uploader = uploader
+        self.surveyVersionId = surveyVersionId; self.questionId = questionId; self.contentType = contentType
+        self.size = size; self.sha256 = sha256; self.receivedAt = receivedAt
+    }
+}
+
+/// A tus upload in progress; its bytes are in `partial/<uploadId>`.
+public struct ResumableUploadRecord: Sendable, Equatable {
+    public let uploadId: String
+    public let orgId: String
+    public let clientUploadId: String
+    public let owner: String
+    public let surveyVersionId: String
+    public let questionId: String
+    public let contentType: String
+    public let length: Int64
+    public let receivedBytes: Int64
+    public let expiresAt: Int64
+    public let createdAt: Int64
+
+    public init(uploadId: String, orgId: String, clientUploadId: String, owner: String, surveyVersionId: String,
+                questionId: String, contentType: String, length: Int64, receivedBytes: Int64, expiresAt: Int64, createdAt: Int64) {
+        self.uploadId = uploadId; self.orgId = orgId; self.clientUploadId = clientUploadId; self.owner = owner
+        self.surveyVersionId = surveyVersionId; self.questionId = questionId; self.contentType = contentType
+        self.length = length; self.receivedBytes = receivedBytes; self.expiresAt = expiresAt; self.createdAt = createdAt
+    }
+}

@@ -21,7 +21,7 @@ public struct WriteGate: Sendable {
         replay: @escaping @Sendable (ReadContext) throws -> T? = { _ in nil },
         _ body: @escaping @Sendable (GatedTransaction) throws -> T
     ) throws -> Outcome<T> {
-        try database.writer.submit { conn in
+        try database.writer.submit { conn, undo in
             if let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
             let now = Timestamp.nowMillis()
             let rows = try conn.query("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(orgId)])
@@ -31,7 +31,7 @@ public struct WriteGate: Sendable {
                                "The organization's subscription expired at \(Timestamp.format(expiresAt)). Nothing was written; keep the request and retry it unchanged after renewal.",
                                extra: ["expiresAt": .string(Timestamp.format(expiresAt))])
             }
-            let context = WriteContext(conn, orgId: orgId, actor: actor, now: now)
+            let context = WriteContext(conn, orgId: orgId, actor: actor, now: now, undo: undo)
             let result = try body(GatedTransaction.gated(context))
             try context.requireAudit()
             return .written(result)

@@ -17,10 +17,11 @@ final class Writer: @unchecked Sendable {
     final class Job: @unchecked Sendable {
         // @unchecked: `run` executes on the writer thread; the semaphore orders it before the
         // caller reads the result it stored.
-        let run: (Connection) throws -> Void
+        let run: (Connection, UndoLog) throws -> Void
+        let undo = UndoLog()
         var failure: (any Error)?
         let done = DispatchSemaphore(value: 0)
-        init(_ run: @escaping (Connection) throws -> Void) { self.run = run }
+        init(_ run: @escaping (Connection, UndoLog) throws -> Void) { self.run = run }
     }
 
     init(connection: Connection, maxGroupSize: Int) {
@@ -34,8 +35,13 @@ final class Writer: @unchecked Sendable {
     }
 
     func submit<T>(_ body: @escaping (Connection) throws -> T) throws -> T {
+        try submit { conn, _ in try body(conn) }
+    }
+
+    /// `body` may register file-system undo actions, run if its work does not commit.
+    func submit<T>(_ body: @escaping (Connection, UndoLog) throws -> T) throws -> T {
         let box = ResultBox<T>()
-        let job = Job { conn in box.value = try body(conn) }
+        let job = Job { conn, undo in box.value = try body(conn, undo) }
         cond.lock()
         if stopping {
             cond.unlock()
@@ -92,18 +98,19 @@ final class Writer: @unchecked Sendable {
             do {
                 try connection.execute("SAVEPOINT job")
                 do {
-                    try job.run(connection)
+                    try job.run(connection, job.undo)
                     try connection.execute("RELEASE job")
                     succeeded.append(job)
                 } catch {
                     job.failure = error
+                    job.undo.run()
                     try connection.execute("ROLLBACK TO job")
                     try connection.execute("RELEASE job")
                 }
             } catch {
                 // The savepoint machinery itself failed (disk full, I/O): abandon the group.
                 try? connection.execute("ROLLBACK")
-                for j in group where j.failure == nil { j.failure = error }
+                for j in group where j.failure == nil { j.failure = error; j.undo.run() }
                 return
             }
         }
@@ -111,7 +118,7 @@ final class Writer: @unchecked Sendable {
             try connection.execute("COMMIT")
         } catch {
             try? connection.execute("ROLLBACK")
-            for job in succeeded { job.failure = error }
+            for job in succeeded { job.failure = error; job.undo.run() }
         }
     }
 }
@@ -120,4 +127,15 @@ final class Writer: @unchecked Sendable {
 /// semaphore is signalled and read after the wait, so the semaphore orders the accesses.
 final class ResultBox<T>: @unchecked Sendable {
     var value: T?
+}
+
+/// File-system steps to take back when a job's transaction does not commit (a blob renamed into
+/// place for an upload row that was rolled back). Used only on the writer thread.
+final class UndoLog: @unchecked Sendable {
+    private var actions: [() -> Void] = []
+    func add(_ action: @escaping () -> Void) { actions.append(action) }
+    func run() {
+        for a in actions.reversed() { a() }
+        actions = []
+    }
 }

@@ -79,10 +79,7 @@ struct ResponseService {
             services.metrics.add(.validationRefusals)
             throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
         }
-        if let first = check.fileAnswers.first {
-            // Uploads are not stored yet: no file answer can cite a completed upload.
-            throw ApiError(.attachmentNotUploaded, "No completed upload \(first.clientUploadId) for question \(first.questionId).")
-        }
+        try checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: version.surveyVersionId)
         if fieldTaskId != nil { throw ApiError.notFound() }
 
         // 5–6. the gate: replay re-checked, subscription, insert + audit, one transaction.
@@ -122,6 +119,18 @@ struct ResponseService {
             if let c = stored.capturedAt { services.metrics.syncAge(seconds: Double(stored.receivedAt - c) / 1000) }
             return HTTPResponse.created("/v1/orgs/\(orgId)/responses/\(stored.responseId)", Self.receipt(stored))
                 .logging(["responseId": stored.responseId])
+        }
+    }
+
+    /// Every file answer cites a completed upload of this organization, version and question
+    /// (uploads are never deleted, so a check before the transaction stays true).
+    func checkAttachments(_ files: [FileAnswer], orgId: String, surveyVersionId: String) throws {
+        for file in files {
+            let upload = try services.database.read { try $0.upload(orgId: orgId, clientUploadId: file.clientUploadId) }
+            guard let upload, upload.surveyVersionId == surveyVersionId, upload.questionId == file.questionId else {
+                throw ApiError(.attachmentNotUploaded, "No completed upload \(file.clientUploadId) for question \(file.questionId) of this version.",
+                               errors: [FieldError(path: "answers.\(file.questionId)", message: "not a completed upload for this question")])
+            }
         }
     }
 

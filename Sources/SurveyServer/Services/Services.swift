@@ -7,7 +7,16 @@ struct Services: Sendable {
     let database: Database
     let gate: WriteGate
     let metrics: Metrics
+    let blobs: BlobStore
+    let limits: Limits
     let definitions = DefinitionCache()
+
+    struct Limits: Sendable {
+        /// A file is refused past this unless its question's `maxBytes` is lower.
+        var maxFileBytes: Int = 100 << 20
+        /// How long an unfinished resumable upload is kept.
+        var resumableLifetimeMillis: Int64 = 24 * 3_600_000
+    }
 
     func register(into router: inout Router) {
         HealthService(services: self).register(into: &router)
@@ -15,12 +24,15 @@ struct Services: Sendable {
         UserService(services: self).register(into: &router)
         SurveyService(services: self).register(into: &router)
         ResponseService(services: self).register(into: &router)
+        UploadService(services: self).register(into: &router)
     }
 
     // MARK: - The first two checks of every request
 
     /// Step 1: the bearer token → a caller (1007 for missing, unknown or revoked).
-    func authenticate(_ request: HTTPRequest) throws -> Caller {
+    func authenticate(_ request: HTTPRequest) throws -> Caller { try authenticate(request.head) }
+
+    func authenticate(_ request: RequestHead) throws -> Caller {
         guard let token = request.bearerToken, !token.isEmpty, token.utf8.count <= 512 else {
             throw ApiError(.unauthenticated, "A bearer token is required.")
         }

@@ -1,0 +1,132 @@
+import Foundation
+import SurveyDomain
+
+/// Files on disk. Bodies stream into `tmp/`, are fsynced and verified, then renamed to a
+/// content-addressed path under `blobs/` (and the directory fsynced) inside the writer's
+/// transaction of their row, so a row never exists without its file. Resumable uploads keep
+/// their received bytes in `partial/` until they complete or expire.
+public final class BlobStore: Sendable {
+    public let root: String
+    public let tempDir: String
+    public let partialDir: String
+
+    public init(dataDir: String) throws {
+        root = dataDir + "/blobs"
+        tempDir = dataDir + "/tmp"
+        partialDir = dataDir + "/partial"
+        for d in [root, tempDir, partialDir] {
+            try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        }
+    }
+
+    public func path(sha256: String) -> String {
+        let c = Array(sha256)
+        return "\(root)/\(String(c[0..<2]))/\(String(c[2..<4]))/\(sha256)"
+    }
+
+    public func partialPath(uploadId: String) -> String { "\(partialDir)/\(uploadId)" }
+
+    public func createTemp() throws -> TempFile {
+        try TempFile(path: "\(tempDir)/\(Ids.make("tmp", nowMillis: Timestamp.nowMillis()))")
+    }
+
+    /// Moves a verified, fsynced temp file to its content-addressed path. Returns false when the
+    /// same content is already stored (the temp file is removed).
+    func place(tempPath: String, sha256: String) throws -> Bool {
+        let final = path(sha256: sha256)
+        if access(final, F_OK) == 0 {
+            unlink(tempPath)
+            return false
+        }
+        let dir = (final as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        guard rename(tempPath, final) == 0 else { throw Self.ioError("rename", errno) }
+        try Self.fsyncDirectory(dir)
+        return true
+    }
+
+    func remove(sha256: String) { unlink(path(sha256: sha256)) }
+
+    /// At start: temp files are leftovers of requests that never committed; blobs and partial
+    /// files that no row references are removed too.
+    public func sweep(referencedBlobs: Set<String>, livePartials: Set<String>) -> (temp: Int, blobs: Int, partials: Int) {
+        var counts = (temp: 0, blobs: 0, partials: 0)
+        let fm = FileManager.default
+        for name in (try? fm.contentsOfDirectory(atPath: tempDir)) ?? [] where unlink("\(tempDir)/\(name)") == 0 { counts.temp += 1 }
+        for name in (try? fm.contentsOfDirectory(atPath: partialDir)) ?? [] where !livePartials.contains(name) {
+            if unlink("\(partialDir)/\(name)") == 0 { counts.partials += 1 }
+        }
+        if let walker = fm.enumerator(atPath: root) {
+            while let rel = walker.nextObject() as? String {
+                let full = "\(root)/\(rel)"
+                var isDir: ObjCBool = false
+                guard fm.fileExists(atPath: full, isDirectory: &isDir), !isDir.boolValue else { continue }
+                let name = (rel as NSString).lastPathComponent
+                if !referencedBlobs.contains(name), unlink(full) == 0 { counts.blobs += 1 }
+            }
+        }
+        return counts
+    }
+
+    static func fsyncDirectory(_ dir: String) throws {
+        let fd = open(dir, O_RDONLY | O_DIRECTORY)
+        guard fd >= 0 else { throw ioError("open directory", errno) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw ioError("fsync directory", errno) }
+    }
+
+    /// ENOSPC and EDQUOT are "disk full": retryable 1040, like every storage failure.
+    static func ioError(_ what: String, _ code: Int32) -> ApiError {
+        let full = code == ENOSPC || code == EDQUOT
+        return ApiError(.storageUnavailable, full ? "The disk is full; nothing was written." : "File storage failed (\(what)); nothing was written.")
+    }
+}
+
+/// A file being written: hashes (SHA-256) and keeps the first bytes for type sniffing as it goes.
+public final class TempFile: @unchecked Sendable {
+    // @unchecked: one request's thread writes it at a time (libmicrohttpd calls a connection's
+    // handler sequentially); `abort` may come from the completion callback after that.
+    public let path: String
+    private var fd: Int32
+    private var digest = Digest(.sha256)
+    public private(set) var size = 0
+    public private(set) var prefix: [UInt8] = []
+    private var closed = false
+
+    init(path: String, append: Bool = false) throws {
+        self.path = path
+        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_EXCL), 0o600)
+        guard fd >= 0 else { throw BlobStore.ioError("create", errno) }
+    }
+
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        if prefix.count < FileSignature.prefixLength {
+            prefix.append(contentsOf: bytes.prefix(FileSignature.prefixLength - prefix.count))
+        }
+        digest.update(bytes)
+        var off = 0
+        while off < bytes.count {
+            let n = Foundation.write(fd, bytes.baseAddress! + off, bytes.count - off)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw BlobStore.ioError("write", errno)
+            }
+            off += n
+        }
+        size += bytes.count
+    }
+
+    /// fsyncs and closes; returns the hex SHA-256 of everything written.
+    public func finish() throws -> String {
+        guard fsync(fd) == 0 else { throw BlobStore.ioError("fsync", errno) }
+        close(fd)
+        closed = true
+        return Hex.encode(digest.result())
+    }
+
+    /// Closes and removes the file (nothing of it remains).
+    public func discard() {
+        if !closed { close(fd); closed = true }
+        unlink(path)
+    }
+}
