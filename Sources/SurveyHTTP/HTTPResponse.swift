@@ -25,11 +25,11 @@ public struct HTTPResponse: Sendable {
     /// RFC 9457 problem details for a contract error.
     /// `status` overrides the code's own HTTP status where the protocol demands another (405, tus's 460).
     public static func problem(_ error: ApiError, status: Int? = nil, headers: [(String, String)] = []) -> HTTPResponse {
-        var h = [("Content-Type", "application/problem+json")] + headers
+        var error = error
+        if let status { error.statusOverride = status }
+        var h = [("Content-Type", "application/problem+json")] + error.headers + headers
         if let r = error.retryAfterSeconds { h.append(("Retry-After", String(r))) }
-        var body = error.problem
-        if let status, case .object(var o) = body { o["status"] = .number(Double(status)); body = .object(o) }
-        return HTTPResponse(status: status ?? error.code.httpStatus, headers: h, body: CanonicalJSON.encode(body),
+        return HTTPResponse(status: error.statusOverride ?? error.code.httpStatus, headers: h, body: CanonicalJSON.encode(error.problem),
                             errorCode: error.code.rawValue)
     }
 

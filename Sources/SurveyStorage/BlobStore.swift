@@ -30,17 +30,16 @@ public final class BlobStore: Sendable {
         try TempFile(path: "\(tempDir)/\(Ids.make("tmp", nowMillis: Timestamp.nowMillis()))")
     }
 
-    /// Moves a verified, fsynced temp file to its content-addressed path. Returns false when the
-    /// same content is already stored (the temp file is removed).
+    /// Links a verified, fsynced file to its content-addressed path (and fsyncs the directory).
+    /// The source name stays until the caller drops it after the commit, so a rollback or a crash
+    /// never loses the bytes a resumable upload still needs. Returns false when the same content
+    /// is already stored.
     func place(tempPath: String, sha256: String) throws -> Bool {
         let final = path(sha256: sha256)
-        if access(final, F_OK) == 0 {
-            unlink(tempPath)
-            return false
-        }
+        if access(final, F_OK) == 0 { return false }
         let dir = (final as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        guard rename(tempPath, final) == 0 else { throw Self.ioError("rename", errno) }
+        guard link(tempPath, final) == 0 else { throw Self.ioError("link", errno) }
         try Self.fsyncDirectory(dir)
         return true
     }

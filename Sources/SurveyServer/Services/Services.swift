@@ -24,7 +24,9 @@ struct Services: Sendable {
         UserService(services: self).register(into: &router)
         SurveyService(services: self).register(into: &router)
         ResponseService(services: self).register(into: &router)
-        UploadService(services: self).register(into: &router)
+        let uploads = UploadService(services: self)
+        uploads.register(into: &router)
+        ResumableUploadService(services: self, uploads: uploads, busy: BusySet()).register(into: &router)
     }
 
     // MARK: - The first two checks of every request

@@ -43,8 +43,8 @@ extension ReadContext {
 }
 
 extension GatedTransaction {
-    /// Moves the verified temp file to its content-addressed place and records the upload, in this
-    /// transaction: if the transaction does not commit, a newly placed file is removed again.
+    /// Links the verified file to its content-addressed place and records the upload, in this
+    /// transaction: if the transaction does not commit, a newly placed link is removed again.
     public func commitUpload(_ u: UploadRecord, tempPath: String, blobs: BlobStore) throws {
         if try blobs.place(tempPath: tempPath, sha256: u.sha256) {
             let sha = u.sha256
@@ -82,3 +82,4 @@ extension GatedTransaction {
         try audit(action: action, targetType: "resumable_upload", targetId: uploadId)
     }
 }
+
