@@ -20,7 +20,7 @@ static inline struct MHD_Daemon *cmhd_start(const char *host, uint16_t port, uns
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) return NULL;
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     if (thread_pool == 0) flags |= MHD_USE_THREAD_PER_CONNECTION;
     else flags |= MHD_USE_EPOLL;
     struct MHD_OptionItem options[] = {

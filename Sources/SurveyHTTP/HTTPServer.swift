@@ -51,8 +51,8 @@ public final class HTTPServer: @unchecked Sendable {
         port = cmhd_bound_port(d)
     }
 
-    /// Graceful stop: no new connections, in-flight requests are answered (up to `grace`), then
-    /// every connection is closed.
+    /// Graceful stop: no new connections; requests already begun (their body still arriving, or
+    /// their handler running) are answered, up to `grace`; then every connection is closed.
     public func stop(grace: Duration = .seconds(10)) {
         guard let d = daemon else { return }
         let fd = MHD_quiesce_daemon(d)
@@ -88,6 +88,7 @@ public final class HTTPServer: @unchecked Sendable {
             // refused anyway (oversized, unauthorized upload) is answered before its body is read.
             let ex = Exchange(method: method, path: url, connection: connection)
             state.pointee = Unmanaged.passRetained(ex).toOpaque()
+            inFlight.withLock { $0 += 1 }
             switch router.match(method: method, path: url) {
             case .found(let route, let params):
                 ex.route = route
@@ -150,8 +151,6 @@ public final class HTTPServer: @unchecked Sendable {
             return .YES
         }
         guard let route = ex.route else { return .NO }
-        inFlight.withLock { $0 += 1 }
-        defer { inFlight.withLock { $0 -= 1 } }
         let request = HTTPRequest(method: method, path: url, route: route.pattern, pathParameters: ex.params,
                                   query: ex.query, headers: ex.headers, body: ex.body, sink: ex.sink)
         ex.body = []
@@ -192,6 +191,7 @@ public final class HTTPServer: @unchecked Sendable {
         guard let raw = state?.pointee else { return }
         let ex = Unmanaged<Exchange>.fromOpaque(raw).takeRetainedValue()
         state?.pointee = nil
+        inFlight.withLock { $0 -= 1 }
         // Whatever a streaming request wrote and did not commit is dropped (disconnect mid-body,
         // refusal, shutdown). After a commit this does nothing.
         ex.sink?.abort()

@@ -8,7 +8,7 @@ enum CLI {
     surveyd — the server field-survey apps sync to.
 
     usage:
-      surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--no-log]
+      surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--max-file-bytes N] [--no-log]
       surveyd admin create-operator
       surveyd admin create-org --name NAME --expires-at ISO8601
       surveyd admin renew --org ORG_ID --until ISO8601
@@ -47,6 +47,10 @@ enum CLI {
             c.port = n
         }
         if let s = options.value("synchronous") { c.synchronous = s }
+        if let m = options.value("max-file-bytes") {
+            guard let n = Int(m), n > 0 else { throw CLIError("--max-file-bytes must be a positive integer") }
+            c.maxFileBytes = n
+        }
         if let m = options.value("max-body-bytes") {
             guard let n = Int(m), n > 0 else { throw CLIError("--max-body-bytes must be a positive integer") }
             c.maxBodyBytes = n

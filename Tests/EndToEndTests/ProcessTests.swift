@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+import SurveyDomain
+@testable import SurveyStorage
+
+/// What only a real process shows: kill -9 mid-upload, graceful shutdown, memory while streaming.
+@Suite(.serialized) struct ProcessTests {
+    /// Streams `total` bytes of a JPEG-looking body in 1 MiB pieces without holding them.
+    static func streamUpload(_ client: RawHTTPClient, path: String, token: String, versionId: String, total: Int, stopAfter: Int? = nil) throws -> Int32 {
+        let fd = try client.connect()
+        let head = "PUT \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: image/jpeg\r\n" +
+            "Survey-Version-Id: \(versionId)\r\nQuestion-Id: video\r\nContent-Length: \(total)\r\n\r\n"
+        RawHTTPClient.sendAll(fd, Array(head.utf8))
+        var chunk = [UInt8](repeating: 0x5A, count: 1 << 20)
+        chunk[0] = 0xFF; chunk[1] = 0xD8; chunk[2] = 0xFF; chunk[3] = 0xE0
+        var sent = 0
+        while sent < total {
+            let n = min(chunk.count, total - sent)
+            if !RawHTTPClient.sendAll(fd, Array(chunk[0..<n])) { break }
+            if sent == 0 { chunk[0] = 0x5A; chunk[1] = 0x5A; chunk[2] = 0x5A; chunk[3] = 0x5A }
+            sent += n
+            if let stop = stopAfter, sent >= stop { return fd }
+        }
+        return fd
+    }
+
+    @Test func kill9MidUploadLeavesNoRowAndNoTempFile() throws {
+        let server = ServerProcess()
+        try server.start()
+        let seed = try server.seed()
+        let fd = try Self.streamUpload(server.client, path: "/v1/orgs/\(seed.orgId)/uploads/killed-0001", token: seed.collectorToken,
+                                       versionId: seed.versionId, total: 50 << 20, stopAfter: 8 << 20)
+        // The server is mid-body: a temp file exists.
+        let tmp = server.dataDir + "/tmp"
+        let deadline = Date().addingTimeInterval(5)
+        while ((try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []).isEmpty && Date() < deadline { usleep(10_000) }
+        #expect(!((try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []).isEmpty)
+        server.kill9()
+        close(fd)
+        try server.start()
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []).isEmpty)
+        let conn = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: true)
+        #expect(try conn.query("SELECT COUNT(*) FROM uploads").first?.int(0) == 0)
+        #expect(ServerProcess.regularFiles(under: server.dataDir + "/blobs").isEmpty)
+        // The same upload afterwards succeeds.
+        let ok = try server.client.request("PUT", "/v1/orgs/\(seed.orgId)/uploads/killed-0001", token: seed.collectorToken,
+                                           body: Files.jpeg(10_000), headers: ["Content-Type": "image/jpeg", "Survey-Version-Id": seed.versionId, "Question-Id": "video"])
+        #expect(ok.status == 201)
+    }
+
+    @Test func sigtermAnswersInFlightRequestsAndExitsZero() throws {
+        let server = ServerProcess()
+        try server.start()
+        let seed = try server.seed()
+        // An upload in flight when SIGTERM arrives is still answered once its body is complete.
+        let total = 20 << 20
+        let fd = try Self.streamUpload(server.client, path: "/v1/orgs/\(seed.orgId)/uploads/inflight-0001", token: seed.collectorToken,
+                                       versionId: seed.versionId, total: total, stopAfter: 10 << 20)
+        let p = server.process!
+        kill(p.processIdentifier, SIGTERM)
+        usleep(100_000)
+        var rest = [UInt8](repeating: 0x5A, count: 1 << 20)
+        for _ in 0..<10 { RawHTTPClient.sendAll(fd, rest); rest[0] = 0x5A }
+        let reply = try RawHTTPClient.readReply(fd)
+        close(fd)
+        p.waitUntilExit()
+        #expect(reply.status == 201, "\(reply.text)")
+        #expect(p.terminationStatus == 0)
+        let conn = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: true)
+        #expect(try conn.query("SELECT COUNT(*) FROM uploads").first?.int(0) == 1)
+    }
+
+    @Test func oneGibibyteUploadKeepsServerMemoryFlat() throws {
+        let server = ServerProcess()
+        try server.start(extra: ["--max-file-bytes", String(2 << 30)])
+        let seed = try server.seed()
+        let before = server.memoryKB("VmRSS")
+        let total = 1 << 30
+        let fd = try Self.streamUpload(server.client, path: "/v1/orgs/\(seed.orgId)/uploads/gib-0001", token: seed.collectorToken,
+                                       versionId: seed.versionId, total: total)
+        let reply = try RawHTTPClient.readReply(fd)
+        close(fd)
+        let peak = server.memoryKB("VmHWM")
+        let growthMB = Double(peak - before) / 1024
+        print("1 GiB upload: server RSS before \(before) kB, peak \(peak) kB, growth \(String(format: "%.1f", growthMB)) MB")
+        #expect(reply.status == 201, "\(reply.text)")
+        #expect(reply.json?["size"]?.intValue == total)
+        #expect(growthMB < 64)
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import SurveyDomain
+
+/// The real `surveyd` binary in its own process, for what only a process can show: kill -9,
+/// signals, peak memory.
+final class ServerProcess: @unchecked Sendable {
+    // @unchecked: used from one test at a time.
+    static var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+    static var binary: String { packageRoot.appendingPathComponent(".build/debug/surveyd").path }
+
+    let dataDir: String
+    private(set) var port: UInt16 = 0
+    private(set) var process: Process?
+    var client: RawHTTPClient { RawHTTPClient(port: port) }
+
+    init(dataDir: String? = nil) {
+        self.dataDir = dataDir ?? NSTemporaryDirectory() + "surveyd-proc-" + UUID().uuidString
+    }
+
+    deinit {
+        if let p = process, p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+        try? FileManager.default.removeItem(atPath: dataDir)
+    }
+
+    /// Runs a `surveyd` command to completion and returns its last line of stdout.
+    @discardableResult
+    func run(_ args: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binary)
+        p.arguments = args + ["--data-dir", dataDir]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw TestFailure("surveyd \(args) exited \(p.terminationStatus)") }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+    }
+
+    static func regularFiles(under root: String) -> [String] {
+        guard let e = FileManager.default.enumerator(atPath: root) else { return [] }
+        var out: [String] = []
+        while let rel = e.nextObject() as? String {
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: root + "/" + rel, isDirectory: &isDir), !isDir.boolValue { out.append(rel) }
+        }
+        return out
+    }
+
+    static func freePort() -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = 0
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return UInt16(bigEndian: addr.sin_port)
+    }
+
+    func start(extra: [String] = []) throws {
+        port = Self.freePort()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binary)
+        p.arguments = ["serve", "--data-dir", dataDir, "--port", String(port), "--no-log"] + extra
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        process = p
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let r = try? client.get("/healthz"), r.status == 200 { return }
+            usleep(20_000)
+        }
+        throw TestFailure("surveyd did not come up on \(port)")
+    }
+
+    func kill9() {
+        guard let p = process else { return }
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        process = nil
+    }
+
+    /// SIGTERM and wait; returns the exit status.
+    func terminate() -> Int32 {
+        guard let p = process else { return -1 }
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        process = nil
+        return p.terminationStatus
+    }
+
+    /// A kB figure from /proc/<pid>/status (VmRSS, VmHWM).
+    func memoryKB(_ field: String) -> Int {
+        guard let p = process, let s = try? String(contentsOfFile: "/proc/\(p.processIdentifier)/status", encoding: .utf8) else { return -1 }
+        for line in s.split(separator: "\n") where line.hasPrefix(field + ":") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? -1
+        }
+        return -1
+    }
+
+    /// An organization with a collector and a published survey, set up through the CLI and API.
+    func seed(fileMaxBytes: Int? = nil) throws -> (orgId: String, operatorToken: String, adminToken: String, collectorToken: String, versionId: String, contentHash: String) {
+        let op = try run(["admin", "create-operator"])
+        let orgId = try run(["admin", "create-org", "--name", "Proc", "--expires-at", Timestamp.format(Timestamp.nowMillis() + 86_400_000)])
+        let admin = try run(["admin", "create-user", "--org", orgId, "--name", "A", "--roles", "admin"])
+        let collector = try run(["admin", "create-user", "--org", orgId, "--name", "C", "--roles", "collector"])
+        let c = client
+        let s = try c.post("/v1/orgs/\(orgId)/surveys", token: admin, ["title": "Media"])
+        let surveyId = try s.json?["surveyId"]?.stringValue ?? { throw TestFailure("survey: \(s.text)") }()
+        var photo: [String: JSONValue] = ["id": "video", "type": "file", "label": "Video", "accept": ["video/mp4", "image/jpeg"]]
+        if let fileMaxBytes { photo["maxBytes"] = .number(Double(fileMaxBytes)) }
+        let v = try c.post("/v1/orgs/\(orgId)/surveys/\(surveyId)/versions", token: admin,
+                           ["definition": ["title": "Media", "questions": [.object(photo), ["id": "n", "type": "integer", "label": "N"]]]])
+        guard let vid = v.json?["surveyVersionId"]?.stringValue, let hash = v.json?["contentHash"]?.stringValue else { throw TestFailure("version: \(v.text)") }
+        return (orgId, op, admin, collector, vid, hash)
+    }
+}
