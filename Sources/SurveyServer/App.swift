@@ -12,6 +12,9 @@ public final class App: Sendable {
         public var synchronous: String = "FULL"
         public var maxBodyBytes: Int = 1 << 20
         public var maxFileBytes: Int = 100 << 20
+        public var maxKeyedInFlight: Int = 100
+        /// Idempotency keys are kept at least this long (default 30 days), then purged.
+        public var idempotencyRetentionDays: Int = 30
         public var logRequests: Bool = true
         public init(dataDir: String) { self.dataDir = dataDir }
 
@@ -42,7 +45,9 @@ public final class App: Sendable {
         var router = Router()
         var limits = Services.Limits()
         limits.maxFileBytes = configuration.maxFileBytes
-        let services = Services(database: database, gate: gate, metrics: metrics, blobs: blobs, limits: limits)
+        limits.maxKeyedInFlight = configuration.maxKeyedInFlight
+        let services = Services(database: database, gate: gate, metrics: metrics, blobs: blobs, limits: limits,
+                                keys: KeyedWrites(limit: configuration.maxKeyedInFlight))
         services.register(into: &router)
         var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         http.maxBodyBytes = configuration.maxBodyBytes

@@ -108,6 +108,42 @@ enum Migrations {
             UNIQUE (org_id, client_upload_id)
         );
         """),
+        ("tasks_review_idempotency", """
+        CREATE TABLE tasks (
+            task_id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL REFERENCES orgs(org_id),
+            title TEXT NOT NULL,
+            survey_id TEXT NOT NULL REFERENCES surveys(survey_id),
+            assignee_user_id TEXT NOT NULL REFERENCES users(user_id),
+            due_at INTEGER,
+            notes TEXT,
+            state TEXT NOT NULL,
+            created_by TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            completed_at INTEGER,
+            completed_by TEXT,
+            response_id TEXT REFERENCES responses(response_id)
+        );
+        CREATE INDEX tasks_org ON tasks(org_id, task_id);
+        CREATE INDEX tasks_assignee ON tasks(org_id, assignee_user_id, task_id);
+        CREATE TABLE idempotency_keys (
+            org_id TEXT NOT NULL,
+            caller TEXT NOT NULL,
+            method TEXT NOT NULL,
+            route TEXT NOT NULL,
+            target TEXT NOT NULL,
+            idempotency_key TEXT NOT NULL,
+            request_digest TEXT NOT NULL,
+            status INTEGER NOT NULL,
+            location TEXT,
+            body BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (org_id, caller, method, route, target, idempotency_key)
+        );
+        CREATE INDEX idempotency_age ON idempotency_keys(created_at);
+        CREATE INDEX audit_feed ON audit(org_id, seq);
+        CREATE INDEX responses_task ON responses(field_task_id);
+        """),
     ]
 
     static func currentVersion(_ conn: Connection) throws(SQLiteError) -> Int {

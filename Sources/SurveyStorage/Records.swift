@@ -117,3 +117,64 @@ public struct ResumableUploadRecord: Sendable, Equatable {
         self.length = length; self.receivedBytes = receivedBytes; self.expiresAt = expiresAt; self.createdAt = createdAt
     }
 }
+
+public struct TaskRecord: Sendable, Equatable {
+    public let taskId: String
+    public let orgId: String
+    public let title: String
+    public let surveyId: String
+    public let assigneeUserId: String
+    public let dueAt: Int64?
+    public let notes: String?
+    public let state: String
+    public let createdAt: Int64
+    public let completedAt: Int64?
+    public let completedBy: String?
+    public let responseId: String?
+
+    public init(taskId: String, orgId: String, title: String, surveyId: String, assigneeUserId: String, dueAt: Int64?, notes: String?,
+                state: String, createdAt: Int64, completedAt: Int64?, completedBy: String?, responseId: String?) {
+        self.taskId = taskId; self.orgId = orgId; self.title = title; self.surveyId = surveyId; self.assigneeUserId = assigneeUserId
+        self.dueAt = dueAt; self.notes = notes; self.state = state; self.createdAt = createdAt; self.completedAt = completedAt
+        self.completedBy = completedBy; self.responseId = responseId
+    }
+}
+
+/// Where an Idempotency-Key applies: (organization, caller, method, route, target, key).
+public struct IdempotencyScope: Sendable, Hashable {
+    public let orgId: String
+    public let caller: String
+    public let method: String
+    public let route: String
+    public let target: String
+    public let key: String
+    public let digest: String
+
+    public init(orgId: String, caller: String, method: String, route: String, target: String, key: String, digest: String) {
+        self.orgId = orgId; self.caller = caller; self.method = method; self.route = route; self.target = target
+        self.key = key; self.digest = digest
+    }
+}
+
+/// The successful answer stored under a key.
+public struct StoredAnswer: Sendable, Equatable {
+    public let status: Int
+    public let location: String?
+    public let body: [UInt8]
+    public let requestDigest: String
+
+    public init(status: Int, location: String?, body: [UInt8], requestDigest: String) {
+        self.status = status; self.location = location; self.body = body; self.requestDigest = requestDigest
+    }
+}
+
+/// One entry of the changes feed (an audit entry about a response or a task).
+public struct ChangeRecord: Sendable, Equatable {
+    public let seq: Int64
+    public let kind: String
+    public let id: String
+    public let action: String
+    public let revision: Int64?
+    public let detail: String?
+    public let at: Int64
+}

@@ -46,6 +46,8 @@ struct ResponseService {
     func submit(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let user = try services.member(try services.authenticate(request), of: orgId, withAnyOf: .collector)
+        // clientSubmissionId is this write's key; an Idempotency-Key is checked for format only.
+        _ = try KeyedWrites.key(request)
         let body = try JSONBody(request)
         let clientSubmissionId = try body.string("clientSubmissionId")
         guard ClientIdentifier.isValid(clientSubmissionId) else {
@@ -57,6 +59,14 @@ struct ResponseService {
         let fieldTaskId = try body.optionalString("fieldTaskId")
         let rawBody = request.body
         let digest = Self.digest(body.value)
+
+        // 2. a cited field task must be the caller's own; any other is the 404 of nothing.
+        let task: TaskRecord? = try fieldTaskId.map { id in
+            guard let t = try services.database.read({ try $0.task(orgId: orgId, taskId: id) }), t.assigneeUserId == user.userId else {
+                throw ApiError.notFound()
+            }
+            return t
+        }
 
         // 3. replay — answered even while the subscription has expired.
         if let stored = try services.database.read({ try $0.response(orgId: orgId, clientSubmissionId: clientSubmissionId) }) {
@@ -80,7 +90,15 @@ struct ResponseService {
             throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
         }
         try checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: version.surveyVersionId)
-        if fieldTaskId != nil { throw ApiError.notFound() }
+        if let task {
+            guard task.surveyId == survey.surveyId else {
+                throw ApiError(.validationFailed, "The field task is for another survey.",
+                               errors: [FieldError(path: "fieldTaskId", message: "task is for survey \(task.surveyId)")])
+            }
+            guard task.state == "open" else { throw ApiError(.taskAlreadyCompleted, "The field task \(task.taskId) is already completed.") }
+        }
+        // A survey without review is complete on acceptance, and so is its task.
+        let completesTask = fieldTaskId != nil && !survey.reviewRequired
 
         // 5–6. the gate: replay re-checked, subscription, insert + audit, one transaction.
         let now = Timestamp.nowMillis()
@@ -104,6 +122,9 @@ struct ResponseService {
                     answers: record.answers, fieldTaskId: fieldTaskId, capturedAt: capturedAt, receivedAt: tx.now,
                     reviewState: record.reviewState, revision: 1)
                 try tx.insertResponse(stored)
+                if completesTask, let taskId = fieldTaskId {
+                    try tx.completeTask(taskId: taskId, responseId: stored.responseId, completedBy: submitter)
+                }
                 return stored
             }
         } catch let e as ApiError {

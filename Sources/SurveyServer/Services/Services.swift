@@ -9,6 +9,7 @@ struct Services: Sendable {
     let metrics: Metrics
     let blobs: BlobStore
     let limits: Limits
+    let keys: KeyedWrites
     let definitions = DefinitionCache()
 
     struct Limits: Sendable {
@@ -16,6 +17,8 @@ struct Services: Sendable {
         var maxFileBytes: Int = 100 << 20
         /// How long an unfinished resumable upload is kept.
         var resumableLifetimeMillis: Int64 = 24 * 3_600_000
+        /// Keyed requests one caller may have in flight (1030 past it).
+        var maxKeyedInFlight: Int = 100
     }
 
     func register(into router: inout Router) {
@@ -27,6 +30,9 @@ struct Services: Sendable {
         let uploads = UploadService(services: self)
         uploads.register(into: &router)
         ResumableUploadService(services: self, uploads: uploads, busy: BusySet()).register(into: &router)
+        TaskService(services: self).register(into: &router)
+        ReviewService(services: self).register(into: &router)
+        ChangesService(services: self).register(into: &router)
     }
 
     // MARK: - The first two checks of every request

@@ -32,21 +32,24 @@ struct SurveyService {
         "sha256:" + Digest.sha256Hex(CanonicalJSON.encode(definition))
     }
 
+    struct NewSurvey: Sendable { let title: String; let reviewRequired: Bool; let surveyId: String }
+    struct NewVersion: Sendable { let contentHash: String; let definition: String; let surveyVersionId: String }
+
     func createSurvey(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let user = try services.member(try services.authenticate(request), of: orgId, withAnyOf: .admin)
-        let body = try JSONBody(request)
-        let title = try body.string("title")
-        let reviewRequired = try body.bool("reviewRequired", default: false)
-        guard !title.isEmpty, title.count <= 500 else {
-            throw ApiError(.validationFailed, "`title` must be 1 to 500 characters.", errors: [FieldError(path: "title", message: "1 to 500 characters")])
-        }
-        let surveyId = Ids.make("srv", nowMillis: Timestamp.nowMillis())
-        let outcome = try services.gate.write(orgId: orgId, actor: user.userId) { tx in
-            try tx.createSurvey(surveyId: surveyId, title: title, reviewRequired: reviewRequired, createdBy: user.userId)
-        }
-        guard case .written(let survey) = outcome else { throw ApiError(.internalError) }
-        return .created("/v1/orgs/\(orgId)/surveys/\(surveyId)", Self.surveyJSON(survey, versions: []))
+        return try services.keyedWrite(request, orgId: orgId, caller: user.userId, target: "", prepare: {
+            let body = try JSONBody(request)
+            let title = try body.string("title")
+            let reviewRequired = try body.bool("reviewRequired", default: false)
+            guard !title.isEmpty, title.count <= 500 else {
+                throw ApiError(.validationFailed, "`title` must be 1 to 500 characters.", errors: [FieldError(path: "title", message: "1 to 500 characters")])
+            }
+            return NewSurvey(title: title, reviewRequired: reviewRequired, surveyId: Ids.make("srv", nowMillis: Timestamp.nowMillis()))
+        }, write: { (p: NewSurvey, tx: GatedTransaction) in
+            let survey = try tx.createSurvey(surveyId: p.surveyId, title: p.title, reviewRequired: p.reviewRequired, createdBy: user.userId)
+            return .created("/v1/orgs/\(orgId)/surveys/\(survey.surveyId)", Self.surveyJSON(survey, versions: []))
+        })
     }
 
     func listSurveys(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -74,21 +77,20 @@ struct SurveyService {
         let user = try services.member(try services.authenticate(request), of: orgId, withAnyOf: .admin)
         let surveyId = request.parameter("surveyId")
         guard try services.database.read({ try $0.survey(orgId: orgId, surveyId: surveyId) }) != nil else { throw ApiError.notFound() }
-        let body = try JSONBody(request)
-        guard let definition = body.fields["definition"] else { throw ApiError.malformed("`definition` is required.") }
-        do {
-            _ = try SurveyDefinition.parse(definition)
-        } catch {
-            throw ApiError(.validationFailed, "The survey definition is not valid.", errors: error.errors)
-        }
-        let hash = Self.contentHash(definition)
-        let text = CanonicalJSON.string(definition)
-        let versionId = Ids.make("sv", nowMillis: Timestamp.nowMillis())
-        let outcome = try services.gate.write(orgId: orgId, actor: user.userId) { tx in
-            try tx.publishVersion(surveyVersionId: versionId, surveyId: surveyId, contentHash: hash, definition: text)
-        }
-        guard case .written(let version) = outcome else { throw ApiError(.internalError) }
-        return .created("/v1/orgs/\(orgId)/survey-versions/\(versionId)", try Self.versionJSON(version))
+        return try services.keyedWrite(request, orgId: orgId, caller: user.userId, target: surveyId, prepare: {
+            let body = try JSONBody(request)
+            guard let definition = body.fields["definition"] else { throw ApiError.malformed("`definition` is required.") }
+            do {
+                _ = try SurveyDefinition.parse(definition)
+            } catch let e as ValidationErrors {
+                throw ApiError(.validationFailed, "The survey definition is not valid.", errors: e.errors)
+            }
+            return NewVersion(contentHash: Self.contentHash(definition), definition: CanonicalJSON.string(definition),
+                              surveyVersionId: Ids.make("sv", nowMillis: Timestamp.nowMillis()))
+        }, write: { (p: NewVersion, tx: GatedTransaction) in
+            let version = try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition)
+            return .created("/v1/orgs/\(orgId)/survey-versions/\(version.surveyVersionId)", try Self.versionJSON(version))
+        })
     }
 
     func getVersion(_ request: HTTPRequest) throws -> HTTPResponse {

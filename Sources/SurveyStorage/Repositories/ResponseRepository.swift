@@ -54,6 +54,59 @@ extension GatedTransaction {
                   .text(r.surveyVersionId), .text(r.requestDigest), .blob(r.requestBody), .text(r.answers),
                   .optional(r.fieldTaskId), .optional(r.capturedAt), .int(r.receivedAt), .text(r.reviewState), .int(r.revision)])
         try audit(action: "response.accept", targetType: "response", targetId: r.responseId, revision: r.revision,
-                  detail: "clientSubmissionId=\(r.clientSubmissionId)")
+                  detail: CanonicalJSON.string(["toState": .string(r.reviewState), "clientSubmissionId": .string(r.clientSubmissionId)]))
+    }
+}
+
+extension GatedTransaction {
+    /// One review step: the state and revision move only if the revision is still `expected`
+    /// (1021 otherwise, carrying the current state). Audited with the transition.
+    public func applyReview(responseId: String, expectedRevision: Int64, from: String, to: String, action: String,
+                            comment: String?, answers: (surveyVersionId: String, text: String)? = nil) throws -> ResponseRecord {
+        if let answers {
+            try context.conn.run("""
+                UPDATE responses SET review_state = ?, revision = revision + 1, survey_version_id = ?, answers = ?
+                WHERE response_id = ? AND org_id = ? AND revision = ? AND review_state = ?
+                """, [.text(to), .text(answers.surveyVersionId), .text(answers.text), .text(responseId), .text(orgId), .int(expectedRevision), .text(from)])
+        } else {
+            try context.conn.run("""
+                UPDATE responses SET review_state = ?, revision = revision + 1
+                WHERE response_id = ? AND org_id = ? AND revision = ? AND review_state = ?
+                """, [.text(to), .text(responseId), .text(orgId), .int(expectedRevision), .text(from)])
+        }
+        guard context.conn.changes == 1, let updated = try read.response(orgId: orgId, responseId: responseId) else {
+            let current = try read.response(orgId: orgId, responseId: responseId)
+            throw ApiError(.staleRevision, "The response is at revision \(current?.revision ?? 0), not \(expectedRevision).",
+                           extra: ["reviewState": .string(current?.reviewState ?? ""), "revision": .number(Double(current?.revision ?? 0))])
+        }
+        var detail: [String: JSONValue] = ["fromState": .string(from), "toState": .string(to)]
+        if let comment { detail["comment"] = .string(comment) }
+        try audit(action: action, targetType: "response", targetId: responseId, revision: updated.revision,
+                  detail: CanonicalJSON.string(.object(detail)))
+        return updated
+    }
+}
+
+extension ReadContext {
+    /// The changes feed: audit entries about responses (and tasks) the caller may follow, after a
+    /// cursor, in server order. `userId` nil means the whole organization (reviewers, admins).
+    public func changes(orgId: String, userId: String?, after: Int64, limit: Int) throws -> [ChangeRecord] {
+        var sql = "SELECT a.seq, a.target_type, a.target_id, a.action, a.revision, a.detail, a.at FROM audit a WHERE a.org_id = ? AND a.seq > ?"
+        var args: [SQLValue] = [.text(orgId), .int(after)]
+        if let userId {
+            sql += """
+                 AND ((a.target_type = 'response' AND a.target_id IN (SELECT response_id FROM responses WHERE org_id = ? AND submitter = ?))
+                   OR (a.target_type = 'task' AND a.target_id IN (SELECT task_id FROM tasks WHERE org_id = ? AND assignee_user_id = ?)))
+                """
+            args += [.text(orgId), .text(userId), .text(orgId), .text(userId)]
+        } else {
+            sql += " AND a.target_type IN ('response', 'task')"
+        }
+        sql += " ORDER BY a.seq LIMIT ?"
+        args.append(.int(Int64(limit)))
+        return try conn.query(sql, args).map {
+            ChangeRecord(seq: $0.int(0), kind: $0.string(1), id: $0.string(2), action: $0.string(3), revision: $0.optionalInt(4),
+                         detail: $0.optionalString(5), at: $0.int(6))
+        }
     }
 }

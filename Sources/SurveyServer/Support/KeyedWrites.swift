@@ -1,0 +1,109 @@
+import Foundation
+import SurveyDomain
+import SurveyHTTP
+import SurveyStorage
+
+/// Idempotency-Key on every survey-domain write: the replay lookup (step 3), then validation
+/// (step 4), then the gate (5–6) with the answer stored in the write's own transaction.
+/// Requests with the same key take turns, so a second one waits for the first and gets its
+/// answer; a caller may have at most `limit` keyed requests in flight (1030 past it).
+final class KeyedWrites: @unchecked Sendable {
+    // @unchecked: the two collections are guarded by `cond`.
+    private let cond = NSCondition()
+    private var inFlight: Set<String> = []
+    private var perCaller: [String: Int] = [:]
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    private static func slot(_ s: IdempotencyScope) -> String {
+        [s.orgId, s.caller, s.method, s.route, s.target, s.key].joined(separator: "\u{0}")
+    }
+
+    func enter(_ s: IdempotencyScope) throws {
+        cond.lock()
+        defer { cond.unlock() }
+        guard perCaller[s.caller, default: 0] < limit else {
+            throw ApiError(.tooManyPendingRequests, "You have \(limit) keyed requests in flight; retry later.", retryAfterSeconds: 1)
+        }
+        perCaller[s.caller, default: 0] += 1
+        let slot = Self.slot(s)
+        while inFlight.contains(slot) { cond.wait() }
+        inFlight.insert(slot)
+    }
+
+    func leave(_ s: IdempotencyScope) {
+        cond.lock()
+        inFlight.remove(Self.slot(s))
+        perCaller[s.caller, default: 1] -= 1
+        if perCaller[s.caller] == 0 { perCaller[s.caller] = nil }
+        cond.broadcast()
+        cond.unlock()
+    }
+
+    /// The Idempotency-Key header, bare or quoted; 1032 when it breaks the identifier format.
+    static func key(_ request: HTTPRequest) throws -> String? {
+        guard let raw = request.header("idempotency-key") else { return nil }
+        guard let key = ClientIdentifier.normalize(headerValue: raw) else {
+            throw ApiError(.invalidIdentifier, "Idempotency-Key must be 8–128 characters of A-Z a-z 0-9 _ - : . (optionally quoted).")
+        }
+        return key
+    }
+
+    /// The digest a replay is compared by: canonical JSON when the body is JSON, else the bytes.
+    static func digest(_ body: [UInt8]) -> String {
+        if body.isEmpty { return "empty" }
+        if let json = try? JSONParser.parse(body) { return "sha256:" + Digest.sha256Hex(CanonicalJSON.encode(json)) }
+        return "sha256-raw:" + Digest.sha256Hex(body)
+    }
+
+    static func replayResponse(_ a: StoredAnswer) -> HTTPResponse {
+        var headers: [(String, String)] = [("Content-Type", "application/json"), ("Idempotent-Replayed", "true")]
+        if let l = a.location { headers.append(("Location", l)) }
+        return HTTPResponse(status: 200, headers: headers, body: a.body)
+    }
+
+    static func answer(_ stored: StoredAnswer?, digest: String) throws -> HTTPResponse? {
+        guard let stored else { return nil }
+        guard stored.requestDigest == digest else {
+            throw ApiError(.idempotencyConflict, "This Idempotency-Key was already used for a different request.")
+        }
+        return replayResponse(stored)
+    }
+}
+
+extension Services {
+    /// Runs a gated write with the contract's steps 3–6. `prepare` validates (step 4) and returns
+    /// what `write` needs; `write` runs inside the gated transaction.
+    func keyedWrite<P: Sendable>(_ request: HTTPRequest, orgId: String, caller: String, target: String,
+                                 prepare: () throws -> P,
+                                 write: @escaping @Sendable (P, GatedTransaction) throws -> HTTPResponse) throws -> HTTPResponse {
+        guard let key = try KeyedWrites.key(request) else {
+            let prepared = try prepare()
+            return try unwrap(gate.write(orgId: orgId, actor: caller) { tx in try write(prepared, tx) })
+        }
+        let digest = KeyedWrites.digest(request.body)
+        let scope = IdempotencyScope(orgId: orgId, caller: caller, method: request.method, route: request.route, target: target,
+                                     key: key, digest: digest)
+        try keys.enter(scope)
+        defer { keys.leave(scope) }
+        if let replay = try KeyedWrites.answer(try database.read({ try $0.storedAnswer(scope) }), digest: digest) { return replay }
+        let prepared = try prepare()
+        return try unwrap(gate.write(orgId: orgId, actor: caller, replay: { db in
+            try KeyedWrites.answer(try db.storedAnswer(scope), digest: digest)
+        }) { tx in
+            let response = try write(prepared, tx)
+            if (200..<300).contains(response.status) {
+                let location = response.headers.first { $0.0 == "Location" }?.1
+                try tx.storeAnswer(scope, StoredAnswer(status: response.status, location: location, body: response.body, requestDigest: digest))
+            }
+            return response
+        })
+    }
+
+    private func unwrap(_ outcome: WriteGate.Outcome<HTTPResponse>) -> HTTPResponse {
+        switch outcome {
+        case .written(let r), .replayed(let r): r
+        }
+    }
+}
