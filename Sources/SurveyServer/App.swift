@@ -57,7 +57,24 @@ public final class App: Sendable {
         server.observer = { route, status, seconds in metrics.request(route: route, status: status, seconds: seconds) }
     }
 
-    public func start() throws { try server.start() }
+    public func start() throws {
+        try server.start()
+        scheduleHousekeeping()
+    }
+
+    private let housekeeping = DispatchQueue(label: "surveyd.housekeeping")
+
+    /// Idempotency keys are kept for the retention period, then purged: now and every hour.
+    private func scheduleHousekeeping() {
+        let database = self.database
+        let queue = housekeeping
+        let retention = Int64(configuration.idempotencyRetentionDays) * 86_400_000
+        @Sendable func purge() {
+            _ = try? database.purgeIdempotencyKeys(olderThan: Timestamp.nowMillis() - retention)
+            queue.asyncAfter(deadline: .now() + 3600) { purge() }
+        }
+        queue.async { purge() }
+    }
 
     /// Serves one request in process (no socket), through the same routes and checks.
     public func respond(method: String, path: String, token: String? = nil, body: JSONValue? = nil) -> (status: Int, body: JSONValue?) {

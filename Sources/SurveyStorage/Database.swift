@@ -27,6 +27,7 @@ public final class Database: Sendable {
     /// Opens (creating if needed) and migrates the database. Refuses a newer schema.
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
+        if FileManager.default.fileExists(atPath: configuration.path) { try Self.refuseIfDamaged(configuration.path) }
         let conn = try Connection(path: configuration.path, readOnly: false)
         let mode = try conn.pragma("journal_mode=WAL")
         guard mode?.lowercased() == "wal" else {
@@ -40,6 +41,21 @@ public final class Database: Sendable {
         try Migrations.run(on: conn)
         writer = Writer(connection: conn, maxGroupSize: configuration.maxGroupSize)
         readers = try ReaderPool(path: configuration.path, count: configuration.readers)
+    }
+
+    /// A damaged file is refused before anything opens it for writing, so nothing is changed.
+    static func refuseIfDamaged(_ path: String) throws {
+        var problem = ""
+        do {
+            let ro = try Connection(path: path, readOnly: true)
+            let result = try ro.query("PRAGMA quick_check").map { $0.string(0) }
+            if result == ["ok"] { return }
+            problem = result.prefix(5).joined(separator: "; ")
+        } catch {
+            problem = String(describing: error)
+        }
+        throw SQLiteError(code: SQLITE_CORRUPT, message: "the database \(path) is damaged (\(problem)). Refusing to start; nothing was changed. "
+                          + "Restore the latest backup (surveyd backup) or inspect it with `surveyd check`.", sql: nil)
     }
 
     /// Stops the writer after the jobs already queued are committed.

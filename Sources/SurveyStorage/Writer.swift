@@ -69,6 +69,8 @@ final class Writer: @unchecked Sendable {
             cond.lock()
             while queue.isEmpty && !stopping { cond.wait() }
             if queue.isEmpty && stopping {
+                // A clean stop leaves the database in one file: the WAL is folded back in.
+                try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 stopped = true
                 cond.broadcast()
                 cond.unlock()

@@ -8,7 +8,10 @@ enum CLI {
     surveyd — the server field-survey apps sync to.
 
     usage:
-      surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--max-file-bytes N] [--no-log]
+      surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--max-file-bytes N]
+                   [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--no-log]
+      surveyd check                       verify every invariant; exit 1 on any violation
+      surveyd backup --to DIR             online, consistent copy (database and blobs) into a new DIR
       surveyd admin create-operator
       surveyd admin create-org --name NAME --expires-at ISO8601
       surveyd admin renew --org ORG_ID --until ISO8601
@@ -25,6 +28,8 @@ enum CLI {
             switch options.positional.first {
             case "serve": try serve(options)
             case "admin": try admin(options)
+            case "check": try check(options)
+            case "backup": try backup(options)
             case nil, "help": print(usage)
             case let other?: throw CLIError("unknown command \(other)\n\n\(usage)")
             }
@@ -54,6 +59,14 @@ enum CLI {
         if let m = options.value("max-body-bytes") {
             guard let n = Int(m), n > 0 else { throw CLIError("--max-body-bytes must be a positive integer") }
             c.maxBodyBytes = n
+        }
+        if let d = options.value("idempotency-retention-days") {
+            guard let n = Int(d), n >= 1 else { throw CLIError("--idempotency-retention-days must be at least 1") }
+            c.idempotencyRetentionDays = n
+        }
+        if let k = options.value("max-keyed-in-flight") {
+            guard let n = Int(k), n >= 1 else { throw CLIError("--max-keyed-in-flight must be at least 1") }
+            c.maxKeyedInFlight = n
         }
         c.logRequests = !options.flag("no-log")
         return c
@@ -111,6 +124,21 @@ enum CLI {
         default:
             throw CLIError("admin needs one of create-operator, create-org, renew, create-user\n\n\(usage)")
         }
+    }
+
+    static func check(_ options: Options) throws {
+        let dataDir = options.value("data-dir") ?? "./data"
+        let report = try IntegrityCheck.run(dataDir: dataDir)
+        print(report.text, terminator: "")
+        if !report.ok { exit(1) }
+    }
+
+    static func backup(_ options: Options) throws {
+        let dataDir = options.value("data-dir") ?? "./data"
+        let dest = try options.required("to")
+        let summary = try Backup.run(dataDir: dataDir, to: dest)
+        print("backup of \(dataDir) written to \(dest): database, \(summary.blobs) blob file(s) (\(summary.bytes) bytes), \(summary.partials) partial upload(s)")
+        print("serve it with: surveyd serve --data-dir \(dest)")
     }
 
     static func timestamp(_ s: String, flag: String) throws -> Int64 {

@@ -14,6 +14,10 @@ import SurveyDomain
             f = try Fixture()
             v = try f.publishSurvey()
         }
+        init(f: Fixture, v: (surveyId: String, versionId: String, contentHash: String)) {
+            self.f = f
+            self.v = v
+        }
 
         func put(_ id: String, _ bytes: [UInt8], type: String = "image/jpeg", question: String = "photo", version: String? = nil,
                  token: String? = nil, extra: [String: String] = [:]) throws -> Reply {

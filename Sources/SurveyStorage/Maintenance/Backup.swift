@@ -1,0 +1,76 @@
+import CSQLite
+import Foundation
+import SurveyDomain
+
+/// `surveyd backup`: an online, consistent copy while the server runs. The database is copied
+/// with SQLite's backup API from one read snapshot; then exactly the blobs that snapshot
+/// references are copied (blobs are immutable and never deleted while referenced), and the
+/// received bytes of unfinished resumable uploads. The destination is a complete data dir.
+public enum Backup {
+    public struct Summary: Sendable {
+        public let blobs: Int
+        public let bytes: Int64
+        public let partials: Int
+    }
+
+    public static func run(dataDir: String, to dest: String) throws -> Summary {
+        let fm = FileManager.default
+        if fm.fileExists(atPath: dest + "/surveyd.sqlite") {
+            throw ApiError(.validationFailed, "\(dest) already holds a database; back up into a new directory.")
+        }
+        for d in [dest, dest + "/blobs", dest + "/tmp", dest + "/partial"] { try fm.createDirectory(atPath: d, withIntermediateDirectories: true) }
+
+        let source = try Connection(path: dataDir + "/surveyd.sqlite", readOnly: true)
+        let target = try Connection(path: dest + "/surveyd.sqlite", readOnly: false)
+        guard let b = sqlite3_backup_init(target.handle, "main", source.handle, "main") else { throw target.error(SQLITE_ERROR, sql: "backup_init") }
+        let rc = sqlite3_backup_step(b, -1)  // the whole database in one step: one consistent snapshot
+        sqlite3_backup_finish(b)
+        guard rc == SQLITE_DONE else { throw target.error(rc, sql: "backup_step") }
+        _ = try target.pragma("journal_mode=WAL")
+        try target.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+        var blobs = 0, bytes: Int64 = 0, partials = 0
+        for row in try target.query("SELECT DISTINCT sha256, size FROM uploads") {
+            let sha = Array(row.string(0))
+            let rel = "\(String(sha[0..<2]))/\(String(sha[2..<4]))/\(String(sha))"
+            let dir = dest + "/blobs/" + (rel as NSString).deletingLastPathComponent
+            try fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            try copyDurably(from: dataDir + "/blobs/" + rel, to: dest + "/blobs/" + rel)
+            blobs += 1
+            bytes += row.int(1)
+        }
+        for row in try target.query("SELECT upload_id, received_bytes FROM resumable_uploads WHERE received_bytes < length") {
+            let from = dataDir + "/partial/" + row.string(0)
+            guard fm.fileExists(atPath: from) else { continue }
+            let to = dest + "/partial/" + row.string(0)
+            try copyDurably(from: from, to: to, limit: Int(row.int(1)))
+            partials += 1
+        }
+        try BlobStore.fsyncDirectory(dest)
+        return Summary(blobs: blobs, bytes: bytes, partials: partials)
+    }
+
+    /// Copies (at most `limit` bytes) and fsyncs the copy.
+    static func copyDurably(from: String, to: String, limit: Int? = nil) throws {
+        guard let input = FileHandle(forReadingAtPath: from) else { throw ApiError(.storageUnavailable, "cannot read \(from)") }
+        defer { try? input.close() }
+        let fd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BlobStore.ioError("create \(to)", errno) }
+        defer { close(fd) }
+        var remaining = limit ?? Int.max
+        while remaining > 0 {
+            let chunk = input.readData(ofLength: min(1 << 20, remaining))
+            if chunk.isEmpty { break }
+            try chunk.withUnsafeBytes { buf in
+                var off = 0
+                while off < buf.count {
+                    let n = write(fd, buf.baseAddress! + off, buf.count - off)
+                    guard n > 0 else { throw BlobStore.ioError("write \(to)", errno) }
+                    off += n
+                }
+            }
+            remaining -= chunk.count
+        }
+        guard fsync(fd) == 0 else { throw BlobStore.ioError("fsync \(to)", errno) }
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import SurveyDomain
+
+/// `surveyd check`: SQLite's own integrity check plus every invariant of the contract, over the
+/// database and the blob directory. Opens the database read-only and changes nothing.
+public enum IntegrityCheck {
+    public struct Report: Sendable {
+        public var violations: [String] = []
+        public var notes: [String] = []
+        public var counts: [(String, Int)] = []
+        public var ok: Bool { violations.isEmpty }
+
+        public var text: String {
+            var out = ok ? "surveyd check: OK\n" : "surveyd check: \(violations.count) violation(s)\n"
+            for (k, v) in counts { out += "  \(k): \(v)\n" }
+            for n in notes { out += "  note: \(n)\n" }
+            for v in violations.prefix(200) { out += "  VIOLATION: \(v)\n" }
+            if violations.count > 200 { out += "  ... and \(violations.count - 200) more\n" }
+            return out
+        }
+    }
+
+    public static func run(dataDir: String) throws -> Report {
+        let dbPath = dataDir + "/surveyd.sqlite"
+        guard FileManager.default.fileExists(atPath: dbPath) else {
+            throw ApiError(.notFound, "no database at \(dbPath)")
+        }
+        let conn = try Connection(path: dbPath, readOnly: true)
+        try conn.execute("BEGIN")  // one snapshot for every query below
+        defer { try? conn.execute("COMMIT") }
+        var r = Report()
+
+        // 1. SQLite's own view of the file.
+        let integrity = try conn.query("PRAGMA integrity_check").map { $0.string(0) }
+        if integrity != ["ok"] { r.violations += integrity.map { "integrity_check: \($0)" } }
+        for fk in try conn.query("PRAGMA foreign_key_check") {
+            r.violations.append("foreign key: table \(fk.string(0)) rowid \(fk.int(1)) → \(fk.string(2))")
+        }
+        let version = try Migrations.currentVersion(conn)
+        if version != Migrations.steps.count { r.violations.append("schema version \(version), this surveyd knows \(Migrations.steps.count)") }
+
+        // 2. Uploads: every row has its file, of the right size and hash; no file without a row.
+        let root = dataDir + "/blobs"
+        var referenced = Set<String>()
+        let uploads = try conn.query("SELECT org_id, client_upload_id, size, sha256 FROM uploads")
+        for u in uploads {
+            let sha = u.string(3)
+            referenced.insert(sha)
+            let c = Array(sha)
+            guard c.count == 64 else { r.violations.append("upload \(u.string(1)): malformed sha256"); continue }
+            let path = "\(root)/\(String(c[0..<2]))/\(String(c[2..<4]))/\(sha)"
+            guard let (size, hash) = hashFile(path) else {
+                r.violations.append("upload \(u.string(0))/\(u.string(1)): file \(path) is missing")
+                continue
+            }
+            if Int64(size) != u.int(2) { r.violations.append("upload \(u.string(1)): file has \(size) bytes, row says \(u.int(2))") }
+            if hash != sha { r.violations.append("upload \(u.string(1)): file hash \(hash) differs from row \(sha)") }
+        }
+        var blobFiles = 0
+        if let walker = FileManager.default.enumerator(atPath: root) {
+            while let rel = walker.nextObject() as? String {
+                var isDir: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: "\(root)/\(rel)", isDirectory: &isDir), !isDir.boolValue else { continue }
+                blobFiles += 1
+                let name = (rel as NSString).lastPathComponent
+                if !referenced.contains(name) { r.violations.append("blob \(rel) has no upload row") }
+            }
+        }
+        let temps = (try? FileManager.default.contentsOfDirectory(atPath: dataDir + "/tmp")) ?? []
+        if !temps.isEmpty { r.notes.append("\(temps.count) temp file(s) in tmp/ (uploads in flight, or leftovers removed at the next start)") }
+
+        // 3. Tasks: completion is all or nothing, and made by its response.
+        for t in try conn.query("""
+            SELECT t.task_id, t.state, t.completed_at, t.completed_by, t.response_id, r.response_id, r.submitter, r.field_task_id,
+                   r.review_state, s.review_required
+            FROM tasks t LEFT JOIN responses r ON r.response_id = t.response_id LEFT JOIN surveys s ON s.survey_id = t.survey_id
+            """) {
+            let id = t.string(0)
+            let stamps = [t.values[2], t.values[3], t.values[4]].filter { $0 != .null }.count
+            switch t.string(1) {
+            case "completed":
+                if stamps != 3 { r.violations.append("task \(id): completed without completedAt, completedBy and responseId") }
+                if t.optionalString(5) == nil { r.violations.append("task \(id): completed by a response that does not exist") }
+                else {
+                    if t.optionalString(7) != id { r.violations.append("task \(id): its response does not cite it") }
+                    if t.optionalString(3) != t.optionalString(6) { r.violations.append("task \(id): completedBy is not the response's collector") }
+                    if t.bool(9) && t.string(8) != "approved" { r.violations.append("task \(id): completed but its response is \(t.string(8))") }
+                }
+            case "open":
+                if stamps != 0 { r.violations.append("task \(id): open but carries completion fields") }
+            default:
+                r.violations.append("task \(id): unknown state \(t.string(1))")
+            }
+        }
+
+        // 4. Responses: every revision has exactly one audit entry.
+        let missing = try conn.query("""
+            SELECT r.response_id, r.revision, (SELECT COUNT(DISTINCT a.revision) FROM audit a
+                WHERE a.org_id = r.org_id AND a.target_type = 'response' AND a.target_id = r.response_id
+                  AND a.revision BETWEEN 1 AND r.revision),
+                (SELECT COUNT(*) FROM audit a WHERE a.org_id = r.org_id AND a.target_type = 'response' AND a.target_id = r.response_id)
+            FROM responses r
+            """)
+        for m in missing where m.int(2) != m.int(1) || m.int(3) != m.int(1) {
+            r.violations.append("response \(m.string(0)): revision \(m.int(1)) but \(m.int(3)) audit entries covering \(m.int(2)) revisions")
+        }
+        let states = Set(ReviewState.allCases.map(\.rawValue))
+        for s in try conn.query("SELECT response_id, review_state FROM responses") where !states.contains(s.string(1)) {
+            r.violations.append("response \(s.string(0)): unknown review state \(s.string(1))")
+        }
+
+        // 5. Idempotency records belong to committed writes: one audit entry by the same caller
+        //    in the same transaction (same server time), and only successes are stored.
+        for k in try conn.query("""
+            SELECT k.idempotency_key, k.caller, k.status,
+                   (SELECT COUNT(*) FROM audit a WHERE a.org_id = k.org_id AND a.actor = k.caller AND a.at = k.created_at)
+            FROM idempotency_keys k
+            """) {
+            if !(200..<300).contains(k.int(2)) { r.violations.append("idempotency key \(k.string(0)): stores a non-success \(k.int(2))") }
+            if k.int(3) == 0 { r.violations.append("idempotency key \(k.string(0)) of \(k.string(1)): no write committed with it") }
+        }
+
+        // 6. Resumable uploads: the offset never runs past the length or ahead of the disk.
+        for u in try conn.query("SELECT upload_id, length, received_bytes, expires_at FROM resumable_uploads") {
+            if u.int(2) > u.int(1) { r.violations.append("resumable upload \(u.string(0)): offset past its length") }
+            if u.int(2) < u.int(1) && u.int(3) > Timestamp.nowMillis() {
+                let path = dataDir + "/partial/" + u.string(0)
+                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? -1
+                if size < Int(u.int(2)) { r.violations.append("resumable upload \(u.string(0)): \(max(size, 0)) bytes on disk, offset \(u.int(2))") }
+            }
+        }
+
+        for (name, table) in [("organizations", "orgs"), ("users", "users"), ("responses", "responses"), ("uploads", "uploads"),
+                              ("tasks", "tasks"), ("audit entries", "audit"), ("idempotency keys", "idempotency_keys")] {
+            r.counts.append((name, Int(try conn.query("SELECT COUNT(*) FROM \(table)").first?.int(0) ?? 0)))
+        }
+        r.counts.append(("blob files", blobFiles))
+        return r
+    }
+
+    /// Size and hex SHA-256 of a file, streamed.
+    static func hashFile(_ path: String) -> (Int, String)? {
+        guard let h = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? h.close() }
+        var d = Digest(.sha256)
+        var size = 0
+        while true {
+            let chunk = h.readData(ofLength: 1 << 20)
+            if chunk.isEmpty { break }
+            chunk.withUnsafeBytes { d.update($0) }
+            size += chunk.count
+        }
+        return (size, Hex.encode(d.finalize()))
+    }
+}
