@@ -20,7 +20,9 @@ let package = Package(
         // The HTTP engine over libmicrohttpd; knows nothing about surveys.
         .target(name: "SurveyHTTP", dependencies: ["CMicroHTTPD", "SurveyDomain"]),
         // The application: services, the write gate, routes.
-        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyStorage", "SurveyDomain", "CCrypto"]),
+        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyStorage", "SurveyDomain", "CCrypto"],
+                // The bundled OpenAPI document served at /v1/openapi.json (scripts/bundle_openapi.py).
+                resources: [.copy("Resources/openapi.json")]),
         .executableTarget(name: "surveyd", dependencies: ["SurveyServer"]),
 
         .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain"]),

@@ -1,8 +1,24 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: install, build, unit and end-to-end tests.
+# The whole test suite on a fresh machine:
+#   1. install what is missing (Debian packages), build everything;
+#   2. unit and end-to-end tests (Swift Testing) against real servers on loopback, recording
+#      every answer they see;
+#   3. every recorded answer validated against Schemas/ (JSON Schema 2020-12);
+#   4. conformance: schemathesis over every operation of Schemas/openapi.json on a seeded server;
+#   5. every curl example in README.md and Docs/ run against a demo server;
+#   6. the reliability harness, short form (chaos with kill -9, faults, abuse, tenancy), if present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export PATH="/opt/swift/usr/bin:$PATH"
 swift build --build-tests
-swift test --skip-build
+mkdir -p .build
+rm -f .build/responses.jsonl
+SURVEYD_RECORD_RESPONSES="$PWD/.build/responses.jsonl" swift test --skip-build
+export SURVEYD_BIN="$PWD/.build/debug/surveyd"
+./scripts/conformance.sh
+.build/venv/bin/python scripts/validate_recorded.py .build/responses.jsonl --require
+python3 scripts/docs_examples.py
+if [ -x Harness/run_all.sh ]; then
+  Harness/run_all.sh
+fi

@@ -77,7 +77,7 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
     public var title: String {
         switch self {
         case .subscriptionExpired: "The organization's subscription is not active; nothing was written"
-        case .validationFailed: "The request breaks the survey version's rules"
+        case .validationFailed: "Answers or fields break the rules; errors[] says where"
         case .surveyVersionMismatch: "contentHash is not the hash of the cited survey version"
         case .idempotencyConflict: "This id or key was already used for a different request"
         case .notFound: "Not found"

@@ -38,15 +38,23 @@ public struct Router: Sendable {
                             opener: opener, handler: handler))
     }
 
+    /// Among the patterns that fit the path, the most specific wins (literal segments beat
+    /// `{parameters}`, so `/uploads/resumable` is never read as an upload id); then the method
+    /// decides between the handler and 405.
     func match(method: String, path: String) -> Match {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        var allowed: [String] = []
+        let parts = Array(path.split(separator: "/", omittingEmptySubsequences: false).dropFirst())
+        var best: [(Route, [String: String])] = []
+        var bestLiterals = -1
         for route in routes {
-            guard let params = Self.bind(route.segments, Array(parts)) else { continue }
-            if route.method == method || (method == "HEAD" && route.method == "GET") { return .found(route, params) }
-            allowed.append(route.method)
+            guard let params = Self.bind(route.segments, parts) else { continue }
+            let literals = route.segments.count - params.count
+            if literals > bestLiterals { best = []; bestLiterals = literals }
+            if literals == bestLiterals { best.append((route, params)) }
         }
-        return allowed.isEmpty ? .notFound : .methodNotAllowed(allow: allowed)
+        if let hit = best.first(where: { $0.0.method == method }) ?? best.first(where: { method == "HEAD" && $0.0.method == "GET" }) {
+            return .found(hit.0, hit.1)
+        }
+        return best.isEmpty ? .notFound : .methodNotAllowed(allow: best.map(\.0.method))
     }
 
     private static func bind(_ pattern: [Substring], _ parts: [Substring]) -> [String: String]? {

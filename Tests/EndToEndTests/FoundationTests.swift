@@ -180,4 +180,31 @@ import SurveyDomain
         #expect(m.status == 200)
         #expect(m.text.contains("surveyd_responses_accepted_total 0"))
     }
+
+    @Test func theOpenAPIDocumentIsServedAndMatchesSchemas() throws {
+        let s = try TestServer()
+        let r = try s.client.get("/v1/openapi.json")
+        #expect(r.status == 200)
+        #expect(r.header("content-type") == "application/json")
+        #expect(r.json?["openapi"]?.stringValue?.hasPrefix("3.1") == true)
+        // The served copy is exactly the bundle of Schemas/ (regenerate with scripts/bundle_openapi.py).
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", ServerProcess.packageRoot.path + "/scripts/bundle_openapi.py", "--check",
+                       ServerProcess.packageRoot.path + "/Sources/SurveyServer/Resources/openapi.json"]
+        try p.run()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "Sources/SurveyServer/Resources/openapi.json is stale: run scripts/bundle_openapi.py -o it")
+    }
+
+    @Test func literalSegmentsBeatParameters() throws {
+        let f = try Fixture()
+        // `resumable` is the tus collection, never an upload id.
+        let put = try f.client.request("PUT", "/v1/orgs/\(f.orgId)/uploads/resumable", token: f.collectorToken, body: Files.png(),
+                                       headers: ["Content-Type": "image/png", "Survey-Version-Id": "x", "Question-Id": "photo"])
+        #expect(put.status == 405)
+        #expect(put.header("allow") == "OPTIONS, POST")
+        #expect(try f.client.get("/v1/orgs/\(f.orgId)/uploads/resumable", token: f.collectorToken).status == 405)
+        #expect(try f.server.count("SELECT COUNT(*) FROM uploads") == 0)
+    }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import SurveyDomain
 import SurveyHTTP
 
@@ -12,9 +13,23 @@ struct HealthService {
                 ? .json(200, ["status": "ready"])
                 : .problem(ApiError(.storageUnavailable, "The database does not take writes."))
         }
+        // The contract itself, one self-contained document (no auth: it holds no data).
+        let openapi = HealthService.openAPIDocument()
+        router.add("GET", "/v1/openapi.json") { _ in
+            openapi.map { HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: $0) }
+                ?? .problem(ApiError(.internalError, "The OpenAPI document is missing from this build."))
+        }
         router.add("GET", "/metrics") { request in
             try services.requireOperator(try services.authenticate(request))
             return .text(200, services.metrics.render(), contentType: "text/plain; version=0.0.4")
         }
+    }
+}
+
+extension HealthService {
+    static func openAPIDocument() -> [UInt8]? {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"),
+              let data = try? Data(contentsOf: url) else { return nil }
+        return Array(data)
     }
 }

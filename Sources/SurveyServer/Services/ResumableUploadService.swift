@@ -72,6 +72,7 @@ struct ResumableUploadService {
         do {
             try requireTus(request.head)
             let caller = try services.authenticate(request)
+            _ = try KeyedWrites.key(request)  // clientUploadId is the key; the header's format is still checked
             let orgId = request.parameter("orgId")
             guard let lengthText = request.header("upload-length"), let length = Int(lengthText), length >= 0 else {
                 _ = try services.member(caller, of: orgId, withAnyOf: .collector)
@@ -109,7 +110,7 @@ struct ResumableUploadService {
             case .replayed(let r): return created(r, replayed: true)
             case .written(let r):
                 // The empty partial file exists from creation on; HEAD reports 0 until a chunk lands.
-                FileManager.default.createFile(atPath: partial, contents: nil)
+                _ = FileManager.default.createFile(atPath: partial, contents: nil)
                 return created(r, replayed: false)
             }
         } catch {

@@ -74,7 +74,7 @@ struct ReviewService {
             }
             return Step(responseId: responseId, expectedRevision: Int64(expected), from: from, to: to,
                         auditAction: "review.\(action.rawValue)", comment: comment, answers: nil)
-        }, write: { step, tx in try Self.apply(step, tx) })
+        }, write: { step, tx in try Self.apply(step, tx) }).counted(services)
     }
 
     func resubmit(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -109,7 +109,7 @@ struct ReviewService {
             let (from, to) = try plan(current, expected: expected, action: .resubmit)
             return Step(responseId: responseId, expectedRevision: Int64(expected), from: from, to: to, auditAction: "response.resubmit",
                         comment: nil, answers: (versionId, CanonicalJSON.string(answers)))
-        }, write: { step, tx in try Self.apply(step, tx) })
+        }, write: { step, tx in try Self.apply(step, tx) }).counted(services)
     }
 
     /// Inside the gated transaction: the guarded update (1021 if the revision moved meanwhile),
@@ -120,7 +120,7 @@ struct ReviewService {
         if step.to == .approved, let taskId = updated.fieldTaskId {
             try tx.completeTask(taskId: taskId, responseId: updated.responseId, completedBy: updated.submitter)
         }
-        return .json(200, try ResponseService.responseJSON(updated))
+        return .json(200, try ResponseService.responseJSON(updated)).logging(["responseId": updated.responseId, "transition": step.auditAction])
     }
 
     func history(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -140,5 +140,13 @@ struct ReviewService {
             for k in ["fromState", "toState", "comment"] { if let v = d[k] { o[k] = v } }
         }
         return .object(o)
+    }
+}
+
+extension HTTPResponse {
+    /// Counts an accepted review step (not its replays) in the metrics.
+    fileprivate func counted(_ services: Services) -> HTTPResponse {
+        if status == 200 && !headers.contains(where: { $0.0 == "Idempotent-Replayed" }) { services.metrics.add(.reviewTransitions) }
+        return self
     }
 }

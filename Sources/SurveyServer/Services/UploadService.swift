@@ -73,6 +73,8 @@ struct UploadService {
 
     func open(_ head: RequestHead) throws -> any BodySink {
         let caller = try services.authenticate(head)
+        // clientUploadId is this write's key; an Idempotency-Key is checked for format only.
+        _ = try KeyedWrites.key(head)
         let target = try target(orgId: head.parameter("orgId"), clientUploadId: head.parameter("clientUploadId"), caller: caller,
                                 surveyVersionId: head.header("survey-version-id"), questionId: head.header("question-id"),
                                 contentType: head.header("content-type"), declaredLength: head.header("content-length").flatMap(Int.init))

@@ -42,8 +42,10 @@ final class KeyedWrites: @unchecked Sendable {
     }
 
     /// The Idempotency-Key header, bare or quoted; 1032 when it breaks the identifier format.
-    static func key(_ request: HTTPRequest) throws -> String? {
-        guard let raw = request.header("idempotency-key") else { return nil }
+    static func key(_ request: HTTPRequest) throws -> String? { try key(request.head) }
+
+    static func key(_ head: RequestHead) throws -> String? {
+        guard let raw = head.header("idempotency-key") else { return nil }
         guard let key = ClientIdentifier.normalize(headerValue: raw) else {
             throw ApiError(.invalidIdentifier, "Idempotency-Key must be 8–128 characters of A-Z a-z 0-9 _ - : . (optionally quoted).")
         }

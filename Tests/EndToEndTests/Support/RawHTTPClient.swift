@@ -84,7 +84,9 @@ struct RawHTTPClient {
         defer { close(fd) }
         Self.sendAll(fd, Array(head.utf8))
         Self.sendAll(fd, payload)
-        return try Self.readReply(fd)
+        let reply = try Self.readReply(fd)
+        ResponseRecorder.shared?.record(method: method, path: path, reply: reply)
+        return reply
     }
 
     func get(_ path: String, token: String? = nil) throws -> Reply { try request("GET", path, token: token) }
@@ -93,4 +95,31 @@ struct RawHTTPClient {
     }
     func put(_ path: String, token: String?, _ json: JSONValue) throws -> Reply { try request("PUT", path, token: token, json: json) }
     func delete(_ path: String, token: String?) throws -> Reply { try request("DELETE", path, token: token) }
+}
+
+/// With SURVEYD_RECORD_RESPONSES=FILE, every answer the tests see is appended to FILE as one
+/// JSON line; scripts/validate_recorded.py then checks each body against Schemas/.
+final class ResponseRecorder: @unchecked Sendable {
+    // @unchecked: writes are serialised by `lock`.
+    static let shared: ResponseRecorder? = ProcessInfo.processInfo.environment["SURVEYD_RECORD_RESPONSES"].map(ResponseRecorder.init)
+    private let lock = NSLock()
+    private let fd: Int32
+
+    init(path: String) {
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+    }
+
+    func record(method: String, path: String, reply: Reply) {
+        guard fd >= 0 else { return }
+        let line: JSONValue = [
+            "method": .string(method), "path": .string(path), "status": .number(Double(reply.status)),
+            "contentType": .string(reply.header("content-type") ?? ""),
+            "body": .string(String(decoding: reply.body, as: UTF8.self)),
+        ]
+        var bytes = CanonicalJSON.encode(line)
+        bytes.append(10)
+        lock.lock()
+        defer { lock.unlock() }
+        bytes.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+    }
 }
