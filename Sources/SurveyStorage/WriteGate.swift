@@ -1,6 +1,8 @@
 import SurveyDomain
 
 /// The one way into a survey-domain write. In a single writer transaction it:
+/// 0. while the subscription has expired, answers the refusal (or a replay) from a reader,
+///    without taking the write lock,
 /// 1. looks for a replay (`replay` reads the committed state; a non-nil answer is returned as is,
 ///    even while the subscription has expired, and nothing is written),
 /// 2. checks the organization's subscription against server time (1001),
@@ -21,20 +23,28 @@ public struct WriteGate: Sendable {
         replay: @escaping @Sendable (ReadContext) throws -> T? = { _ in nil },
         _ body: @escaping @Sendable (GatedTransaction) throws -> T
     ) throws -> Outcome<T> {
-        try database.writer.submit { conn, undo in
+        // While expired, a refusal needs no write lock: answer it (or a replay) from a reader.
+        // The check inside the transaction below stays the one that decides.
+        if let org = try database.read({ try $0.org(orgId) }), Timestamp.nowMillis() >= org.expiresAt {
+            if let answer = try database.read({ try replay($0) }) { return .replayed(answer) }
+            throw Self.expired(org.expiresAt)
+        }
+        return try database.writer.submit { conn, undo in
             if let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
             let now = Timestamp.nowMillis()
             let rows = try conn.query("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(orgId)])
             guard let expiresAt = rows.first?.int(0) else { throw ApiError.notFound() }
-            guard now < expiresAt else {
-                throw ApiError(.subscriptionExpired,
-                               "The organization's subscription expired at \(Timestamp.format(expiresAt)). Nothing was written; keep the request and retry it unchanged after renewal.",
-                               extra: ["expiresAt": .string(Timestamp.format(expiresAt))])
-            }
+            guard now < expiresAt else { throw Self.expired(expiresAt) }
             let context = WriteContext(conn, orgId: orgId, actor: actor, now: now, undo: undo)
             let result = try body(GatedTransaction.gated(context))
             try context.requireAudit()
             return .written(result)
         }
+    }
+
+    static func expired(_ expiresAt: Int64) -> ApiError {
+        ApiError(.subscriptionExpired,
+                 "The organization's subscription expired at \(Timestamp.format(expiresAt)). Nothing was written; keep the request and retry it unchanged after renewal.",
+                 extra: ["expiresAt": .string(Timestamp.format(expiresAt))])
     }
 }

@@ -84,3 +84,20 @@ import SurveyDomain
         #expect(orphanAudits == 0)
     }
 }
+
+@Suite struct WriteGateReadPathTests {
+    /// While expired, refusals and replays come from a reader: they work even with the writer
+    /// stopped, which shows they never wait for the write lock.
+    @Test func expiredRefusalsAndReplaysNeverTouchTheWriter() throws {
+        let dir = TempDir()
+        let db = try Database(.init(path: dir.db))
+        _ = try db.securityWrite(orgId: "org_1", actor: "t") { tx in try tx.createOrg(orgId: "org_1", name: "A", expiresAt: 1) }
+        let gate = WriteGate(database: db)
+        db.close()  // the writer is gone: anything that needs it answers 1040
+        #expect {
+            _ = try gate.write(orgId: "org_1", actor: "u") { tx in try tx.createSurvey(surveyId: "s", title: "T", reviewRequired: false, createdBy: "u") }
+        } throws: { ($0 as? ApiError)?.code == .subscriptionExpired }
+        let replay = try gate.write(orgId: "org_1", actor: "u", replay: { _ in 42 }) { _ in 0 }
+        guard case .replayed(42) = replay else { Issue.record("expected the replay"); return }
+    }
+}

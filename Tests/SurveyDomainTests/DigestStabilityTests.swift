@@ -1,0 +1,37 @@
+import Testing
+@testable import SurveyDomain
+
+/// A published version's contentHash is what every app in the field holds: if canonical JSON or
+/// hashing ever changed, their queued responses would all be refused with 1003.
+@Suite struct DigestStabilityTests {
+    static let definition: JSONValue = [
+        "title": "Household", "questions": [
+            ["id": "size", "type": "integer", "label": "People", "required": true, "minimum": 1, "maximum": 50],
+            ["id": "source", "type": "select_one", "label": "Water", "choices": ["well", "piped", "river"]],
+            ["id": "note", "type": "text", "label": "Café ☕ \"quoted\"\n", "maxLength": 20],
+            ["id": "where", "type": "geopoint", "label": "Where"],
+        ],
+    ]
+
+    @Test func theCanonicalFormAndItsHashArePinned() {
+        let canonical = CanonicalJSON.string(Self.definition)
+        #expect(canonical == #"{"questions":[{"id":"size","label":"People","maximum":50,"minimum":1,"required":true,"type":"integer"},{"choices":["well","piped","river"],"id":"source","label":"Water","type":"select_one"},{"id":"note","label":"Café ☕ \"quoted\"\n","maxLength":20,"type":"text"},{"id":"where","label":"Where","type":"geopoint"}],"title":"Household"}"#)
+        #expect(Digest.sha256Hex(Array(canonical.utf8)) == Digest.sha256Hex(CanonicalJSON.encode(Self.definition)))
+    }
+
+    @Test func reEncodingsHashTheSame() throws {
+        let variants = [
+            #"{"title":"Household","questions":[{"type":"integer","id":"size","label":"People","required":true,"minimum":1.0,"maximum":5e1},{"id":"source","type":"select_one","label":"Water","choices":["well","piped","river"]},{"id":"note","type":"text","label":"Caf\u00e9 \u2615 \"quoted\"\n","maxLength":20},{"id":"where","type":"geopoint","label":"Where"}]}"#,
+            "{ \"questions\" : [ {\"id\":\"size\",\"label\":\"People\",\"maximum\":50,\"minimum\":1,\"required\":true,\"type\":\"integer\"}, {\"choices\":[\"well\",\"piped\",\"river\"],\"id\":\"source\",\"label\":\"Water\",\"type\":\"select_one\"}, {\"id\":\"note\",\"label\":\"Café ☕ \\\"quoted\\\"\\n\",\"maxLength\":20,\"type\":\"text\"}, {\"id\":\"where\",\"label\":\"Where\",\"type\":\"geopoint\"} ],\n \"title\" : \"Household\" }",
+        ]
+        let expected = Digest.sha256Hex(CanonicalJSON.encode(Self.definition))
+        for v in variants {
+            let parsed = try JSONParser.parse(Array(v.utf8))
+            #expect(Digest.sha256Hex(CanonicalJSON.encode(parsed)) == expected)
+        }
+        // One character of difference is another hash.
+        var other = Self.definition.objectValue!
+        other["title"] = "Household."
+        #expect(Digest.sha256Hex(CanonicalJSON.encode(.object(other))) != expected)
+    }
+}
