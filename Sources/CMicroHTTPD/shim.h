@@ -11,7 +11,8 @@
 // MHD_start_daemon is variadic, which Swift cannot call: the options are passed here in C.
 // Returns NULL when the address is unparseable or the port cannot be bound.
 static inline struct MHD_Daemon *cmhd_start(const char *host, uint16_t port, unsigned int thread_pool,
-                                            unsigned int connection_limit, unsigned int idle_timeout_seconds,
+                                            unsigned int connection_limit, unsigned int per_ip_connection_limit,
+                                            unsigned int idle_timeout_seconds,
                                             size_t thread_stack_size,
                                             MHD_AccessHandlerCallback handler, void *handler_cls,
                                             MHD_RequestCompletedCallback completed, void *completed_cls) {
@@ -26,6 +27,7 @@ static inline struct MHD_Daemon *cmhd_start(const char *host, uint16_t port, uns
     struct MHD_OptionItem options[] = {
         { MHD_OPTION_SOCK_ADDR, 0, &addr },
         { MHD_OPTION_CONNECTION_LIMIT, connection_limit, NULL },
+        { MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_connection_limit, NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout_seconds, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls },
         { MHD_OPTION_THREAD_STACK_SIZE, thread_stack_size, NULL },

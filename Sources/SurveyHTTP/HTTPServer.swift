@@ -13,7 +13,10 @@ public final class HTTPServer: @unchecked Sendable {
         public var port: UInt16 = 8080
         /// JSON bodies larger than this are refused with 413/1013 without being read.
         public var maxBodyBytes: Int = 1 << 20
-        public var connectionLimit: UInt32 = 1024
+        public var connectionLimit: UInt32 = 2048
+        /// One address may hold at most this many connections, so a slow client holding many
+        /// (slowloris) cannot take them all from everyone else.
+        public var perIPConnectionLimit: UInt32 = 512
         public var idleTimeoutSeconds: UInt32 = 60
         public var threadStackBytes: Int = 512 << 10
         public init(host: String = "127.0.0.1", port: UInt16 = 8080) { self.host = host; self.port = port }
@@ -43,7 +46,7 @@ public final class HTTPServer: @unchecked Sendable {
     public func start() throws {
         let me = Unmanaged.passUnretained(self).toOpaque()
         guard let d = cmhd_start(configuration.host, configuration.port, 0, configuration.connectionLimit,
-                                 configuration.idleTimeoutSeconds, configuration.threadStackBytes,
+                                 configuration.perIPConnectionLimit, configuration.idleTimeoutSeconds, configuration.threadStackBytes,
                                  accessHandler, me, completedHandler, me) else {
             throw ApiError(.internalError, "cannot listen on \(configuration.host):\(configuration.port) (address in use or invalid)")
         }
@@ -89,6 +92,13 @@ public final class HTTPServer: @unchecked Sendable {
             let ex = Exchange(method: method, path: url, connection: connection)
             state.pointee = Unmanaged.passRetained(ex).toOpaque()
             inFlight.withLock { $0 += 1 }
+            if ex.conflictingFraming {
+                // Two Content-Length values (or one beside Transfer-Encoding) make the body's end
+                // ambiguous: answering and closing leaves nothing to smuggle (RFC 9112 §6.3).
+                queue(ex, .problem(ApiError.malformed("The request's body framing is ambiguous (conflicting Content-Length / Transfer-Encoding)."),
+                                   headers: [("Connection", "close")]))
+                return .YES
+            }
             switch router.match(method: method, path: url) {
             case .found(let route, let params):
                 ex.route = route
@@ -212,6 +222,10 @@ final class Exchange {
     var body: [UInt8] = []
     var pending: HTTPResponse?
     var sink: (any BodySink)?
+    var contentLengths: Set<String> = []
+    var conflictingFraming: Bool {
+        contentLengths.count > 1 || (!contentLengths.isEmpty && headers["transfer-encoding"] != nil)
+    }
     var discarded = 0
     var answered = false
 
@@ -232,7 +246,10 @@ final class Exchange {
 private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
     guard let cls, let key else { return .YES }
     let ex = Unmanaged<Exchange>.fromOpaque(cls).takeUnretainedValue()
-    ex.headers[String(cString: key).lowercased()] = value.map { String(cString: $0) } ?? ""
+    let name = String(cString: key).lowercased()
+    let v = value.map { String(cString: $0) } ?? ""
+    if name == "content-length" { ex.contentLengths.insert(v.trimmingCharacters(in: " \t")) }
+    ex.headers[name] = v
     return .YES
 }
 

@@ -44,11 +44,14 @@ public final class Database: Sendable {
     }
 
     /// A damaged file is refused before anything opens it for writing, so nothing is changed.
+    /// The full `integrity_check` runs (not `quick_check`, which misses damaged indexes); with no
+    /// WAL beside the file it is opened immutable, so not even a `-shm` file is created.
     static func refuseIfDamaged(_ path: String) throws {
         var problem = ""
         do {
-            let ro = try Connection(path: path, readOnly: true)
-            let result = try ro.query("PRAGMA quick_check").map { $0.string(0) }
+            let hasWAL = FileManager.default.fileExists(atPath: path + "-wal")
+            let ro = try Connection(path: hasWAL ? path : "file:\(path)?immutable=1", readOnly: true)
+            let result = try ro.query("PRAGMA integrity_check").map { $0.string(0) }
             if result == ["ok"] { return }
             problem = result.prefix(5).joined(separator: "; ")
         } catch {
@@ -84,9 +87,15 @@ public final class Database: Sendable {
         }
     }
 
-    /// True when a write transaction can be started and committed.
-    public func isWritable() -> Bool {
-        (try? writer.submit { conn in try conn.run("SELECT 1") }) != nil
+    /// True when a real write reaches the disk: a committed (and fsynced) no-op update, plus at
+    /// least `minimumFreeBytes` free beside the database.
+    public func isWritable(minimumFreeBytes: UInt64 = 1 << 20) -> Bool {
+        var fs = statvfs()
+        let dir = (configuration.path as NSString).deletingLastPathComponent
+        guard statvfs(dir.isEmpty ? "." : dir, &fs) == 0, UInt64(fs.f_bavail) * UInt64(fs.f_frsize) >= minimumFreeBytes else { return false }
+        return (try? writer.submit { conn in
+            try conn.run("UPDATE schema_migrations SET applied_at = applied_at WHERE version = (SELECT MAX(version) FROM schema_migrations)")
+        }) != nil
     }
 }
 

@@ -9,7 +9,7 @@ final class Connection {
 
     init(path: String, readOnly: Bool) throws(SQLiteError) {
         var h: OpaquePointer?
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
         let rc = sqlite3_open_v2(path, &h, flags, nil)
         guard rc == SQLITE_OK, let h else {
             let msg = h.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
