@@ -13,10 +13,27 @@ public protocol BodySink: AnyObject, Sendable {
 public struct RequestHead: Sendable {
     public let method: String
     public let path: String
+    /// The route pattern that matched, e.g. `/v1/orgs/{orgId}/surveys`.
     public let route: String
     public let pathParameters: [String: String]
     public let query: [String: String]
+    /// Header names are lowercased.
     public let headers: [String: String]
+
+    public init(method: String, path: String, route: String, pathParameters: [String: String],
+                query: [String: String], headers: [String: String]) {
+        self.method = method; self.path = path; self.route = route; self.pathParameters = pathParameters
+        self.query = query; self.headers = headers
+    }
+
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
     public func parameter(_ name: String) -> String { pathParameters[name] ?? "" }
+
+    /// The bearer token, if an Authorization header carries one.
+    public var bearerToken: String? {
+        guard let h = header("authorization") else { return nil }
+        let parts = h.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return parts[1].trimmingCharacters(in: " \t")
+    }
 }

@@ -1,42 +1,24 @@
-/// A request as handlers see it: header names lowercased, path parameters filled in by the
-/// router, and the body as sent (JSON routes are buffered up to their limit).
+/// A request as handlers see it: its head (method, path, parameters, headers with lowercased
+/// names) and its body as sent (JSON routes are buffered up to their limit), or for streaming
+/// routes the sink the body went to.
 public struct HTTPRequest: Sendable {
-    public let method: String
-    public let path: String
-    /// The route pattern that matched, e.g. `/v1/orgs/{orgId}/surveys`.
-    public let route: String
-    public let pathParameters: [String: String]
-    public let query: [String: String]
-    public let headers: [String: String]
+    public let head: RequestHead
     public let body: [UInt8]
-    /// For streaming routes: the sink the body was written to.
     public let sink: (any BodySink)?
 
-    public init(method: String, path: String, route: String, pathParameters: [String: String],
-                query: [String: String], headers: [String: String], body: [UInt8], sink: (any BodySink)? = nil) {
-        self.method = method; self.path = path; self.route = route; self.pathParameters = pathParameters
-        self.query = query; self.headers = headers; self.body = body; self.sink = sink
+    public init(head: RequestHead, body: [UInt8], sink: (any BodySink)? = nil) {
+        self.head = head
+        self.body = body
+        self.sink = sink
     }
 
-    public var head: RequestHead {
-        RequestHead(method: method, path: path, route: route, pathParameters: pathParameters, query: query, headers: headers)
-    }
-
-    public func header(_ name: String) -> String? { headers[name.lowercased()] }
-    public func parameter(_ name: String) -> String { pathParameters[name] ?? "" }
-
-    /// The bearer token, if an Authorization header carries one.
+    public var method: String { head.method }
+    public var path: String { head.path }
+    public var route: String { head.route }
+    public var query: [String: String] { head.query }
+    public func header(_ name: String) -> String? { head.header(name) }
+    public func parameter(_ name: String) -> String { head.parameter(name) }
     public var bearerToken: String? { head.bearerToken }
-}
-
-extension RequestHead {
-    /// The bearer token, if an Authorization header carries one.
-    public var bearerToken: String? {
-        guard let h = header("authorization") else { return nil }
-        let parts = h.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return parts[1].trimmingCharacters(in: " \t")
-    }
 }
 
 extension StringProtocol {

@@ -72,9 +72,9 @@ public final class HTTPServer: @unchecked Sendable {
     public func respond(method: String, path: String, headers: [String: String] = [:], body: [UInt8] = []) -> HTTPResponse {
         switch router.match(method: method, path: path) {
         case .found(let route, let params):
-            let request = HTTPRequest(method: method, path: path, route: route.pattern, pathParameters: params, query: [:],
-                                      headers: Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a }),
-                                      body: body)
+            let head = RequestHead(method: method, path: path, route: route.pattern, pathParameters: params, query: [:],
+                                   headers: Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a }))
+            let request = HTTPRequest(head: head, body: body)
             do { return try route.handler(request) } catch { return .problem(errorMapper(error)) }
         case .methodNotAllowed, .notFound:
             return .problem(ApiError.notFound())
@@ -161,8 +161,7 @@ public final class HTTPServer: @unchecked Sendable {
             return .YES
         }
         guard let route = ex.route else { return .NO }
-        let request = HTTPRequest(method: method, path: url, route: route.pattern, pathParameters: ex.params,
-                                  query: ex.query, headers: ex.headers, body: ex.body, sink: ex.sink)
+        let request = HTTPRequest(head: ex.head, body: ex.body, sink: ex.sink)
         ex.body = []
         let response: HTTPResponse
         do {

@@ -162,17 +162,18 @@ struct ResponseService {
         ]).logging(["responseId": stored.responseId])
     }
 
-    /// Collectors see their own responses; reviewers and admins see all of the organization's.
-    private func mayRead(_ user: UserRecord, _ r: ResponseRecord) -> Bool {
-        user.has(.reviewer) || user.has(.admin) || r.submitter == user.userId
+    /// The response if the caller may know of it: reviewers and admins see all of the
+    /// organization's, a collector their own; anything else is the 404 of nothing.
+    static func visibleResponse(_ services: Services, _ user: UserRecord, orgId: String, responseId: String) throws -> ResponseRecord {
+        guard let r = try services.database.read({ try $0.response(orgId: orgId, responseId: responseId) }),
+              user.has(.reviewer) || user.has(.admin) || r.submitter == user.userId else { throw ApiError.notFound() }
+        return r
     }
 
     func get(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let user = try services.member(try services.authenticate(request), of: orgId)
-        guard let r = try services.database.read({ try $0.response(orgId: orgId, responseId: request.parameter("responseId")) }),
-              mayRead(user, r) else { throw ApiError.notFound() }
-        return .json(200, try Self.responseJSON(r))
+        return .json(200, try Self.responseJSON(try Self.visibleResponse(services, user, orgId: orgId, responseId: request.parameter("responseId"))))
     }
 
     func list(_ request: HTTPRequest) throws -> HTTPResponse {

@@ -14,11 +14,8 @@ struct ReviewService {
         router.add("GET", "/v1/orgs/{orgId}/responses/{responseId}/history", history)
     }
 
-    /// The response if the caller may know of it: reviewers and admins see all, a collector their own.
     private func visibleResponse(_ user: UserRecord, orgId: String, responseId: String) throws -> ResponseRecord {
-        guard let r = try services.database.read({ try $0.response(orgId: orgId, responseId: responseId) }),
-              user.has(.reviewer) || user.has(.admin) || r.submitter == user.userId else { throw ApiError.notFound() }
-        return r
+        try ResponseService.visibleResponse(services, user, orgId: orgId, responseId: responseId)
     }
 
     static func stale(_ current: ResponseRecord, expected: Int) -> ApiError {

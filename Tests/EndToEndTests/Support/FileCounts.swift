@@ -2,16 +2,7 @@ import Foundation
 
 extension TestServer {
     /// Regular files under a directory of the data dir, recursively.
-    func files(in sub: String) -> [String] {
-        let root = dataDir + "/" + sub
-        guard let e = FileManager.default.enumerator(atPath: root) else { return [] }
-        var out: [String] = []
-        while let rel = e.nextObject() as? String {
-            var isDir: ObjCBool = false
-            if FileManager.default.fileExists(atPath: root + "/" + rel, isDirectory: &isDir), !isDir.boolValue { out.append(rel) }
-        }
-        return out
-    }
+    func files(in sub: String) -> [String] { ServerProcess.regularFiles(under: dataDir + "/" + sub) }
 }
 
 enum Files {
