@@ -19,6 +19,9 @@ public final class HTTPServer: @unchecked Sendable {
         public var perIPConnectionLimit: UInt32 = 512
         public var idleTimeoutSeconds: UInt32 = 60
         public var threadStackBytes: Int = 512 << 10
+        /// 0: one thread per connection (the default: a handler blocked on the writer holds only
+        /// its own connection). N > 0: a fixed pool of N threads serving every connection.
+        public var threadPoolSize: UInt32 = 0
         public init(host: String = "127.0.0.1", port: UInt16 = 8080) { self.host = host; self.port = port }
     }
 
@@ -45,7 +48,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     public func start() throws {
         let me = Unmanaged.passUnretained(self).toOpaque()
-        guard let d = cmhd_start(configuration.host, configuration.port, 0, configuration.connectionLimit,
+        guard let d = cmhd_start(configuration.host, configuration.port, configuration.threadPoolSize, configuration.connectionLimit,
                                  configuration.perIPConnectionLimit, configuration.idleTimeoutSeconds, configuration.threadStackBytes,
                                  accessHandler, me, completedHandler, me) else {
             throw ApiError(.internalError, "cannot listen on \(configuration.host):\(configuration.port) (address in use or invalid)")

@@ -13,6 +13,8 @@ public final class App: Sendable {
         public var maxBodyBytes: Int = 1 << 20
         public var maxFileBytes: Int = 100 << 20
         public var maxKeyedInFlight: Int = 100
+        /// libmicrohttpd threading: 0 = thread per connection, N = a pool of N threads.
+        public var httpThreads: UInt32 = 0
         /// Idempotency keys are kept at least this long (default 30 days), then purged.
         public var idempotencyRetentionDays: Int = 30
         public var logRequests: Bool = true
@@ -51,6 +53,7 @@ public final class App: Sendable {
         services.register(into: &router)
         var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         http.maxBodyBytes = configuration.maxBodyBytes
+        http.threadPoolSize = configuration.httpThreads
         server = HTTPServer(configuration: http, router: router, log: RequestLog(enabled: configuration.logRequests),
                             errorMapper: storageApiError)
         let metrics = self.metrics

@@ -9,7 +9,7 @@ enum CLI {
 
     usage:
       surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--max-file-bytes N]
-                   [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--no-log]
+                   [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads 0] [--no-log]
       surveyd check                       verify every invariant; exit 1 on any violation
       surveyd backup --to DIR             online, consistent copy (database and blobs) into a new DIR
       surveyd admin create-operator
@@ -63,6 +63,10 @@ enum CLI {
         if let d = options.value("idempotency-retention-days") {
             guard let n = Int(d), n >= 1 else { throw CLIError("--idempotency-retention-days must be at least 1") }
             c.idempotencyRetentionDays = n
+        }
+        if let t = options.value("http-threads") {
+            guard let n = UInt32(t) else { throw CLIError("--http-threads must be 0 (thread per connection) or a pool size") }
+            c.httpThreads = n
         }
         if let k = options.value("max-keyed-in-flight") {
             guard let n = Int(k), n >= 1 else { throw CLIError("--max-keyed-in-flight must be at least 1") }
