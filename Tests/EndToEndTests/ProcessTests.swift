@@ -87,4 +87,29 @@ import SurveyDomain
         #expect(reply.json?["size"]?.intValue == total)
         #expect(growthMB < 64)
     }
+
+    @Test func environmentVariablesMirrorTheFlags() throws {
+        let dir = NSTemporaryDirectory() + "surveyd-env-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = ServerProcess.freePort()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
+        p.arguments = ["serve"]
+        p.environment = ["SURVEYD_DATA_DIR": dir, "SURVEYD_PORT": String(port), "SURVEYD_NO_LOG": "1", "SURVEYD_MAX_BODY_BYTES": "100"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) }; p.waitUntilExit() }
+        let client = RawHTTPClient(port: port)
+        var up = false
+        for _ in 0..<500 where !up { up = (try? client.get("/healthz"))?.status == 200; if !up { usleep(20_000) } }
+        #expect(up)
+        #expect(FileManager.default.fileExists(atPath: dir + "/surveyd.sqlite"))
+        // SURVEYD_MAX_BODY_BYTES=100 applies: a 200-byte body is refused before it is read.
+        let big = try client.request("POST", "/v1/orgs", token: "x", body: [UInt8](repeating: 32, count: 200))
+        #expect(big.status == 413)
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+    }
 }
