@@ -13,9 +13,20 @@ public enum Timestamp {
         let milli = Int(ms - Int64(secs) * 1000)
         var t = tm()
         gmtime_r(&secs, &t)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                      Int(t.tm_year) + 1900, Int(t.tm_mon) + 1, Int(t.tm_mday),
-                      Int(t.tm_hour), Int(t.tm_min), Int(t.tm_sec), milli)
+        // Digits by hand: String(format:) went through CFString and cost ~3 % of a request's CPU.
+        var out = [UInt8](repeating: 0, count: 24)
+        func put(_ v: Int, _ at: Int, _ width: Int) {
+            var v = v
+            for k in stride(from: at + width - 1, through: at, by: -1) { out[k] = UInt8(48 + v % 10); v /= 10 }
+        }
+        put(Int(t.tm_year) + 1900, 0, 4); out[4] = 45
+        put(Int(t.tm_mon) + 1, 5, 2); out[7] = 45
+        put(Int(t.tm_mday), 8, 2); out[10] = 84
+        put(Int(t.tm_hour), 11, 2); out[13] = 58
+        put(Int(t.tm_min), 14, 2); out[16] = 58
+        put(Int(t.tm_sec), 17, 2); out[19] = 46
+        put(milli, 20, 3); out[23] = 90
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Parses RFC 3339 / ISO 8601 date-times with a Z or ±hh:mm offset and optional fraction.

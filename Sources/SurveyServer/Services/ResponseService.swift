@@ -58,7 +58,9 @@ struct ResponseService {
         guard let answers = body.fields["answers"] else { throw ApiError.malformed("`answers` is required.") }
         let fieldTaskId = try body.optionalString("fieldTaskId")
         let rawBody = request.body
-        let digest = Self.digest(body.value)
+        // The canonical digest costs a re-encoding and a hash: a replay sent with the same bytes
+        // never needs it, so it is computed only when the bytes differ or the request is new.
+        let bodyValue = body.value
 
         // 2. a cited field task must be the caller's own; any other is the 404 of nothing.
         let task: TaskRecord? = try fieldTaskId.map { id in
@@ -70,7 +72,7 @@ struct ResponseService {
 
         // 3. replay — answered even while the subscription has expired.
         if let stored = try services.database.read({ try $0.response(orgId: orgId, clientSubmissionId: clientSubmissionId) }) {
-            return try replayed(Self.replay(of: stored, submitter: user.userId, rawBody: rawBody, digest: { digest }))
+            return try replayed(Self.replay(of: stored, submitter: user.userId, rawBody: rawBody, digest: { Self.digest(bodyValue) }))
         }
 
         // 4. validate, reported as itself and never as 1001.
@@ -101,6 +103,7 @@ struct ResponseService {
         let completesTask = fieldTaskId != nil && !survey.reviewRequired
 
         // 5–6. the gate: replay re-checked, subscription, insert + audit, one transaction.
+        let digest = Self.digest(bodyValue)
         let now = Timestamp.nowMillis()
         let record = ResponseRecord(
             responseId: Ids.make("rsp", nowMillis: now), orgId: orgId, clientSubmissionId: clientSubmissionId,
