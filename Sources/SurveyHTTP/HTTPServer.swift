@@ -33,7 +33,9 @@ public final class HTTPServer: @unchecked Sendable {
     public var observer: (@Sendable (String, Int, Double) -> Void)?
     private var daemon: OpaquePointer?
     static let maxDiscardBytes = 16 << 20
-    private let inFlight = Mutex(0)
+    /// Requests begun and not yet completed. An atomic, not a Mutex: it is touched twice per
+    /// request by every connection thread (a contended Mutex cost up to 17 % of a read's CPU).
+    private let inFlight = Atomic<Int>(0)
 
     public init(configuration: Configuration, router: Router, log: RequestLog = RequestLog(),
                 errorMapper: @escaping @Sendable (any Error) -> ApiError = { ($0 as? ApiError) ?? ApiError(.internalError) }) {
@@ -64,7 +66,7 @@ public final class HTTPServer: @unchecked Sendable {
         let fd = MHD_quiesce_daemon(d)
         if fd >= 0 { close(fd) }
         let deadline = ContinuousClock.now + grace
-        while inFlight.withLock({ $0 }) > 0 && ContinuousClock.now < deadline {
+        while inFlight.load(ordering: .relaxed) > 0 && ContinuousClock.now < deadline {
             Thread.sleep(forTimeInterval: 0.01)
         }
         MHD_stop_daemon(d)
@@ -94,7 +96,7 @@ public final class HTTPServer: @unchecked Sendable {
             // refused anyway (oversized, unauthorized upload) is answered before its body is read.
             let ex = Exchange(method: method, path: url, connection: connection)
             state.pointee = Unmanaged.passRetained(ex).toOpaque()
-            inFlight.withLock { $0 += 1 }
+            inFlight.add(1, ordering: .relaxed)
             if ex.conflictingFraming {
                 // Two Content-Length values (or one beside Transfer-Encoding) make the body's end
                 // ambiguous: answering and closing leaves nothing to smuggle (RFC 9112 §6.3).
@@ -203,7 +205,7 @@ public final class HTTPServer: @unchecked Sendable {
         guard let raw = state?.pointee else { return }
         let ex = Unmanaged<Exchange>.fromOpaque(raw).takeRetainedValue()
         state?.pointee = nil
-        inFlight.withLock { $0 -= 1 }
+        inFlight.subtract(1, ordering: .relaxed)
         // Whatever a streaming request wrote and did not commit is dropped (disconnect mid-body,
         // refusal, shutdown). After a commit this does nothing.
         ex.sink?.abort()

@@ -27,8 +27,10 @@ final class Writer: @unchecked Sendable {
     init(connection: Connection, maxGroupSize: Int) {
         self.connection = connection
         self.maxGroupSize = maxGroupSize
-        let t = Thread { [unowned self] in self.loop() }
-        t.name = "surveyd-writer"
+        let t = Thread { [unowned self] in
+            Thread.current.name = "surveyd-writer"  // set from the thread itself, it reaches the kernel (top -H, perf)
+            self.loop()
+        }
         t.stackSize = 4 << 20
         thread = t
         t.start()

@@ -1,0 +1,21 @@
+-- 1 MB uploads: PUT /uploads/{clientUploadId} with a unique id and unique bytes (a JPEG
+-- signature, then the id, then filler up to UPLOAD_BYTES, default 1 MiB), so content-addressed
+-- storage cannot deduplicate them. Expected: all 201.
+local c = require "common"
+local size, filler
+function setup(thread) c.setup(thread) end
+function init(args)
+   c.init_thread()
+   size = tonumber(c.env("UPLOAD_BYTES", "1048576"))
+   filler = string.rep("\0", size)
+   headers = c.auth() .. "Content-Type: image/jpeg\r\nSurvey-Version-Id: " .. c.version ..
+      "\r\nQuestion-Id: " .. c.env("UPLOAD_QUESTION", "photo") .. "\r\n"
+end
+function request()
+   local id = c.unique("upl")
+   local head = "\255\216\255\224" .. id .. "\n"
+   local body = head .. filler:sub(1, size - #head)
+   return c.raw("PUT", "/v1/orgs/" .. c.org .. "/uploads/" .. id, headers, body)
+end
+function response(status, headers, body) c.response(status, headers, body) end
+function done(summary, latency, requests) c.done(summary, latency, requests) end
