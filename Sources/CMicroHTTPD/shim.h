@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <malloc.h>  // malloc_trim: the server returns freed heap after bursts
 
 // MHD_start_daemon is variadic, which Swift cannot call: the options are passed here in C.
 // Returns NULL when the address is unparseable or the port cannot be bound.

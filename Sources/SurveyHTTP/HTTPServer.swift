@@ -36,6 +36,8 @@ public final class HTTPServer: @unchecked Sendable {
     /// Requests begun and not yet completed. An atomic, not a Mutex: it is touched twice per
     /// request by every connection thread (a contended Mutex cost up to 17 % of a read's CPU).
     private let inFlight = Atomic<Int>(0)
+    /// Requests answered since start (read by housekeeping to notice an idle server).
+    public let answered = Atomic<Int>(0)
 
     public init(configuration: Configuration, router: Router, log: RequestLog = RequestLog(),
                 errorMapper: @escaping @Sendable (any Error) -> ApiError = { ($0 as? ApiError) ?? ApiError(.internalError) }) {
@@ -85,6 +87,10 @@ public final class HTTPServer: @unchecked Sendable {
             return .problem(ApiError.notFound())
         }
     }
+
+    /// Gives heap freed after a burst of connection threads back to the system (glibc keeps it
+    /// in per-thread arenas otherwise).
+    public static func releaseFreedMemory() { _ = malloc_trim(0) }
 
     // MARK: - libmicrohttpd callbacks
 
@@ -180,6 +186,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     private func queue(_ ex: Exchange, _ response: HTTPResponse) {
         ex.answered = true
+        answered.add(1, ordering: .relaxed)
         let r: OpaquePointer?
         if let file = response.file {
             // libmicrohttpd sends the file with sendfile and closes the descriptor itself.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SurveyDomain
 import SurveyHTTP
 import SurveyStorage
@@ -15,6 +16,7 @@ public final class App: Sendable {
         public var maxKeyedInFlight: Int = 100
         /// libmicrohttpd threading: 0 = thread per connection, N = a pool of N threads.
         public var httpThreads: UInt32 = 0
+        public var startupCheck: StartupCheck = .full
         /// Idempotency keys are kept at least this long (default 30 days), then purged.
         public var idempotencyRetentionDays: Int = 30
         public var logRequests: Bool = true
@@ -35,7 +37,9 @@ public final class App: Sendable {
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
         try FileManager.default.createDirectory(atPath: configuration.dataDir, withIntermediateDirectories: true)
-        database = try Database(.init(path: configuration.databasePath, synchronous: configuration.synchronous))
+        var storage = Database.Configuration(path: configuration.databasePath, synchronous: configuration.synchronous)
+        storage.startupCheck = configuration.startupCheck
+        database = try Database(storage)
         gate = WriteGate(database: database)
         blobs = try BlobStore(dataDir: configuration.dataDir)
         // Leftovers of requests that never committed (a crash, kill -9 mid-upload) go now.
@@ -77,6 +81,23 @@ public final class App: Sendable {
             queue.asyncAfter(deadline: .now() + 3600) { purge() }
         }
         queue.async { purge() }
+        // After a burst, give freed heap back to the system once the server has gone quiet
+        // (glibc keeps it in per-thread arenas otherwise: ~60 MB idle after 64-connection load).
+        let server = self.server
+        let last = Mutex((count: -1, trimmed: true))
+        @Sendable func trimWhenIdle() {
+            let now = server.answered.load(ordering: .relaxed)
+            let idle = last.withLock { state -> Bool in
+                defer { state.count = now }
+                if now != state.count { state.trimmed = false; return false }
+                if state.trimmed { return false }
+                state.trimmed = true
+                return true
+            }
+            if idle { HTTPServer.releaseFreedMemory() }
+            queue.asyncAfter(deadline: .now() + 1) { trimWhenIdle() }
+        }
+        queue.async { trimWhenIdle() }
     }
 
     /// Serves one request in process (no socket), through the same routes and checks.

@@ -9,7 +9,8 @@ enum CLI {
 
     usage:
       surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--max-file-bytes N]
-                   [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads 0] [--no-log]
+                   [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads 0]
+                   [--startup-check full|quick] [--no-log]
       surveyd check                       verify every invariant; exit 1 on any violation
       surveyd backup --to DIR             online, consistent copy (database and blobs) into a new DIR
       surveyd admin create-operator
@@ -64,6 +65,10 @@ enum CLI {
             guard let n = Int(d), n >= 1 else { throw CLIError("--idempotency-retention-days must be at least 1") }
             c.idempotencyRetentionDays = n
         }
+        if let v = options.value("startup-check") {
+            guard let check = StartupCheck(rawValue: v) else { throw CLIError("--startup-check must be full or quick") }
+            c.startupCheck = check
+        }
         if let t = options.value("http-threads") {
             guard let n = UInt32(t) else { throw CLIError("--http-threads must be 0 (thread per connection) or a pool size") }
             c.httpThreads = n
@@ -104,7 +109,10 @@ enum CLI {
     static func admin(_ options: Options) throws {
         let config = try configuration(options)
         try FileManager.default.createDirectory(atPath: config.dataDir, withIntermediateDirectories: true)
-        let database = try Database(.init(path: config.databasePath, synchronous: config.synchronous))
+        // Admin commands run beside a live server: the quick check is enough (serve does the full one).
+        var storage = Database.Configuration(path: config.databasePath, synchronous: config.synchronous)
+        storage.startupCheck = .quick
+        let database = try Database(storage)
         defer { database.close() }
         let admin = AdminCommands(database: database)
         switch options.positional.dropFirst().first {
