@@ -112,4 +112,48 @@ import SurveyDomain
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
     }
+
+    @Test func oneJSONLogLinePerRequestWithoutTokensOrAnswers() throws {
+        let dir = NSTemporaryDirectory() + "surveyd-log-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let seeder = ServerProcess(dataDir: dir)
+        try seeder.start()
+        let seed = try seeder.seed()
+        #expect(seeder.terminate() == 0)
+        // The same data dir served again, this time with the request log on stdout.
+        let port = ServerProcess.freePort()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
+        p.arguments = ["serve", "--data-dir", dir, "--port", String(port)]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let client = RawHTTPClient(port: port)
+        var up = false
+        for _ in 0..<500 where !up { up = (try? client.get("/healthz"))?.status == 200; if !up { usleep(20_000) } }
+        #expect(up)
+        let secret = "answer-that-must-not-be-logged-42"
+        let body: JSONValue = ["clientSubmissionId": "log-test-0001", "surveyVersionId": .string(seed.versionId),
+                               "contentHash": .string(seed.contentHash), "answers": ["n": 7, "video": nil], "note": .string(secret)]
+        #expect(try client.post("/v1/orgs/\(seed.orgId)/responses", token: seed.collectorToken, body).status == 201)
+        #expect(try client.get("/v1/orgs/\(seed.orgId)/subscription", token: "sdt_not-a-real-token").status == 401)
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let lines = text.split(separator: "\n").map(String.init)
+        let entries = lines.compactMap { try? JSONParser.parse(Array($0.utf8)) }
+        #expect(entries.count == lines.count, "every line is one JSON object")
+        let posts = entries.filter { $0["method"]?.stringValue == "POST" }
+        #expect(posts.count == 1)
+        #expect(posts.first?["route"]?.stringValue == "/v1/orgs/{orgId}/responses")
+        #expect(posts.first?["status"]?.intValue == 201)
+        #expect(posts.first?["responseId"]?.stringValue != nil)
+        #expect(posts.first?["durationMs"]?.doubleValue != nil)
+        #expect(entries.contains { $0["status"]?.intValue == 401 && $0["errorCode"]?.intValue == 1007 })
+        #expect(!text.contains(seed.collectorToken))
+        #expect(!text.contains("sdt_not-a-real-token"))
+        #expect(!text.contains(secret))
+        #expect(!text.contains("\"answers\""))
+    }
 }
