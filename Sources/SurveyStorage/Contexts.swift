@@ -38,23 +38,6 @@ final class WriteContext {
     }
 }
 
-/// A transaction of the survey domain. Only `WriteGate` creates one, after checking the
-/// subscription inside the same transaction, so a survey-domain write cannot skip the gate:
-/// every repository write method hangs off this type.
-public struct GatedTransaction {
-    let context: WriteContext
-    fileprivate init(_ context: WriteContext) { self.context = context }
-    public var now: Int64 { context.now }
-    public var orgId: String { context.orgId }
-    public var read: ReadContext { ReadContext(context.conn) }
-
-    public func audit(action: String, targetType: String, targetId: String, revision: Int64? = nil, detail: String? = nil) throws {
-        try context.audit(action: action, targetType: targetType, targetId: targetId, revision: revision, detail: detail)
-    }
-
-    static func gated(_ context: WriteContext) -> GatedTransaction { GatedTransaction(context) }
-}
-
 /// The writes the contract never gates: an expired organization must still be able to lock
 /// someone out, and operators must be able to renew. Audited like every write.
 public struct SecurityTransaction {

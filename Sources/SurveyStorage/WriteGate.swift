@@ -36,7 +36,7 @@ public struct WriteGate: Sendable {
             guard let expiresAt = rows.first?.int(0) else { throw ApiError.notFound() }
             guard now < expiresAt else { throw Self.expired(expiresAt) }
             let context = WriteContext(conn, orgId: orgId, actor: actor, now: now, undo: undo)
-            let result = try body(GatedTransaction.gated(context))
+            let result = try body(GatedTransaction(context))
             try context.requireAudit()
             return .written(result)
         }
@@ -46,5 +46,21 @@ public struct WriteGate: Sendable {
         ApiError(.subscriptionExpired,
                  "The organization's subscription expired at \(Timestamp.format(expiresAt)). Nothing was written; keep the request and retry it unchanged after renewal.",
                  extra: ["expiresAt": .string(Timestamp.format(expiresAt))])
+    }
+}
+
+/// A transaction of the survey domain. It lives in this file so that its `fileprivate` init is
+/// reachable from `WriteGate.write` alone, which makes one only after checking the subscription
+/// inside the same transaction: every repository write method hangs off this type, so a
+/// survey-domain write cannot skip the gate.
+public struct GatedTransaction {
+    let context: WriteContext
+    fileprivate init(_ context: WriteContext) { self.context = context }
+    public var now: Int64 { context.now }
+    public var orgId: String { context.orgId }
+    public var read: ReadContext { ReadContext(context.conn) }
+
+    public func audit(action: String, targetType: String, targetId: String, revision: Int64? = nil, detail: String? = nil) throws {
+        try context.audit(action: action, targetType: targetType, targetId: targetId, revision: revision, detail: detail)
     }
 }

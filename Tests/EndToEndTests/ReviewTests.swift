@@ -246,18 +246,25 @@ import SurveyServer
         func release() { try? conn.execute("ROLLBACK") }
     }
 
-    @Test func twoConcurrentRequestsWithOneKeyRunTheActionOnce() throws {
-        let w = try World()
-        let lock = try WriteLock(w.f.server)
+    /// Sends `n` requests at once, each on its own thread (not the shared pool, which may start
+    /// them late), so that all are in flight together; wait on the group for their replies.
+    static func inFlight(_ n: Int, _ send: @escaping @Sendable (Int) -> Reply?) -> (ConcurrentResults, DispatchGroup) {
         let results = ConcurrentResults()
         let group = DispatchGroup()
-        for _ in 0..<2 {
+        for i in 0..<n {
             group.enter()
             Thread.detachNewThread {
-                results.add(try? w.review("startReview", 1, key: "key-concurrent-0001"))
+                results.add(send(i))
                 group.leave()
             }
         }
+        return (results, group)
+    }
+
+    @Test func twoConcurrentRequestsWithOneKeyRunTheActionOnce() throws {
+        let w = try World()
+        let lock = try WriteLock(w.f.server)
+        let (results, group) = Self.inFlight(2) { _ in try? w.review("startReview", 1, key: "key-concurrent-0001") }
         usleep(400_000)
         lock.release()
         group.wait()
@@ -273,16 +280,9 @@ import SurveyServer
     @Test func pastTheInFlightLimitIs1030() throws {
         let w = try World { $0.maxKeyedInFlight = 3 }
         let lock = try WriteLock(w.f.server)
-        let results = ConcurrentResults()
-        let group = DispatchGroup()
-        for i in 0..<3 {
-            group.enter()
-            // Own threads, not the shared pool: all three must be in flight before the fourth.
-            Thread.detachNewThread {
-                results.add(try? w.f.client.post("/v1/orgs/\(w.f.orgId)/surveys", token: w.f.adminToken, ["title": .string("S\(i)")] as JSONValue,
-                                                 headers: ["Idempotency-Key": "limit-key-000\(i)"]))
-                group.leave()
-            }
+        let (results, group) = Self.inFlight(3) { i in
+            try? w.f.client.post("/v1/orgs/\(w.f.orgId)/surveys", token: w.f.adminToken, ["title": .string("S\(i)")] as JSONValue,
+                                 headers: ["Idempotency-Key": "limit-key-000\(i)"])
         }
         usleep(800_000)
         let over = try w.f.client.post("/v1/orgs/\(w.f.orgId)/surveys", token: w.f.adminToken, ["title": "S4"], headers: ["Idempotency-Key": "limit-key-0004"])
