@@ -27,14 +27,14 @@ public struct Router: Sendable {
 
     /// `bodyLimit` overrides the server's JSON body limit for this route.
     public mutating func add(_ method: String, _ pattern: String, bodyLimit: Int? = nil, _ handler: @escaping Handler) {
-        routes.append(Route(method: method, pattern: pattern, segments: pattern.split(separator: "/"), bodyLimit: bodyLimit,
+        routes.append(Route(method: method, pattern: pattern, segments: Self.segments(pattern).filter { !$0.isEmpty }, bodyLimit: bodyLimit,
                             opener: nil, handler: handler))
     }
 
     /// A streaming route: the body goes to the sink `opener` returns, then `handler` runs with
     /// `request.sink` set.
     public mutating func add(_ method: String, _ pattern: String, streamingTo opener: @escaping SinkOpener, _ handler: @escaping Handler) {
-        routes.append(Route(method: method, pattern: pattern, segments: pattern.split(separator: "/"), bodyLimit: nil,
+        routes.append(Route(method: method, pattern: pattern, segments: Self.segments(pattern).filter { !$0.isEmpty }, bodyLimit: nil,
                             opener: opener, handler: handler))
     }
 
@@ -42,7 +42,7 @@ public struct Router: Sendable {
     /// `{parameters}`, so `/uploads/resumable` is never read as an upload id); then the method
     /// decides between the handler and 405.
     func match(method: String, path: String) -> Match {
-        let parts = Array(path.split(separator: "/", omittingEmptySubsequences: false).dropFirst())
+        let parts = Array(Self.segments(path).dropFirst())
         var best: [(Route, [String: String])] = []
         var bestLiterals = -1
         for route in routes {
@@ -55,6 +55,12 @@ public struct Router: Sendable {
             return .found(hit.0, hit.1)
         }
         return best.isEmpty ? .notFound : .methodNotAllowed(allow: best.map(\.0.method))
+    }
+
+    /// Splits on the byte `/`, never on Characters: a combining mark after a slash (`/\u{1032}`)
+    /// forms one grapheme with it, and a Character split would then not see the slash at all.
+    static func segments(_ path: String) -> [Substring] {
+        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { Substring($0) }
     }
 
     private static func bind(_ pattern: [Substring], _ parts: [Substring]) -> [String: String]? {

@@ -207,4 +207,15 @@ import SurveyDomain
         #expect(try f.client.get("/v1/orgs/\(f.orgId)/uploads/resumable", token: f.collectorToken).status == 405)
         #expect(try f.server.count("SELECT COUNT(*) FROM uploads") == 0)
     }
+
+    @Test func pathsSplitOnTheSlashByteEvenBeforeACombiningMark() throws {
+        let f = try Fixture()
+        // "/" followed by U+1032 (a combining mark) is one Character but still two segments.
+        let r = try f.client.request("HEAD", "/v1/orgs/\(f.orgId)/uploads/resumable/%E1%80%B2%C2%B8", token: f.collectorToken,
+                                     headers: ["Tus-Resumable": "1.0.0"])
+        #expect(r.status == 404)
+        #expect(r.header("tus-resumable") == "1.0.0")  // answered by the tus route, not the upload route
+        let g = try f.client.get("/v1/orgs/\(f.orgId)/uploads/x/%E1%80%B2", token: f.collectorToken)
+        #expect(g.status == 404)
+    }
 }
