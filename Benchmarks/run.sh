@@ -12,7 +12,7 @@
 # mid-run, then every 2xx counted checked in the recovered database · the ratios and targets.
 #
 # Environment: PHASE_SECONDS (12) CONNECTIONS (64) THREADS (2) PORT (18080) BENCH_DIR SCRATCH
-# (/tmp/bench-build) SURVEYD_SRC (package to build; default this repository) BIG_COUNT (1000000)
+# (/tmp/bench-build) QUICK=1 (only the phases of targets 1 and 2) SURVEYD_SRC (package to build; default this repository) BIG_COUNT (1000000)
 # FLOOR_SECONDS (3) PROFILE=1 (perf record the server during each phase; numbers then slightly lower)
 # SERVER_ARGS (extra `surveyd serve` flags, e.g. "--http-threads 2") OTHER_MAX (1.0 CPU-s of other
 # processes tolerated per phase) PHASE_ATTEMPTS (3) QUIET_WAIT (300 s).
@@ -296,6 +296,7 @@ phase warmup submit.lua "$CONNS" 4
 phase submit submit.lua "$CONNS" "$D"
 phase replay replay.lua "$CONNS" "$D"
 TOKEN=$XCOLLECTOR phase refusal refusal.lua "$CONNS" "$D" ORG="$XORG" VERSION="$XVERSION" HASH="$XHASH"
+if [ "${QUICK:-0}" != 1 ]; then   # QUICK=1: targets 1 and 2 only (submit, replay, refusal), ~3 min
 phase read read.lua "$CONNS" "$D"
 phase mix mix.lua "$CONNS" "$D"
 
@@ -348,6 +349,7 @@ settle 3
 "$WORK/floor-bin" --db "$WORK/floor-end.sqlite" "${FLOOR_ARGS[@]}" --groups 1 | tee -a "$WORK/floor.txt" >&2
 rec "floor.end.1.0=$(tail -1 "$WORK/floor.txt" | sed 's/.*rate=//')"
 rm -f "$WORK"/floor-end.sqlite*
+fi   # QUICK
 
 # --- ratios -------------------------------------------------------------------------------------
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }

@@ -22,9 +22,10 @@ static inline struct MHD_Daemon *cmhd_start(const char *host, uint16_t port, uns
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) return NULL;
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
-    if (thread_pool == 0) flags |= MHD_USE_THREAD_PER_CONNECTION;
-    else flags |= MHD_USE_EPOLL;
+    // A pool of polling threads, each with its own epoll set; handlers that wait suspend their
+    // connection (resumed from another thread through the inter-thread channel).
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME
+                       | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     struct MHD_OptionItem options[] = {
         { MHD_OPTION_SOCK_ADDR, 0, &addr },
         { MHD_OPTION_CONNECTION_LIMIT, connection_limit, NULL },
@@ -33,7 +34,7 @@ static inline struct MHD_Daemon *cmhd_start(const char *host, uint16_t port, uns
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls },
         { MHD_OPTION_THREAD_STACK_SIZE, thread_stack_size, NULL },
         { MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL },
-        { thread_pool > 0 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, thread_pool, NULL },
+        { thread_pool > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, thread_pool, NULL },
         { MHD_OPTION_END, 0, NULL },
     };
     return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,

@@ -10,11 +10,21 @@ public struct HTTPResponse: Sendable {
     public var logFields: [String: String]
     /// A file body sent from an open descriptor (closed by the server after sending).
     public var file: (descriptor: Int32, size: Int)?
+    /// Set by `later`: the real answer comes when this completes.
+    public var deferred: DeferredResponse?
 
     public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = [], errorCode: Int? = nil,
                 logFields: [String: String] = [:]) {
         self.status = status; self.headers = headers; self.body = body
         self.errorCode = errorCode; self.logFields = logFields
+    }
+
+    /// The answer is not ready yet (a write queued on the writer): the connection waits, without
+    /// holding a thread, until `deferred` completes.
+    public static func later(_ deferred: DeferredResponse) -> HTTPResponse {
+        var r = HTTPResponse(status: 0)
+        r.deferred = deferred
+        return r
     }
 
     /// A JSON body, written canonically (sorted keys, no insignificant whitespace).

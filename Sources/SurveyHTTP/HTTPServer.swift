@@ -3,11 +3,13 @@ import Foundation
 import Synchronization
 import SurveyDomain
 
-/// The HTTP engine: libmicrohttpd with one thread per connection (a handler may block on the
-/// writer; concurrent handlers let the writer commit their jobs in one group).
+/// The HTTP engine: libmicrohttpd polling every connection with epoll from a few threads. Reads
+/// are answered on those threads; a handler that may wait runs on a blocking thread, and a write
+/// queued on the writer parks its connection (suspend) until the group commit wakes it (resume) —
+/// so 64 clients waiting on one commit hold no thread, and their jobs share that commit.
 public final class HTTPServer: @unchecked Sendable {
     // @unchecked: `daemon` is written by start()/stop() only, before and after serving; the
-    // router and configuration are immutable; counters live in a Mutex.
+    // router and configuration are immutable; counters are atomics.
     public struct Configuration: Sendable {
         public var host: String = "127.0.0.1"
         public var port: UInt16 = 8080
@@ -19,9 +21,9 @@ public final class HTTPServer: @unchecked Sendable {
         public var perIPConnectionLimit: UInt32 = 512
         public var idleTimeoutSeconds: UInt32 = 60
         public var threadStackBytes: Int = 512 << 10
-        /// 0: one thread per connection (the default: a handler blocked on the writer holds only
-        /// its own connection). N > 0: a fixed pool of N threads serving every connection.
-        public var threadPoolSize: UInt32 = 0
+        /// libmicrohttpd's polling threads (each with its own epoll set). Two on two cores: more
+        /// only add context switches, as nothing waits on them.
+        public var pollingThreads: UInt32 = 2
         public init(host: String = "127.0.0.1", port: UInt16 = 8080) { self.host = host; self.port = port }
     }
 
@@ -38,6 +40,7 @@ public final class HTTPServer: @unchecked Sendable {
     private let inFlight = Atomic<Int>(0)
     /// Requests answered since start (read by housekeeping to notice an idle server).
     public let answered = Atomic<Int>(0)
+    private let blocking: BlockingPool
 
     public init(configuration: Configuration, router: Router, log: RequestLog = RequestLog(),
                 errorMapper: @escaping @Sendable (any Error) -> ApiError = { ($0 as? ApiError) ?? ApiError(.internalError) }) {
@@ -45,6 +48,7 @@ public final class HTTPServer: @unchecked Sendable {
         self.router = router
         self.errorMapper = errorMapper
         self.log = log
+        self.blocking = BlockingPool(stackBytes: configuration.threadStackBytes)
     }
 
     /// The bound port (useful with port 0).
@@ -52,7 +56,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     public func start() throws {
         let me = Unmanaged.passUnretained(self).toOpaque()
-        guard let d = cmhd_start(configuration.host, configuration.port, configuration.threadPoolSize, configuration.connectionLimit,
+        guard let d = cmhd_start(configuration.host, configuration.port, max(1, configuration.pollingThreads), configuration.connectionLimit,
                                  configuration.perIPConnectionLimit, configuration.idleTimeoutSeconds, configuration.threadStackBytes,
                                  accessHandler, me, completedHandler, me) else {
             throw ApiError(.internalError, "cannot listen on \(configuration.host):\(configuration.port) (address in use or invalid)")
@@ -61,8 +65,9 @@ public final class HTTPServer: @unchecked Sendable {
         port = cmhd_bound_port(d)
     }
 
-    /// Graceful stop: no new connections; requests already begun (their body still arriving, or
-    /// their handler running) are answered, up to `grace`; then every connection is closed.
+    /// Graceful stop: no new connections; requests already begun (their body still arriving, their
+    /// handler running, their write waiting for its commit) are answered, up to `grace`; then
+    /// every connection is closed.
     public func stop(grace: Duration = .seconds(10)) {
         guard let d = daemon else { return }
         let fd = MHD_quiesce_daemon(d)
@@ -82,7 +87,11 @@ public final class HTTPServer: @unchecked Sendable {
             let head = RequestHead(method: method, path: path, route: route.pattern, pathParameters: params, query: [:],
                                    headers: Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a }))
             let request = HTTPRequest(head: head, body: body)
-            do { return try route.handler(request) } catch { return .problem(errorMapper(error)) }
+            do {
+                let response = try route.handler(request)
+                guard let deferred = response.deferred else { return response }
+                return try deferred.wait()()
+            } catch { return .problem(errorMapper(error)) }
         case .methodNotAllowed, .notFound:
             return .problem(ApiError.notFound())
         }
@@ -167,6 +176,13 @@ public final class HTTPServer: @unchecked Sendable {
             return .YES
         }
         if ex.answered { return .YES }
+        if let deferred = ex.deferred {
+            // Resumed: the parked answer is ready (a call before that would be spurious).
+            guard let build = deferred.take() else { return .YES }
+            ex.deferred = nil
+            queue(ex, answer(build))
+            return .YES
+        }
         if let pending = ex.pending {
             queue(ex, pending)
             return .YES
@@ -174,14 +190,45 @@ public final class HTTPServer: @unchecked Sendable {
         guard let route = ex.route else { return .NO }
         let request = HTTPRequest(head: ex.head, body: ex.body, sink: ex.sink)
         ex.body = []
-        let response: HTTPResponse
-        do {
-            response = try route.handler(request)
-        } catch {
-            response = .problem(errorMapper(error))
+        switch route.execution {
+        case .blocking:
+            let deferred = DeferredResponse()
+            let handler = route.handler
+            blocking.run { deferred.complete(Self.finished(handler, request)) }
+            park(ex, deferred)
+        case .inline:
+            let response = answer { try route.handler(request) }
+            if let deferred = response.deferred { park(ex, deferred) } else { queue(ex, response) }
         }
-        queue(ex, response)
         return .YES
+    }
+
+    /// Runs a handler on a blocking thread; its answer is handed over ready-made.
+    private static func finished(_ handler: Router.Handler, _ request: HTTPRequest) -> DeferredResponse.Build {
+        do {
+            let response = try handler(request)
+            if let deferred = response.deferred { return try deferred.wait() }
+            return { response }
+        } catch {
+            return { throw error }
+        }
+    }
+
+    private func answer(_ build: DeferredResponse.Build) -> HTTPResponse {
+        do { return try build() } catch { return .problem(errorMapper(error)) }
+    }
+
+    /// Answers now if the deferred answer is already there; otherwise suspends the connection
+    /// until it is (the completing thread resumes it, and libmicrohttpd calls the handler again).
+    private func park(_ ex: Exchange, _ deferred: DeferredResponse) {
+        if let build = deferred.take() {
+            queue(ex, answer(build))
+            return
+        }
+        ex.deferred = deferred
+        let connection = ConnectionHandle(pointer: ex.connection)
+        MHD_suspend_connection(connection.pointer)
+        deferred.onReady { MHD_resume_connection(connection.pointer) }
     }
 
     private func queue(_ ex: Exchange, _ response: HTTPResponse) {
@@ -213,6 +260,7 @@ public final class HTTPServer: @unchecked Sendable {
         let ex = Unmanaged<Exchange>.fromOpaque(raw).takeRetainedValue()
         state?.pointee = nil
         inFlight.subtract(1, ordering: .relaxed)
+        ex.deferred?.abandon()
         // Whatever a streaming request wrote and did not commit is dropped (disconnect mid-body,
         // refusal, shutdown). After a commit this does nothing.
         ex.sink?.abort()
@@ -232,6 +280,8 @@ final class Exchange {
     var params: [String: String] = [:]
     var body: [UInt8] = []
     var pending: HTTPResponse?
+    /// The answer this request waits for while its connection is suspended.
+    var deferred: DeferredResponse?
     var sink: (any BodySink)?
     var contentLengths: Set<String> = []
     var conflictingFraming: Bool {
@@ -252,6 +302,12 @@ final class Exchange {
     var head: RequestHead {
         RequestHead(method: method, path: path, route: route?.pattern ?? "", pathParameters: params, query: query, headers: headers)
     }
+}
+
+/// A connection pointer handed to the thread that will resume it.
+struct ConnectionHandle: @unchecked Sendable {
+    // @unchecked: libmicrohttpd allows MHD_resume_connection from any thread.
+    let pointer: OpaquePointer
 }
 
 private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in

@@ -7,12 +7,24 @@ public struct Router: Sendable {
     /// before its body is read.
     public typealias SinkOpener = @Sendable (RequestHead) throws -> any BodySink
 
+    /// Where a handler runs. libmicrohttpd polls every connection from a few threads, so a
+    /// handler that may wait — on the writer's commit, an fsync, another request's idempotency
+    /// key — must not run there.
+    public enum Execution: Sendable {
+        /// On the polling thread: reads, and handlers that never wait (a handler that has a write
+        /// to make answers `HTTPResponse.later` and is woken by the writer).
+        case inline
+        /// On a blocking thread, the connection parked until the handler returns.
+        case blocking
+    }
+
     struct Route: Sendable {
         let method: String
         let pattern: String
         let segments: [Substring]
         let bodyLimit: Int?
         let opener: SinkOpener?
+        let execution: Execution
         let handler: Handler
     }
 
@@ -25,18 +37,22 @@ public struct Router: Sendable {
     private var routes: [Route] = []
     public init() {}
 
-    /// `bodyLimit` overrides the server's JSON body limit for this route.
-    public mutating func add(_ method: String, _ pattern: String, bodyLimit: Int? = nil, _ handler: @escaping Handler) {
+    /// `bodyLimit` overrides the server's JSON body limit for this route. By default GET and
+    /// HEAD handlers (reads) run inline and every other method's on a blocking thread.
+    public mutating func add(_ method: String, _ pattern: String, bodyLimit: Int? = nil, runs execution: Execution? = nil,
+                             _ handler: @escaping Handler) {
         routes.append(Route(method: method, pattern: pattern, segments: Self.segments(pattern).filter { !$0.isEmpty }, bodyLimit: bodyLimit,
-                            opener: nil, handler: handler))
+                            opener: nil, execution: execution ?? Self.defaultExecution(method), handler: handler))
     }
 
-    /// A streaming route: the body goes to the sink `opener` returns, then `handler` runs with
-    /// `request.sink` set.
+    /// A streaming route: the body goes to the sink `opener` returns (on the polling thread: it
+    /// must not wait), then `handler` runs with `request.sink` set, on a blocking thread.
     public mutating func add(_ method: String, _ pattern: String, streamingTo opener: @escaping SinkOpener, _ handler: @escaping Handler) {
         routes.append(Route(method: method, pattern: pattern, segments: Self.segments(pattern).filter { !$0.isEmpty }, bodyLimit: nil,
-                            opener: opener, handler: handler))
+                            opener: opener, execution: .blocking, handler: handler))
     }
+
+    static func defaultExecution(_ method: String) -> Execution { method == "GET" || method == "HEAD" ? .inline : .blocking }
 
     /// Among the patterns that fit the path, the most specific wins (literal segments beat
     /// `{parameters}`, so `/uploads/resumable` is never read as an upload id); then the method

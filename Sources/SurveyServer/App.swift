@@ -14,8 +14,8 @@ public final class App: Sendable {
         public var maxBodyBytes: Int = 1 << 20
         public var maxFileBytes: Int = 100 << 20
         public var maxKeyedInFlight: Int = 100
-        /// libmicrohttpd threading: 0 = thread per connection, N = a pool of N threads.
-        public var httpThreads: UInt32 = 0
+        /// libmicrohttpd's polling threads (handlers that wait run on blocking threads instead).
+        public var httpThreads: UInt32 = 2
         public var startupCheck: StartupCheck = .full
         /// Idempotency keys are kept at least this long (default 30 days), then purged.
         public var idempotencyRetentionDays: Int = 30
@@ -57,7 +57,7 @@ public final class App: Sendable {
         services.register(into: &router)
         var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         http.maxBodyBytes = configuration.maxBodyBytes
-        http.threadPoolSize = configuration.httpThreads
+        http.pollingThreads = configuration.httpThreads
         server = HTTPServer(configuration: http, router: router, log: RequestLog(enabled: configuration.logRequests),
                             errorMapper: storageApiError)
         let metrics = self.metrics

@@ -23,13 +23,41 @@ public struct WriteGate: Sendable {
         replay: @escaping @Sendable (ReadContext) throws -> T? = { _ in nil },
         _ body: @escaping @Sendable (GatedTransaction) throws -> T
     ) throws -> Outcome<T> {
-        // While expired, a refusal needs no write lock: answer it (or a replay) from a reader.
-        // The check inside the transaction below stays the one that decides.
-        if let org = try database.read({ try $0.org(orgId) }), Timestamp.nowMillis() >= org.expiresAt {
-            if let answer = try database.read({ try replay($0) }) { return .replayed(answer) }
+        if let answer = try answerWhileExpired(orgId: orgId, replay: replay) { return answer }
+        return try database.writer.submit(Self.job(orgId: orgId, actor: actor, replay: replay, body))
+    }
+
+    /// `write` for a caller that must not wait (an HTTP polling thread): `then` gets the outcome
+    /// after the group's COMMIT, on the writer thread — it must only hand it on — or at once, on
+    /// this thread, when it is decided without the writer (expired, shutting down).
+    public func writeAsync<T: Sendable>(
+        orgId: String, actor: String,
+        replay: @escaping @Sendable (ReadContext) throws -> T? = { _ in nil },
+        _ body: @escaping @Sendable (GatedTransaction) throws -> T,
+        then: @escaping @Sendable (Result<Outcome<T>, any Error>) -> Void
+    ) {
+        do {
+            if let answer = try answerWhileExpired(orgId: orgId, replay: replay) { return then(.success(answer)) }
+        } catch {
+            return then(.failure(error))
+        }
+        database.writer.submitAsync(Self.job(orgId: orgId, actor: actor, replay: replay, body), then: then)
+    }
+
+    /// While expired, a refusal needs no write lock: answer it (or a replay) from a reader. The
+    /// check inside the transaction (`job`) stays the one that decides.
+    private func answerWhileExpired<T>(orgId: String, replay: (ReadContext) throws -> T?) throws -> Outcome<T>? {
+        try database.read { db -> Outcome<T>? in
+            guard let org = try db.org(orgId), Timestamp.nowMillis() >= org.expiresAt else { return nil }
+            if let answer = try replay(db) { return .replayed(answer) }
             throw Self.expired(org.expiresAt)
         }
-        return try database.writer.submit { conn, undo in
+    }
+
+    /// The transaction every gated write runs on the writer: replay, subscription, write, audit.
+    private static func job<T>(orgId: String, actor: String, replay: @escaping (ReadContext) throws -> T?,
+                               _ body: @escaping (GatedTransaction) throws -> T) -> (Connection, UndoLog) throws -> Outcome<T> {
+        { conn, undo in
             if let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
             let now = Timestamp.nowMillis()
             let rows = try conn.query("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(orgId)])

@@ -1,9 +1,10 @@
 import Foundation
 import SurveyDomain
 
-/// The single writer. Callers hand it jobs and block until their group is committed: each job runs
-/// inside its own SAVEPOINT (a failing job rolls back alone), the group shares one COMMIT and so
-/// one fsync, then every caller is answered. This is group commit.
+/// The single writer. Callers hand it jobs and are answered once their group is committed — by
+/// blocking (`submit`) or by a completion (`submitAsync`, for HTTP threads that must not wait):
+/// each job runs inside its own SAVEPOINT (a failing job rolls back alone), the group shares one
+/// COMMIT and so one fsync, then every caller is answered. This is group commit.
 final class Writer: @unchecked Sendable {
     // @unchecked: `connection` is touched only by the writer thread; the queue is guarded by `cond`.
     private let connection: Connection
@@ -15,13 +16,16 @@ final class Writer: @unchecked Sendable {
     private var thread: Thread?
 
     final class Job: @unchecked Sendable {
-        // @unchecked: `run` executes on the writer thread; the semaphore orders it before the
-        // caller reads the result it stored.
+        // @unchecked: `run`, `failure` and `finished` are used on the writer thread only;
+        // `finished` hands the outcome over to the caller after the commit.
         let run: (Connection, UndoLog) throws -> Void
         let undo = UndoLog()
         var failure: (any Error)?
-        let done = DispatchSemaphore(value: 0)
-        init(_ run: @escaping (Connection, UndoLog) throws -> Void) { self.run = run }
+        let finished: (Job) -> Void
+        init(_ run: @escaping (Connection, UndoLog) throws -> Void, finished: @escaping (Job) -> Void) {
+            self.run = run
+            self.finished = finished
+        }
     }
 
     init(connection: Connection, maxGroupSize: Int) {
@@ -43,7 +47,24 @@ final class Writer: @unchecked Sendable {
     /// `body` may register file-system undo actions, run if its work does not commit.
     func submit<T>(_ body: @escaping (Connection, UndoLog) throws -> T) throws -> T {
         let box = ResultBox<T>()
-        let job = Job { conn, undo in box.value = try body(conn, undo) }
+        let done = DispatchSemaphore(value: 0)
+        try enqueue(Job({ conn, undo in box.value = try body(conn, undo) }, finished: { job in box.failure = job.failure; done.signal() }))
+        done.wait()
+        return try box.result!.get()
+    }
+
+    /// Like `submit`, without waiting: `then` runs on the writer thread after the group's COMMIT
+    /// (or at once, on this thread, when the writer is stopping). It must only hand the result on.
+    func submitAsync<T>(_ body: @escaping (Connection, UndoLog) throws -> T, then: @escaping (Result<T, any Error>) -> Void) {
+        let box = ResultBox<T>()
+        do {
+            try enqueue(Job({ conn, undo in box.value = try body(conn, undo) }, finished: { job in box.failure = job.failure; then(box.result!) }))
+        } catch {
+            then(.failure(error))
+        }
+    }
+
+    private func enqueue(_ job: Job) throws {
         cond.lock()
         if stopping {
             cond.unlock()
@@ -52,9 +73,6 @@ final class Writer: @unchecked Sendable {
         queue.append(job)
         cond.signal()
         cond.unlock()
-        job.done.wait()
-        if let f = job.failure { throw f }
-        return box.value!
     }
 
     func stop() {
@@ -83,7 +101,7 @@ final class Writer: @unchecked Sendable {
             cond.unlock()
 
             runGroup(group)
-            for job in group { job.done.signal() }
+            for job in group { job.finished(job) }
             commits += 1
             // A passive checkpoint by the writer itself keeps the WAL small under constant load.
             if commits % 64 == 0 { try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)") }
@@ -131,6 +149,11 @@ final class Writer: @unchecked Sendable {
 /// semaphore is signalled and read after the wait, so the semaphore orders the accesses.
 final class ResultBox<T>: @unchecked Sendable {
     var value: T?
+    var failure: (any Error)?
+    var result: Result<T, any Error>? {
+        if let failure { return .failure(failure) }
+        return value.map { .success($0) }
+    }
 }
 
 /// File-system steps to take back when a job's transaction does not commit (a blob renamed into

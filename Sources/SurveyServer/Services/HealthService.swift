@@ -8,7 +8,8 @@ struct HealthService {
 
     func register(into router: inout Router) {
         router.add("GET", "/healthz") { _ in .json(200, ["status": "ok"]) }
-        router.add("GET", "/readyz") { _ in
+        // Blocking: readiness is a real commit on the writer.
+        router.add("GET", "/readyz", runs: .blocking) { _ in
             services.database.isWritable()
                 ? .json(200, ["status": "ready"])
                 : .problem(ApiError(.storageUnavailable, "The database does not take writes."))

@@ -7,7 +7,8 @@ struct ResponseService {
     let services: Services
 
     func register(into router: inout Router) {
-        router.add("POST", "/v1/orgs/{orgId}/responses", submit)
+        // Inline: everything before the write is reads; the write itself is queued (`later`).
+        router.add("POST", "/v1/orgs/{orgId}/responses", runs: .inline, submit)
         router.add("GET", "/v1/orgs/{orgId}/responses", list)
         router.add("GET", "/v1/orgs/{orgId}/responses/{responseId}", get)
     }
@@ -72,7 +73,13 @@ struct ResponseService {
 
         // 3. replay — answered even while the subscription has expired.
         if let stored = try services.database.read({ try $0.response(orgId: orgId, clientSubmissionId: clientSubmissionId) }) {
-            return try replayed(Self.replay(of: stored, submitter: user.userId, rawBody: rawBody, digest: { Self.digest(bodyValue) }))
+            do {
+                return Self.replayed(try Self.replay(of: stored, submitter: user.userId, rawBody: rawBody, digest: { Self.digest(bodyValue) }),
+                                     metrics: services.metrics)
+            } catch let e as ApiError where e.code == .idempotencyConflict {
+                services.metrics.add(.idempotencyConflicts)
+                throw e
+            }
         }
 
         // 4. validate, reported as itself and never as 1001.
@@ -112,38 +119,43 @@ struct ResponseService {
             receivedAt: now, reviewState: survey.reviewRequired ? ReviewState.submitted.rawValue : ReviewState.none.rawValue,
             revision: 1)
         let submitter = user.userId
-        let outcome: WriteGate.Outcome<ResponseRecord>
-        do {
-            outcome = try services.gate.write(orgId: orgId, actor: submitter, replay: { db in
-                try db.response(orgId: orgId, clientSubmissionId: clientSubmissionId).map {
-                    try Self.replay(of: $0, submitter: submitter, rawBody: rawBody, digest: { digest })
-                }
-            }) { tx in
-                let stored = ResponseRecord(
-                    responseId: record.responseId, orgId: orgId, clientSubmissionId: clientSubmissionId, submitter: submitter,
-                    surveyId: record.surveyId, surveyVersionId: record.surveyVersionId, requestDigest: digest, requestBody: rawBody,
-                    answers: record.answers, fieldTaskId: fieldTaskId, capturedAt: capturedAt, receivedAt: tx.now,
-                    reviewState: record.reviewState, revision: 1)
-                try tx.insertResponse(stored)
-                if completesTask, let taskId = fieldTaskId {
-                    try tx.completeTask(taskId: taskId, responseId: stored.responseId, completedBy: submitter)
-                }
-                return stored
+        let metrics = services.metrics
+        // The write is queued and this thread goes on serving other connections; the writer wakes
+        // the request after the group's COMMIT and the answer is built back here.
+        let answer = DeferredResponse()
+        services.gate.writeAsync(orgId: orgId, actor: submitter, replay: { db in
+            try db.response(orgId: orgId, clientSubmissionId: clientSubmissionId).map {
+                try Self.replay(of: $0, submitter: submitter, rawBody: rawBody, digest: { digest })
             }
-        } catch let e as ApiError {
-            if e.code == .subscriptionExpired { services.metrics.add(.subscriptionRefusals) }
-            if e.code == .idempotencyConflict { services.metrics.add(.idempotencyConflicts) }
-            throw e
-        }
-        switch outcome {
-        case .replayed(let stored):
-            return replayed(stored)
-        case .written(let stored):
-            services.metrics.add(.responsesAccepted)
-            if let c = stored.capturedAt { services.metrics.syncAge(seconds: Double(stored.receivedAt - c) / 1000) }
-            return HTTPResponse.created("/v1/orgs/\(orgId)/responses/\(stored.responseId)", Self.receipt(stored))
-                .logging(["responseId": stored.responseId])
-        }
+        }, { tx in
+            let stored = ResponseRecord(
+                responseId: record.responseId, orgId: orgId, clientSubmissionId: clientSubmissionId, submitter: submitter,
+                surveyId: record.surveyId, surveyVersionId: record.surveyVersionId, requestDigest: digest, requestBody: rawBody,
+                answers: record.answers, fieldTaskId: fieldTaskId, capturedAt: capturedAt, receivedAt: tx.now,
+                reviewState: record.reviewState, revision: 1)
+            try tx.insertResponse(stored)
+            if completesTask, let taskId = fieldTaskId {
+                try tx.completeTask(taskId: taskId, responseId: stored.responseId, completedBy: submitter)
+            }
+            return stored
+        }, then: { result in
+            answer.complete {
+                switch result {
+                case .success(.replayed(let stored)):
+                    return Self.replayed(stored, metrics: metrics)
+                case .success(.written(let stored)):
+                    metrics.add(.responsesAccepted)
+                    if let c = stored.capturedAt { metrics.syncAge(seconds: Double(stored.receivedAt - c) / 1000) }
+                    return HTTPResponse.created("/v1/orgs/\(orgId)/responses/\(stored.responseId)", Self.receipt(stored))
+                        .logging(["responseId": stored.responseId])
+                case .failure(let e):
+                    if let e = e as? ApiError, e.code == .subscriptionExpired { metrics.add(.subscriptionRefusals) }
+                    if let e = e as? ApiError, e.code == .idempotencyConflict { metrics.add(.idempotencyConflicts) }
+                    throw e
+                }
+            }
+        })
+        return .later(answer)
     }
 
     /// Every file answer cites a completed upload of this organization, version and question
@@ -158,8 +170,8 @@ struct ResponseService {
         }
     }
 
-    private func replayed(_ stored: ResponseRecord) -> HTTPResponse {
-        services.metrics.add(.responsesReplayed)
+    private static func replayed(_ stored: ResponseRecord, metrics: Metrics) -> HTTPResponse {
+        metrics.add(.responsesReplayed)
         return HTTPResponse.json(200, Self.receipt(stored), headers: [
             ("Idempotent-Replayed", "true"), ("Location", "/v1/orgs/\(stored.orgId)/responses/\(stored.responseId)"),
         ]).logging(["responseId": stored.responseId])

@@ -1,0 +1,51 @@
+import Foundation
+
+/// Threads for handlers that may block — on the writer's commit, an fsync, another request holding
+/// the same idempotency key — so libmicrohttpd's few polling threads never wait. A thread starts
+/// whenever more work is queued than threads are idle, and ends after `idleSeconds` without work:
+/// the pool is as large as the blocking work of the moment (bounded by the connection limit) and
+/// shrinks back to nothing when the server is quiet.
+final class BlockingPool: @unchecked Sendable {
+    // @unchecked: every field is guarded by `cond`.
+    private let cond = NSCondition()
+    private var work: [() -> Void] = []
+    private var idle = 0
+    private let stackBytes: Int
+    private let idleSeconds: Double
+
+    init(stackBytes: Int, idleSeconds: Double = 10) {
+        self.stackBytes = stackBytes
+        self.idleSeconds = idleSeconds
+    }
+
+    func run(_ job: @escaping () -> Void) {
+        cond.lock()
+        work.append(job)
+        let start = work.count > idle
+        if !start { cond.signal() }
+        cond.unlock()
+        if start {
+            let t = Thread { self.loop() }  // strong: an idle thread keeps the pool until it ends
+            t.stackSize = stackBytes
+            t.start()
+        }
+    }
+
+    private func loop() {
+        cond.lock()
+        while true {
+            if !work.isEmpty {
+                let job = work.removeFirst()
+                cond.unlock()
+                job()
+                cond.lock()
+                continue
+            }
+            idle += 1
+            let woken = cond.wait(until: Date(timeIntervalSinceNow: idleSeconds))
+            idle -= 1
+            if !woken && work.isEmpty { break }
+        }
+        cond.unlock()
+    }
+}
