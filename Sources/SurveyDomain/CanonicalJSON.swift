@@ -13,6 +13,25 @@ public enum CanonicalJSON {
         String(decoding: encode(v), as: UTF8.self)
     }
 
+    /// The canonical form of the object `members` plus one more member, `key`, whose value is
+    /// already canonical bytes: a document and one of its parts encoded once, not twice.
+    public static func encode(_ members: [String: JSONValue], adding key: String, encoded: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(encoded.count + 256)
+        out.append(UInt8(ascii: "{"))
+        var keys = members.keys.filter { $0 != key }
+        keys.append(key)
+        keys.sort(by: utf16Precedes)
+        for (k, name) in keys.enumerated() {
+            if k > 0 { out.append(UInt8(ascii: ",")) }
+            appendString(name, to: &out)
+            out.append(UInt8(ascii: ":"))
+            if name == key { out.append(contentsOf: encoded) } else { encode(members[name]!, into: &out) }
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     /// Appends the canonical form of `v` to `out`.
     public static func encode(_ v: JSONValue, into out: inout [UInt8]) {
         switch v {

@@ -207,7 +207,7 @@ public final class HTTPServer: @unchecked Sendable {
     private static func finished(_ handler: Router.Handler, _ request: HTTPRequest) -> DeferredResponse.Build {
         do {
             let response = try handler(request)
-            if let deferred = response.deferred { return try deferred.wait() }
+            if let deferred = response.deferred { return deferred.wait() }
             return { response }
         } catch {
             return { throw error }

@@ -59,18 +59,17 @@ public struct Router: Sendable {
     /// decides between the handler and 405.
     func match(method: String, path: String) -> Match {
         let parts = Array(Self.segments(path).dropFirst())
-        var best: [(Route, [String: String])] = []
+        var best: [Route] = []
         var bestLiterals = -1
         for route in routes {
-            guard let params = Self.bind(route.segments, parts) else { continue }
-            let literals = route.segments.count - params.count
+            guard let literals = Self.literalsMatched(route.segments, parts) else { continue }
             if literals > bestLiterals { best = []; bestLiterals = literals }
-            if literals == bestLiterals { best.append((route, params)) }
+            if literals == bestLiterals { best.append(route) }
         }
-        if let hit = best.first(where: { $0.0.method == method }) ?? best.first(where: { method == "HEAD" && $0.0.method == "GET" }) {
-            return .found(hit.0, hit.1)
+        if let hit = best.first(where: { $0.method == method }) ?? best.first(where: { method == "HEAD" && $0.method == "GET" }) {
+            return .found(hit, Self.parameters(hit.segments, parts))
         }
-        return best.isEmpty ? .notFound : .methodNotAllowed(allow: best.map(\.0.method))
+        return best.isEmpty ? .notFound : .methodNotAllowed(allow: best.map(\.method))
     }
 
     /// Splits on the byte `/`, never on Characters: a combining mark after a slash (`/\u{1032}`)
@@ -79,16 +78,27 @@ public struct Router: Sendable {
         path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { Substring($0) }
     }
 
-    private static func bind(_ pattern: [Substring], _ parts: [Substring]) -> [String: String]? {
+    /// How many literal segments of `pattern` the path matches, or nil when it does not fit
+    /// (checked without allocating: every route is tried on every request).
+    private static func literalsMatched(_ pattern: [Substring], _ parts: [Substring]) -> Int? {
         guard pattern.count == parts.count else { return nil }
-        var params: [String: String] = [:]
+        var literals = 0
         for (p, v) in zip(pattern, parts) {
             if p.first == "{" && p.last == "}" {
                 guard !v.isEmpty else { return nil }
-                params[String(p.dropFirst().dropLast())] = String(v)
             } else if p != v {
                 return nil
+            } else {
+                literals += 1
             }
+        }
+        return literals
+    }
+
+    private static func parameters(_ pattern: [Substring], _ parts: [Substring]) -> [String: String] {
+        var params: [String: String] = [:]
+        for (p, v) in zip(pattern, parts) where p.first == "{" && p.last == "}" {
+            params[String(p.dropFirst().dropLast())] = String(v)
         }
         return params
     }

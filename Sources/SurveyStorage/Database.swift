@@ -79,8 +79,8 @@ public final class Database: Sendable {
     /// Runs `body` in one read snapshot on a pooled read-only connection.
     public func read<T>(_ body: (ReadContext) throws -> T) throws -> T {
         try readers.withConnection { conn in
-            try conn.execute("BEGIN")
-            defer { try? conn.execute("COMMIT") }
+            try conn.run("BEGIN")  // prepared once per connection (sqlite3_exec would parse it each time)
+            defer { try? conn.run("COMMIT") }
             return try body(ReadContext(conn))
         }
     }

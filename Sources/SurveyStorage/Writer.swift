@@ -108,9 +108,10 @@ final class Writer: @unchecked Sendable {
         }
     }
 
+    /// BEGIN, SAVEPOINT, RELEASE and COMMIT are prepared statements, cached like any other.
     private func runGroup(_ group: [Job]) {
         do {
-            try connection.execute("BEGIN IMMEDIATE")
+            try connection.run("BEGIN IMMEDIATE")
         } catch {
             for job in group { job.failure = error }
             return
@@ -118,10 +119,10 @@ final class Writer: @unchecked Sendable {
         var succeeded: [Job] = []
         for job in group {
             do {
-                try connection.execute("SAVEPOINT job")
+                try connection.run("SAVEPOINT job")
                 do {
                     try job.run(connection, job.undo)
-                    try connection.execute("RELEASE job")
+                    try connection.run("RELEASE job")
                     succeeded.append(job)
                 } catch {
                     job.failure = error
@@ -137,7 +138,7 @@ final class Writer: @unchecked Sendable {
             }
         }
         do {
-            try connection.execute("COMMIT")
+            try connection.run("COMMIT")
         } catch {
             try? connection.execute("ROLLBACK")
             for job in succeeded { job.failure = error; job.undo.run() }

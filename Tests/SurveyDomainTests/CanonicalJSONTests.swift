@@ -112,4 +112,17 @@ import Testing
         // Canonical output parses back to the same value.
         #expect(try JSONParser.parse(CanonicalJSON.encode(a)) == a)
     }
+
+    /// A submission's digest is built around its already-encoded answers: it must be exactly the
+    /// canonical form of the whole body, wherever the added key sorts (first, middle, last).
+    @Test(arguments: ["answers", "A", "m", "zz", "😀", "\u{FFFD}"])
+    func addingAnEncodedMemberEqualsEncodingTheWhole(key: String) {
+        let members: [String: JSONValue] = ["clientSubmissionId": "abc-123", "b": [1, 2.5, nil], "Z": ["y": true, "a": 0], "\u{FB33}": "x"]
+        let part: JSONValue = ["q2": [3, "é"], "q1": 1e21, "q10": ["lat": -1.5, "lon": 30]]
+        var whole = members
+        whole[key] = part
+        #expect(CanonicalJSON.encode(members, adding: key, encoded: CanonicalJSON.encode(part)) == CanonicalJSON.encode(.object(whole)))
+        // A member of the same name in `members` is replaced, never written twice.
+        #expect(CanonicalJSON.encode(whole, adding: key, encoded: CanonicalJSON.encode(part)) == CanonicalJSON.encode(.object(whole)))
+    }
 }

@@ -46,14 +46,25 @@ struct ResponseService {
 
     func submit(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let user = try services.member(try services.authenticate(request), of: orgId, withAnyOf: .collector)
-        // clientSubmissionId is this write's key; an Idempotency-Key is checked for format only.
-        _ = try KeyedWrites.key(request)
-        let body = try JSONBody(request)
-        let clientSubmissionId = try body.string("clientSubmissionId")
-        guard ClientIdentifier.isValid(clientSubmissionId) else {
-            throw ApiError(.invalidIdentifier, "clientSubmissionId must be 8–128 characters of A-Z a-z 0-9 _ - : .")
+        // Steps 1–3 read one snapshot: who is calling, the task they cite, and what is already
+        // stored under this clientSubmissionId (one reader checkout, one BEGIN, one cache refill).
+        let (user, body, task, stored) = try services.database.read { db in
+            let user = try services.member(try services.authenticate(request.head, in: db), of: orgId, withAnyOf: .collector)
+            // clientSubmissionId is this write's key; an Idempotency-Key is checked for format only.
+            _ = try KeyedWrites.key(request)
+            let body = try JSONBody(request)
+            let clientSubmissionId = try body.string("clientSubmissionId")
+            guard ClientIdentifier.isValid(clientSubmissionId) else {
+                throw ApiError(.invalidIdentifier, "clientSubmissionId must be 8–128 characters of A-Z a-z 0-9 _ - : .")
+            }
+            // 2. a cited field task must be the caller's own; any other is the 404 of nothing.
+            let task: TaskRecord? = try body.optionalString("fieldTaskId").map { id in
+                guard let t = try db.task(orgId: orgId, taskId: id), t.assigneeUserId == user.userId else { throw ApiError.notFound() }
+                return t
+            }
+            return (user, body, task, try db.response(orgId: orgId, clientSubmissionId: clientSubmissionId))
         }
+        let clientSubmissionId = try body.string("clientSubmissionId")
         let surveyVersionId = try body.string("surveyVersionId")
         let contentHash = try body.string("contentHash")
         guard let answers = body.fields["answers"] else { throw ApiError.malformed("`answers` is required.") }
@@ -63,16 +74,8 @@ struct ResponseService {
         // never needs it, so it is computed only when the bytes differ or the request is new.
         let bodyValue = body.value
 
-        // 2. a cited field task must be the caller's own; any other is the 404 of nothing.
-        let task: TaskRecord? = try fieldTaskId.map { id in
-            guard let t = try services.database.read({ try $0.task(orgId: orgId, taskId: id) }), t.assigneeUserId == user.userId else {
-                throw ApiError.notFound()
-            }
-            return t
-        }
-
         // 3. replay — answered even while the subscription has expired.
-        if let stored = try services.database.read({ try $0.response(orgId: orgId, clientSubmissionId: clientSubmissionId) }) {
+        if let stored {
             do {
                 return Self.replayed(try Self.replay(of: stored, submitter: user.userId, rawBody: rawBody, digest: { Self.digest(bodyValue) }),
                                      metrics: services.metrics)
@@ -83,17 +86,16 @@ struct ResponseService {
         }
 
         // 4. validate, reported as itself and never as 1001.
-        guard let version = try services.database.read({ try $0.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId) }),
-              let survey = try services.database.read({ try $0.survey(orgId: orgId, surveyId: version.surveyId) }) else {
+        guard let published = try services.definitions.published(orgId: orgId, surveyVersionId: surveyVersionId, database: services.database) else {
             throw ApiError.notFound()
         }
+        let version = published.version, survey = published.survey
         guard contentHash == version.contentHash else {
             throw ApiError(.surveyVersionMismatch, "contentHash does not match survey version \(surveyVersionId).")
         }
         let capturedAt: Int64?
         do { capturedAt = try body.optionalTimestamp("capturedAt") } catch { services.metrics.add(.validationRefusals); throw error }
-        let definition = try services.definitions.definition(of: version)
-        let check = definition.validate(answers: answers)
+        let check = published.definition.validate(answers: answers)
         guard check.errors.isEmpty else {
             services.metrics.add(.validationRefusals)
             throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
@@ -110,12 +112,14 @@ struct ResponseService {
         let completesTask = fieldTaskId != nil && !survey.reviewRequired
 
         // 5–6. the gate: replay re-checked, subscription, insert + audit, one transaction.
-        let digest = Self.digest(bodyValue)
+        // The stored answers and the body's digest share one canonical encoding of the answers.
+        let canonicalAnswers = CanonicalJSON.encode(answers)
+        let digest = "sha256:" + Digest.sha256Hex(CanonicalJSON.encode(body.fields, adding: "answers", encoded: canonicalAnswers))
         let now = Timestamp.nowMillis()
         let record = ResponseRecord(
             responseId: Ids.make("rsp", nowMillis: now), orgId: orgId, clientSubmissionId: clientSubmissionId,
             submitter: user.userId, surveyId: survey.surveyId, surveyVersionId: version.surveyVersionId, requestDigest: digest,
-            requestBody: rawBody, answers: CanonicalJSON.string(answers), fieldTaskId: fieldTaskId, capturedAt: capturedAt,
+            requestBody: rawBody, answers: String(decoding: canonicalAnswers, as: UTF8.self), fieldTaskId: fieldTaskId, capturedAt: capturedAt,
             receivedAt: now, reviewState: survey.reviewRequired ? ReviewState.submitted.rawValue : ReviewState.none.rawValue,
             revision: 1)
         let submitter = user.userId

@@ -41,11 +41,16 @@ struct Services: Sendable {
     func authenticate(_ request: HTTPRequest) throws -> Caller { try authenticate(request.head) }
 
     func authenticate(_ request: RequestHead) throws -> Caller {
+        try database.read { try authenticate(request, in: $0) }
+    }
+
+    /// `authenticate` within a read the caller is already making.
+    func authenticate(_ request: RequestHead, in db: ReadContext) throws -> Caller {
         guard let token = request.bearerToken, !token.isEmpty, token.utf8.count <= 512 else {
             throw ApiError(.unauthenticated, "A bearer token is required.")
         }
         let hash = Tokens.hash(token)
-        guard let found = try database.read({ try $0.tokenOwner(hash: hash) }),
+        guard let found = try db.tokenOwner(hash: hash),
               Digest.constantTimeEqual(found.storedHash, hash) else {
             throw ApiError(.unauthenticated, "The token is unknown or revoked.")
         }

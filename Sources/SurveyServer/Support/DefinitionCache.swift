@@ -2,14 +2,37 @@ import Synchronization
 import SurveyDomain
 import SurveyStorage
 
-/// Parsed survey definitions by version id. Versions are immutable, so entries never go stale.
+/// Published survey versions — with their survey and parsed definition — by version id. Versions
+/// and surveys are immutable once created and never deleted, so an entry never goes stale; a
+/// submission then reads neither the version row (its definition is kilobytes) nor the survey.
 final class DefinitionCache: Sendable {
-    private let cache = Mutex<[String: SurveyDefinition]>([:])
+    struct Published: Sendable {
+        let version: SurveyVersionRecord
+        let survey: SurveyRecord
+        let definition: SurveyDefinition
+    }
+    private let definitions = Mutex<[String: SurveyDefinition]>([:])
+    private let published = Mutex<[String: Published]>([:])
 
     func definition(of version: SurveyVersionRecord) throws -> SurveyDefinition {
-        if let d = cache.withLock({ $0[version.surveyVersionId] }) { return d }
+        if let d = definitions.withLock({ $0[version.surveyVersionId] }) { return d }
         let d = try SurveyDefinition.parse(try JSONParser.parse(Array(version.definition.utf8)))
-        cache.withLock { $0[version.surveyVersionId] = d }
+        definitions.withLock { $0[version.surveyVersionId] = d }
         return d
+    }
+
+    /// The organization's version `surveyVersionId`, or nil — also for another organization's id,
+    /// which the caller answers with the 404 of nothing.
+    func published(orgId: String, surveyVersionId: String, database: Database) throws -> Published? {
+        if let p = published.withLock({ $0[surveyVersionId] }) { return p.version.orgId == orgId ? p : nil }
+        let found = try database.read { db -> (SurveyVersionRecord, SurveyRecord)? in
+            guard let v = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId),
+                  let s = try db.survey(orgId: orgId, surveyId: v.surveyId) else { return nil }
+            return (v, s)
+        }
+        guard let (version, survey) = found else { return nil }
+        let p = Published(version: version, survey: survey, definition: try definition(of: version))
+        published.withLock { $0[surveyVersionId] = p }
+        return p
     }
 }
