@@ -132,6 +132,11 @@ writer_stats() {  # "cpu_ticks voluntary_switches" of the writer thread
     [ -n "$WRITER_TID" ] && [ -r /proc/"$PID"/task/"$WRITER_TID"/stat ] || { echo "0 0"; return; }
     echo "$(awk '{print $14 + $15}' /proc/"$PID"/task/"$WRITER_TID"/stat) $(awk '/^voluntary_ctxt_switches/ {print $2}' /proc/"$PID"/task/"$WRITER_TID"/status)"
 }
+# "commits jobs" of the writer so far, from /metrics (operator token); "0 0" when unavailable.
+writer_groups() {
+    curl -s -m 2 -H "Authorization: Bearer $OPERATOR" "$BASE/metrics" 2>/dev/null \
+        | awk '/^surveyd_writer_commits_total/ {c = $2} /^surveyd_writer_jobs_total/ {j = $2} END {print (c ? c : 0), (j ? j : 0)}'
+}
 cpu_jiffies() { awk '/^cpu / {print $2+$3+$4+$6+$7+$8+$9, $5, $6}' /proc/stat; }  # "busy idle iowait" (busy counts iowait)
 # user+sys seconds of this shell's finished children (wrk), from the builtin `times` (which must
 # run in this shell, not in a $(...) subshell): `times > F; children_cpu_s F`.
@@ -255,13 +260,14 @@ phase() {
         wait_quiet > /dev/null
     done
     rec "$LAST"
-    log "$1: $(echo "$LAST" | grep -o 'ok_rps=[0-9.]*') $(echo "$LAST" | grep -o 'p99_ms=[0-9.]*') $(echo "$LAST" | grep -o 'statuses=[^ ]*') $(echo "$LAST" | grep -o 'server_us_per_req=[0-9]*') $(echo "$LAST" | grep -o 'other_cpu_s=[0-9.]*') $(echo "$LAST" | grep -o 'writer_wakeups=[0-9a-z/]*')"
+    log "$1: $(echo "$LAST" | grep -o 'ok_rps=[0-9.]*') $(echo "$LAST" | grep -o 'p99_ms=[0-9.]*') $(echo "$LAST" | grep -o 'statuses=[^ ]*') $(echo "$LAST" | grep -o 'server_us_per_req=[0-9]*') $(echo "$LAST" | grep -o 'other_cpu_s=[0-9.]*') $(echo "$LAST" | grep -o 'writer_wakeups=[0-9a-z/]*') $(echo "$LAST" | grep -o 'jobs_per_commit=[0-9.]*')"
 }
 LAST=
 phase_once() {
     local name=$1 script=$2 conns=$3 secs=$4; shift 4
     local c0 w0 w1 c1 pp=
     settle 2
+    local g0 g1; g0=$(writer_groups)
     c0=$(proc_cpu_ticks); w0=$(writer_stats); read -r sb0 si0 sw0 <<< "$(cpu_jiffies)"; times > "$WORK/.times"; local k0; k0=$(children_cpu_s "$WORK/.times")
     if [ "${PROFILE:-0}" = 1 ]; then
         perf record -F 499 -g -p "$PID" -o "$WORK/perf-$name.data" >/dev/null 2>&1 & pp=$!
@@ -272,7 +278,7 @@ phase_once() {
         wrk -t"$THREADS" -c"$conns" -d"${secs}s" --timeout 10s --latency -s "$HERE/wrk/$script" "$BASE" > "$WORK/wrk/$name.txt" 2>&1 || true
     if [ -n "$pp" ]; then kill -INT "$pp"; wait "$pp" || true; fi
     if [ -n "$killer" ]; then wait "$killer" || true; fi
-    c1=$(proc_cpu_ticks 2>/dev/null || echo "$c0"); w1=$(writer_stats 2>/dev/null || echo "$w0"); read -r sb1 si1 sw1 <<< "$(cpu_jiffies)"
+    c1=$(proc_cpu_ticks 2>/dev/null || echo "$c0"); w1=$(writer_stats 2>/dev/null || echo "$w0"); g1=$(writer_groups); read -r sb1 si1 sw1 <<< "$(cpu_jiffies)"
     times > "$WORK/.times"; local k1; k1=$(children_cpu_s "$WORK/.times")
     local line; line=$(grep '^RESULT' "$WORK/wrk/$name.txt" || true)
     [ -n "$line" ] || { cat "$WORK/wrk/$name.txt" >&2; die "wrk phase $name printed no RESULT"; }
@@ -282,7 +288,7 @@ phase_once() {
     local hz; hz=$(getconf CLK_TCK)
     local tot=$(( (sb1 - sb0) + (si1 - si0) ))
     local reqs; reqs=$(echo "$line" | sed 's/.* requests=\([0-9]*\).*/\1/')
-    LAST="$line server_cpu_s=$(awk -v t=$((c1 - c0)) -v h="$hz" 'BEGIN {printf "%.2f", t / h}') server_us_per_req=$(awk -v t=$((c1 - c0)) -v h="$hz" -v n="$reqs" 'BEGIN {printf "%.0f", (n > 0 ? t / h * 1e6 / n : 0)}') machine_busy_pct=$(awk -v b=$(( (sb1 - sb0) - (sw1 - sw0) )) -v t="$tot" 'BEGIN {printf "%.0f", (t > 0 ? 100 * b / t : 0)}') machine_iowait_pct=$(awk -v w=$((sw1 - sw0)) -v t="$tot" 'BEGIN {printf "%.0f", (t > 0 ? 100 * w / t : 0)}') wrk_cpu_s=$(awk -v a="$k0" -v b="$k1" 'BEGIN {printf "%.2f", b - a}') other_cpu_s=$(awk -v b=$(( (sb1 - sb0) - (sw1 - sw0) )) -v h="$hz" -v s=$((c1 - c0)) -v k0="$k0" -v k1="$k1" 'BEGIN {o = b / h - s / h - (k1 - k0); printf "%.2f", (o > 0 ? o : 0)}') writer_cpu_ticks=$( [ "$wc1" -ge "$wc0" ] && echo $((wc1 - wc0)) || echo n/a) writer_wakeups=$( [ "$ws1" -ge "$ws0" ] && echo $((ws1 - ws0)) || echo n/a)"
+    LAST="$line server_cpu_s=$(awk -v t=$((c1 - c0)) -v h="$hz" 'BEGIN {printf "%.2f", t / h}') server_us_per_req=$(awk -v t=$((c1 - c0)) -v h="$hz" -v n="$reqs" 'BEGIN {printf "%.0f", (n > 0 ? t / h * 1e6 / n : 0)}') machine_busy_pct=$(awk -v b=$(( (sb1 - sb0) - (sw1 - sw0) )) -v t="$tot" 'BEGIN {printf "%.0f", (t > 0 ? 100 * b / t : 0)}') machine_iowait_pct=$(awk -v w=$((sw1 - sw0)) -v t="$tot" 'BEGIN {printf "%.0f", (t > 0 ? 100 * w / t : 0)}') wrk_cpu_s=$(awk -v a="$k0" -v b="$k1" 'BEGIN {printf "%.2f", b - a}') other_cpu_s=$(awk -v b=$(( (sb1 - sb0) - (sw1 - sw0) )) -v h="$hz" -v s=$((c1 - c0)) -v k0="$k0" -v k1="$k1" 'BEGIN {o = b / h - s / h - (k1 - k0); printf "%.2f", (o > 0 ? o : 0)}') writer_cpu_ticks=$( [ "$wc1" -ge "$wc0" ] && echo $((wc1 - wc0)) || echo n/a) writer_wakeups=$( [ "$ws1" -ge "$ws0" ] && echo $((ws1 - ws0)) || echo n/a) $(echo "$g0 $g1" | awk '{c = $3 - $1; j = $4 - $2; printf "commits=%d jobs_per_commit=%.1f", c, (c > 0 ? j / c : 0)}')"
 }
 value() {  # value PHASE KEY -> from the phase's RESULT line
     grep "^RESULT phase=$1 " "$RESULTS" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1

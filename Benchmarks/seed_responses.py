@@ -4,7 +4,7 @@ stopped, or at least idle: this takes the write lock in large transactions).
 
 Each row is what POST /v1/orgs/{org}/responses would have stored for the benchmark survey:
   responses  response_id rsp_<uuidv7> (time-ordered, same format as Sources/SurveyDomain/Ids.swift),
-             a random clientSubmissionId (like a phone's UUID), the ~1.5 KB request body as sent,
+             a random clientSubmissionId (like a phone's UUID), the SHA-256 of the ~1.5 KB request body as sent,
              its canonical digest, the canonical answers, receivedAt, review_state, revision 1
   audit      the matching "response.accept" entry
 Receive times are spread over the past (one row every --spacing-ms, ending --end-ago-s seconds ago),
@@ -82,10 +82,11 @@ def main() -> int:
             # The body is written canonically (sorted keys, no whitespace), so its digest is the
             # canonical digest surveyd computes.
             digest = "sha256:" + hashlib.sha256(body).hexdigest()
+            body_sha256 = hashlib.sha256(body).digest()  # stored instead of the body (schema step 2)
             if ids_out and i % sample_every == 0:
                 ids_out.write(rid + "\n")
             written += 1
-            yield (rid, a.org, csid, a.submitter, a.survey, a.version, digest, body, answers, ms - 3_600_000, ms,
+            yield (rid, a.org, csid, a.submitter, a.survey, a.version, digest, body_sha256, answers, ms - 3_600_000, ms,
                    a.review_state, rid, csid, a.review_state, ms)
 
     # One statement for both rows keeps the response and its audit entry together.
@@ -98,8 +99,8 @@ def main() -> int:
         db.executemany("INSERT INTO temp.seed_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows(lo, hi))
         db.execute("""
             INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
-                request_digest, request_body, answers, field_task_id, captured_at, received_at, review_state, revision)
-            SELECT response_id, org_id, csid, submitter, survey_id, version_id, digest, body, answers, NULL,
+                request_digest, request_body, request_sha256, answers, field_task_id, captured_at, received_at, review_state, revision)
+            SELECT response_id, org_id, csid, submitter, survey_id, version_id, digest, X'', body, answers, NULL,
                 captured_at, received_at, review_state, 1 FROM temp.seed_rows ORDER BY response_id""")
         db.execute("""
             INSERT INTO audit(org_id, actor, action, target_type, target_id, revision, detail, at)

@@ -71,6 +71,11 @@ public final class Database: Sendable {
                           + "Restore the latest backup (surveyd backup) or inspect it with `surveyd check`.", sql: nil)
     }
 
+    /// Group commits so far and the jobs they held.
+    public var writerStats: (commits: Int, jobs: Int) {
+        (writer.commitsMade.load(ordering: .relaxed), writer.jobsCommitted.load(ordering: .relaxed))
+    }
+
     /// Stops the writer after the jobs already queued are committed.
     public func close() {
         writer.stop()

@@ -144,6 +144,14 @@ enum Migrations {
         CREATE INDEX audit_feed ON audit(org_id, seq);
         CREATE INDEX responses_task ON responses(field_task_id);
         """),
+        // A response row kept the request body as sent (~1.5 KB, beside the canonical answers)
+        // only to recognise a byte-identical replay: its SHA-256 does that in 32 bytes, and the
+        // row — written to the WAL on every commit — shrinks by almost half. Rows written before
+        // keep their body (request_sha256 NULL). No query used responses_task; each insert paid for it.
+        ("responses-body-sha256", """
+        ALTER TABLE responses ADD COLUMN request_sha256 BLOB;
+        DROP INDEX responses_task;
+        """),
     ]
 
     static func currentVersion(_ conn: Connection) throws(SQLiteError) -> Int {

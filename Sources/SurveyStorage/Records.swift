@@ -47,7 +47,9 @@ public struct ResponseRecord: Sendable, Equatable {
     public let surveyId: String
     public let surveyVersionId: String
     public let requestDigest: String
-    public let requestBody: [UInt8]
+    /// SHA-256 of the request body exactly as sent: a byte-identical replay is recognised by it
+    /// without canonicalising anything.
+    public let requestSHA256: [UInt8]
     public let answers: String
     public let fieldTaskId: String?
     public let capturedAt: Int64?
@@ -56,11 +58,11 @@ public struct ResponseRecord: Sendable, Equatable {
     public let revision: Int64
 
     public init(responseId: String, orgId: String, clientSubmissionId: String, submitter: String, surveyId: String,
-                surveyVersionId: String, requestDigest: String, requestBody: [UInt8], answers: String,
+                surveyVersionId: String, requestDigest: String, requestSHA256: [UInt8], answers: String,
                 fieldTaskId: String?, capturedAt: Int64?, receivedAt: Int64, reviewState: String, revision: Int64) {
         self.responseId = responseId; self.orgId = orgId; self.clientSubmissionId = clientSubmissionId
         self.submitter = submitter; self.surveyId = surveyId; self.surveyVersionId = surveyVersionId
-        self.requestDigest = requestDigest; self.requestBody = requestBody; self.answers = answers
+        self.requestDigest = requestDigest; self.requestSHA256 = requestSHA256; self.answers = answers
         self.fieldTaskId = fieldTaskId; self.capturedAt = capturedAt; self.receivedAt = receivedAt
         self.reviewState = reviewState; self.revision = revision
     }

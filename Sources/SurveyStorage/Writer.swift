@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SurveyDomain
 
 /// The single writer. Callers hand it jobs and are answered once their group is committed — by
@@ -14,6 +15,9 @@ final class Writer: @unchecked Sendable {
     private var stopped = false
     private let maxGroupSize: Int
     private var thread: Thread?
+    /// Group commits made and jobs they held (jobs / commits = the mean group size).
+    let commitsMade = Atomic<Int>(0)
+    let jobsCommitted = Atomic<Int>(0)
 
     final class Job: @unchecked Sendable {
         // @unchecked: `run`, `failure` and `finished` are used on the writer thread only;
@@ -33,6 +37,9 @@ final class Writer: @unchecked Sendable {
         self.maxGroupSize = maxGroupSize
         let t = Thread { [unowned self] in
             Thread.current.name = "surveyd-writer"  // set from the thread itself, it reaches the kernel (top -H, perf)
+            // Every write in the process waits on this one thread: when the cores are contended it
+            // should run first. Raising its priority needs CAP_SYS_NICE; without it this does nothing.
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, -10)  // who 0: on Linux, this thread only
             self.loop()
         }
         t.stackSize = 4 << 20
@@ -96,46 +103,70 @@ final class Writer: @unchecked Sendable {
                 cond.unlock()
                 return
             }
-            let group = Array(queue.prefix(maxGroupSize))
-            queue.removeFirst(group.count)
+            let first = Array(queue.prefix(maxGroupSize))
+            queue.removeFirst(first.count)
             cond.unlock()
 
-            runGroup(group)
+            let group = runGroup(first)
             for job in group { job.finished(job) }
             commits += 1
+            commitsMade.add(1, ordering: .relaxed)
+            jobsCommitted.add(group.count, ordering: .relaxed)
             // A passive checkpoint by the writer itself keeps the WAL small under constant load.
             if commits % 64 == 0 { try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)") }
         }
     }
 
+    /// Up to `limit` more queued jobs.
+    private func takeMore(_ limit: Int) -> [Job] {
+        cond.lock()
+        defer { cond.unlock() }
+        let more = Array(queue.prefix(limit))
+        queue.removeFirst(more.count)
+        return more
+    }
+
+    /// Runs `first` and every job that arrives while they run (up to `maxGroupSize`) in one
+    /// transaction, and returns them all: jobs queued during the group's work join its COMMIT
+    /// instead of waiting for a commit of their own — bigger groups without any added wait.
     /// BEGIN, SAVEPOINT, RELEASE and COMMIT are prepared statements, cached like any other.
-    private func runGroup(_ group: [Job]) {
+    private func runGroup(_ first: [Job]) -> [Job] {
+        var group = first
         do {
             try connection.run("BEGIN IMMEDIATE")
         } catch {
             for job in group { job.failure = error }
-            return
+            return group
         }
         var succeeded: [Job] = []
-        for job in group {
-            do {
-                try connection.run("SAVEPOINT job")
+        var next = 0
+        while true {
+            while next < group.count {
+                let job = group[next]
+                next += 1
                 do {
-                    try job.run(connection, job.undo)
-                    try connection.run("RELEASE job")
-                    succeeded.append(job)
+                    try connection.run("SAVEPOINT job")
+                    do {
+                        try job.run(connection, job.undo)
+                        try connection.run("RELEASE job")
+                        succeeded.append(job)
+                    } catch {
+                        job.failure = error
+                        job.undo.run()
+                        try connection.execute("ROLLBACK TO job")
+                        try connection.execute("RELEASE job")
+                    }
                 } catch {
-                    job.failure = error
-                    job.undo.run()
-                    try connection.execute("ROLLBACK TO job")
-                    try connection.execute("RELEASE job")
+                    // The savepoint machinery itself failed (disk full, I/O): abandon the group.
+                    try? connection.execute("ROLLBACK")
+                    for j in group where j.failure == nil { j.failure = error; j.undo.run() }
+                    return group
                 }
-            } catch {
-                // The savepoint machinery itself failed (disk full, I/O): abandon the group.
-                try? connection.execute("ROLLBACK")
-                for j in group where j.failure == nil { j.failure = error; j.undo.run() }
-                return
             }
+            guard group.count < maxGroupSize else { break }
+            let more = takeMore(maxGroupSize - group.count)
+            if more.isEmpty { break }
+            group += more
         }
         do {
             try connection.run("COMMIT")
@@ -143,6 +174,7 @@ final class Writer: @unchecked Sendable {
             try? connection.execute("ROLLBACK")
             for job in succeeded { job.failure = error; job.undo.run() }
         }
+        return group
     }
 }
 

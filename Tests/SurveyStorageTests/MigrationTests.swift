@@ -26,6 +26,28 @@ final class TempDir {
         }
     }
 
+    /// Step 2 keeps the SHA-256 of a response's body instead of the body: a row written before it
+    /// still answers with the hash of the body it kept, so its byte-identical replay is recognised.
+    @Test func rowsFromBeforeStepTwoKeepTheirBodyAndAnswerItsHash() throws {
+        let dir = TempDir()
+        let conn = try Connection(path: dir.db, readOnly: false)
+        try conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+        try conn.execute(Migrations.steps[0].sql)
+        try conn.run("INSERT INTO schema_migrations VALUES (1, ?, 0)", [.text(Migrations.steps[0].name)])
+        let body = Array(#"{"answers":{"q1":1},"clientSubmissionId":"old-body-1","contentHash":"sha256:0","surveyVersionId":"ver_1"}"#.utf8)
+        try conn.run("""
+            INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
+                request_digest, request_body, answers, field_task_id, captured_at, received_at, review_state, revision)
+            VALUES ('rsp_1', 'org_1', 'old-body-1', 'usr_1', 'srv_1', 'ver_1', 'sha256:x', ?, '{"q1":1}', NULL, NULL, 1, 'none', 1)
+            """, [.blob(body)])
+        let db = try Database(.init(path: dir.db))
+        defer { db.close() }
+        let stored = try #require(try db.read { try $0.response(orgId: "org_1", clientSubmissionId: "old-body-1") })
+        #expect(stored.requestSHA256 == Digest.sha256(body))
+        #expect(try conn.query("SELECT 1 FROM sqlite_master WHERE name = 'responses_task'").isEmpty)
+        #expect(try conn.query("SELECT request_body FROM responses").first?.blob(0) == body)
+    }
+
     @Test func reopeningRunsNothingTwiceAndKeepsData() throws {
         let dir = TempDir()
         let first = try Database(.init(path: dir.db))

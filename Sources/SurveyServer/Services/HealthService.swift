@@ -22,7 +22,7 @@ struct HealthService {
         }
         router.add("GET", "/metrics") { request in
             try services.requireOperator(try services.authenticate(request))
-            return .text(200, services.metrics.render(), contentType: "text/plain; version=0.0.4")
+            return .text(200, services.metrics.render(writer: services.database.writerStats), contentType: "text/plain; version=0.0.4")
         }
     }
 }

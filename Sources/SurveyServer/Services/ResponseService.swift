@@ -37,8 +37,8 @@ struct ResponseService {
 
     /// Step 3, the replay: the same submitter and the same request → the stored receipt; anything
     /// else under that id → 1004, revealing nothing of what is stored.
-    static func replay(of stored: ResponseRecord, submitter: String, rawBody: [UInt8], digest: () -> String) throws -> ResponseRecord {
-        guard stored.submitter == submitter, stored.requestBody == rawBody || stored.requestDigest == digest() else {
+    static func replay(of stored: ResponseRecord, submitter: String, bodySHA256: [UInt8], digest: () -> String) throws -> ResponseRecord {
+        guard stored.submitter == submitter, stored.requestSHA256 == bodySHA256 || stored.requestDigest == digest() else {
             throw ApiError(.idempotencyConflict, "This clientSubmissionId was already used for a different submission.")
         }
         return stored
@@ -69,7 +69,7 @@ struct ResponseService {
         let contentHash = try body.string("contentHash")
         guard let answers = body.fields["answers"] else { throw ApiError.malformed("`answers` is required.") }
         let fieldTaskId = try body.optionalString("fieldTaskId")
-        let rawBody = request.body
+        let bodySHA256 = Digest.sha256(request.body)
         // The canonical digest costs a re-encoding and a hash: a replay sent with the same bytes
         // never needs it, so it is computed only when the bytes differ or the request is new.
         let bodyValue = body.value
@@ -77,7 +77,7 @@ struct ResponseService {
         // 3. replay — answered even while the subscription has expired.
         if let stored {
             do {
-                return Self.replayed(try Self.replay(of: stored, submitter: user.userId, rawBody: rawBody, digest: { Self.digest(bodyValue) }),
+                return Self.replayed(try Self.replay(of: stored, submitter: user.userId, bodySHA256: bodySHA256, digest: { Self.digest(bodyValue) }),
                                      metrics: services.metrics)
             } catch let e as ApiError where e.code == .idempotencyConflict {
                 services.metrics.add(.idempotencyConflicts)
@@ -119,7 +119,7 @@ struct ResponseService {
         let record = ResponseRecord(
             responseId: Ids.make("rsp", nowMillis: now), orgId: orgId, clientSubmissionId: clientSubmissionId,
             submitter: user.userId, surveyId: survey.surveyId, surveyVersionId: version.surveyVersionId, requestDigest: digest,
-            requestBody: rawBody, answers: String(decoding: canonicalAnswers, as: UTF8.self), fieldTaskId: fieldTaskId, capturedAt: capturedAt,
+            requestSHA256: bodySHA256, answers: String(decoding: canonicalAnswers, as: UTF8.self), fieldTaskId: fieldTaskId, capturedAt: capturedAt,
             receivedAt: now, reviewState: survey.reviewRequired ? ReviewState.submitted.rawValue : ReviewState.none.rawValue,
             revision: 1)
         let submitter = user.userId
@@ -129,12 +129,12 @@ struct ResponseService {
         let answer = DeferredResponse()
         services.gate.writeAsync(orgId: orgId, actor: submitter, replay: { db in
             try db.response(orgId: orgId, clientSubmissionId: clientSubmissionId).map {
-                try Self.replay(of: $0, submitter: submitter, rawBody: rawBody, digest: { digest })
+                try Self.replay(of: $0, submitter: submitter, bodySHA256: bodySHA256, digest: { digest })
             }
         }, { tx in
             let stored = ResponseRecord(
                 responseId: record.responseId, orgId: orgId, clientSubmissionId: clientSubmissionId, submitter: submitter,
-                surveyId: record.surveyId, surveyVersionId: record.surveyVersionId, requestDigest: digest, requestBody: rawBody,
+                surveyId: record.surveyId, surveyVersionId: record.surveyVersionId, requestDigest: digest, requestSHA256: bodySHA256,
                 answers: record.answers, fieldTaskId: fieldTaskId, capturedAt: capturedAt, receivedAt: tx.now,
                 reviewState: record.reviewState, revision: 1)
             try tx.insertResponse(stored)

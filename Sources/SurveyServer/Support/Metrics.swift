@@ -67,7 +67,8 @@ final class Metrics: Sendable {
         }
     }
 
-    func render() -> String {
+    /// `writer`: group commits made and the jobs they held, from the store.
+    func render(writer: (commits: Int, jobs: Int)? = nil) -> String {
         var s = State()
         for shard in shards {
             shard.state.withLock { t in
@@ -108,6 +109,10 @@ final class Metrics: Sendable {
             }
             out += "surveyd_sync_age_seconds_bucket{le=\"+Inf\"} \(s.syncAgeCount)\n"
             out += "surveyd_sync_age_seconds_sum \(s.syncAgeSum)\nsurveyd_sync_age_seconds_count \(s.syncAgeCount)\n"
+            if let writer {
+                out += "# TYPE surveyd_writer_commits_total counter\nsurveyd_writer_commits_total \(writer.commits)\n"
+                out += "# TYPE surveyd_writer_jobs_total counter\nsurveyd_writer_jobs_total \(writer.jobs)\n"
+            }
             return out
         }
     }

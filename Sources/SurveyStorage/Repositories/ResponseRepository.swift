@@ -3,11 +3,13 @@ import SurveyDomain
 extension ReadContext {
     private static let columns = """
         response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id, request_digest, request_body,
-        answers, field_task_id, captured_at, received_at, review_state, revision
+        answers, field_task_id, captured_at, received_at, review_state, revision, request_sha256
         """
     private static func response(_ r: Row) -> ResponseRecord {
         ResponseRecord(responseId: r.string(0), orgId: r.string(1), clientSubmissionId: r.string(2), submitter: r.string(3),
-                       surveyId: r.string(4), surveyVersionId: r.string(5), requestDigest: r.string(6), requestBody: r.blob(7),
+                       surveyId: r.string(4), surveyVersionId: r.string(5), requestDigest: r.string(6),
+                       // Rows from before schema step 2 kept the body itself instead of its hash.
+                       requestSHA256: r.optionalBlob(14) ?? Digest.sha256(r.blob(7)),
                        answers: r.string(8), fieldTaskId: r.optionalString(9), capturedAt: r.optionalInt(10),
                        receivedAt: r.int(11), reviewState: r.string(12), revision: r.int(13))
     }
@@ -48,10 +50,10 @@ extension GatedTransaction {
     public func insertResponse(_ r: ResponseRecord) throws {
         try context.conn.run("""
             INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
-                request_digest, request_body, answers, field_task_id, captured_at, received_at, review_state, revision)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                request_digest, request_body, request_sha256, answers, field_task_id, captured_at, received_at, review_state, revision)
+            VALUES (?, ?, ?, ?, ?, ?, ?, X'', ?, ?, ?, ?, ?, ?, ?)
             """, [.text(r.responseId), .text(orgId), .text(r.clientSubmissionId), .text(r.submitter), .text(r.surveyId),
-                  .text(r.surveyVersionId), .text(r.requestDigest), .blob(r.requestBody), .text(r.answers),
+                  .text(r.surveyVersionId), .text(r.requestDigest), .blob(r.requestSHA256), .text(r.answers),
                   .optional(r.fieldTaskId), .optional(r.capturedAt), .int(r.receivedAt), .text(r.reviewState), .int(r.revision)])
         try audit(action: "response.accept", targetType: "response", targetId: r.responseId, revision: r.revision,
                   detail: CanonicalJSON.string(["toState": .string(r.reviewState), "clientSubmissionId": .string(r.clientSubmissionId)]))

@@ -24,6 +24,7 @@ public struct Row: Sendable {
     public func int(_ i: Int) -> Int64 { if case .int(let v) = values[i] { return v }; return 0 }
     public func optionalInt(_ i: Int) -> Int64? { if case .int(let v) = values[i] { return v }; return nil }
     public func bool(_ i: Int) -> Bool { int(i) != 0 }
+    public func optionalBlob(_ i: Int) -> [UInt8]? { if case .blob(let b) = values[i] { return b }; return nil }
     public func blob(_ i: Int) -> [UInt8] {
         switch values[i] { case .blob(let b): b; case .text(let s): Array(s.utf8); default: [] }
     }

@@ -26,9 +26,20 @@ final class Statement {
             case .null: rc = sqlite3_bind_null(handle, idx)
             case .int(let x): rc = sqlite3_bind_int64(handle, idx, x)
             case .double(let x): rc = sqlite3_bind_double(handle, idx, x)
-            case .text(let s): rc = sqlite3_bind_text(handle, idx, s, -1, csqlite_transient())
+            case .text(let s):
+                // Native strings hand SQLite their UTF-8 in place (no C-string copy); SQLite copies it.
+                // (An empty buffer may have no address, which SQLite would bind as NULL: those go the C-string way.)
+                let direct: Int32?? = s.utf8.withContiguousStorageIfAvailable { buf -> Int32? in
+                    guard let base = buf.baseAddress, buf.count > 0 else { return nil }
+                    return base.withMemoryRebound(to: CChar.self, capacity: buf.count) {
+                        sqlite3_bind_text(handle, idx, $0, Int32(buf.count), csqlite_transient())
+                    }
+                }
+                rc = (direct ?? nil) ?? sqlite3_bind_text(handle, idx, s, -1, csqlite_transient())
             case .blob(let b):
-                rc = b.withUnsafeBytes { sqlite3_bind_blob(handle, idx, $0.baseAddress, Int32($0.count), csqlite_transient()) }
+                // An empty array may have no address, which SQLite would bind as NULL.
+                rc = b.isEmpty ? sqlite3_bind_zeroblob(handle, idx, 0)
+                    : b.withUnsafeBytes { sqlite3_bind_blob(handle, idx, $0.baseAddress, Int32($0.count), csqlite_transient()) }
             }
             guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
         }
