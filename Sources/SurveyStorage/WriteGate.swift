@@ -29,15 +29,23 @@ public struct WriteGate: Sendable {
 
     /// `write` for a caller that must not wait (an HTTP polling thread): `then` gets the outcome
     /// after the group's COMMIT, on the writer thread — it must only hand it on — or at once, on
-    /// this thread, when it is decided without the writer (expired, shutting down).
+    /// this thread, when it is decided without the writer (expired, shutting down). `organization`
+    /// is the organization as the caller's own read snapshot found it, which spares a read here.
     public func writeAsync<T: Sendable>(
-        orgId: String, actor: String,
+        orgId: String, actor: String, organization: OrgRecord? = nil,
         replay: @escaping @Sendable (ReadContext) throws -> T? = { _ in nil },
         _ body: @escaping @Sendable (GatedTransaction) throws -> T,
         then: @escaping @Sendable (Result<Outcome<T>, any Error>) -> Void
     ) {
         do {
-            if let answer = try answerWhileExpired(orgId: orgId, replay: replay) { return then(.success(answer)) }
+            if let organization, organization.orgId == orgId {
+                if Timestamp.nowMillis() >= organization.expiresAt {
+                    if let answer = try database.read({ try replay($0) }) { return then(.success(.replayed(answer))) }
+                    throw Self.expired(organization.expiresAt)
+                }
+            } else if let answer = try answerWhileExpired(orgId: orgId, replay: replay) {
+                return then(.success(answer))
+            }
         } catch {
             return then(.failure(error))
         }

@@ -37,9 +37,6 @@ final class Writer: @unchecked Sendable {
         self.maxGroupSize = maxGroupSize
         let t = Thread { [unowned self] in
             Thread.current.name = "surveyd-writer"  // set from the thread itself, it reaches the kernel (top -H, perf)
-            // Every write in the process waits on this one thread: when the cores are contended it
-            // should run first. Raising its priority needs CAP_SYS_NICE; without it this does nothing.
-            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, -10)  // who 0: on Linux, this thread only
             self.loop()
         }
         t.stackSize = 4 << 20

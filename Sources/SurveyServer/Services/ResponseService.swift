@@ -48,7 +48,7 @@ struct ResponseService {
         let orgId = request.parameter("orgId")
         // Steps 1–3 read one snapshot: who is calling, the task they cite, and what is already
         // stored under this clientSubmissionId (one reader checkout, one BEGIN, one cache refill).
-        let (user, body, task, stored) = try services.database.read { db in
+        let (user, body, task, stored, organization) = try services.database.read { db in
             let user = try services.member(try services.authenticate(request.head, in: db), of: orgId, withAnyOf: .collector)
             // clientSubmissionId is this write's key; an Idempotency-Key is checked for format only.
             _ = try KeyedWrites.key(request)
@@ -62,7 +62,8 @@ struct ResponseService {
                 guard let t = try db.task(orgId: orgId, taskId: id), t.assigneeUserId == user.userId else { throw ApiError.notFound() }
                 return t
             }
-            return (user, body, task, try db.response(orgId: orgId, clientSubmissionId: clientSubmissionId))
+            // The organization too: the gate's expiry pre-check below then needs no read of its own.
+            return (user, body, task, try db.response(orgId: orgId, clientSubmissionId: clientSubmissionId), try db.org(orgId))
         }
         let clientSubmissionId = try body.string("clientSubmissionId")
         let surveyVersionId = try body.string("surveyVersionId")
@@ -127,7 +128,7 @@ struct ResponseService {
         // The write is queued and this thread goes on serving other connections; the writer wakes
         // the request after the group's COMMIT and the answer is built back here.
         let answer = DeferredResponse()
-        services.gate.writeAsync(orgId: orgId, actor: submitter, replay: { db in
+        services.gate.writeAsync(orgId: orgId, actor: submitter, organization: organization, replay: { db in
             try db.response(orgId: orgId, clientSubmissionId: clientSubmissionId).map {
                 try Self.replay(of: $0, submitter: submitter, bodySHA256: bodySHA256, digest: { digest })
             }

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# A/B: two surveyd builds measured alternately on the same data dir, same machine, same minutes —
+# the way to see a 5-10 % change on a machine whose run-to-run spread is larger than that.
+#
+#   Benchmarks/ab.sh BIN_A BIN_B [ROUNDS] [PHASE]     PHASE: submit (default) replay refusal read
+#
+# Uses the data dir and tokens a previous Benchmarks/run.sh left in $BENCH_DIR. Each round starts
+# A, warms up 3 s, measures PHASE for $SECS s (8), stops it; then the same for B. Prints per round
+# and in total: accepted/s and server CPU µs per request (from /proc), A then B.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+WORK=${BENCH_DIR:-/tmp/surveyd-bench}
+A=${1:?binary A}; B=${2:?binary B}; ROUNDS=${3:-3}; PHASE=${4:-submit}; SECS=${SECS:-8}
+PORT=${PORT:-18080}; BASE="http://127.0.0.1:$PORT"
+# shellcheck disable=SC1091
+source "$WORK/env.sh"
+export LUA_PATH="$HERE/wrk/?.lua;;" FIXTURES="$HERE/fixtures" OUT_DIR="$WORK/ids-ab" THREADS=2 PHASE
+export IDS_FILE="$WORK/read.ids" REVIEW_IDS_FILE="$WORK/review.ids" REVIEWER_TOKEN="$REVIEWER" TOKEN="$COLLECTOR"
+case $PHASE in refusal) export ORG=$XORG VERSION=$XVERSION HASH=$XHASH TOKEN=$XCOLLECTOR ;; esac
+mkdir -p "$OUT_DIR"
+one() {  # binary tag -> "rate us_per_req"
+    "$1" serve --data-dir "$WORK/data" --port "$PORT" --startup-check quick --no-log > /dev/null 2>&1 &
+    local pid=$!
+    for _ in $(seq 1 400); do curl -sf "$BASE/healthz" > /dev/null 2>&1 && break; sleep 0.05; done
+    RUN_TAG="ab$2$(date +%s%N)" wrk -t2 -c64 -d3s -s "$HERE/wrk/$PHASE.lua" "$BASE" > /dev/null 2>&1
+    local c0; c0=$(awk '{print $14 + $15}' /proc/$pid/stat)
+    local line; line=$(RUN_TAG="ab$2$(date +%s%N)" wrk -t2 -c64 -d"${SECS}s" -s "$HERE/wrk/$PHASE.lua" "$BASE" 2>&1 | grep '^RESULT')
+    local c1; c1=$(awk '{print $14 + $15}' /proc/$pid/stat)
+    kill -TERM $pid; wait $pid || true
+    local n rate; n=$(echo "$line" | sed 's/.* requests=\([0-9]*\).*/\1/'); rate=$(echo "$line" | sed 's/.* rps=\([0-9.]*\).*/\1/')
+    awk -v r="$rate" -v t=$((c1 - c0)) -v h="$(getconf CLK_TCK)" -v n="$n" 'BEGIN {printf "%.0f %.0f\n", r, t / h * 1e6 / n}'
+}
+ta=0; tb=0; ua=0; ub=0
+for r in $(seq 1 "$ROUNDS"); do
+    read -r ra pa <<< "$(one "$A" a)"; read -r rb pb <<< "$(one "$B" b)"
+    echo "round $r: A $ra/s ${pa}us   B $rb/s ${pb}us"
+    ta=$((ta + ra)); tb=$((tb + rb)); ua=$((ua + pa)); ub=$((ub + pb))
+done
+echo "mean: A $((ta / ROUNDS))/s $((ua / ROUNDS))us   B $((tb / ROUNDS))/s $((ub / ROUNDS))us   B/A rate $(awk -v a=$ta -v b=$tb 'BEGIN {printf "%.3f", b / a}')"
