@@ -134,7 +134,7 @@ writer_stats() {  # "cpu_ticks voluntary_switches" of the writer thread
 }
 # "commits jobs" of the writer so far, from /metrics (operator token); "0 0" when unavailable.
 writer_groups() {
-    curl -s -m 2 -H "Authorization: Bearer $OPERATOR" "$BASE/metrics" 2>/dev/null \
+    { curl -s -m 2 -H "Authorization: Bearer $OPERATOR" "$BASE/metrics" 2>/dev/null || true; } \
         | awk '/^surveyd_writer_commits_total/ {c = $2} /^surveyd_writer_jobs_total/ {j = $2} END {print (c ? c : 0), (j ? j : 0)}'
 }
 cpu_jiffies() { awk '/^cpu / {print $2+$3+$4+$6+$7+$8+$9, $5, $6}' /proc/stat; }  # "busy idle iowait" (busy counts iowait)

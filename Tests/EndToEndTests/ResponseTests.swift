@@ -77,6 +77,14 @@ import SurveyDomain
         #expect(metrics.contains("surveyd_responses_replayed_total 9"))
         #expect(metrics.contains("surveyd_subscription_refusals_total 3"))
         #expect(metrics.contains("surveyd_sync_age_seconds_count 3"))
+        // The writer's own counters: the 3 acceptances (and the fixture's writes) went through its
+        // group commits, never more commits than jobs.
+        func value(_ name: String) -> Int? {
+            metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
+        }
+        let commits = try #require(value("surveyd_writer_commits_total"))
+        let jobs = try #require(value("surveyd_writer_jobs_total"))
+        #expect(commits >= 1 && jobs >= 3 + 1 && commits <= jobs)
     }
 
     @Test func reEncodedIsReplayDifferentIsConflict() throws {
