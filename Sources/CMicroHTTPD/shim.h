@@ -22,10 +22,12 @@ static inline struct MHD_Daemon *cmhd_start(const char *host, uint16_t port, uns
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) return NULL;
-    // A pool of polling threads, each with its own epoll set; handlers that wait suspend their
-    // connection (resumed from another thread through the inter-thread channel).
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME
-                       | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    // thread_pool 0: a thread per connection. Otherwise a pool of polling threads, each with its
+    // own epoll set; handlers that wait suspend their connection (resumed from another thread
+    // through the inter-thread channel).
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    if (thread_pool == 0) flags |= MHD_USE_THREAD_PER_CONNECTION;
+    else flags |= MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
     struct MHD_OptionItem options[] = {
         { MHD_OPTION_SOCK_ADDR, 0, &addr },
         { MHD_OPTION_CONNECTION_LIMIT, connection_limit, NULL },

@@ -3,10 +3,16 @@ import Foundation
 import Synchronization
 import SurveyDomain
 
-/// The HTTP engine: libmicrohttpd polling every connection with epoll from a few threads. Reads
-/// are answered on those threads; a handler that may wait runs on a blocking thread, and a write
-/// queued on the writer parks its connection (suspend) until the group commit wakes it (resume) —
-/// so 64 clients waiting on one commit hold no thread, and their jobs share that commit.
+/// The HTTP engine over libmicrohttpd, in one of two models (`Configuration.pollingThreads`):
+/// - 0, the default: a thread per connection. Every handler runs on its connection's thread and
+///   may wait there (a submission for its group commit); concurrent connections are what lets
+///   the writer group their jobs.
+/// - N > 0: N threads polling every connection with epoll. Reads are answered on them; a handler
+///   that may wait runs on a blocking thread, and a write queued on the writer parks its
+///   connection (suspend) until the group commit wakes it (resume), so waiting clients hold no
+///   thread. Measured faster (`Docs/performance.md`), but libmicrohttpd 0.9.75 drops the answer
+///   of a parked request whose client half-closed its side after sending (it reads the FIN first
+///   thing after the resume and closes): the write is committed, the client sees no answer.
 public final class HTTPServer: @unchecked Sendable {
     // @unchecked: `daemon` is written by start()/stop() only, before and after serving; the
     // router and configuration are immutable; counters are atomics.
@@ -21,9 +27,9 @@ public final class HTTPServer: @unchecked Sendable {
         public var perIPConnectionLimit: UInt32 = 512
         public var idleTimeoutSeconds: UInt32 = 60
         public var threadStackBytes: Int = 512 << 10
-        /// libmicrohttpd's polling threads (each with its own epoll set). Two on two cores: more
-        /// only add context switches, as nothing waits on them.
-        public var pollingThreads: UInt32 = 2
+        /// 0: a thread per connection (the default). N > 0: N polling threads with suspend/resume
+        /// (see the type's comment for what that trades).
+        public var pollingThreads: UInt32 = 0
         public init(host: String = "127.0.0.1", port: UInt16 = 8080) { self.host = host; self.port = port }
     }
 
@@ -56,7 +62,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     public func start() throws {
         let me = Unmanaged.passUnretained(self).toOpaque()
-        guard let d = cmhd_start(configuration.host, configuration.port, max(1, configuration.pollingThreads), configuration.connectionLimit,
+        guard let d = cmhd_start(configuration.host, configuration.port, configuration.pollingThreads, configuration.connectionLimit,
                                  configuration.perIPConnectionLimit, configuration.idleTimeoutSeconds, configuration.threadStackBytes,
                                  accessHandler, me, completedHandler, me) else {
             throw ApiError(.internalError, "cannot listen on \(configuration.host):\(configuration.port) (address in use or invalid)")
@@ -190,6 +196,11 @@ public final class HTTPServer: @unchecked Sendable {
         guard let route = ex.route else { return .NO }
         let request = HTTPRequest(head: ex.head, body: ex.body, sink: ex.sink)
         ex.body = []
+        if configuration.pollingThreads == 0 {
+            // This connection's own thread: the handler, and any wait for its commit, run here.
+            queue(ex, answer(Self.finished(route.handler, request)))
+            return .YES
+        }
         switch route.execution {
         case .blocking:
             let deferred = DeferredResponse()

@@ -9,7 +9,7 @@ enum CLI {
 
     usage:
       surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--max-file-bytes N]
-                   [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads 2]
+                   [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads 0]
                    [--startup-check full|quick] [--no-log]
       surveyd check                       verify every invariant; exit 1 on any violation
       surveyd backup --to DIR             online, consistent copy (database and blobs) into a new DIR
@@ -70,7 +70,7 @@ enum CLI {
             c.startupCheck = check
         }
         if let t = options.value("http-threads") {
-            guard let n = UInt32(t), n >= 1, n <= 64 else { throw CLIError("--http-threads must be 1-64 (libmicrohttpd polling threads)") }
+            guard let n = UInt32(t), n <= 64 else { throw CLIError("--http-threads must be 0 (a thread per connection) or 1-64 polling threads") }
             c.httpThreads = n
         }
         if let k = options.value("max-keyed-in-flight") {

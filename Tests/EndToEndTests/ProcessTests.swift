@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import SurveyDomain
 @testable import SurveyStorage
@@ -68,6 +69,76 @@ import SurveyDomain
         #expect(p.terminationStatus == 0)
         let conn = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: true)
         #expect(try conn.query("SELECT COUNT(*) FROM uploads").first?.int(0) == 1)
+    }
+
+    /// Submissions wait for their group commit with their connection suspended (no thread held).
+    /// SIGTERM in the middle of a burst of them: every request already begun is answered, every
+    /// 201 is stored, nothing is stored that was not answered, and the process exits 0.
+    @Test func sigtermDuringASubmissionBurstAnswersEverySuspendedRequest() throws {
+        let server = ServerProcess()
+        try server.start()
+        let seed = try server.seed()
+        let accepted = Mutex<[String: String]>([:])  // clientSubmissionId -> responseId
+        let stop = Atomic<Bool>(false)
+        let group = DispatchGroup()
+        for t in 0..<16 {
+            DispatchQueue.global().async(group: group) {
+                var i = 0
+                while !stop.load(ordering: .relaxed) {
+                    i += 1
+                    let csid = "burst-\(t)-\(i)-0000"
+                    let body: JSONValue = ["clientSubmissionId": .string(csid), "surveyVersionId": .string(seed.versionId),
+                                           "contentHash": .string(seed.contentHash), "answers": ["n": .number(Double(i))]]
+                    // After the listening socket closes, connecting fails: that request never began.
+                    guard let r = try? server.client.post("/v1/orgs/\(seed.orgId)/responses", token: seed.collectorToken, body) else { return }
+                    if r.status == 201, let id = r.json?["responseId"]?.stringValue { accepted.withLock { $0[csid] = id } }
+                }
+            }
+        }
+        // Let the burst run, then stop the server in the middle of it.
+        while accepted.withLock({ $0.count }) < 200 { usleep(5_000) }
+        let p = server.process!
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        stop.store(true, ordering: .relaxed)
+        group.wait()
+        #expect(p.terminationStatus == 0)
+        let answered = accepted.withLock { $0 }
+        let conn = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: true)
+        let stored = Dictionary(uniqueKeysWithValues: try conn.query(
+            "SELECT client_submission_id, response_id FROM responses WHERE client_submission_id LIKE 'burst-%'").map { ($0.string(0), $0.string(1)) })
+        #expect(answered.count >= 200)
+        #expect(stored == answered, "stored \(stored.count), answered 201 \(answered.count)")
+    }
+
+    /// RFC 9112: a client may half-close its side once the request is sent and still expects the
+    /// answer. Both a submission (which waits for its group commit) and another write get it.
+    @Test func aClientThatHalfClosesAfterItsRequestStillGetsTheAnswer() throws {
+        let server = ServerProcess()
+        try server.start()
+        let seed = try server.seed()
+        @Sendable func halfClosed(_ method: String, _ path: String, token: String, _ json: JSONValue) throws -> Reply {
+            let body = CanonicalJSON.encode(json)
+            let head = "\(method) \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n" +
+                "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+            let fd = try server.client.connect()
+            defer { close(fd) }
+            RawHTTPClient.sendAll(fd, Array(head.utf8) + body)
+            shutdown(fd, Int32(SHUT_WR))
+            return try RawHTTPClient.readReply(fd)
+        }
+        // Concurrent, so that answers wait for commits while other requests come and go.
+        let statuses = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 40) { i in
+            let submitted = try? halfClosed("POST", "/v1/orgs/\(seed.orgId)/responses", token: seed.collectorToken,
+                                            ["clientSubmissionId": .string("half-closed-\(i)"), "surveyVersionId": .string(seed.versionId),
+                                             "contentHash": .string(seed.contentHash), "answers": ["n": .number(Double(i))]])
+            let survey = try? halfClosed("POST", "/v1/orgs/\(seed.orgId)/surveys", token: seed.adminToken, ["title": .string("Half \(i)")])
+            statuses.withLock { $0 += [submitted?.status ?? 0, survey?.status ?? 0] }
+        }
+        #expect(statuses.withLock { $0 } == [Int](repeating: 201, count: 80))
+        let conn = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: true)
+        #expect(try conn.query("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'half-closed-%'").first?.int(0) == 40)
     }
 
     @Test func oneGibibyteUploadKeepsServerMemoryFlat() throws {
