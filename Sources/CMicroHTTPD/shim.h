@@ -26,7 +26,7 @@ static inline struct MHD_Daemon *cmhd_start(const char *host, uint16_t port, uns
     // own epoll set; handlers that wait suspend their connection (resumed from another thread
     // through the inter-thread channel).
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
-    if (thread_pool == 0) flags |= MHD_USE_THREAD_PER_CONNECTION;
+    if (thread_pool == 0) flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;  // poll, not select: descriptors past 1,023 (FD_SETSIZE) are served too
     else flags |= MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
     struct MHD_OptionItem options[] = {
         { MHD_OPTION_SOCK_ADDR, 0, &addr },

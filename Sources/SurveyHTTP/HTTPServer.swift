@@ -61,6 +61,7 @@ public final class HTTPServer: @unchecked Sendable {
     public private(set) var port: UInt16 = 0
 
     public func start() throws {
+        Self.raiseDescriptorLimit(to: rlim_t(configuration.connectionLimit) + 1024)
         let me = Unmanaged.passUnretained(self).toOpaque()
         guard let d = cmhd_start(configuration.host, configuration.port, configuration.pollingThreads, configuration.connectionLimit,
                                  configuration.perIPConnectionLimit, configuration.idleTimeoutSeconds, configuration.threadStackBytes,
@@ -101,6 +102,17 @@ public final class HTTPServer: @unchecked Sendable {
         case .methodNotAllowed, .notFound:
             return .problem(ApiError.notFound())
         }
+    }
+
+    /// Every connection holds a descriptor, and the soft limit is often 1,024: it is raised toward
+    /// the hard limit so that the connection limit, not the descriptor limit, decides (`wanted`
+    /// leaves room for the database, blobs and uploads in flight).
+    static func raiseDescriptorLimit(to wanted: rlim_t) {
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        var limit = rlimit()
+        guard getrlimit(resource, &limit) == 0, limit.rlim_cur < wanted else { return }
+        limit.rlim_cur = min(wanted, limit.rlim_max)
+        _ = setrlimit(resource, &limit)
     }
 
     /// Gives heap freed after a burst of connection threads back to the system (glibc keeps it

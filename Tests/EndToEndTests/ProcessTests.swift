@@ -141,6 +141,34 @@ import SurveyDomain
         #expect(try conn.query("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'half-closed-%'").first?.int(0) == 40)
     }
 
+    /// The connection limit is 2,048: connections whose descriptors are past 1,023 are served too
+    /// (libmicrohttpd's thread-per-connection mode used select(), which cannot watch them: such
+    /// connections were reset — found while measuring).
+    @Test func connectionsPastDescriptor1023AreServed() throws {
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        if limit.rlim_cur < 4096 { limit.rlim_cur = min(4096, limit.rlim_max); setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) }
+        try #require(limit.rlim_cur >= 2048, "this test needs 2,048 descriptors; the hard limit is \(limit.rlim_max)")
+        let server = ServerProcess()
+        try server.start()
+        let seed = try server.seed()
+        // 1,100 idle connections from three addresses (512 per address is the per-client limit).
+        var idle: [Int32] = []
+        defer { idle.forEach { close($0) } }
+        for i in 0..<1_100 { idle.append(try server.client.connect(from: "127.0.0.\(2 + i / 400)")) }
+        // Until the server has accepted them all: it then holds descriptors past 1,023.
+        let fds = "/proc/\(server.process!.processIdentifier)/fd"
+        let deadline = Date().addingTimeInterval(10)
+        while ((try? FileManager.default.contentsOfDirectory(atPath: fds).count) ?? 0) < 1_100 && Date() < deadline { usleep(20_000) }
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: fds).count) ?? 0) >= 1_100)
+        let health = try server.client.get("/healthz")
+        #expect(health.status == 200)
+        let submitted = try server.client.post("/v1/orgs/\(seed.orgId)/responses", token: seed.collectorToken,
+                                               ["clientSubmissionId": "past-fd-1023", "surveyVersionId": .string(seed.versionId),
+                                                "contentHash": .string(seed.contentHash), "answers": ["n": 1]])
+        #expect(submitted.status == 201, "\(submitted.text)")
+    }
+
     @Test func oneGibibyteUploadKeepsServerMemoryFlat() throws {
         let server = ServerProcess()
         try server.start(extra: ["--max-file-bytes", String(2 << 30)])

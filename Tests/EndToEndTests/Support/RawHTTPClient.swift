@@ -16,9 +16,17 @@ struct Reply {
 struct RawHTTPClient {
     let port: UInt16
 
-    func connect() throws -> Int32 {
+    /// `from`: a loopback source address (127.0.0.x), to look like several clients.
+    func connect(from source: String? = nil) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let rc = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard rc == 0 else { close(fd); throw POSIXError(.EADDRNOTAVAIL) }
+        }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = port.bigEndian
