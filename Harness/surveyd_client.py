@@ -435,6 +435,11 @@ class ServerProcess:
                            cwd=REPO_ROOT)
         return r.returncode, (r.stdout + r.stderr).decode("utf-8", "replace")
 
+    def expect_check(self, checks: "Checks", name: str) -> bool:
+        """Records whether `surveyd check` passes on this data dir (exit 0), its report as the detail."""
+        rc, report = self.check()
+        return checks.check(name, rc == 0, report.strip().replace("\n", " | ")[:500])
+
     def remove(self) -> None:
         self.kill9()
         shutil.rmtree(self.data_dir, ignore_errors=True)

@@ -410,8 +410,7 @@ class Run:
         checks.check("no server error and no unexpected answer", not self.problems, "; ".join(self.problems[:4]))
         rc = self.server.terminate()
         checks.check("graceful stop exits 0", rc == 0, f"exit {rc}")
-        crc, report = self.server.check()
-        checks.check("surveyd check --data-dir exits 0", crc == 0, report.strip().replace("\n", " | ")[:500])
+        self.server.expect_check(checks, "surveyd check --data-dir exits 0")
         if checks.failed == 0 and not a.keep:
             self.server.remove()
         else:

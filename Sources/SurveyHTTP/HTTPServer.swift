@@ -93,12 +93,7 @@ public final class HTTPServer: @unchecked Sendable {
         case .found(let route, let params):
             let head = RequestHead(method: method, path: path, route: route.pattern, pathParameters: params, query: [:],
                                    headers: Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a }))
-            let request = HTTPRequest(head: head, body: body)
-            do {
-                let response = try route.handler(request)
-                guard let deferred = response.deferred else { return response }
-                return try deferred.wait()()
-            } catch { return .problem(errorMapper(error)) }
+            return answer(Self.finished(route.handler, HTTPRequest(head: head, body: body)))
         case .methodNotAllowed, .notFound:
             return .problem(ApiError.notFound())
         }
@@ -226,7 +221,8 @@ public final class HTTPServer: @unchecked Sendable {
         return .YES
     }
 
-    /// Runs a handler on a blocking thread; its answer is handed over ready-made.
+    /// Runs a handler on a thread that may wait (a connection's own, a blocking one, the caller's
+    /// in process): a deferred answer is waited for here.
     private static func finished(_ handler: Router.Handler, _ request: HTTPRequest) -> DeferredResponse.Build {
         do {
             let response = try handler(request)

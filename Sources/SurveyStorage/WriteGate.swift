@@ -38,14 +38,7 @@ public struct WriteGate: Sendable {
         then: @escaping @Sendable (Result<Outcome<T>, any Error>) -> Void
     ) {
         do {
-            if let organization, organization.orgId == orgId {
-                if Timestamp.nowMillis() >= organization.expiresAt {
-                    if let answer = try database.read({ try replay($0) }) { return then(.success(.replayed(answer))) }
-                    throw Self.expired(organization.expiresAt)
-                }
-            } else if let answer = try answerWhileExpired(orgId: orgId, replay: replay) {
-                return then(.success(answer))
-            }
+            if let answer = try answerWhileExpired(orgId: orgId, known: organization, replay: replay) { return then(.success(answer)) }
         } catch {
             return then(.failure(error))
         }
@@ -53,12 +46,20 @@ public struct WriteGate: Sendable {
     }
 
     /// While expired, a refusal needs no write lock: answer it (or a replay) from a reader. The
-    /// check inside the transaction (`job`) stays the one that decides.
-    private func answerWhileExpired<T>(orgId: String, replay: (ReadContext) throws -> T?) throws -> Outcome<T>? {
-        try database.read { db -> Outcome<T>? in
-            guard let org = try db.org(orgId), Timestamp.nowMillis() >= org.expiresAt else { return nil }
+    /// check inside the transaction (`job`) stays the one that decides. `known`: the organization
+    /// as the caller already read it (then only an expired one costs a read here).
+    private func answerWhileExpired<T>(orgId: String, known: OrgRecord? = nil, replay: (ReadContext) throws -> T?) throws -> Outcome<T>? {
+        func replayOrRefuse(_ org: OrgRecord, _ db: ReadContext) throws -> Outcome<T> {
             if let answer = try replay(db) { return .replayed(answer) }
             throw Self.expired(org.expiresAt)
+        }
+        if let org = known, org.orgId == orgId {
+            guard Timestamp.nowMillis() >= org.expiresAt else { return nil }
+            return try database.read { try replayOrRefuse(org, $0) }
+        }
+        return try database.read { db -> Outcome<T>? in
+            guard let org = try db.org(orgId), Timestamp.nowMillis() >= org.expiresAt else { return nil }
+            return try replayOrRefuse(org, db)
         }
     }
 

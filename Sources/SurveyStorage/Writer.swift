@@ -50,11 +50,11 @@ final class Writer: @unchecked Sendable {
 
     /// `body` may register file-system undo actions, run if its work does not commit.
     func submit<T>(_ body: @escaping (Connection, UndoLog) throws -> T) throws -> T {
-        let box = ResultBox<T>()
+        let outcome = ResultBox<Result<T, any Error>>()
         let done = DispatchSemaphore(value: 0)
-        try enqueue(Job({ conn, undo in box.value = try body(conn, undo) }, finished: { job in box.failure = job.failure; done.signal() }))
+        submitAsync(body) { outcome.value = $0; done.signal() }
         done.wait()
-        return try box.result!.get()
+        return try outcome.value!.get()
     }
 
     /// Like `submit`, without waiting: `then` runs on the writer thread after the group's COMMIT
@@ -62,7 +62,8 @@ final class Writer: @unchecked Sendable {
     func submitAsync<T>(_ body: @escaping (Connection, UndoLog) throws -> T, then: @escaping (Result<T, any Error>) -> Void) {
         let box = ResultBox<T>()
         do {
-            try enqueue(Job({ conn, undo in box.value = try body(conn, undo) }, finished: { job in box.failure = job.failure; then(box.result!) }))
+            try enqueue(Job({ conn, undo in box.value = try body(conn, undo) },
+                            finished: { job in then(job.failure.map { .failure($0) } ?? .success(box.value!)) }))
         } catch {
             then(.failure(error))
         }
@@ -175,15 +176,10 @@ final class Writer: @unchecked Sendable {
     }
 }
 
-/// Carries a job's result from the writer thread to its caller; written before the job's
-/// semaphore is signalled and read after the wait, so the semaphore orders the accesses.
+/// Carries a value from one thread to another: written before the hand-over (the job's completion,
+/// a semaphore) and read after it, which orders the accesses.
 final class ResultBox<T>: @unchecked Sendable {
     var value: T?
-    var failure: (any Error)?
-    var result: Result<T, any Error>? {
-        if let failure { return .failure(failure) }
-        return value.map { .success($0) }
-    }
 }
 
 /// File-system steps to take back when a job's transaction does not commit (a blob renamed into

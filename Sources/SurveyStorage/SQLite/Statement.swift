@@ -26,16 +26,15 @@ final class Statement {
             case .null: rc = sqlite3_bind_null(handle, idx)
             case .int(let x): rc = sqlite3_bind_int64(handle, idx, x)
             case .double(let x): rc = sqlite3_bind_double(handle, idx, x)
+            case .text(let s) where s.isEmpty:
+                rc = sqlite3_bind_text(handle, idx, "", 0, csqlite_transient())  // a nil pointer would bind NULL
             case .text(let s):
                 // Native strings hand SQLite their UTF-8 in place (no C-string copy); SQLite copies it.
-                // (An empty buffer may have no address, which SQLite would bind as NULL: those go the C-string way.)
-                let direct: Int32?? = s.utf8.withContiguousStorageIfAvailable { buf -> Int32? in
-                    guard let base = buf.baseAddress, buf.count > 0 else { return nil }
-                    return base.withMemoryRebound(to: CChar.self, capacity: buf.count) {
+                rc = s.utf8.withContiguousStorageIfAvailable { buf in
+                    buf.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buf.count) {
                         sqlite3_bind_text(handle, idx, $0, Int32(buf.count), csqlite_transient())
                     }
-                }
-                rc = (direct ?? nil) ?? sqlite3_bind_text(handle, idx, s, -1, csqlite_transient())
+                } ?? sqlite3_bind_text(handle, idx, s, -1, csqlite_transient())
             case .blob(let b):
                 // An empty array may have no address, which SQLite would bind as NULL.
                 rc = b.isEmpty ? sqlite3_bind_zeroblob(handle, idx, 0)
