@@ -27,7 +27,10 @@ static inline struct MHD_Daemon *cmhd_start(const char *host, uint16_t port, uns
     // through the inter-thread channel).
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     if (thread_pool == 0) flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;  // poll, not select: descriptors past 1,023 (FD_SETSIZE) are served too
-    else flags |= MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+    // poll(), not epoll: libmicrohttpd 0.9.75 registers sockets edge-triggered and takes a short
+    // read as "drained", so a FIN that came with the last bytes of a partial request was never
+    // read and the connection hung until the idle timeout. poll() is level-triggered.
+    else flags |= MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
     struct MHD_OptionItem options[] = {
         { MHD_OPTION_SOCK_ADDR, 0, &addr },
         { MHD_OPTION_CONNECTION_LIMIT, connection_limit, NULL },
@@ -46,4 +49,11 @@ static inline struct MHD_Daemon *cmhd_start(const char *host, uint16_t port, uns
 static inline uint16_t cmhd_bound_port(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     return info ? info->port : 0;
+}
+
+// The connection's socket, or -1 (the answer of a parked request that libmicrohttpd closed is
+// written on it directly; see HTTPServer.completed).
+static inline int cmhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
 }

@@ -4,15 +4,14 @@ import Synchronization
 import SurveyDomain
 
 /// The HTTP engine over libmicrohttpd, in one of two models (`Configuration.pollingThreads`):
-/// - 0, the default: a thread per connection. Every handler runs on its connection's thread and
-///   may wait there (a submission for its group commit); concurrent connections are what lets
-///   the writer group their jobs.
-/// - N > 0: N threads polling every connection with epoll. Reads are answered on them; a handler
-///   that may wait runs on a blocking thread, and a write queued on the writer parks its
-///   connection (suspend) until the group commit wakes it (resume), so waiting clients hold no
-///   thread. Measured faster (`Docs/performance.md`), but libmicrohttpd 0.9.75 drops the answer
-///   of a parked request whose client half-closed its side after sending (it reads the FIN first
-///   thing after the resume and closes): the write is committed, the client sees no answer.
+/// - N > 0, the default: N threads polling every connection with poll(). Reads are answered on
+///   them; a handler that may wait runs on a blocking thread, and a write queued on the writer
+///   parks its connection (suspend) until the group commit wakes it (resume), so waiting clients
+///   hold no thread. libmicrohttpd 0.9.75 reads a resumed connection before answering it: for a
+///   client that half-closed after sending it sees the FIN and closes, and the completion
+///   callback then sends the ready answer itself (`ClosingAnswer`).
+/// - 0: a thread per connection. Every handler runs on its connection's thread and may wait
+///   there; ~20 % more CPU per submission (`Docs/performance.md`).
 public final class HTTPServer: @unchecked Sendable {
     // @unchecked: `daemon` is written by start()/stop() only, before and after serving; the
     // router and configuration are immutable; counters are atomics.
@@ -27,9 +26,10 @@ public final class HTTPServer: @unchecked Sendable {
         public var perIPConnectionLimit: UInt32 = 512
         public var idleTimeoutSeconds: UInt32 = 60
         public var threadStackBytes: Int = 512 << 10
-        /// 0: a thread per connection (the default). N > 0: N polling threads with suspend/resume
-        /// (see the type's comment for what that trades).
-        public var pollingThreads: UInt32 = 0
+        /// N > 0: N polling threads with suspend/resume (the default: one per core, at least 2).
+        /// 0: a thread per connection (see the type's comment).
+        public var pollingThreads: UInt32 = defaultPollingThreads
+        public static let defaultPollingThreads = UInt32(min(16, max(2, ProcessInfo.processInfo.activeProcessorCount)))
         public init(host: String = "127.0.0.1", port: UInt16 = 8080) { self.host = host; self.port = port }
     }
 
@@ -266,7 +266,12 @@ public final class HTTPServer: @unchecked Sendable {
         for (k, v) in response.headers { MHD_add_response_header(r, k, v) }
         MHD_queue_response(ex.connection, UInt32(response.status), r)
         MHD_destroy_response(r)
-        log.write(ex: ex, response: response)
+        record(ex, response)
+    }
+
+    /// The request log line and the observer (metrics) of an answered request.
+    private func record(_ ex: Exchange, _ response: HTTPResponse, note: String? = nil) {
+        log.write(ex: ex, response: response, note: note)
         if let observer {
             let d = ContinuousClock.now - ex.started
             observer(ex.route?.pattern ?? "(unmatched)", response.status,
@@ -274,11 +279,21 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
-    fileprivate func completed(state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, code: MHD_RequestTerminationCode) {
+    fileprivate func completed(connection: OpaquePointer, state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, code: MHD_RequestTerminationCode) {
         guard let raw = state?.pointee else { return }
         let ex = Unmanaged<Exchange>.fromOpaque(raw).takeRetainedValue()
         state?.pointee = nil
         inFlight.subtract(1, ordering: .relaxed)
+        if let deferred = ex.deferred, let build = deferred.take() {
+            // Resumed with its answer ready, and closed before the final call could queue it
+            // (a half-closed client, `ClosingAnswer`): the answer is written here instead.
+            let response = answer(build)
+            ClosingAnswer.send(response, on: cmhd_connection_fd(connection), headOnly: ex.method == "HEAD")
+            ex.deferred = nil
+            ex.answered = true
+            answered.add(1, ordering: .relaxed)
+            record(ex, response, note: "answered as the connection closed (the client had half-closed)")
+        }
         ex.deferred?.abandon()
         // Whatever a streaming request wrote and did not commit is dropped (disconnect mid-body,
         // refusal, shutdown). After a commit this does nothing.
@@ -355,7 +370,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
                          uploadData: uploadData, uploadSize: uploadSize, state: state)
 }
 
-private let completedHandler: MHD_RequestCompletedCallback = { cls, _, state, code in
-    guard let cls else { return }
-    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().completed(state: state, code: code)
+private let completedHandler: MHD_RequestCompletedCallback = { cls, connection, state, code in
+    guard let cls, let connection else { return }
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().completed(connection: connection, state: state, code: code)
 }

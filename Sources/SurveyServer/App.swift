@@ -14,9 +14,9 @@ public final class App: Sendable {
         public var maxBodyBytes: Int = 1 << 20
         public var maxFileBytes: Int = 100 << 20
         public var maxKeyedInFlight: Int = 100
-        /// 0: libmicrohttpd thread per connection (default); N: N polling threads with
-        /// suspend/resume (faster; see `HTTPServer` for what it trades).
-        public var httpThreads: UInt32 = 0
+        /// N polling threads with suspend/resume (default: one per core, at least 2); 0:
+        /// libmicrohttpd's thread per connection (slower; see `HTTPServer`).
+        public var httpThreads: UInt32 = HTTPServer.Configuration.defaultPollingThreads
         public var startupCheck: StartupCheck = .full
         /// Idempotency keys are kept at least this long (default 30 days), then purged.
         public var idempotencyRetentionDays: Int = 30

@@ -9,7 +9,7 @@ enum CLI {
 
     usage:
       surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--max-file-bytes N]
-                   [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads 0]
+                   [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads N]
                    [--startup-check full|quick] [--no-log]
       surveyd check                       verify every invariant; exit 1 on any violation
       surveyd backup --to DIR             online, consistent copy (database and blobs) into a new DIR

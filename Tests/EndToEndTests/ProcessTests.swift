@@ -112,10 +112,13 @@ import SurveyDomain
     }
 
     /// RFC 9112: a client may half-close its side once the request is sent and still expects the
-    /// answer. Both a submission (which waits for its group commit) and another write get it.
-    @Test func aClientThatHalfClosesAfterItsRequestStillGetsTheAnswer() throws {
+    /// answer. Both a submission (which waits for its group commit) and another write get it, in
+    /// both HTTP models (the polling one parks these requests; libmicrohttpd closes a parked
+    /// connection whose FIN it reads on resume, and the server then sends the answer itself).
+    @Test(arguments: [[], ["--http-threads", "0"]])
+    func aClientThatHalfClosesAfterItsRequestStillGetsTheAnswer(_ model: [String]) throws {
         let server = ServerProcess()
-        try server.start()
+        try server.start(extra: model)
         let seed = try server.seed()
         @Sendable func halfClosed(_ method: String, _ path: String, token: String, _ json: JSONValue) throws -> Reply {
             let body = CanonicalJSON.encode(json)
@@ -141,16 +144,51 @@ import SurveyDomain
         #expect(try conn.query("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'half-closed-%'").first?.int(0) == 40)
     }
 
+    /// A client that sends part of a request and then its FIN is cut off at once, not held until
+    /// the 60 s idle timeout (libmicrohttpd's epoll mode took a short read as "drained" and never
+    /// read the FIN that came with the last bytes; the polling threads use poll()).
+    @Test(arguments: [[], ["--http-threads", "0"]])
+    func aPartialRequestFollowedByItsFINIsClosedAtOnce(_ model: [String]) throws {
+        let server = ServerProcess()
+        try server.start(extra: model)
+        let partials: [[UInt8]] = [
+            [0xC3],
+            Array("GET /healthz HTTP/1.1\r\nHost: a\r\n".utf8),
+            Array("POST /v1/orgs/x/responses HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"a\":".utf8),
+        ]
+        let outcomes = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 30) { i in
+            guard let fd = try? server.client.connect() else { return }
+            defer { close(fd) }
+            var tv = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            RawHTTPClient.sendAll(fd, partials[i % partials.count])
+            shutdown(fd, Int32(SHUT_WR))
+            // Whatever the server says (a 400, or nothing), the connection must end well before 5 s.
+            var buf = [UInt8](repeating: 0, count: 4096)
+            var outcome = "closed"
+            while true {
+                let n = recv(fd, &buf, buf.count, 0)
+                if n == 0 { break }
+                if n < 0 { outcome = errno == EAGAIN || errno == EWOULDBLOCK ? "held open" : "closed"; break }
+            }
+            outcomes.withLock { $0.append(outcome) }
+        }
+        #expect(outcomes.withLock { $0 } == [String](repeating: "closed", count: 30))
+        #expect(try server.client.get("/healthz").status == 200)
+    }
+
     /// The connection limit is 2,048: connections whose descriptors are past 1,023 are served too
     /// (libmicrohttpd's thread-per-connection mode used select(), which cannot watch them: such
     /// connections were reset — found while measuring).
-    @Test func connectionsPastDescriptor1023AreServed() throws {
+    @Test(arguments: [[], ["--http-threads", "0"]])
+    func connectionsPastDescriptor1023AreServed(_ model: [String]) throws {
         var limit = rlimit()
         getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
         if limit.rlim_cur < 4096 { limit.rlim_cur = min(4096, limit.rlim_max); setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) }
         try #require(limit.rlim_cur >= 2048, "this test needs 2,048 descriptors; the hard limit is \(limit.rlim_max)")
         let server = ServerProcess()
-        try server.start()
+        try server.start(extra: model)
         let seed = try server.seed()
         // 1,100 idle connections from three addresses (512 per address is the per-client limit).
         var idle: [Int32] = []
