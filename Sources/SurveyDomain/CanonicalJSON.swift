@@ -32,6 +32,22 @@ public enum CanonicalJSON {
         return out
     }
 
+    /// The canonical form of an object given as pairs (keys unique): for objects built in code,
+    /// such as a log line, without hashing every key into a dictionary first.
+    public static func encodeObject(_ members: [(String, JSONValue)]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        out.append(UInt8(ascii: "{"))
+        for (k, member) in members.sorted(by: { utf16Precedes($0.0, $1.0) }).enumerated() {
+            if k > 0 { out.append(UInt8(ascii: ",")) }
+            appendString(member.0, to: &out)
+            out.append(UInt8(ascii: ":"))
+            encode(member.1, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     /// Appends the canonical form of `v` to `out`.
     public static func encode(_ v: JSONValue, into out: inout [UInt8]) {
         switch v {
@@ -85,12 +101,28 @@ public enum CanonicalJSON {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Decimal digits without going through a String (most numbers in answers are integers).
+    static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 20 digits at most, kept off the heap
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buf in
+            repeat {
+                buf[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            for k in stride(from: count - 1, through: 0, by: -1) { out.append(buf[k]) }
+        }
+    }
+
     static func appendNumber(_ d: Double, to out: inout [UInt8]) {
         guard d.isFinite else { out.append(contentsOf: "null".utf8); return }
         if d == 0 { out.append(UInt8(ascii: "0")); return }
         // Integers below 2^53 are their own shortest round-trip digits.
         if d.rounded(.towardZero) == d && d.magnitude < 9_007_199_254_740_992 {
-            out.append(contentsOf: String(Int64(d)).utf8)
+            appendInteger(Int64(d), to: &out)
             return
         }
         if d < 0 { out.append(UInt8(ascii: "-")) }

@@ -11,20 +11,25 @@ public struct RequestLog: Sendable {
         guard enabled else { return }
         let elapsed = ContinuousClock.now - ex.started
         let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        var line: [String: JSONValue] = [
-            "time": .string(Timestamp.format(Timestamp.nowMillis())),
-            "method": .string(ex.method),
-            "route": .string(ex.route?.pattern ?? "(unmatched)"),
-            "durationMs": .number((ms * 1000).rounded() / 1000),
+        var line: [(String, JSONValue)] = [
+            ("time", .string(Timestamp.format(Timestamp.nowMillis()))),
+            ("method", .string(ex.method)),
+            ("route", .string(ex.route?.pattern ?? "(unmatched)")),
+            ("durationMs", .number((ms * 1000).rounded() / 1000)),
         ]
-        if let response {
-            line["status"] = .number(Double(response.status))
-            if let c = response.errorCode { line["errorCode"] = .number(Double(c)) }
-            for (k, v) in response.logFields { line[k] = .string(v) }
+        line.reserveCapacity(8 + ex.params.count)
+        // A later value for the same key wins (as it did when the line was a dictionary).
+        func add(_ key: String, _ value: JSONValue) {
+            if let i = line.firstIndex(where: { $0.0 == key }) { line[i].1 = value } else { line.append((key, value)) }
         }
-        for (k, v) in ex.params { line[k] = .string(v) }
-        if let note { line["note"] = .string(note) }
-        var bytes = CanonicalJSON.encode(.object(line))
+        if let response {
+            add("status", .number(Double(response.status)))
+            if let c = response.errorCode { add("errorCode", .number(Double(c))) }
+            for (k, v) in response.logFields { add(k, .string(v)) }
+        }
+        for (k, v) in ex.params { add(k, .string(v)) }
+        if let note { add("note", .string(note)) }
+        var bytes = CanonicalJSON.encodeObject(line)
         bytes.append(10)
         bytes.withUnsafeBytes { _ = Foundation.write(1, $0.baseAddress, $0.count) }
     }

@@ -18,10 +18,17 @@ public struct Router: Sendable {
         case blocking
     }
 
+    /// A pattern segment, as bytes: every route is tried on every request, and comparing bytes
+    /// avoids `Character` (grapheme) work on each segment.
+    enum Segment: Sendable {
+        case literal([UInt8])
+        case parameter(String)
+    }
+
     struct Route: Sendable {
         let method: String
         let pattern: String
-        let segments: [Substring]
+        let segments: [Segment]
         let bodyLimit: Int?
         let opener: SinkOpener?
         let execution: Execution
@@ -41,14 +48,14 @@ public struct Router: Sendable {
     /// HEAD handlers (reads) run inline and every other method's on a blocking thread.
     public mutating func add(_ method: String, _ pattern: String, bodyLimit: Int? = nil, runs execution: Execution? = nil,
                              _ handler: @escaping Handler) {
-        routes.append(Route(method: method, pattern: pattern, segments: Self.segments(pattern).filter { !$0.isEmpty }, bodyLimit: bodyLimit,
+        routes.append(Route(method: method, pattern: pattern, segments: Self.patternSegments(pattern), bodyLimit: bodyLimit,
                             opener: nil, execution: execution ?? Self.defaultExecution(method), handler: handler))
     }
 
     /// A streaming route: the body goes to the sink `opener` returns (on the polling thread: it
     /// must not wait), then `handler` runs with `request.sink` set, on a blocking thread.
     public mutating func add(_ method: String, _ pattern: String, streamingTo opener: @escaping SinkOpener, _ handler: @escaping Handler) {
-        routes.append(Route(method: method, pattern: pattern, segments: Self.segments(pattern).filter { !$0.isEmpty }, bodyLimit: nil,
+        routes.append(Route(method: method, pattern: pattern, segments: Self.patternSegments(pattern), bodyLimit: nil,
                             opener: opener, execution: .blocking, handler: handler))
     }
 
@@ -58,47 +65,55 @@ public struct Router: Sendable {
     /// `{parameters}`, so `/uploads/resumable` is never read as an upload id); then the method
     /// decides between the handler and 405.
     func match(method: String, path: String) -> Match {
-        let parts = Array(Self.segments(path).dropFirst())
-        var best: [Route] = []
-        var bestLiterals = -1
-        for route in routes {
-            guard let literals = Self.literalsMatched(route.segments, parts) else { continue }
-            if literals > bestLiterals { best = []; bestLiterals = literals }
-            if literals == bestLiterals { best.append(route) }
+        var path = path
+        return path.withUTF8 { bytes in
+            let parts = Array(bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst())
+            var best: [Route] = []
+            var bestLiterals = -1
+            for route in routes {
+                guard let literals = Self.literalsMatched(route.segments, parts) else { continue }
+                if literals > bestLiterals { best = []; bestLiterals = literals }
+                if literals == bestLiterals { best.append(route) }
+            }
+            if let hit = best.first(where: { $0.method == method }) ?? best.first(where: { method == "HEAD" && $0.method == "GET" }) {
+                return .found(hit, Self.parameters(hit.segments, parts))
+            }
+            return best.isEmpty ? .notFound : .methodNotAllowed(allow: best.map(\.method))
         }
-        if let hit = best.first(where: { $0.method == method }) ?? best.first(where: { method == "HEAD" && $0.method == "GET" }) {
-            return .found(hit, Self.parameters(hit.segments, parts))
-        }
-        return best.isEmpty ? .notFound : .methodNotAllowed(allow: best.map(\.method))
     }
 
     /// Splits on the byte `/`, never on Characters: a combining mark after a slash (`/\u{1032}`)
     /// forms one grapheme with it, and a Character split would then not see the slash at all.
-    static func segments(_ path: String) -> [Substring] {
-        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { Substring($0) }
+    static func patternSegments(_ pattern: String) -> [Segment] {
+        pattern.utf8.split(separator: UInt8(ascii: "/")).map { bytes in
+            if bytes.first == UInt8(ascii: "{") && bytes.last == UInt8(ascii: "}") {
+                return .parameter(String(decoding: bytes.dropFirst().dropLast(), as: UTF8.self))
+            }
+            return .literal(Array(bytes))
+        }
     }
 
     /// How many literal segments of `pattern` the path matches, or nil when it does not fit
-    /// (checked without allocating: every route is tried on every request).
-    private static func literalsMatched(_ pattern: [Substring], _ parts: [Substring]) -> Int? {
+    /// (checked without allocating).
+    private static func literalsMatched(_ pattern: [Segment], _ parts: [Slice<UnsafeBufferPointer<UInt8>>]) -> Int? {
         guard pattern.count == parts.count else { return nil }
         var literals = 0
         for (p, v) in zip(pattern, parts) {
-            if p.first == "{" && p.last == "}" {
+            switch p {
+            case .parameter:
                 guard !v.isEmpty else { return nil }
-            } else if p != v {
-                return nil
-            } else {
+            case .literal(let bytes):
+                guard bytes.elementsEqual(v) else { return nil }
                 literals += 1
             }
         }
         return literals
     }
 
-    private static func parameters(_ pattern: [Substring], _ parts: [Substring]) -> [String: String] {
+    private static func parameters(_ pattern: [Segment], _ parts: [Slice<UnsafeBufferPointer<UInt8>>]) -> [String: String] {
         var params: [String: String] = [:]
-        for (p, v) in zip(pattern, parts) where p.first == "{" && p.last == "}" {
-            params[String(p.dropFirst().dropLast())] = String(v)
+        for (p, v) in zip(pattern, parts) {
+            if case .parameter(let name) = p { params[name] = String(decoding: v, as: UTF8.self) }
         }
         return params
     }
