@@ -7,7 +7,7 @@
 # Uses $BENCH_DIR (default /tmp/surveyd-bench): its data dir, env.sh and read/review id files.
 # Prints the wrk RESULT line, the busiest threads and the top symbols (self time, demangled);
 # the perf data stays in $BENCH_DIR/perf-PHASE.data. Numbers under perf are a little lower.
-# SCRATCH picks the build, SERVER_ARGS adds `surveyd serve` flags (e.g. --http-threads 2),
+# SCRATCH picks the build, SERVER_ARGS adds `surveyd serve` flags (e.g. --http-threads 0),
 # WARMUP seconds of the same load run first, unprofiled (4; 0 for none).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -14,7 +14,7 @@
 # Environment: PHASE_SECONDS (12) CONNECTIONS (64) THREADS (2) PORT (18080) BENCH_DIR SCRATCH
 # (/tmp/bench-build) QUICK=1 (only the phases of targets 1 and 2) SURVEYD_SRC (package to build; default this repository) BIG_COUNT (1000000)
 # FLOOR_SECONDS (3) PROFILE=1 (perf record the server during each phase; numbers then slightly lower)
-# SERVER_ARGS (extra `surveyd serve` flags, e.g. "--http-threads 2") OTHER_MAX (1.0 CPU-s of other
+# SERVER_ARGS (extra `surveyd serve` flags, e.g. "--http-threads 0") OTHER_MAX (1.0 CPU-s of other
 # processes tolerated per phase) PHASE_ATTEMPTS (3) QUIET_WAIT (300 s).
 set -euo pipefail
 
