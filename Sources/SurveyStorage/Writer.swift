@@ -17,6 +17,8 @@ final class Writer: @unchecked Sendable {
     private var thread: Thread?
     /// Group commits made and jobs they held (jobs / commits = the mean group size).
     let commitsMade = Atomic<Int>(0)
+    /// The savepoint around each job (a gated write may roll back to it and go on).
+    static let jobSavepoint = "job"
     let jobsCommitted = Atomic<Int>(0)
 
     final class Job: @unchecked Sendable {

@@ -43,6 +43,54 @@ import SurveyDomain
         #expect(s == "stored answer")
     }
 
+    /// `.onConflict`: the replay is not looked for before the write; when the write's UNIQUE key is
+    /// taken, everything the write did is rolled back and the stored answer returned.
+    @Test func onConflictTheWriteIsUndoneAndTheStoredAnswerReturned() throws {
+        let (dir, db, gate) = try setUp(expiresIn: 60_000)
+        defer { db.close(); _ = dir }
+        _ = try gate.write(orgId: "org_1", actor: "u") { tx in
+            try tx.createSurvey(surveyId: "s1", title: "T", reviewRequired: false, createdBy: "u")
+        }
+        let audits = try audits(db)
+        // A successful write never consults the replay.
+        let fresh = try gate.write(orgId: "org_1", actor: "u", replay: { _ in "stored" }, replayCheck: .onConflict) { tx in
+            _ = try tx.createSurvey(surveyId: "s2", title: "T", reviewRequired: false, createdBy: "u")
+            return "written"
+        }
+        guard case .written = fresh else { Issue.record("expected a write, got \(fresh)"); return }
+        // s3 is written first, then s1 collides: s3 and its audit entry are taken back.
+        let outcome = try gate.write(orgId: "org_1", actor: "u", replay: { db in
+            try db.conn.query("SELECT title FROM surveys WHERE survey_id = 's1'").first.map { "stored " + $0.string(0) }
+        }, replayCheck: .onConflict) { tx in
+            _ = try tx.createSurvey(surveyId: "s3", title: "T", reviewRequired: false, createdBy: "u")
+            _ = try tx.createSurvey(surveyId: "s1", title: "again", reviewRequired: false, createdBy: "u")
+            return "written"
+        }
+        guard case .replayed(let s) = outcome else { Issue.record("expected a replay, got \(outcome)"); return }
+        #expect(s == "stored T")
+        #expect(try surveys(db) == 2)
+        #expect(try self.audits(db) == audits + 1)
+        // A collision with nothing to replay is the write's own error, and nothing is written.
+        #expect(throws: SQLiteError.self) {
+            _ = try gate.write(orgId: "org_1", actor: "u", replay: { _ in nil as String? }, replayCheck: .onConflict) { tx in
+                _ = try tx.createSurvey(surveyId: "s4", title: "T", reviewRequired: false, createdBy: "u")
+                _ = try tx.createSurvey(surveyId: "s1", title: "again", reviewRequired: false, createdBy: "u")
+                return "written"
+            }
+        }
+        #expect(try surveys(db) == 2)
+        #expect(try self.audits(db) == audits + 1)
+    }
+
+    /// `.onConflict` still answers a replay, not 1001, while the subscription has expired.
+    @Test func onConflictAReplayIsAnsweredWhileExpired() throws {
+        let (dir, db, gate) = try setUp(expiresIn: -1000)
+        defer { db.close(); _ = dir }
+        let outcome = try gate.write(orgId: "org_1", actor: "u", replay: { _ in "stored answer" }, replayCheck: .onConflict) { _ in "written" }
+        guard case .replayed(let s) = outcome else { Issue.record("expected a replay"); return }
+        #expect(s == "stored answer")
+    }
+
     @Test func activeSubscriptionWritesRowAndAuditTogether() throws {
         let (dir, db, gate) = try setUp(expiresIn: 60_000)
         defer { db.close(); _ = dir }

@@ -128,11 +128,13 @@ struct ResponseService {
         // The write is queued and this thread goes on serving other connections; the writer wakes
         // the request after the group's COMMIT and the answer is built back here.
         let answer = DeferredResponse()
+        // The insert's UNIQUE (org_id, client_submission_id) finds a duplicate committed since the
+        // snapshot above; only then is the stored one read (`.onConflict`).
         services.gate.writeAsync(orgId: orgId, actor: submitter, organization: organization, replay: { db in
             try db.response(orgId: orgId, clientSubmissionId: clientSubmissionId).map {
                 try Self.replay(of: $0, submitter: submitter, bodySHA256: bodySHA256, digest: { digest })
             }
-        }, { tx in
+        }, replayCheck: .onConflict, { tx in
             let stored = ResponseRecord(
                 responseId: record.responseId, orgId: orgId, clientSubmissionId: clientSubmissionId, submitter: submitter,
                 surveyId: record.surveyId, surveyVersionId: record.surveyVersionId, requestDigest: digest, requestSHA256: bodySHA256,

@@ -11,6 +11,9 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
 
     public var primaryCode: Int32 { code & 0xFF }
     public var isConstraint: Bool { primaryCode == SQLITE_CONSTRAINT }
+    /// A UNIQUE index or PRIMARY KEY already holds the value (SQLITE_CONSTRAINT_UNIQUE and
+    /// _PRIMARYKEY: C macros built by shifting, which Swift does not import).
+    public var isUniqueViolation: Bool { code == SQLITE_CONSTRAINT | (8 << 8) || code == SQLITE_CONSTRAINT | (6 << 8) }
 
     /// How the contract reports it: disk full, I/O and lock trouble are retryable 1040.
     public var apiError: ApiError {
