@@ -34,9 +34,13 @@ final class Writer: @unchecked Sendable {
         }
     }
 
-    init(connection: Connection, maxGroupSize: Int) {
+    /// The background checkpointer, whose lock the writer's own checkpoints take.
+    private let checkpointer: Checkpointer?
+
+    init(connection: Connection, maxGroupSize: Int, checkpointer: Checkpointer?) {
         self.connection = connection
         self.maxGroupSize = maxGroupSize
+        self.checkpointer = checkpointer
         let t = Thread { [unowned self] in
             Thread.current.name = "surveyd-writer"  // set from the thread itself, it reaches the kernel (top -H, perf)
             self.loop()
@@ -97,6 +101,7 @@ final class Writer: @unchecked Sendable {
             while queue.isEmpty && !stopping { cond.wait() }
             if queue.isEmpty && stopping {
                 // A clean stop leaves the database in one file: the WAL is folded back in.
+                checkpointer?.stop()
                 try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 stopped = true
                 cond.broadcast()
@@ -112,8 +117,13 @@ final class Writer: @unchecked Sendable {
             commits += 1
             commitsMade.add(1, ordering: .relaxed)
             jobsCommitted.add(group.count, ordering: .relaxed)
-            // A passive checkpoint by the writer itself keeps the WAL small under constant load.
-            if commits % 64 == 0 { try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)") }
+            // The checkpointer copies frames as they come; a checkpoint by the writer itself, right
+            // after a commit, finishes the copy so that the next transaction can restart the WAL.
+            if commits % 64 == 0 {
+                checkpointer?.lock.lock()
+                try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                checkpointer?.lock.unlock()
+            }
         }
     }
 
