@@ -17,8 +17,6 @@ final class Writer: @unchecked Sendable {
     private var thread: Thread?
     /// Group commits made and jobs they held (jobs / commits = the mean group size).
     let commitsMade = Atomic<Int>(0)
-    /// The savepoint around each job (a gated write may roll back to it and go on).
-    static let jobSavepoint = "job"
     let jobsCommitted = Atomic<Int>(0)
 
     final class Job: @unchecked Sendable {
@@ -135,6 +133,10 @@ final class Writer: @unchecked Sendable {
         queue.removeFirst(more.count)
         return more
     }
+
+    /// The savepoint around each job, as the statements below name it (a gated write may roll
+    /// back to it and go on: `WriteGate.ReplayCheck.onConflict`).
+    static let jobSavepoint = "job"
 
     /// Runs `first` and every job that arrives while they run (up to `maxGroupSize`) in one
     /// transaction, and returns them all: jobs queued during the group's work join its COMMIT
