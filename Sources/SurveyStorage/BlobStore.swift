@@ -91,6 +91,12 @@ public final class TempFile: @unchecked Sendable {
     public private(set) var size = 0
     public private(set) var prefix: [UInt8] = []
     private var closed = false
+    /// Bytes not yet written. The body arrives in libmicrohttpd's chunks (tens of KB, not aligned
+    /// to pages); written one by one, ext4 zeroed the uncovered part of every new page cache
+    /// folio first (9 % of the upload phase's CPU) and paid a syscall each. Written in 128 KiB
+    /// pieces instead; `finish` writes the rest before the fsync.
+    private var pending: [UInt8] = []
+    static let writeSize = 128 << 10
 
     init(path: String, append: Bool = false) throws {
         self.path = path
@@ -103,20 +109,31 @@ public final class TempFile: @unchecked Sendable {
             prefix.append(contentsOf: bytes.prefix(FileSignature.prefixLength - prefix.count))
         }
         digest.update(bytes)
-        var off = 0
-        while off < bytes.count {
-            let n = Foundation.write(fd, bytes.baseAddress! + off, bytes.count - off)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw BlobStore.ioError("write", errno)
-            }
-            off += n
-        }
+        if pending.isEmpty { pending.reserveCapacity(Self.writeSize) }
+        pending.append(contentsOf: bytes)
         size += bytes.count
+        if pending.count >= Self.writeSize { try flush() }
     }
 
-    /// fsyncs and closes; returns the hex SHA-256 of everything written.
+    private func flush() throws {
+        try pending.withUnsafeBytes { buf in
+            var off = 0
+            while off < buf.count {
+                let n = Foundation.write(fd, buf.baseAddress! + off, buf.count - off)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw BlobStore.ioError("write", errno)
+                }
+                off += n
+            }
+        }
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes what is pending, fsyncs and closes; returns the hex SHA-256 of everything written.
     public func finish() throws -> String {
+        try flush()
+        pending = []
         guard fsync(fd) == 0 else { throw BlobStore.ioError("fsync", errno) }
         close(fd)
         closed = true
@@ -125,6 +142,7 @@ public final class TempFile: @unchecked Sendable {
 
     /// Closes and removes the file (nothing of it remains).
     public func discard() {
+        pending = []
         if !closed { close(fd); closed = true }
         unlink(path)
     }

@@ -125,6 +125,19 @@ import SurveyDomain
         P.expectProblem(try s.f.client.get("/v1/orgs/\(s.f.orgId)/uploads/photo-9999", token: s.f.collectorToken), .notFound)
     }
 
+    /// A body larger than the server's write pieces (128 KiB, `TempFile`) and not a multiple of
+    /// them is stored byte for byte.
+    @Test func aFileOfManyWritePiecesIsStoredExactly() throws {
+        let s = try Setup()
+        let bytes = Files.jpeg(999_999, seed: 7)
+        #expect(try s.put("photo-0003", bytes).status == 201)
+        let content = try s.f.client.get("/v1/orgs/\(s.f.orgId)/uploads/photo-0003/content", token: s.f.collectorToken)
+        #expect(content.status == 200)
+        #expect(content.body.count == bytes.count)
+        #expect(content.body == bytes)
+        #expect(try s.f.server.count("SELECT size FROM uploads WHERE client_upload_id = 'photo-0003'") == 999_999)
+    }
+
     @Test func invalidIdsAndMissingHeaders() throws {
         let s = try Setup()
         P.expectProblem(try s.put("short", Files.jpeg()), .invalidIdentifier)
