@@ -11,11 +11,18 @@ function init(args)
    headers = c.auth() .. "Content-Type: image/jpeg\r\nSurvey-Version-Id: " .. c.version ..
       "\r\nQuestion-Id: " .. c.env("UPLOAD_QUESTION", "photo") .. "\r\n"
 end
+-- The request is built in one concatenation, with the filler for each head length cut once:
+-- building it as body, then request, copied 3 MiB per upload and wrk spent ~2 ms of CPU on each,
+-- on the cores the server runs on. The bytes sent are the same.
+local fillers = {}
 function request()
    local id = c.unique("upl")
    local head = "\255\216\255\224" .. id .. "\n"
-   local body = head .. filler:sub(1, size - #head)
-   return c.raw("PUT", "/v1/orgs/" .. c.org .. "/uploads/" .. id, headers, body)
+   local n = size - #head
+   local fill = fillers[n]
+   if not fill then fill = filler:sub(1, n); fillers[n] = fill end
+   return "PUT /v1/orgs/" .. c.org .. "/uploads/" .. id .. " HTTP/1.1\r\nHost: " .. wrk.host .. ":" .. wrk.port ..
+      "\r\n" .. headers .. "Content-Length: " .. size .. "\r\n\r\n" .. head .. fill
 end
 function response(status, headers, body) c.response(status, headers, body) end
 function done(summary, latency, requests) c.done(summary, latency, requests) end
