@@ -2,7 +2,7 @@
 # A/B: two surveyd builds measured alternately on the same data dir, same machine, same minutes —
 # the way to see a 5-10 % change on a machine whose run-to-run spread is larger than that.
 #
-#   Benchmarks/ab.sh BIN_A BIN_B [ROUNDS] [PHASE]     PHASE: submit (default) replay refusal read
+#   Benchmarks/ab.sh BIN_A BIN_B [ROUNDS] [PHASE]     PHASE: submit (default) replay refusal read upload
 #
 # Uses the data dir and tokens a previous Benchmarks/run.sh left in $BENCH_DIR. Each round starts
 # A, warms up 3 s, measures PHASE for $SECS s (8), stops it; then the same for B. Prints per round
