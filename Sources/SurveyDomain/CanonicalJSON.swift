@@ -18,17 +18,12 @@ public enum CanonicalJSON {
     public static func encode(_ members: [String: JSONValue], adding key: String, encoded: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(encoded.count + 256)
-        out.append(UInt8(ascii: "{"))
         var keys = members.keys.filter { $0 != key }
         keys.append(key)
         keys.sort(by: utf16Precedes)
-        for (k, name) in keys.enumerated() {
-            if k > 0 { out.append(UInt8(ascii: ",")) }
-            appendString(name, to: &out)
-            out.append(UInt8(ascii: ":"))
+        appendObject(keys, to: &out, key: { $0 }) { name, out in
             if name == key { out.append(contentsOf: encoded) } else { encode(members[name]!, into: &out) }
         }
-        out.append(UInt8(ascii: "}"))
         return out
     }
 
@@ -37,15 +32,25 @@ public enum CanonicalJSON {
     public static func encodeObject(_ members: [(String, JSONValue)]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
+        appendObject(members.sorted { utf16Precedes($0.0, $1.0) }, to: &out, key: { $0.0 }) { encode($0.1, into: &$1) }
+        return out
+    }
+
+    /// `{"key":value,...}` for members already in canonical key order; `value` appends the
+    /// canonical form of a member's value.
+    @inline(__always)
+    private static func appendObject<C: Collection>(_ ordered: C, to out: inout [UInt8], key: (C.Element) -> String,
+                                                    value: (C.Element, inout [UInt8]) -> Void) {
         out.append(UInt8(ascii: "{"))
-        for (k, member) in members.sorted(by: { utf16Precedes($0.0, $1.0) }).enumerated() {
-            if k > 0 { out.append(UInt8(ascii: ",")) }
-            appendString(member.0, to: &out)
+        var first = true
+        for member in ordered {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            appendString(key(member), to: &out)
             out.append(UInt8(ascii: ":"))
-            encode(member.1, into: &out)
+            value(member, &out)
         }
         out.append(UInt8(ascii: "}"))
-        return out
     }
 
     /// Appends the canonical form of `v` to `out`.
@@ -63,16 +68,9 @@ public enum CanonicalJSON {
             }
             out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out.append(UInt8(ascii: "{"))
             // Sorting indices rather than (key, value) pairs avoids retain/release on every swap.
             let order = members.indices.sorted { utf16Precedes(members[$0].key, members[$1].key) }
-            for (k, index) in order.enumerated() {
-                if k > 0 { out.append(UInt8(ascii: ",")) }
-                appendString(members[index].key, to: &out)
-                out.append(UInt8(ascii: ":"))
-                encode(members[index].value, into: &out)
-            }
-            out.append(UInt8(ascii: "}"))
+            appendObject(order, to: &out, key: { members[$0].key }) { encode(members[$0].value, into: &$1) }
         }
     }
 

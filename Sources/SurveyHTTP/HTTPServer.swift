@@ -11,7 +11,7 @@ import SurveyDomain
 ///   client that half-closed after sending it sees the FIN and closes, and the completion
 ///   callback then sends the ready answer itself (`ClosingAnswer`).
 /// - 0: a thread per connection. Every handler runs on its connection's thread and may wait
-///   there; ~20 % more CPU per submission (`Docs/performance.md`).
+///   there; ~15 % more CPU per submission (`Docs/performance.md`).
 public final class HTTPServer: @unchecked Sendable {
     // @unchecked: `daemon` is written by start()/stop() only, before and after serving; the
     // router and configuration are immutable; counters are atomics.

@@ -94,10 +94,9 @@ public struct WriteGate: Sendable {
                 try context.requireAudit()
                 return .written(result)
             } catch let e as SQLiteError where replayCheck == .onConflict && e.isUniqueViolation {
-                // Taken since the caller's snapshot: undo whatever the write did (the writer's
-                // savepoint for this job stays open), then answer the stored one.
-                undo.run()
-                try conn.execute("ROLLBACK TO \(Writer.jobSavepoint)")
+                // Taken since the caller's snapshot: undo whatever the write did, then answer
+                // the stored one.
+                try Writer.undoJob(conn, undo)
                 if let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
                 throw e
             }

@@ -134,9 +134,12 @@ final class Writer: @unchecked Sendable {
         return more
     }
 
-    /// The savepoint around each job, as the statements below name it (a gated write may roll
-    /// back to it and go on: `WriteGate.ReplayCheck.onConflict`).
-    static let jobSavepoint = "job"
+    /// Takes back everything the running job did: its rows (to its savepoint, which stays open,
+    /// so the job may go on: `WriteGate.ReplayCheck.onConflict`) and its file-system steps.
+    static func undoJob(_ connection: Connection, _ undo: UndoLog) throws {
+        undo.run()
+        try connection.execute("ROLLBACK TO job")
+    }
 
     /// Runs `first` and every job that arrives while they run (up to `maxGroupSize`) in one
     /// transaction, and returns them all: jobs queued during the group's work join its COMMIT
@@ -164,8 +167,7 @@ final class Writer: @unchecked Sendable {
                         succeeded.append(job)
                     } catch {
                         job.failure = error
-                        job.undo.run()
-                        try connection.execute("ROLLBACK TO job")
+                        try Self.undoJob(connection, job.undo)
                         try connection.execute("RELEASE job")
                     }
                 } catch {
