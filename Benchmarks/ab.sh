@@ -6,7 +6,8 @@
 #
 # Uses the data dir and tokens a previous Benchmarks/run.sh left in $BENCH_DIR. Each round starts
 # A, warms up 3 s, measures PHASE for $SECS s (8), stops it; then the same for B. Prints per round
-# and in total: accepted/s and server CPU µs per request (from /proc), A then B.
+# and in total: accepted/s and server CPU µs per request (from /proc), A then B. The servers run
+# with --no-log unless LOG=1 (then the request log goes to $BENCH_DIR/ab-server.log, as in run.sh).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${BENCH_DIR:-/tmp/surveyd-bench}
@@ -17,9 +18,10 @@ source "$WORK/env.sh"
 export LUA_PATH="$HERE/wrk/?.lua;;" FIXTURES="$HERE/fixtures" OUT_DIR="$WORK/ids-ab" THREADS=2 PHASE
 export IDS_FILE="$WORK/read.ids" REVIEW_IDS_FILE="$WORK/review.ids" REVIEWER_TOKEN="$REVIEWER" TOKEN="$COLLECTOR"
 case $PHASE in refusal) export ORG=$XORG VERSION=$XVERSION HASH=$XHASH TOKEN=$XCOLLECTOR ;; esac
-mkdir -p "$OUT_DIR"
+mkdir -p "$OUT_DIR"; : > "$WORK/ab-server.log"
 one() {  # binary tag -> "rate us_per_req"
-    "$1" serve --data-dir "$WORK/data" --port "$PORT" --startup-check quick --no-log > /dev/null 2>&1 &
+    local logging=(--no-log); [ "${LOG:-0}" = 1 ] && logging=()
+    "$1" serve --data-dir "$WORK/data" --port "$PORT" --startup-check quick "${logging[@]}" >> "$WORK/ab-server.log" 2>&1 &
     local pid=$!
     for _ in $(seq 1 400); do curl -sf "$BASE/healthz" > /dev/null 2>&1 && break; sleep 0.05; done
     RUN_TAG="ab$2$(date +%s%N)" wrk -t2 -c64 -d3s -s "$HERE/wrk/$PHASE.lua" "$BASE" > /dev/null 2>&1

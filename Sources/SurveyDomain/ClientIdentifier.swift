@@ -23,6 +23,32 @@ public enum ClientIdentifier {
         return isValid(candidate) ? candidate : nil
     }
 
+    /// The first `"key": "value"` in raw JSON bytes whose value is a valid identifier, found by a
+    /// scan and not a parse (no nesting or duplicate keys considered). Only a hint: whoever uses it
+    /// must prove it by other means (the same-bytes replay compares the body's SHA-256).
+    public static func scan(_ bytes: [UInt8], key: String) -> String? {
+        let quotedKey = Array("\"\(key)\"".utf8)
+        return bytes.withUnsafeBufferPointer { b -> String? in
+            let n = b.count
+            var i = 0
+            while i + quotedKey.count <= n {
+                guard b[i] == 0x22, b[i + 1] == quotedKey[1], b[i..<(i + quotedKey.count)].elementsEqual(quotedKey) else { i += 1; continue }
+                var j = i + quotedKey.count
+                while j < n, b[j] == 0x20 || b[j] == 0x09 || b[j] == 0x0A || b[j] == 0x0D { j += 1 }
+                guard j < n, b[j] == UInt8(ascii: ":") else { i += 1; continue }
+                j += 1
+                while j < n, b[j] == 0x20 || b[j] == 0x09 || b[j] == 0x0A || b[j] == 0x0D { j += 1 }
+                guard j < n, b[j] == 0x22 else { return nil }
+                let start = j + 1
+                var end = start
+                while end < n, isAllowed(b[end]) { end += 1 }
+                guard end < n, b[end] == 0x22, lengthRange.contains(end - start) else { return nil }
+                return String(decoding: b[start..<end], as: UTF8.self)
+            }
+            return nil
+        }
+    }
+
     @inline(__always)
     static func isAllowed(_ b: UInt8) -> Bool {
         switch b {

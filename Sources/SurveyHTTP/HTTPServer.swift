@@ -85,6 +85,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         MHD_stop_daemon(d)
         daemon = nil
+        log.flush()
     }
 
     /// Routes a request in process, without a socket (the demo seeding uses it).

@@ -2,13 +2,17 @@ import Foundation
 import SurveyDomain
 
 /// One JSON line per request on stdout: time, method, route, status, errorCode, duration and the
-/// ids in the path. Never a header, a token, a query value or a body.
+/// ids in the path. Never a header, a token, a query value or a body. Lines are written in
+/// batches (`LogWriter`).
 public struct RequestLog: Sendable {
-    public let enabled: Bool
-    public init(enabled: Bool = true) { self.enabled = enabled }
+    private let writer: LogWriter?
+    public init(enabled: Bool = true) { writer = enabled ? LogWriter(descriptor: 1) : nil }
+
+    /// Writes the lines still buffered; called once the server has stopped answering.
+    func flush() { writer?.stop() }
 
     func write(ex: Exchange, response: HTTPResponse?, note: String? = nil) {
-        guard enabled else { return }
+        guard let writer else { return }
         let elapsed = ContinuousClock.now - ex.started
         let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         var line: [(String, JSONValue)] = [
@@ -31,6 +35,6 @@ public struct RequestLog: Sendable {
         if let note { add("note", .string(note)) }
         var bytes = CanonicalJSON.encodeObject(line)
         bytes.append(10)
-        bytes.withUnsafeBytes { _ = Foundation.write(1, $0.baseAddress, $0.count) }
+        writer.append(bytes)
     }
 }

@@ -220,6 +220,46 @@ import SurveyDomain
         #expect(try responseCount(f) == 0)
     }
 
+    /// A same-bytes replay is recognised before the body is parsed, from an id found by a scan;
+    /// the stored request's SHA-256 decides, so an id the scan finds elsewhere in the body never
+    /// turns a new submission into a replay, nor a replay into a new row.
+    @Test func anIdElsewhereInTheBodyNeverDecidesAReplay() throws {
+        let f = try Fixture()
+        let v = try f.publishSurvey()
+        let stored = "scan-stored-0001"
+        let first = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken, Self.submission(stored, v))
+        #expect(first.status == 201)
+        let storedId = try #require(first.json?["responseId"]?.stringValue)
+        // The stored id comes first in the bytes, inside another member; the submission's own is new.
+        let decoy = """
+        {"note":{"clientSubmissionId":"\(stored)"},"clientSubmissionId":"scan-new-0002",\
+        "surveyVersionId":"\(v.versionId)","contentHash":"\(v.contentHash)","answers":{"size":4,"source":"well"}}
+        """
+        func post(_ text: String) throws -> Reply {
+            try f.client.request("POST", "/v1/orgs/\(f.orgId)/responses", token: f.collectorToken, body: Array(text.utf8),
+                                 headers: ["Content-Type": "application/json"])
+        }
+        let created = try post(decoy)
+        #expect(created.status == 201)
+        #expect(created.json?["clientSubmissionId"]?.stringValue == "scan-new-0002")
+        let newId = try #require(created.json?["responseId"]?.stringValue)
+        #expect(newId != storedId)
+        // The same bytes again: a replay of the new one, not of the one the scan finds.
+        let again = try post(decoy)
+        #expect(again.status == 200)
+        #expect(again.header("idempotent-replayed") == "true")
+        #expect(again.json?["responseId"]?.stringValue == newId)
+        // The stored submission's exact bytes from another collector: 1004, not its receipt.
+        let other = try f.client.post("/v1/orgs/\(f.orgId)/users", token: f.adminToken, ["name": "Other", "roles": ["collector"]])
+        let otherToken = try #require(other.json?["token"]?.stringValue)
+        let foreign = try f.client.request("POST", "/v1/orgs/\(f.orgId)/responses", token: otherToken,
+                                           body: CanonicalJSON.encode(Self.submission(stored, v)), headers: ["Content-Type": "application/json"])
+        P.expectProblem(foreign, .idempotencyConflict)
+        #expect(!foreign.text.contains(storedId))
+        #expect(try responseCount(f) == 2)
+        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'response.accept'") == 2)
+    }
+
     @Test func fiftyConcurrentIdenticalSubmissionsMakeOneRow() throws {
         let f = try Fixture()
         let v = try f.publishSurvey()

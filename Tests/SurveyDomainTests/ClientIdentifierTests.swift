@@ -36,4 +36,20 @@ import Testing
         #expect(ClientIdentifier.normalize(headerValue: "\"abcdefg\"") == nil)
         #expect(ClientIdentifier.normalize(headerValue: "\"\(String(repeating: "k", count: 128))\"") == String(repeating: "k", count: 128))
     }
+
+    @Test func aScanFindsTheFirstValidIdAfterTheKey() {
+        func scan(_ s: String) -> String? { ClientIdentifier.scan(Array(s.utf8), key: "clientSubmissionId") }
+        #expect(scan(#"{"clientSubmissionId":"abc-0001:x.y_z"}"#) == "abc-0001:x.y_z")
+        #expect(scan("{ \"clientSubmissionId\" \n:\t \"abcdefgh\" }") == "abcdefgh")
+        // The first occurrence, nested or not: a hint, not a parse.
+        #expect(scan(#"{"a":{"clientSubmissionId":"nested-01"},"clientSubmissionId":"outer-001"}"#) == "nested-01")
+        // A key that only ends like it, a value that is no identifier: nothing.
+        #expect(scan(#"{"xclientSubmissionId":"abcdefgh"}"#) == nil)
+        #expect(scan(#"{"clientSubmissionId":"abc\u0064efgh"}"#) == nil)
+        #expect(scan(#"{"clientSubmissionId":"short"}"#) == nil)
+        #expect(scan(#"{"clientSubmissionId":12345678}"#) == nil)
+        #expect(scan(#"{"clientSubmissionId":"abcdefgh"#) == nil)
+        #expect(scan(#"{"clientSubmissionId""#) == nil)
+        #expect(scan("") == nil)
+    }
 }
