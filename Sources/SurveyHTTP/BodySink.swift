@@ -26,14 +26,24 @@ public struct RequestHead: Sendable {
         self.query = query; self.headers = headers
     }
 
-    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+    /// Names are looked up as given first: callers pass them in lower case, and lowercasing every
+    /// name on every lookup showed up in a replay's profile.
+    public func header(_ name: String) -> String? { headers[name] ?? headers[name.lowercased()] }
     public func parameter(_ name: String) -> String { pathParameters[name] ?? "" }
 
-    /// The bearer token, if an Authorization header carries one.
+    /// The bearer token, if an Authorization header carries one: the scheme `Bearer` in any case,
+    /// one or more spaces, the token without the spaces and tabs around it.
     public var bearerToken: String? {
         guard let h = header("authorization") else { return nil }
-        let parts = h.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return parts[1].trimmingCharacters(in: " \t")
+        let u = h.utf8
+        var i = u.startIndex
+        while i < u.endIndex, u[i] == 0x20 { i = u.index(after: i) }
+        let schemeStart = i
+        while i < u.endIndex, u[i] != 0x20 { i = u.index(after: i) }
+        guard i < u.endIndex, u[schemeStart..<i].elementsEqual("bearer".utf8, by: { ($0 | 0x20) == $1 }) else { return nil }
+        var end = u.endIndex
+        while i < end, u[i] == 0x20 || u[i] == 0x09 { i = u.index(after: i) }
+        while end > i, u[u.index(before: end)] == 0x20 || u[u.index(before: end)] == 0x09 { end = u.index(before: end) }
+        return i < end ? String(h[i..<end]) : nil
     }
 }

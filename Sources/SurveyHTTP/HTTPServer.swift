@@ -348,11 +348,32 @@ struct ConnectionHandle: @unchecked Sendable {
 private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
     guard let cls, let key else { return .YES }
     let ex = Unmanaged<Exchange>.fromOpaque(cls).takeUnretainedValue()
-    let name = String(cString: key).lowercased()
+    let name = lowercasedName(key)
     let v = value.map { String(cString: $0) } ?? ""
-    if name == "content-length" { ex.contentLengths.insert(v.trimmingCharacters(in: " \t")) }
+    if name == "content-length" { ex.contentLengths.insert(trimmedSpaces(v)) }
     ex.headers[name] = v
     return .YES
+}
+
+/// A header name in ASCII lower case, in one pass over its bytes (`String.lowercased()` handles
+/// all of Unicode and was most of the header collection's cost). Other bytes are kept as they are.
+private func lowercasedName(_ key: UnsafePointer<CChar>) -> String {
+    let n = strlen(key)
+    return String(unsafeUninitializedCapacity: n) { out in
+        for i in 0..<n {
+            let b = UInt8(bitPattern: key[i])
+            out[i] = b >= 0x41 && b <= 0x5A ? b | 0x20 : b
+        }
+        return n
+    }
+}
+
+/// Without the spaces and tabs around it.
+private func trimmedSpaces(_ s: String) -> String {
+    let u = s.utf8
+    guard let first = u.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
+          let last = u.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return "" }
+    return String(s[first...last])
 }
 
 private let collectQuery: MHD_KeyValueIterator = { cls, _, key, value in

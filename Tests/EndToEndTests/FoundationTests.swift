@@ -31,6 +31,13 @@ import SurveyDomain
         Self.expectProblem(try f.client.get(path), .unauthenticated)
         Self.expectProblem(try f.client.get(path, token: "sdt_unknown-token"), .unauthenticated)
         Self.expectProblem(try f.client.request("GET", path, headers: ["Authorization": "Basic abc"]), .unauthenticated)
+        for refused in ["Bearer", "Bearer  ", "Bearer\(f.adminToken)", "Bearerx \(f.adminToken)", "Bearer \(f.adminToken) x"] {
+            Self.expectProblem(try f.client.request("GET", path, headers: ["Authorization": refused]), .unauthenticated)
+        }
+        // The scheme in any case, spaces around the token.
+        for accepted in ["bearer \(f.adminToken)", "BEARER   \(f.adminToken)\t", " Bearer \(f.adminToken)"] {
+            #expect(try f.client.request("GET", path, headers: ["Authorization": accepted]).status == 200, "\(accepted)")
+        }
 
         // A second token for the collector, revoked by the admin: refused on the very next request.
         let users = try f.server.rows("SELECT user_id FROM users WHERE org_id = ? AND roles = 'collector'", [.text(f.orgId)])
