@@ -34,8 +34,10 @@ final class LogWriter: @unchecked Sendable {
             writeAll(line)
             return
         }
+        let wasEmpty = pending.isEmpty
         pending.append(contentsOf: line)
-        if pending.count >= Self.batchBytes { cond.signal() }
+        // The first line wakes the thread, which then gathers lines for `interval`.
+        if wasEmpty || pending.count >= Self.batchBytes { cond.signal() }
         cond.unlock()
     }
 
@@ -53,6 +55,8 @@ final class LogWriter: @unchecked Sendable {
         batch.reserveCapacity(Self.batchBytes)
         cond.lock()
         while true {
+            // Idle: no timer runs until a line arrives.
+            while pending.isEmpty && !stopping { cond.wait() }
             if !stopping && pending.count < Self.batchBytes {
                 _ = cond.wait(until: Date(timeIntervalSinceNow: Self.interval))
             }
