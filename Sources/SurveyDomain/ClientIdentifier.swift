@@ -23,9 +23,10 @@ public enum ClientIdentifier {
         return isValid(candidate) ? candidate : nil
     }
 
-    /// The first `"key": "value"` in raw JSON bytes whose value is a valid identifier, found by a
-    /// scan and not a parse (no nesting or duplicate keys considered). Only a hint: whoever uses it
-    /// must prove it by other means (the same-bytes replay compares the body's SHA-256).
+    /// The string after the first `"key":` in raw JSON bytes, if it is a valid identifier (nil
+    /// otherwise), found by a scan and not a parse: nesting, escapes and duplicate keys are not
+    /// considered. Only a hint: whoever uses it must prove it by other means (the same-bytes
+    /// replay compares the body's SHA-256).
     public static func scan(_ bytes: [UInt8], key: String) -> String? {
         let quotedKey = Array("\"\(key)\"".utf8)
         return bytes.withUnsafeBufferPointer { b -> String? in

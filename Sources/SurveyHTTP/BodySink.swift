@@ -26,9 +26,11 @@ public struct RequestHead: Sendable {
         self.query = query; self.headers = headers
     }
 
-    /// Names are looked up as given first: callers pass them in lower case, and lowercasing every
-    /// name on every lookup showed up in a replay's profile.
-    public func header(_ name: String) -> String? { headers[name] ?? headers[name.lowercased()] }
+    /// Names are lowercased only when they hold an upper-case letter: callers pass them in lower
+    /// case, and lowercasing every name on every look-up showed up in a replay's profile.
+    public func header(_ name: String) -> String? {
+        name.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) ? headers[name.lowercased()] : headers[name]
+    }
     public func parameter(_ name: String) -> String { pathParameters[name] ?? "" }
 
     /// The bearer token, if an Authorization header carries one: the scheme `Bearer` in any case,
