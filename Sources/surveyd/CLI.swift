@@ -82,6 +82,10 @@ enum CLI {
     }
 
     static func serve(_ options: Options) throws {
+        // A log reader that goes away (a closed pipe on stdout) must cost the log, not the server:
+        // the write then fails with EPIPE and the lines are dropped. (Sockets never raise SIGPIPE:
+        // libmicrohttpd sends with MSG_NOSIGNAL.)
+        signal(SIGPIPE, SIG_IGN)
         let config = try configuration(options)
         let app = try App(config)
         try app.start()
