@@ -47,7 +47,7 @@ public final class App: Sendable {
         let swept = blobs.sweep(referencedBlobs: try database.read { try $0.referencedBlobHashes() },
                                 livePartials: try database.read { try $0.liveResumableUploadIds() })
         if swept.temp + swept.blobs + swept.partials > 0 {
-            FileHandle.standardError.write(Data("surveyd: removed \(swept.temp) temp, \(swept.blobs) unreferenced blob and \(swept.partials) stale partial files\n".utf8))
+            StandardError.line("surveyd: removed \(swept.temp) temp, \(swept.blobs) unreferenced blob and \(swept.partials) stale partial files")
         }
         var router = Router()
         var limits = Services.Limits()

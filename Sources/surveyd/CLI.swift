@@ -35,7 +35,7 @@ enum CLI {
             case let other?: throw CLIError("unknown command \(other)\n\n\(usage)")
             }
         } catch {
-            FileHandle.standardError.write(Data("surveyd: \(describe(error))\n".utf8))
+            StandardError.line("surveyd: \(describe(error))")
             exit(1)
         }
     }
@@ -90,7 +90,7 @@ enum CLI {
         let app = try App(config)
         try app.start()
         let base = "http://\(config.host):\(app.port)"
-        FileHandle.standardError.write(Data("surveyd: serving \(base) (data dir \(config.dataDir))\n".utf8))
+        StandardError.line("surveyd: serving \(base) (data dir \(config.dataDir))")
         if options.flag("demo") { try Demo.seed(app: app, base: base) }
         // Graceful shutdown: in-flight requests are answered, then the process exits 0.
         signal(SIGINT, SIG_IGN)
@@ -100,7 +100,7 @@ enum CLI {
         for sig in [SIGINT, SIGTERM] {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler {
-                FileHandle.standardError.write(Data("surveyd: stopping (answering in-flight requests)\n".utf8))
+                StandardError.line("surveyd: stopping (answering in-flight requests)")
                 app.stop()
                 exit(0)
             }

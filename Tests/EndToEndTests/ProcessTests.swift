@@ -250,33 +250,37 @@ import SurveyDomain
         #expect(p.terminationStatus == 0)
     }
 
-    /// The request log's reader going away (stdout a pipe whose read end is closed) must not
-    /// take the server down: without SIGPIPE ignored, the first log write killed the process.
-    @Test func aClosedLogPipeDoesNotStopTheServer() throws {
+    /// Whoever reads the server's output going away (stdout and stderr pipes whose read ends are
+    /// closed) must not take the server down: without SIGPIPE ignored the first log write killed
+    /// it, and a failed write of the stop message on stderr trapped before the graceful stop.
+    @Test func closedOutputPipesDoNotStopTheServer() throws {
         let dir = NSTemporaryDirectory() + "surveyd-logpipe-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let port = ServerProcess.freePort()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
         p.arguments = ["serve", "--data-dir", dir, "--port", String(port)]
-        let out = Pipe()
+        let out = Pipe(), err = Pipe()
         p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
+        p.standardError = err
         try p.run()
         defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
         let client = RawHTTPClient(port: port)
         var up = false
         for _ in 0..<500 where !up { up = (try? client.get("/healthz"))?.status == 200; if !up { usleep(20_000) } }
         #expect(up)
-        try out.fileHandleForReading.close()
-        out.fileHandleForWriting.closeFile()  // the parent's copy: only the server holds the write end
+        // Only the server holds the write ends now, and nobody the read ends.
+        for pipe in [out, err] {
+            try pipe.fileHandleForReading.close()
+            pipe.fileHandleForWriting.closeFile()
+        }
         for _ in 0..<5 {
             _ = try? client.get("/healthz")
             usleep(50_000)  // past the log's 20 ms batching, so each batch meets the closed pipe
         }
         #expect(p.isRunning)
         #expect(try client.get("/healthz").status == 200)
-        kill(p.processIdentifier, SIGTERM)
+        kill(p.processIdentifier, SIGTERM)  // its "stopping" line goes to the closed stderr
         p.waitUntilExit()
         #expect(p.terminationReason == .exit)
         #expect(p.terminationStatus == 0)
