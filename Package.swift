@@ -27,6 +27,7 @@ let package = Package(
 
         .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain"]),
         .testTarget(name: "SurveyStorageTests", dependencies: ["SurveyStorage", "SurveyDomain"]),
+        .testTarget(name: "SurveyHTTPTests", dependencies: ["SurveyHTTP"]),
         .testTarget(name: "EndToEndTests", dependencies: ["SurveyServer", "SurveyStorage", "SurveyDomain"]),
     ]
 )

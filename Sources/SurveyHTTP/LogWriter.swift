@@ -4,8 +4,13 @@ import Foundation
 /// writes it out every 20 ms (sooner once 64 KiB wait). A `write` per request was 3.5 % of a
 /// replay's CPU. The price: a `kill -9` can lose the last ~20 ms of log lines (never data — the
 /// log is not the audit); `stop()` writes everything before a clean exit.
+///
+/// A reader of the log that stops reading (a full pipe) must cost log lines, not the service:
+/// at most `maxPendingBytes` wait in memory (later lines are dropped and counted, and a note
+/// says how many once writing resumes), and a write that cannot proceed for `stallTimeout`
+/// drops its batch, so neither memory nor a graceful stop depends on the reader.
 final class LogWriter: @unchecked Sendable {
-    // @unchecked: `pending`, `stopping` and `stopped` are guarded by `cond`.
+    // @unchecked: `pending`, `dropped`, `stopping` and `stopped` are guarded by `cond`.
     private let cond = NSCondition()
     private var pending: [UInt8] = []
     private var stopping = false
@@ -13,9 +18,19 @@ final class LogWriter: @unchecked Sendable {
     private let descriptor: Int32
     static let interval = 0.02
     static let batchBytes = 64 << 10
+    static let maxPendingBytes = 4 << 20
+    static let stallTimeoutMillis: Int32 = 1000
+    /// Lines dropped since the last note about them.
+    private var dropped = 0
+
+    /// A file never blocks a write; a pipe or socket is written in pieces its buffer takes at once.
+    private let pieceBytes: Int
 
     init(descriptor: Int32) {
         self.descriptor = descriptor
+        var info = stat()
+        let isFile = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+        pieceBytes = isFile ? Self.batchBytes : Int(PIPE_BUF)
         pending.reserveCapacity(Self.batchBytes)
         // The thread holds the writer (not `unowned`): a server dropped without `stop()` must not
         // leave it pointing at freed memory.
@@ -32,6 +47,11 @@ final class LogWriter: @unchecked Sendable {
         if stopped {
             cond.unlock()
             writeAll(line)
+            return
+        }
+        guard pending.count + line.count <= Self.maxPendingBytes else {
+            dropped += 1
+            cond.unlock()
             return
         }
         let wasEmpty = pending.isEmpty
@@ -62,8 +82,18 @@ final class LogWriter: @unchecked Sendable {
             }
             swap(&batch, &pending)
             let last = stopping
+            let droppedNow = dropped
+            dropped = 0
             cond.unlock()
-            writeAll(batch)
+            if droppedNow > 0 {
+                batch.append(contentsOf: "{\"note\":\"\(droppedNow) request log lines dropped: the log's reader did not keep up\"}\n".utf8)
+            }
+            if !writeAll(batch) {
+                let lines = batch.lazy.filter { $0 == 10 }.count  // some may have been written: a bound
+                cond.lock()
+                dropped += lines
+                cond.unlock()
+            }
             batch.removeAll(keepingCapacity: true)
             cond.lock()
             if last && pending.isEmpty { break }
@@ -73,14 +103,21 @@ final class LogWriter: @unchecked Sendable {
         cond.unlock()
     }
 
-    /// The whole buffer, across short writes and signals; a log that cannot be written is dropped.
-    private func writeAll(_ bytes: [UInt8]) {
+    /// The whole buffer, across short writes and signals, in pieces; false (the rest dropped) when
+    /// the descriptor stays unwritable for `stallTimeoutMillis` or fails.
+    @discardableResult
+    private func writeAll(_ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let n = Foundation.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { return }
+                var p = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                let ready = poll(&p, 1, Self.stallTimeoutMillis)
+                if ready < 0 && errno == EINTR { continue }
+                guard ready > 0, p.revents & Int16(POLLOUT) != 0 else { return false }
+                let n = Foundation.write(descriptor, raw.baseAddress! + offset, min(raw.count - offset, pieceBytes))
+                if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { return false }
             }
+            return true
         }
     }
 }
