@@ -31,6 +31,7 @@ public final class App: Sendable {
     public let database: Database
     let gate: WriteGate
     public let blobs: BlobStore
+    private let dataDirLock: DataDirLock
     let metrics = Metrics()
     private let server: HTTPServer
 
@@ -38,6 +39,8 @@ public final class App: Sendable {
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
         try FileManager.default.createDirectory(atPath: configuration.dataDir, withIntermediateDirectories: true)
+        // Before anything is read or swept: a second server on this data dir is refused.
+        dataDirLock = try DataDirLock(dataDir: configuration.dataDir)
         var storage = Database.Configuration(path: configuration.databasePath, synchronous: configuration.synchronous)
         storage.startupCheck = configuration.startupCheck
         database = try Database(storage)
@@ -114,5 +117,6 @@ public final class App: Sendable {
     public func stop() {
         server.stop()
         database.close()
+        dataDirLock.release()
     }
 }

@@ -250,6 +250,39 @@ import SurveyDomain
         #expect(p.terminationStatus == 0)
     }
 
+    /// One server per data dir. A second `serve` on a directory in use is refused before it reads
+    /// or sweeps anything: its start-up sweep would otherwise delete the first server's upload
+    /// temp files (they look like a crash's leftovers). Once the first stops, the next one starts.
+    @Test func aSecondServerOnTheSameDataDirIsRefusedAndSweepsNothing() throws {
+        let first = ServerProcess()
+        try first.start()
+        // A file of an upload in flight on the first server.
+        let inFlight = first.dataDir + "/tmp/upload-in-flight.part"
+        #expect(FileManager.default.createFile(atPath: inFlight, contents: Data(repeating: 7, count: 4096)))
+        let second = Process()
+        second.executableURL = URL(fileURLWithPath: ServerProcess.binary)
+        second.arguments = ["serve", "--data-dir", first.dataDir, "--port", String(ServerProcess.freePort()), "--no-log"]
+        let err = Pipe()
+        second.standardOutput = FileHandle.nullDevice
+        second.standardError = err
+        try second.run()
+        for _ in 0..<500 where second.isRunning { usleep(20_000) }
+        if second.isRunning { kill(second.processIdentifier, SIGKILL) }  // it serves: the refusal is missing
+        second.waitUntilExit()
+        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(second.terminationReason == .exit)
+        #expect(second.terminationStatus == 1)
+        #expect(message.contains("another surveyd is serving this data dir"), "\(message)")
+        #expect(FileManager.default.fileExists(atPath: inFlight))
+        #expect(try first.client.get("/healthz").status == 200)
+        #expect(first.terminate() == 0)
+        // The lock went with the first server: the next one starts (and sweeps the leftover).
+        let next = ServerProcess(dataDir: first.dataDir)
+        try next.start()
+        #expect(!FileManager.default.fileExists(atPath: inFlight))
+        #expect(next.terminate() == 0)
+    }
+
     /// Whoever reads the server's output going away (stdout and stderr pipes whose read ends are
     /// closed) must not take the server down: without SIGPIPE ignored the first log write killed
     /// it, and a failed write of the stop message on stderr trapped before the graceful stop.
