@@ -237,7 +237,11 @@ struct ResumableUploadService {
         var prefix: [UInt8] = []
         var size = 0
         while true {
-            let chunk = handle.readData(ofLength: 1 << 20)
+            // The throwing read: `readData(ofLength:)` traps on a read error (a bad sector) instead of reporting it.
+            let chunk: Data
+            do { chunk = try handle.read(upToCount: 1 << 20) ?? Data() } catch {
+                throw ApiError(.storageUnavailable, "The partial file cannot be read.")
+            }
             if chunk.isEmpty { break }
             if prefix.count < FileSignature.prefixLength { prefix += chunk.prefix(FileSignature.prefixLength - prefix.count) }
             chunk.withUnsafeBytes { digest.update($0) }

@@ -59,7 +59,8 @@ public enum Backup {
         defer { close(fd) }
         var remaining = limit ?? Int.max
         while remaining > 0 {
-            let chunk = input.readData(ofLength: min(1 << 20, remaining))
+            // The throwing read: `readData(ofLength:)` traps on a read error instead of reporting it.
+            let chunk = try input.read(upToCount: min(1 << 20, remaining)) ?? Data()
             if chunk.isEmpty { break }
             try chunk.withUnsafeBytes { buf in
                 var off = 0

@@ -145,7 +145,8 @@ public enum IntegrityCheck {
         var d = Digest(.sha256)
         var size = 0
         while true {
-            let chunk = h.readData(ofLength: 1 << 20)
+            // The throwing read: `readData(ofLength:)` traps on a read error instead of reporting it.
+            guard let chunk = try? h.read(upToCount: 1 << 20) ?? Data() else { return nil }
             if chunk.isEmpty { break }
             chunk.withUnsafeBytes { d.update($0) }
             size += chunk.count
