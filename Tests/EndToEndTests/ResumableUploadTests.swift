@@ -44,6 +44,28 @@ import SurveyDomain
         #expect(r.header("tus-checksum-algorithm") == "sha1,sha256")
     }
 
+    /// A PATCH declaring a Content-Length near Int64.max after some bytes are in: the offset plus
+    /// that length overflowed and trapped, taking the server down. Now it is refused (413) and
+    /// the upload is where it was.
+    @Test func aContentLengthNearInt64MaxIsRefusedNotACrash() throws {
+        let t = Tus(s: try UploadTests.Setup())
+        let file = Files.jpeg(4_000)
+        let created = try t.create("huge-length-0001", length: file.count)
+        let location = try #require(created.header("location"))
+        #expect(try t.patch(location, offset: 0, Array(file[0..<1_000])).status == 204)
+        let fd = try t.s.f.client.connect()
+        defer { close(fd) }
+        let head = "PATCH \(location) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(t.s.f.collectorToken)\r\nTus-Resumable: 1.0.0\r\n" +
+            "Upload-Offset: 1000\r\nContent-Type: application/offset+octet-stream\r\nContent-Length: \(Int64.max)\r\n\r\n"
+        RawHTTPClient.sendAll(fd, Array(head.utf8))
+        var answer = [UInt8](repeating: 0, count: 4096)
+        let n = recv(fd, &answer, answer.count, 0)
+        #expect(n > 0)
+        #expect(String(decoding: answer.prefix(max(n, 0)), as: UTF8.self).hasPrefix("HTTP/1.1 413"))
+        #expect(try t.s.f.client.get("/healthz").status == 200)
+        #expect(try t.offset(location) == 1_000)
+    }
+
     @Test func threeChunksWithADroppedConnectionThenResume() throws {
         let t = Tus(s: try UploadTests.Setup())
         let file = Files.jpeg(300_000)

@@ -167,7 +167,9 @@ struct ResumableUploadService {
                 throw ApiError(.idempotencyConflict, "Upload-Offset is \(offset) but the upload is at \(r.receivedBytes).")
                     .with(status: 409, headers: [("Upload-Offset", String(r.receivedBytes))])
             }
-            if let len = head.header("content-length").flatMap(Int64.init), offset + len > r.length {
+            // Compared as what is left, not offset + length: a declared length near Int64.max
+            // overflowed the sum and trapped.
+            if let len = head.header("content-length").flatMap(Int64.init), len > r.length - offset {
                 throw ApiError(.payloadTooLarge, "The chunk runs past Upload-Length \(r.length).")
             }
             // Refuse early while expired: no byte is read. The gate checks again at commit.
