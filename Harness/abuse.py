@@ -6,7 +6,9 @@
               server's connection limit, and past it (the classic single-source attack, from
               source address 127.0.0.2 while the normal client uses 127.0.0.1).
   malformed   10,000 malformed requests — random bytes, bad methods, bad JSON, huge headers,
-              path traversal in ids, broken framing, bad credentials and client ids — each must
+              path traversal in ids, broken framing, bad credentials and client ids, numbers at
+              and past the ends of Int64 (tus lengths and offsets, declared sizes, limits,
+              expected revisions) — each must
               get a 4xx (pure garbage may instead see the connection closed), never a 5xx; the
               server keeps its pid, /healthz stays 200, no file appears outside its place.
   disk        the data dir on a 20 MiB tmpfs: filling it gives 503/1040 retryable with
@@ -239,8 +241,45 @@ class Malformed:
     def next(self) -> tuple[str, bytes, bool]:
         r = self.rng
         cat = r.choices(["random_bytes", "bad_method", "bad_json", "huge_headers", "traversal", "framing", "bad_auth",
-                         "bad_client_id"], weights=[12, 12, 22, 8, 22, 8, 8, 8])[0]
-        return cat, getattr(self, "gen_" + cat)(), cat in ("random_bytes", "framing", "huge_headers")
+                         "bad_client_id", "extreme_numbers"], weights=[12, 12, 22, 8, 22, 8, 8, 8, 8])[0]
+        return cat, getattr(self, "gen_" + cat)(), cat in ("random_bytes", "framing", "huge_headers", "extreme_numbers")
+
+    EXTREMES = ["9223372036854775807", "9223372036854775808", "18446744073709551615", "99999999999999999999999",
+                "-1", "-9223372036854775808", "1e3", "0x10", ""]
+
+    def gen_extreme_numbers(self) -> bytes:
+        """Numbers at and past the ends of Int64 wherever a request carries one: tus lengths and
+        offsets (also on an upload that already has bytes in, where offset + length can overflow),
+        declared body sizes, list limits, expected revisions. (Not list cursors: any string is a
+        valid `after` for the id-ordered lists, answered 200.)"""
+        r = self.rng
+        o = self.org.org_id
+        v = r.choice(self.EXTREMES)
+        col = self.org.collector.token
+        tus = {"Tus-Resumable": "1.0.0", "Content-Type": "application/offset+octet-stream"}
+        x = r.randrange(6)
+        if x == 0:  # a chunk declaring an extreme size, at the right offset of an upload with bytes in
+            head = f"PATCH {self.org.extra['tus_location']} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer {col}\r\n"
+            head += "".join(f"{k}: {val}\r\n" for k, val in tus.items())
+            return (head + f"Upload-Offset: {self.org.extra['tus_offset']}\r\nContent-Length: {v}\r\n\r\n").encode()
+        if x == 1:
+            return self.req("PATCH", self.org.extra["tus_location"], col, b"x", headers={**tus, "Upload-Offset": v}, ctype=None)
+        if x == 2:
+            meta = ",".join(f"{k} {base64.b64encode(val.encode()).decode()}" for k, val in
+                            {"clientUploadId": new_id("xtus"), "surveyVersionId": self.org.plain_survey.version_id,
+                             "questionId": FILE_QUESTION, "contentType": "image/jpeg"}.items())
+            return self.req("POST", f"/v1/orgs/{o}/uploads/resumable", col, b"",
+                            headers={"Tus-Resumable": "1.0.0", "Upload-Length": v, "Upload-Metadata": meta}, ctype=None)
+        if x == 3:
+            head = (f"PUT /v1/orgs/{o}/uploads/{new_id('xput')} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer {col}\r\n"
+                    f"Content-Type: image/jpeg\r\nSurvey-Version-Id: {self.org.plain_survey.version_id}\r\n"
+                    f"Question-Id: {FILE_QUESTION}\r\nContent-Length: {v}\r\n\r\n")
+            return head.encode()
+        if x == 4:
+            route = r.choice(["responses", "changes", "tasks", "surveys"])
+            return self.req("GET", f"/v1/orgs/{o}/{route}?limit={v}", self.org.admin.token)
+        body = ('{"action":"approve","expectedRevision":%s}' % (v if v.strip().lstrip("-").isdigit() else '"%s"' % v)).encode()
+        return self.req("POST", f"/v1/orgs/{o}/responses/{self.org.extra['response_id']}/review", self.org.reviewer.token, body)
 
     def gen_random_bytes(self) -> bytes:
         r = self.rng
@@ -444,6 +483,16 @@ def malformed(checks: Checks, a: argparse.Namespace) -> dict:
                json={"clientSubmissionId": new_id("seed"), "surveyVersionId": org.review_survey.version_id,
                      "contentHash": org.review_survey.content_hash, "answers": {"n": 1}})
     org.extra["response_id"] = r.json["responseId"]
+    # A resumable upload with bytes in, for the extreme_numbers category.
+    meta = ",".join(f"{k} {base64.b64encode(v.encode()).decode()}" for k, v in
+                    {"clientUploadId": new_id("tus"), "surveyVersionId": org.plain_survey.version_id,
+                     "questionId": FILE_QUESTION, "contentType": "image/jpeg"}.items())
+    t = c.request("POST", f"/v1/orgs/{org.org_id}/uploads/resumable", token=org.collector.token, body=b"",
+                  headers={"Tus-Resumable": "1.0.0", "Upload-Length": "5000", "Upload-Metadata": meta})
+    org.extra["tus_location"] = t.header("location")
+    c.request("PATCH", org.extra["tus_location"], token=org.collector.token, body=jpeg(5000)[:100],
+              headers={"Tus-Resumable": "1.0.0", "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream"})
+    org.extra["tus_offset"] = 100
     pid = server.pid
     outside_before = _snapshot_outside(server)
     inside_before = _tree(server.data_dir)
