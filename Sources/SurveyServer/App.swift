@@ -41,6 +41,7 @@ public final class App: Sendable {
         try FileManager.default.createDirectory(atPath: configuration.dataDir, withIntermediateDirectories: true)
         // Before anything is read or swept: a second server on this data dir is refused.
         dataDirLock = try DataDirLock(dataDir: configuration.dataDir)
+        if let problem = dataDirLock.problem { StandardError.line("surveyd: warning: \(problem)") }
         var storage = Database.Configuration(path: configuration.databasePath, synchronous: configuration.synchronous)
         storage.startupCheck = configuration.startupCheck
         database = try Database(storage)

@@ -10,6 +10,8 @@ import SurveyDomain
 /// take it; SQLite's own locking makes them safe beside a running server.
 public final class DataDirLock: Sendable {
     private let descriptor: Atomic<Int32>
+    /// Why the lock is not held although the file opened, for a warning; nil when it is held.
+    public let problem: String?
 
     public init(dataDir: String) throws {
         let path = dataDir + "/surveyd.lock"
@@ -17,10 +19,14 @@ public final class DataDirLock: Sendable {
         guard fd >= 0 else {
             throw ApiError(.internalError, "cannot open \(path): \(String(cString: strerror(errno)))")
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let reason = errno == EWOULDBLOCK ? "another surveyd is serving this data dir" : String(cString: strerror(errno))
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 {
+            problem = nil
+        } else if errno == EWOULDBLOCK {
             close(fd)
-            throw ApiError(.internalError, "\(dataDir): \(reason) (\(path) is locked); refusing to start, nothing was changed.")
+            throw ApiError(.internalError, "\(dataDir): another surveyd is serving this data dir (\(path) is locked); refusing to start, nothing was changed.")
+        } else {
+            // A filesystem without flock (ENOLCK, ENOTSUP): serving is still right, unguarded.
+            problem = "\(path) cannot be locked (\(String(cString: strerror(errno)))): a second server on this data dir would not be refused"
         }
         descriptor = Atomic(fd)
     }
