@@ -290,8 +290,8 @@ phase_once() {
     local reqs; reqs=$(echo "$line" | sed 's/.* requests=\([0-9]*\).*/\1/')
     LAST="$line server_cpu_s=$(awk -v t=$((c1 - c0)) -v h="$hz" 'BEGIN {printf "%.2f", t / h}') server_us_per_req=$(awk -v t=$((c1 - c0)) -v h="$hz" -v n="$reqs" 'BEGIN {printf "%.0f", (n > 0 ? t / h * 1e6 / n : 0)}') machine_busy_pct=$(awk -v b=$(( (sb1 - sb0) - (sw1 - sw0) )) -v t="$tot" 'BEGIN {printf "%.0f", (t > 0 ? 100 * b / t : 0)}') machine_iowait_pct=$(awk -v w=$((sw1 - sw0)) -v t="$tot" 'BEGIN {printf "%.0f", (t > 0 ? 100 * w / t : 0)}') wrk_cpu_s=$(awk -v a="$k0" -v b="$k1" 'BEGIN {printf "%.2f", b - a}') other_cpu_s=$(awk -v b=$(( (sb1 - sb0) - (sw1 - sw0) )) -v h="$hz" -v s=$((c1 - c0)) -v k0="$k0" -v k1="$k1" 'BEGIN {o = b / h - s / h - (k1 - k0); printf "%.2f", (o > 0 ? o : 0)}') writer_cpu_ticks=$( [ "$wc1" -ge "$wc0" ] && echo $((wc1 - wc0)) || echo n/a) writer_wakeups=$( [ "$ws1" -ge "$ws0" ] && echo $((ws1 - ws0)) || echo n/a) $(echo "$g0 $g1" | awk '{c = $3 - $1; j = $4 - $2; printf "commits=%d jobs_per_commit=%.1f", c, (c > 0 ? j / c : 0)}')"
 }
-value() {  # value PHASE KEY -> from the phase's RESULT line
-    grep "^RESULT phase=$1 " "$RESULTS" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+value() {  # value PHASE KEY -> from the phase's RESULT line (empty when the phase did not run)
+    { grep "^RESULT phase=$1 " "$RESULTS" || true; } | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
 }
 
 log "phases at $CONNS connections, ${D}s each"
@@ -361,9 +361,31 @@ fi   # QUICK
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 SUB=$(value submit ok_rps); SUB1M=$(value submit1m ok_rps)
 REPLAY=$(value replay ok_rps); REFUSAL=$(value refusal rps)
+met() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { ok = (op == ">=") ? (v >= t) : (v < t); print ok ? "met" : "MISSED" }'; }
+phase_table() {
+    printf '%-9s %9s %9s %8s %8s %8s %11s %9s %8s %8s %8s  %s\n' phase requests 2xx/s rps p50_ms p99_ms server_us/req busy% wrk_cpu other_cpu wakeups statuses
+    grep '^RESULT phase=' "$RESULTS" | grep -v 'phase=verify' | while read -r l; do
+        g() { echo "$l" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+        printf '%-9s %9s %9s %8s %8s %8s %11s %9s %8s %8s %8s  %s\n' "$(g phase)" "$(g requests)" "$(g ok_rps)" "$(g rps)" "$(g p50_ms)" "$(g p99_ms)" \
+            "$(g server_us_per_req)" "$(g machine_busy_pct)" "$(g wrk_cpu_s)" "$(g other_cpu_s)" "$(g writer_wakeups)" "$(g statuses)"
+    done
+    echo "raw numbers: $RESULTS; wrk output: $WORK/wrk/"
+}
+if [ "${QUICK:-0}" = 1 ]; then   # targets 1 and 2 only
+    {
+        echo
+        echo "== surveyd benchmark, QUICK ($(date -u +%FT%TZ)), $(nproc) cores, FULL, $CONNS connections, ${D}s phases"
+        echo "floor, one txn per submission:          $FLOOR1 /s"
+        echo "new submissions (10k stored):           $SUB /s   = $(ratio "$SUB" "$FLOOR1")x floor     p99 $(value submit p99_ms) ms   [target 1: >= 3x, p99 <= 50 ms: $(met "$(ratio "$SUB" "$FLOOR1")" ">=" 3) / $(met "$(value submit p99_ms)" "<" 50.0001)]"
+        echo "replays:                                $REPLAY /s   = $(ratio "$REPLAY" "$SUB")x new        p99 $(value replay p99_ms) ms   [target 2: >= 5x: $(met "$(ratio "$REPLAY" "$SUB")" ">=" 5)]"
+        echo "1001 refusals:                          $REFUSAL /s   writer wake-ups during the phase: $(value refusal writer_wakeups)   [target 2: 0 => never takes the write lock: $(met "$(value refusal writer_wakeups)" "<" 1)]"
+        echo
+        phase_table
+    } | tee -a "$WORK/summary.txt"
+    exit 0
+fi
 UP_BPS=$(awk -v n="$UPLOADS_OK" -v b="$UPLOAD_BYTES" -v s="$(value upload seconds)" 'BEGIN { printf "%.0f", n * b / s }')
 DD_BPS=$(awk -v b="$DD_BYTES" -v s="$DD_SECS" 'BEGIN { printf "%.0f", b / s }')
-met() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { ok = (op == ">=") ? (v >= t) : (v < t); print ok ? "met" : "MISSED" }'; }
 {
     echo
     echo "== surveyd benchmark ($(date -u +%FT%TZ)), $(nproc) cores, FULL, $CONNS connections, ${D}s phases"
@@ -381,11 +403,5 @@ met() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { ok = (op == ">=") ? (v >= t)
     echo "RSS with 512 keep-alive (max sampled):  $(sed -n 's/^rss.hold512_max_kb=\([0-9]*\).*/\1/p' "$RESULTS") kB   [target 5: < 200 MB: $(met "$(sed -n 's/^rss.hold512_max_kb=\([0-9]*\).*/\1/p' "$RESULTS")" "<" 204800)]"
     echo "kill -9: $(grep '^RESULT phase=verify' "$RESULTS" | cut -d' ' -f3-)   [target 6: $(grep -q 'phase=verify .* ok=1' "$RESULTS" && echo met || echo MISSED)]"
     echo
-    printf '%-9s %9s %9s %8s %8s %8s %11s %9s %8s %8s %8s  %s\n' phase requests 2xx/s rps p50_ms p99_ms server_us/req busy% wrk_cpu other_cpu wakeups statuses
-    grep '^RESULT phase=' "$RESULTS" | grep -v 'phase=verify' | while read -r l; do
-        g() { echo "$l" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
-        printf '%-9s %9s %9s %8s %8s %8s %11s %9s %8s %8s %8s  %s\n' "$(g phase)" "$(g requests)" "$(g ok_rps)" "$(g rps)" "$(g p50_ms)" "$(g p99_ms)" \
-            "$(g server_us_per_req)" "$(g machine_busy_pct)" "$(g wrk_cpu_s)" "$(g other_cpu_s)" "$(g writer_wakeups)" "$(g statuses)"
-    done
-    echo "raw numbers: $RESULTS; wrk output: $WORK/wrk/"
+    phase_table
 } | tee -a "$WORK/summary.txt"
