@@ -66,7 +66,7 @@ import SurveyDomain
         close(fd)
         p.waitUntilExit()
         #expect(reply.status == 201, "\(reply.text)")
-        #expect(p.terminationStatus == 0)
+        #expect(p.terminationReason == .exit && p.terminationStatus == 0, "stderr: \(server.stderrText.suffix(4000))")
         let conn = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: true)
         #expect(try conn.query("SELECT COUNT(*) FROM uploads").first?.int(0) == 1)
     }
@@ -102,7 +102,8 @@ import SurveyDomain
         p.waitUntilExit()
         stop.store(true, ordering: .relaxed)
         group.wait()
-        #expect(p.terminationStatus == 0)
+        #expect(p.terminationReason == .exit && p.terminationStatus == 0,
+                "status \(p.terminationStatus) (\(p.terminationReason == .exit ? "exit" : "signal")); stderr: \(server.stderrText.suffix(4000))")
         let answered = accepted.withLock { $0 }
         let conn = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: true)
         let stored = Dictionary(uniqueKeysWithValues: try conn.query(

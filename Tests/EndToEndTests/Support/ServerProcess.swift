@@ -22,7 +22,13 @@ final class ServerProcess: @unchecked Sendable {
     deinit {
         if let p = process, p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
         try? FileManager.default.removeItem(atPath: dataDir)
+        try? FileManager.default.removeItem(atPath: stderrPath)
     }
+
+    /// Where the server's stderr goes (beside the data dir, not in it).
+    var stderrPath: String { dataDir + ".stderr" }
+    /// What the server wrote on stderr so far (start-up lines; a crash's message and backtrace).
+    var stderrText: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// Runs a `surveyd` command to completion and returns its last line of stdout.
     @discardableResult
@@ -69,7 +75,9 @@ final class ServerProcess: @unchecked Sendable {
         p.executableURL = URL(fileURLWithPath: Self.binary)
         p.arguments = ["serve", "--data-dir", dataDir, "--port", String(port), "--no-log"] + extra
         p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
+        // stderr is kept beside the data dir: a crash's message is what a failing test must show.
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        p.standardError = FileHandle(forWritingAtPath: stderrPath) ?? FileHandle.nullDevice
         try p.run()
         process = p
         let deadline = Date().addingTimeInterval(20)
