@@ -43,9 +43,7 @@ public struct RequestHead: Sendable {
         let schemeStart = i
         while i < u.endIndex, u[i] != 0x20 { i = u.index(after: i) }
         guard i < u.endIndex, u[schemeStart..<i].elementsEqual("bearer".utf8, by: { ($0 | 0x20) == $1 }) else { return nil }
-        var end = u.endIndex
-        while i < end, u[i] == 0x20 || u[i] == 0x09 { i = u.index(after: i) }
-        while end > i, u[u.index(before: end)] == 0x20 || u[u.index(before: end)] == 0x09 { end = u.index(before: end) }
-        return i < end ? String(h[i..<end]) : nil
+        let token = h[i...].trimmingSpacesAndTabs
+        return token.isEmpty ? nil : token
     }
 }

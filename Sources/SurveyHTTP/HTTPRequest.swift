@@ -22,10 +22,11 @@ public struct HTTPRequest: Sendable {
 }
 
 extension StringProtocol {
-    func trimmingCharacters(in set: String) -> String {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s.removeFirst() }
-        while let l = s.last, set.contains(l) { s.removeLast() }
-        return String(s)
+    /// Without the spaces and tabs around it (header values), compared on bytes.
+    var trimmingSpacesAndTabs: String {
+        let s = Substring(self)
+        guard let first = s.utf8.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
+              let last = s.utf8.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return "" }
+        return String(s[first...last])
     }
 }

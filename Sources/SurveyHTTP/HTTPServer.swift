@@ -350,7 +350,7 @@ private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
     let ex = Unmanaged<Exchange>.fromOpaque(cls).takeUnretainedValue()
     let name = lowercasedName(key)
     let v = value.map { String(cString: $0) } ?? ""
-    if name == "content-length" { ex.contentLengths.insert(trimmedSpaces(v)) }
+    if name == "content-length" { ex.contentLengths.insert(v.trimmingSpacesAndTabs) }
     ex.headers[name] = v
     return .YES
 }
@@ -366,14 +366,6 @@ private func lowercasedName(_ key: UnsafePointer<CChar>) -> String {
         }
         return n
     }
-}
-
-/// Without the spaces and tabs around it.
-private func trimmedSpaces(_ s: String) -> String {
-    let u = s.utf8
-    guard let first = u.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
-          let last = u.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return "" }
-    return String(s[first...last])
 }
 
 private let collectQuery: MHD_KeyValueIterator = { cls, _, key, value in

@@ -239,9 +239,7 @@ import SurveyDomain
         try p.run()
         defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) }; p.waitUntilExit() }
         let client = RawHTTPClient(port: port)
-        var up = false
-        for _ in 0..<500 where !up { up = (try? client.get("/healthz"))?.status == 200; if !up { usleep(20_000) } }
-        #expect(up)
+        #expect(client.becomesHealthy())
         #expect(FileManager.default.fileExists(atPath: dir + "/surveyd.sqlite"))
         // SURVEYD_MAX_BODY_BYTES=100 applies: a 200-byte body is refused before it is read.
         let big = try client.request("POST", "/v1/orgs", token: "x", body: [UInt8](repeating: 32, count: 200))
@@ -300,9 +298,7 @@ import SurveyDomain
         try p.run()
         defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
         let client = RawHTTPClient(port: port)
-        var up = false
-        for _ in 0..<500 where !up { up = (try? client.get("/healthz"))?.status == 200; if !up { usleep(20_000) } }
-        #expect(up)
+        #expect(client.becomesHealthy())
         // Only the server holds the write ends now, and nobody the read ends.
         for pipe in [out, err] {
             try pipe.fileHandleForReading.close()
@@ -337,9 +333,7 @@ import SurveyDomain
         p.standardError = FileHandle.nullDevice
         try p.run()
         let client = RawHTTPClient(port: port)
-        var up = false
-        for _ in 0..<500 where !up { up = (try? client.get("/healthz"))?.status == 200; if !up { usleep(20_000) } }
-        #expect(up)
+        #expect(client.becomesHealthy())
         let secret = "answer-that-must-not-be-logged-42"
         let body: JSONValue = ["clientSubmissionId": "log-test-0001", "surveyVersionId": .string(seed.versionId),
                                "contentHash": .string(seed.contentHash), "answers": ["n": 7, "video": nil], "note": .string(secret)]

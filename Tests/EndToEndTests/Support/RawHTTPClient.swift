@@ -97,6 +97,16 @@ struct RawHTTPClient {
         return reply
     }
 
+    /// Polls `/healthz` until it answers 200 (true) or `seconds` pass (false): a server starting.
+    func becomesHealthy(within seconds: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if (try? get("/healthz"))?.status == 200 { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
     func get(_ path: String, token: String? = nil) throws -> Reply { try request("GET", path, token: token) }
     func post(_ path: String, token: String?, _ json: JSONValue, headers: [String: String] = [:]) throws -> Reply {
         try request("POST", path, token: token, json: json, headers: headers)

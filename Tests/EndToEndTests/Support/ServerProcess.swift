@@ -80,12 +80,7 @@ final class ServerProcess: @unchecked Sendable {
         p.standardError = FileHandle(forWritingAtPath: stderrPath) ?? FileHandle.nullDevice
         try p.run()
         process = p
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if let r = try? client.get("/healthz"), r.status == 200 { return }
-            usleep(20_000)
-        }
-        throw TestFailure("surveyd did not come up on \(port)")
+        guard client.becomesHealthy(within: 20) else { throw TestFailure("surveyd did not come up on \(port)") }
     }
 
     func kill9() {
