@@ -68,9 +68,41 @@ public enum CanonicalJSON {
             }
             out.append(UInt8(ascii: "]"))
         case .object(let members):
-            // Sorting indices rather than (key, value) pairs avoids retain/release on every swap.
-            let order = members.indices.sorted { utf16Precedes(members[$0].key, members[$1].key) }
-            appendObject(order, to: &out, key: { members[$0].key }) { encode(members[$0].value, into: &$1) }
+            let order = SortKey.order(members)
+            appendObject(order, to: &out, key: { members[$0.index].key }) { encode(members[$0.index].value, into: &$1) }
+        }
+    }
+
+    /// A member's place in key order, sorted without touching the strings in most comparisons:
+    /// `prefix` holds a key's first 8 UTF-8 bytes big-endian (zero-padded), which order like the
+    /// keys themselves when both are ASCII there and differ; anything else (equal prefixes, a
+    /// byte above 0x7F) is decided by `utf16Precedes`. Trivial values: no retain/release per swap.
+    struct SortKey {
+        let prefix: UInt64
+        let asciiPrefix: Bool
+        let index: Dictionary<String, JSONValue>.Index
+
+        static func order(_ members: [String: JSONValue]) -> [SortKey] {
+            var keys: [SortKey] = []
+            keys.reserveCapacity(members.count)
+            for i in members.indices {
+                var key = members[i].key
+                let (prefix, high) = key.withUTF8 { bytes -> (UInt64, UInt8) in
+                    var prefix: UInt64 = 0, high: UInt8 = 0
+                    for k in 0..<8 {
+                        let b = k < bytes.count ? bytes[k] : 0
+                        prefix = prefix << 8 | UInt64(b)
+                        high |= b
+                    }
+                    return (prefix, high)
+                }
+                keys.append(SortKey(prefix: prefix, asciiPrefix: high < 0x80, index: i))
+            }
+            keys.sort { a, b in
+                if a.prefix != b.prefix && a.asciiPrefix && b.asciiPrefix { return a.prefix < b.prefix }
+                return utf16Precedes(members[a.index].key, members[b.index].key)
+            }
+            return keys
         }
     }
 
@@ -182,7 +214,9 @@ public enum CanonicalJSON {
         var s = s
         s.withUTF8 { bytes in
             var runStart = 0
-            for (i, b) in bytes.enumerated() where b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
+            for i in bytes.indices {
+                let b = bytes[i]
+                guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
                 // Copy the run of literal bytes before this one in a single append.
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
                 runStart = i + 1

@@ -3,7 +3,7 @@
 public struct SurveyDefinition: Sendable, Equatable {
     public let title: String
     public let questions: [Question]
-    private let indexById: [String: Int]
+    let indexById: [String: Int]
 
     init(title: String, questions: [Question]) {
         self.title = title

@@ -95,6 +95,35 @@ import Testing
         #expect(CanonicalJSON.string(v) == "{\"\":7,\"a\":4,\"ab\":3,\"z\":6,\"é\":5,\"😀\":2,\"\u{FFFD}\":1}")
     }
 
+    /// Keys are sorted by an 8-byte prefix first: keys sharing it, keys shorter than it, NUL
+    /// bytes and non-ASCII bytes inside it must still come out in UTF-16 order.
+    @Test func keyOrderMatchesUTF16OrderForRandomKeys() throws {
+        let pieces = ["a", "b", "A", "\u{0}", "_", "1", "é", "😀", "\u{FFFD}", "\u{FB33}", "abcdefgh", "abcdefg", "\u{7F}", "\u{80}"]
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            var members: [String: JSONValue] = [:]
+            for n in 0..<Int.random(in: 1...40, using: &rng) {
+                let key = (0..<Int.random(in: 0...6, using: &rng)).map { _ in pieces.randomElement(using: &rng)! }.joined()
+                members[key] = .number(Double(n))
+            }
+            let expected = members.keys.sorted { $0.utf16.lexicographicallyPrecedes($1.utf16) }
+            guard case .object(let back) = try JSONParser.parse(CanonicalJSON.encode(.object(members))) else {
+                Issue.record("not an object"); return
+            }
+            #expect(back == members)
+            // The keys in the order they were written, read back from the bytes themselves.
+            var written: [String] = []
+            var rest = Substring(CanonicalJSON.string(.object(members)))
+            for key in expected {
+                let quoted = CanonicalJSON.string(.string(key)) + ":"
+                guard let r = rest.range(of: quoted) else { break }
+                written.append(key)
+                rest = rest[r.upperBound...]
+            }
+            #expect(written == expected)
+        }
+    }
+
     @Test func stringEscaping() {
         let s = "q\"b\\s/\u{8}\u{c}\n\r\t\u{0}\u{1f}\u{7f}é😀\u{2028}"
         #expect(CanonicalJSON.string(.string(s)) == #""q\"b\\s/\b\f\n\r\t\u0000\u001f"# + "\u{7f}é😀\u{2028}\"")
