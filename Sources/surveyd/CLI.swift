@@ -26,6 +26,8 @@ enum CLI {
     static func main(_ args: [String]) {
         do {
             let options = try Options(args)
+            // `--help` after any command shows the usage and runs nothing.
+            if options.flag("help") { print(usage); return }
             switch options.positional.first {
             case "serve": try serve(options)
             case "admin": try admin(options)

@@ -8,19 +8,27 @@ struct Options {
     private var flags: Set<String> = []
 
     static let booleanFlags: Set<String> = ["demo", "help", "no-log"]
+    /// Every option that takes a value. Anything else is refused before a command runs: a
+    /// mistyped `--data-dri` must not start a server on the default data dir.
+    static let valueOptions: Set<String> = [
+        "data-dir", "host", "port", "synchronous", "max-body-bytes", "max-file-bytes", "max-keyed-in-flight",
+        "idempotency-retention-days", "http-threads", "startup-check", "to", "name", "expires-at", "org", "until", "roles",
+    ]
 
     init(_ args: [String]) throws {
         var i = 0
         while i < args.count {
             let a = args[i]
             if a.hasPrefix("--") {
-                var name = String(a.dropFirst(2))
+                let name = String(a.dropFirst(2))
                 if let eq = name.firstIndex(of: "=") {
-                    values[String(name[..<eq])] = String(name[name.index(after: eq)...])
-                    name = ""
+                    let key = String(name[..<eq])
+                    guard Self.valueOptions.contains(key) else { throw CLIError("unknown option --\(key) (surveyd help lists them)") }
+                    values[key] = String(name[name.index(after: eq)...])
                 } else if Self.booleanFlags.contains(name) {
                     flags.insert(name)
                 } else {
+                    guard Self.valueOptions.contains(name) else { throw CLIError("unknown option --\(name) (surveyd help lists them)") }
                     guard i + 1 < args.count else { throw CLIError("--\(name) needs a value") }
                     values[name] = args[i + 1]
                     i += 1
