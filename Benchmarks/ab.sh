@@ -23,7 +23,13 @@ one() {  # binary tag -> "rate us_per_req"
     local logging=(--no-log); [ "${LOG:-0}" = 1 ] && logging=()
     "$1" serve --data-dir "$WORK/data" --port "$PORT" --startup-check quick "${logging[@]}" >> "$WORK/ab-server.log" 2>&1 &
     local pid=$!
-    for _ in $(seq 1 400); do curl -sf "$BASE/healthz" > /dev/null 2>&1 && break; sleep 0.05; done
+    # The start-up check reads the whole file: minutes once ab runs have grown it to millions of rows.
+    local waited=0
+    until curl -sf "$BASE/healthz" > /dev/null 2>&1; do
+        kill -0 $pid 2>/dev/null || { echo "ab: $1 exited at start-up (see $WORK/ab-server.log)" >&2; exit 1; }
+        [ $waited -lt 6000 ] || { kill -9 $pid; echo "ab: $1 not healthy after 300 s" >&2; exit 1; }
+        sleep 0.05; waited=$((waited + 1))
+    done
     RUN_TAG="ab$2$(date +%s%N)" wrk -t2 -c64 -d3s -s "$HERE/wrk/$PHASE.lua" "$BASE" > /dev/null 2>&1
     local c0; c0=$(awk '{print $14 + $15}' /proc/$pid/stat)
     local line; line=$(RUN_TAG="ab$2$(date +%s%N)" wrk -t2 -c64 -d"${SECS}s" -s "$HERE/wrk/$PHASE.lua" "$BASE" 2>&1 | grep '^RESULT')

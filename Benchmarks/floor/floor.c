@@ -14,7 +14,7 @@
  * submission inside a group is also wrapped in SAVEPOINT/RELEASE as surveyd's writer does.
  *
  *   floor --db F --schema schema.sql --answers answers.json [--seconds 4] [--prefill 10000]
- *         [--groups 1,8,32,128] [--savepoints] [--sync FULL] [--pragma "PRAGMA x=y"]
+ *         [--groups 1,8,32,128] [--savepoints] [--sync FULL] [--pragma "PRAGMA x=y"] [--page-size 4096]
  * prints one line per mode:  floor group=G savepoints=0|1 submissions=N seconds=S rate=R
  * Build: gcc -O2 -o floor floor.c -lsqlite3
  */
@@ -164,6 +164,7 @@ int main(int argc, char **argv) {
     long prefill = 0;
     int savepoints = 0;
     const char *extra = NULL;
+    int page_size = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -175,8 +176,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--groups") && v) groups = v, i++;
         else if (!strcmp(a, "--sync") && v) sync = v, i++;
         else if (!strcmp(a, "--pragma") && v) extra = v, i++;
+        else if (!strcmp(a, "--page-size") && v) page_size = atoi(v), i++;
         else if (!strcmp(a, "--savepoints")) savepoints = 1;
-        else { fprintf(stderr, "usage: floor --db F --schema S --answers A [--seconds 4] [--prefill N] [--groups 1,8,32,128] [--savepoints] [--sync FULL] [--pragma SQL]\n"); return 2; }
+        else { fprintf(stderr, "usage: floor --db F --schema S --answers A [--seconds 4] [--prefill N] [--groups 1,8,32,128] [--savepoints] [--sync FULL] [--pragma SQL] [--page-size N]\n"); return 2; }
     }
     if (!path || !schema || !answers_path) { fprintf(stderr, "floor: --db, --schema and --answers are required\n"); return 2; }
     urandom = open("/dev/urandom", O_RDONLY);
@@ -189,8 +191,12 @@ int main(int argc, char **argv) {
     snprintf(side, sizeof side, "%s-shm", path); unlink(side);
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) die("open");
     sqlite3_busy_timeout(db, 5000);
-    exec("PRAGMA journal_mode=WAL");
     char pragma[128];
+    if (page_size) {  /* before WAL: a new file's page size is fixed by its first write */
+        snprintf(pragma, sizeof pragma, "PRAGMA page_size=%d", page_size);
+        exec(pragma);
+    }
+    exec("PRAGMA journal_mode=WAL");
     snprintf(pragma, sizeof pragma, "PRAGMA synchronous=%s; PRAGMA foreign_keys=ON;", sync);
     exec(pragma);
     if (extra) exec(extra);
