@@ -36,10 +36,10 @@ esac
 # A server from a previous run may still be finishing its clean stop on this port.
 for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" || break; sleep 0.2; done
 # shellcheck disable=SC2086
-"$BIN" serve --data-dir "$WORK/data" --port "$PORT" ${SERVER_ARGS:-} > "$WORK/profile-server.log" 2> "$WORK/profile-server.err" &
+"$BIN" serve --data-dir "$WORK/data" --port "$PORT" --startup-check quick ${SERVER_ARGS:-} > "$WORK/profile-server.log" 2> "$WORK/profile-server.err" &
 PID=$!
 trap 'kill -TERM $PID 2>/dev/null; wait $PID 2>/dev/null || true' EXIT
-for _ in $(seq 1 2400); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.05; done   # start-up runs integrity_check
+for _ in $(seq 1 6000); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.05; done   # start-up runs quick_check
 kill -0 "$PID" 2>/dev/null || { cat "$WORK/profile-server.err" >&2; echo "profile: the server did not start" >&2; exit 1; }
 sync; sleep 1
 # Warm-up, not profiled: caches and the WAL file after a restart.
