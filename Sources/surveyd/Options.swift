@@ -29,7 +29,8 @@ struct Options {
                     flags.insert(name)
                 } else {
                     guard Self.valueOptions.contains(name) else { throw CLIError("unknown option --\(name) (surveyd help lists them)") }
-                    guard i + 1 < args.count else { throw CLIError("--\(name) needs a value") }
+                    // `--to --data-dir d` is a missing value, not a directory named "--data-dir".
+                    guard i + 1 < args.count, !args[i + 1].hasPrefix("--") else { throw CLIError("--\(name) needs a value") }
                     values[name] = args[i + 1]
                     i += 1
                 }

@@ -49,6 +49,17 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty, "nothing may be created")
     }
 
+    /// An option followed by another option has no value: `--to --data-dir d` must not back up
+    /// into a directory named "--data-dir".
+    @Test func anOptionWithoutItsValueIsRefused() throws {
+        let dir = try Self.emptyDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let outcome = try Self.run(["backup", "--to", "--data-dir", dir + "/d"], in: dir)
+        #expect(outcome.status == 1)
+        #expect(outcome.stderr.contains("--to needs a value"), "stderr: \(outcome.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty, "nothing may be created")
+    }
+
     @Test(arguments: [["serve", "--data-dri", "x"], ["serve", "--prot=9000"], ["check", "--verbose"], ["admin", "create-org", "--nmae", "A"]])
     func anUnknownOptionIsRefusedAndNothingIsCreated(args: [String]) throws {
         let dir = try Self.emptyDirectory()

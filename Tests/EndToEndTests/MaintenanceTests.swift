@@ -88,6 +88,33 @@ import SurveyDomain
         #expect(try Self.surveyd(["backup", "--data-dir", w.f.server.dataDir, "--to", dest]).0 != 0)
     }
 
+    /// A backup that cannot finish leaves nothing behind that looks like a data dir.
+    @Test func aFailedBackupTakesBackWhatItCreated() throws {
+        let fm = FileManager.default
+        let base = NSTemporaryDirectory() + "surveyd-backup-fail-" + UUID().uuidString
+        defer { try? fm.removeItem(atPath: base) }
+        // No database at the source: refused before anything is created.
+        try fm.createDirectory(atPath: base + "/empty-source", withIntermediateDirectories: true)
+        let (noSource, noSourceOut) = try Self.surveyd(["backup", "--data-dir", base + "/empty-source", "--to", base + "/b1"])
+        #expect(noSource == 1)
+        #expect(noSourceOut.contains("no database at"), "\(noSourceOut)")
+        #expect(!fm.fileExists(atPath: base + "/b1"))
+
+        // A blob missing from the source: the copy fails halfway, after the database was written.
+        let w = try Self.busyWorld()
+        let blobs = w.f.server.files(in: "blobs")
+        try fm.removeItem(atPath: w.f.server.dataDir + "/blobs/" + blobs[0])
+        let (missing, missingOut) = try Self.surveyd(["backup", "--data-dir", w.f.server.dataDir, "--to", base + "/b2"])
+        #expect(missing == 1)
+        #expect(missingOut.contains("cannot read"), "\(missingOut)")
+        #expect(!fm.fileExists(atPath: base + "/b2"), "a new destination is removed whole")
+        // Into a directory that already existed: it stays, emptied of what the backup put there.
+        try fm.createDirectory(atPath: base + "/b3", withIntermediateDirectories: true)
+        try Data("keep".utf8).write(to: URL(fileURLWithPath: base + "/b3/notes.txt"))
+        #expect(try Self.surveyd(["backup", "--data-dir", w.f.server.dataDir, "--to", base + "/b3"]).0 == 1)
+        #expect(try fm.contentsOfDirectory(atPath: base + "/b3") == ["notes.txt"])
+    }
+
     @Test func idempotencyKeysArePurgedAfterTheirRetention() throws {
         let w = try Self.busyWorld()
         let db = w.f.server.app.database

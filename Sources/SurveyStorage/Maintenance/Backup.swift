@@ -13,11 +13,29 @@ public enum Backup {
         public let partials: Int
     }
 
+    /// A backup that fails (a blob missing from the source, a full disk) takes back everything it
+    /// created, so no half-written directory is ever mistaken for a complete data dir.
     public static func run(dataDir: String, to dest: String) throws -> Summary {
         let fm = FileManager.default
+        guard fm.fileExists(atPath: dataDir + "/surveyd.sqlite") else {
+            throw ApiError(.notFound, "no database at \(dataDir)/surveyd.sqlite; nothing was written.")
+        }
         if fm.fileExists(atPath: dest + "/surveyd.sqlite") {
             throw ApiError(.validationFailed, "\(dest) already holds a database; back up into a new directory.")
         }
+        // What this run creates: the whole destination if it did not exist, else its own entries.
+        let created = fm.fileExists(atPath: dest) ? ["surveyd.sqlite", "surveyd.sqlite-wal", "surveyd.sqlite-shm", "blobs", "tmp", "partial"]
+            .map { dest + "/" + $0 }.filter { !fm.fileExists(atPath: $0) } : [dest]
+        do {
+            return try copy(dataDir: dataDir, to: dest)
+        } catch {
+            for path in created { try? fm.removeItem(atPath: path) }
+            throw error
+        }
+    }
+
+    private static func copy(dataDir: String, to dest: String) throws -> Summary {
+        let fm = FileManager.default
         for d in [dest, dest + "/blobs", dest + "/tmp", dest + "/partial"] { try fm.createDirectory(atPath: d, withIntermediateDirectories: true) }
 
         let source = try Connection(path: dataDir + "/surveyd.sqlite", readOnly: true)
