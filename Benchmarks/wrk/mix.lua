@@ -8,7 +8,7 @@
 -- 409 (1021 stale revision / 1020 invalid transition) when its startReview was not yet
 -- committed. Those 409s are expected and reported apart.
 local c = require "common"
-local reads, reviews, started, lag
+local reads, reviews, started, approved, lag
 function setup(thread) c.setup(thread) end
 function init(args)
    c.init_thread()
@@ -19,6 +19,7 @@ function init(args)
    reviews = {}
    for k = tid, #all, nthreads do reviews[#reviews + 1] = all[k] end
    started = 0
+   approved = 0
    lag = tonumber(c.env("REVIEW_LAG", "16"))
    step = 0
    reviewer = c.auth(c.env("REVIEWER_TOKEN")) .. "Content-Type: application/json\r\n"
@@ -27,14 +28,18 @@ end
 local function review()
    step = step + 1
    local path = function(id) return "/v1/orgs/" .. c.org .. "/responses/" .. id .. "/review" end
-   if step % 2 == 1 or started <= lag then
-      if started < #reviews then
-         started = started + 1
-         return c.raw("POST", path(reviews[started]), reviewer, '{"action":"startReview","expectedRevision":1}')
-      end
+   local can_start = started < #reviews
+   -- An approve follows its startReview LAG steps later; once every response is started, the
+   -- last LAG are approved too, and then the review share goes to reads and submissions
+   -- (re-approving an approved response would only count 409s).
+   local can_approve = approved < started - lag or (not can_start and approved < started)
+   if can_start and (step % 2 == 1 or not can_approve) then
+      started = started + 1
+      return c.raw("POST", path(reviews[started]), reviewer, '{"action":"startReview","expectedRevision":1}')
    end
-   if started > lag then
-      return c.raw("POST", path(reviews[started - lag]), reviewer, '{"action":"approve","expectedRevision":2}')
+   if can_approve then
+      approved = approved + 1
+      return c.raw("POST", path(reviews[approved]), reviewer, '{"action":"approve","expectedRevision":2}')
    end
    return nil
 end
