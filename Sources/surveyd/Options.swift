@@ -20,19 +20,22 @@ struct Options {
         while i < args.count {
             let a = args[i]
             if a.hasPrefix("--") {
-                let name = String(a.dropFirst(2))
-                if let eq = name.firstIndex(of: "=") {
-                    let key = String(name[..<eq])
-                    guard Self.valueOptions.contains(key) else { throw CLIError("unknown option --\(key) (surveyd help lists them)") }
-                    values[key] = String(name[name.index(after: eq)...])
-                } else if Self.booleanFlags.contains(name) {
+                // `--name value` or `--name=value`; a boolean flag takes neither.
+                let spelled = a.dropFirst(2).split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let name = String(spelled[0]), inline = spelled.count == 2 ? String(spelled[1]) : nil
+                if Self.booleanFlags.contains(name) {
+                    guard inline == nil else { throw CLIError("--\(name) takes no value") }
                     flags.insert(name)
                 } else {
                     guard Self.valueOptions.contains(name) else { throw CLIError("unknown option --\(name) (surveyd help lists them)") }
-                    // `--to --data-dir d` is a missing value, not a directory named "--data-dir".
-                    guard i + 1 < args.count, !args[i + 1].hasPrefix("--") else { throw CLIError("--\(name) needs a value") }
-                    values[name] = args[i + 1]
-                    i += 1
+                    if let inline {
+                        values[name] = inline
+                    } else {
+                        // `--to --data-dir d` is a missing value, not a directory named "--data-dir".
+                        guard i + 1 < args.count, !args[i + 1].hasPrefix("--") else { throw CLIError("--\(name) needs a value") }
+                        values[name] = args[i + 1]
+                        i += 1
+                    }
                 }
             } else {
                 positional.append(a)

@@ -4,33 +4,11 @@ import Testing
 /// The `surveyd` binary's own arguments: a mistyped option or `--help` must never start a
 /// server or create a data dir somewhere unexpected.
 @Suite struct CommandLineTests {
-    struct Outcome {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-    }
-
-    /// Runs `surveyd args` in a fresh empty working directory (where the default `./data` would go).
-    static func run(_ args: [String], in directory: String) throws -> Outcome {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
-        p.arguments = args
-        p.currentDirectoryURL = URL(fileURLWithPath: directory)
-        var environment = ProcessInfo.processInfo.environment
-        for key in environment.keys where key.hasPrefix("SURVEYD_") { environment[key] = nil }
-        p.environment = environment
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        // A server started by mistake would never exit: stop it after a while and fail.
-        let deadline = Date().addingTimeInterval(20)
-        while p.isRunning && Date() < deadline { usleep(20_000) }
-        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-        p.waitUntilExit()
-        return Outcome(status: p.terminationStatus,
-                       stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-                       stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    /// Runs `surveyd args` in a fresh empty working directory (where the default `./data` would
+    /// go), with no SURVEYD_ settings from the environment.
+    static func run(_ args: [String], in directory: String) throws -> ServerProcess.CommandOutcome {
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SURVEYD_") }
+        return try ServerProcess.command(args, directory: directory, environment: environment, timeout: 20)
     }
 
     static func emptyDirectory() throws -> String {
@@ -57,6 +35,16 @@ import Testing
         let outcome = try Self.run(["backup", "--to", "--data-dir", dir + "/d"], in: dir)
         #expect(outcome.status == 1)
         #expect(outcome.stderr.contains("--to needs a value"), "stderr: \(outcome.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty, "nothing may be created")
+    }
+
+    /// `--no-log=1` is not a spelling of `--no-log`: refused rather than silently ignored.
+    @Test func aFlagGivenAValueIsRefused() throws {
+        let dir = try Self.emptyDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let outcome = try Self.run(["serve", "--no-log=1"], in: dir)
+        #expect(outcome.status == 1)
+        #expect(outcome.stderr.contains("--no-log takes no value"), "stderr: \(outcome.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty, "nothing may be created")
     }
 

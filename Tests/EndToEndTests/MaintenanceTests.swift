@@ -7,20 +7,8 @@ import SurveyDomain
 @Suite(.serialized) struct MaintenanceTests {
     /// Runs `surveyd` and returns (exit status, stdout+stderr).
     static func surveyd(_ args: [String], timeout: TimeInterval = 60) throws -> (Int32, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
-        p.arguments = args
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        let pid = p.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }  // a command that hangs fails the test, not the run
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        watchdog.cancel()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+        let outcome = try ServerProcess.command(args, timeout: timeout)
+        return (outcome.status, outcome.stdout + outcome.stderr)
     }
 
     /// A data dir with every kind of row: responses through review, a completed task, uploads, keys.

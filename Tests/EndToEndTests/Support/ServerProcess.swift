@@ -46,6 +46,39 @@ final class ServerProcess: @unchecked Sendable {
         return String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
     }
 
+    struct CommandOutcome {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    /// Runs `surveyd args` to completion — killed after `timeout`, so a command that hangs (or a
+    /// server started by mistake) fails the test instead of the run. stderr goes through a file,
+    /// so neither stream can fill its pipe while the other is read.
+    static func command(_ args: [String], directory: String? = nil, environment: [String: String]? = nil,
+                        timeout: TimeInterval = 60) throws -> CommandOutcome {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binary)
+        p.arguments = args
+        if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        if let environment { p.environment = environment }
+        let out = Pipe()
+        let errPath = NSTemporaryDirectory() + "surveyd-command-" + UUID().uuidString + ".stderr"
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: errPath) }
+        p.standardOutput = out
+        p.standardError = FileHandle(forWritingAtPath: errPath)
+        try p.run()
+        let pid = p.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        watchdog.cancel()
+        return CommandOutcome(status: p.terminationStatus, stdout: String(decoding: data, as: UTF8.self),
+                              stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+    }
+
     static func regularFiles(under root: String) -> [String] {
         guard let e = FileManager.default.enumerator(atPath: root) else { return [] }
         var out: [String] = []
