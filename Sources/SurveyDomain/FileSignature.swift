@@ -12,6 +12,9 @@ public enum FileSignature {
         return String(decoding: u.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
+    /// Text types are checked whole (`TextStreamCheck`), not only by their first bytes.
+    public static func isTextType(_ contentType: String) -> Bool { kinds[normalizedType(contentType)] == .text }
+
     /// The declared types this sniffer knows, normalized.
     public static var knownTypes: Set<String> { Set(kinds.keys) }
 

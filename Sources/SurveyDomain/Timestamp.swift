@@ -8,7 +8,9 @@ public enum Timestamp {
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
+    /// `ms` is clamped to years 0001–9999, the range `parse` accepts.
     public static func format(_ ms: Int64) -> String {
+        let ms = min(max(ms, minMillis), maxMillis)
         var secs = time_t(ms >= 0 ? ms / 1000 : (ms - 999) / 1000)
         let milli = Int(ms - Int64(secs) * 1000)
         var t = tm()
@@ -41,7 +43,9 @@ public enum Timestamp {
         guard b.count >= 20, let y = num(0, 4), b[4] == 45, let mo = num(5, 2), b[7] == 45, let d = num(8, 2),
               b[10] == 84 || b[10] == 116, let h = num(11, 2), b[13] == 58, let mi = num(14, 2), b[16] == 58,
               let se = num(17, 2) else { return nil }
-        guard (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, se < 61 else { return nil }
+        // A real calendar date and time of day: no 31 February, no hour 24, no second 60 (a leap
+        // second cannot be told from a typo here, and accepting it shifted the time silently).
+        guard (1...12).contains(mo), d >= 1, d <= daysIn(month: mo, year: y), h < 24, mi < 60, se < 60 else { return nil }
         var i = 19
         var millis = 0
         if i < b.count && b[i] == 46 {
@@ -57,7 +61,7 @@ public enum Timestamp {
         guard i < b.count else { return nil }
         var offset = 0
         if b[i] == 90 || b[i] == 122 { i += 1 } else if b[i] == 43 || b[i] == 45 {
-            guard let oh = num(i + 1, 2), b.count > i + 3, b[i + 3] == 58, let om = num(i + 4, 2) else { return nil }
+            guard let oh = num(i + 1, 2), b.count > i + 3, b[i + 3] == 58, let om = num(i + 4, 2), oh < 24, om < 60 else { return nil }
             offset = (oh * 60 + om) * (b[i] == 45 ? -1 : 1)
             i += 6
         } else { return nil }
@@ -70,6 +74,21 @@ public enum Timestamp {
         let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
         let days = era * 146097 + doe - 719468
         let secs = Int64(days) * 86400 + Int64(h * 3600 + mi * 60 + se) - Int64(offset * 60)
-        return secs * 1000 + Int64(millis)
+        let ms = secs * 1000 + Int64(millis)
+        // Only instants whose UTC year has four digits (0001–9999) round-trip through `format`.
+        guard ms >= minMillis, ms <= maxMillis else { return nil }
+        return ms
+    }
+
+    /// 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z.
+    public static let minMillis: Int64 = -62_135_596_800_000
+    public static let maxMillis: Int64 = 253_402_300_799_999
+
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
     }
 }

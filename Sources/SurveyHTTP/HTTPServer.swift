@@ -133,6 +133,12 @@ public final class HTTPServer: @unchecked Sendable {
                                    headers: [("Connection", "close")]))
                 return .YES
             }
+            if ex.authorizationHeaders > 1 {
+                // Which credential would count is up to each proxy and server on the way: none does.
+                queue(ex, .problem(ApiError.malformed("The request has more than one Authorization header; send exactly one."),
+                                   headers: [("Connection", "close")]))
+                return .YES
+            }
             switch router.match(method: method, path: url) {
             case .found(let route, let params):
                 ex.route = route
@@ -319,6 +325,7 @@ final class Exchange {
     var deferred: DeferredResponse?
     var sink: (any BodySink)?
     var contentLengths: Set<String> = []
+    var authorizationHeaders = 0
     var conflictingFraming: Bool {
         contentLengths.count > 1 || (!contentLengths.isEmpty && headers["transfer-encoding"] != nil)
     }
@@ -351,6 +358,7 @@ private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
     let name = lowercasedName(key)
     let v = value.map { String(cString: $0) } ?? ""
     if name == "content-length" { ex.contentLengths.insert(v.trimmingSpacesAndTabs) }
+    if name == "authorization" { ex.authorizationHeaders += 1 }
     ex.headers[name] = v
     return .YES
 }

@@ -13,6 +13,8 @@ public final class App: Sendable {
         public var synchronous: String = "FULL"
         public var maxBodyBytes: Int = 1 << 20
         public var maxFileBytes: Int = 100 << 20
+        /// Declared bytes of unfinished resumable uploads one collector may hold (1030 past it).
+        public var maxUnfinishedUploadBytes: Int64 = 1 << 30
         public var maxKeyedInFlight: Int = 100
         /// N polling threads with suspend/resume (default: one per core, at least 2); 0:
         /// libmicrohttpd's thread per connection (slower; see `HTTPServer`).
@@ -33,6 +35,10 @@ public final class App: Sendable {
     public let blobs: BlobStore
     private let dataDirLock: DataDirLock
     let metrics = Metrics()
+    /// Shared by the tus routes and the expiry sweep (tests reach it to order a race).
+    let uploadLocks = BusySet()
+    /// What `/readyz` answers from (tests count its commits).
+    let readiness: ReadinessProbe
     private let server: HTTPServer
 
     /// Opens the data dir (creating it), migrates the database and prepares the routes.
@@ -47,18 +53,24 @@ public final class App: Sendable {
         database = try Database(storage)
         gate = WriteGate(database: database)
         blobs = try BlobStore(dataDir: configuration.dataDir)
-        // Leftovers of requests that never committed (a crash, kill -9 mid-upload) go now.
+        // Unfinished resumable uploads past their expiry, then leftovers of requests that never
+        // committed (a crash, kill -9 mid-upload), go now.
+        let expired = try ResumableUploadService.sweepExpired(database: database, blobs: blobs, busy: uploadLocks)
+        if expired > 0 { StandardError.line("surveyd: removed \(expired) expired unfinished resumable upload(s)") }
         let swept = blobs.sweep(referencedBlobs: try database.read { try $0.referencedBlobHashes() },
                                 livePartials: try database.read { try $0.liveResumableUploadIds() })
         if swept.temp + swept.blobs + swept.partials > 0 {
             StandardError.line("surveyd: removed \(swept.temp) temp, \(swept.blobs) unreferenced blob and \(swept.partials) stale partial files")
         }
+        let database = self.database
+        readiness = ReadinessProbe { database.isWritable() }
         var router = Router()
         var limits = Services.Limits()
         limits.maxFileBytes = configuration.maxFileBytes
+        limits.maxUnfinishedBytesPerCaller = configuration.maxUnfinishedUploadBytes
         limits.maxKeyedInFlight = configuration.maxKeyedInFlight
         let services = Services(database: database, gate: gate, metrics: metrics, blobs: blobs, limits: limits,
-                                keys: KeyedWrites(limit: configuration.maxKeyedInFlight))
+                                keys: KeyedWrites(limit: configuration.maxKeyedInFlight), uploadLocks: uploadLocks, readiness: readiness)
         services.register(into: &router)
         var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         http.maxBodyBytes = configuration.maxBodyBytes
@@ -86,6 +98,13 @@ public final class App: Sendable {
             queue.asyncAfter(deadline: .now() + 3600) { purge() }
         }
         queue.async { purge() }
+        // Expired unfinished resumable uploads free their bytes within ten minutes.
+        let blobs = self.blobs, locks = uploadLocks
+        @Sendable func sweepUploads() {
+            _ = try? ResumableUploadService.sweepExpired(database: database, blobs: blobs, busy: locks)
+            queue.asyncAfter(deadline: .now() + 600) { sweepUploads() }
+        }
+        queue.asyncAfter(deadline: .now() + 600) { sweepUploads() }
         // After a burst, give freed heap back to the system once the server has gone quiet
         // (glibc keeps it in per-thread arenas otherwise: ~60 MB idle after 64-connection load).
         let server = self.server

@@ -26,6 +26,13 @@ public final class BlobStore: Sendable {
 
     public func partialPath(uploadId: String) -> String { "\(partialDir)/\(uploadId)" }
 
+    /// The empty partial file of a new resumable upload (refused if the name exists).
+    public func createPartial(uploadId: String) throws {
+        let fd = open(partialPath(uploadId: uploadId), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Self.ioError("create", errno) }
+        close(fd)
+    }
+
     public func createTemp() throws -> TempFile {
         try TempFile(path: "\(tempDir)/\(Ids.make("tmp", nowMillis: Timestamp.nowMillis()))")
     }

@@ -36,6 +36,9 @@ final class WriteContext {
     func requireAudit() throws {
         guard audited else { throw ApiError(.internalError, "A write without its audit entry was refused.") }
     }
+
+    /// Rows this connection has changed so far (for "a no-op writes nothing").
+    var totalChanges: Int64 { conn.totalChanges }
 }
 
 /// The writes the contract never gates: an expired organization must still be able to lock
@@ -45,6 +48,8 @@ public struct SecurityTransaction {
     init(_ context: WriteContext) { self.context = context }
     public var now: Int64 { context.now }
     public var read: ReadContext { ReadContext(context.conn) }
+    /// False when the action turned out to be a no-op (it changed nothing, so it wrote nothing).
+    public var changedSomething: Bool { context.audited }
 
     public func audit(action: String, targetType: String, targetId: String, detail: String? = nil) throws {
         try context.audit(action: action, targetType: targetType, targetId: targetId, revision: nil, detail: detail)

@@ -96,13 +96,15 @@ public final class Database: Sendable {
     }
 
     /// Security actions that the contract never gates (users, tokens, roles, subscriptions).
-    /// Each must append its audit entry; the transaction is refused otherwise.
+    /// Each change must append its audit entry; the transaction is refused otherwise. One that
+    /// turns out to change nothing (revoking a revoked token) writes nothing, audit included.
     public func securityWrite<T: Sendable>(orgId: String, actor: String,
                                            _ body: @escaping @Sendable (SecurityTransaction) throws -> T) throws -> T {
         try writer.submit { conn in
             let tx = SecurityTransaction(WriteContext(conn, orgId: orgId, actor: actor, now: Timestamp.nowMillis()))
+            let before = conn.totalChanges
             let result = try body(tx)
-            try tx.context.requireAudit()
+            if conn.totalChanges != before { try tx.context.requireAudit() }
             return result
         }
     }

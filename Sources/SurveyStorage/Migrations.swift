@@ -152,6 +152,12 @@ enum Migrations {
         ALTER TABLE responses ADD COLUMN request_sha256 BLOB;
         DROP INDEX responses_task;
         """),
+        // A replay answers the receipt of the acceptance; a resubmission may change the version
+        // since, so the accepted one is kept beside it (NULL: unchanged). Rows resubmitted before
+        // this step lost theirs: their replays answer the current version.
+        ("responses-accepted-version", """
+        ALTER TABLE responses ADD COLUMN accepted_survey_version_id TEXT;
+        """),
     ]
 
     static func currentVersion(_ conn: Connection) throws(SQLiteError) -> Int {

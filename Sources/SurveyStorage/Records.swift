@@ -56,10 +56,15 @@ public struct ResponseRecord: Sendable, Equatable {
     public let receivedAt: Int64
     public let reviewState: String
     public let revision: Int64
+    /// The version the response was accepted with, when a resubmission has changed it since
+    /// (nil: `surveyVersionId` still is). A replay answers the receipt as it was at acceptance.
+    public let acceptedSurveyVersionId: String?
 
     public init(responseId: String, orgId: String, clientSubmissionId: String, submitter: String, surveyId: String,
                 surveyVersionId: String, requestDigest: String, requestSHA256: [UInt8], answers: String,
-                fieldTaskId: String?, capturedAt: Int64?, receivedAt: Int64, reviewState: String, revision: Int64) {
+                fieldTaskId: String?, capturedAt: Int64?, receivedAt: Int64, reviewState: String, revision: Int64,
+                acceptedSurveyVersionId: String? = nil) {
+        self.acceptedSurveyVersionId = acceptedSurveyVersionId
         self.responseId = responseId; self.orgId = orgId; self.clientSubmissionId = clientSubmissionId
         self.submitter = submitter; self.surveyId = surveyId; self.surveyVersionId = surveyVersionId
         self.requestDigest = requestDigest; self.requestSHA256 = requestSHA256; self.answers = answers

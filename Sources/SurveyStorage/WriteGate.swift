@@ -103,7 +103,8 @@ public struct WriteGate: Sendable {
         }
     }
 
-    static func expired(_ expiresAt: Int64) -> ApiError {
+    /// The one 1001: every refusal of an expired subscription is built here.
+    public static func expired(_ expiresAt: Int64) -> ApiError {
         ApiError(.subscriptionExpired,
                  "The organization's subscription expired at \(Timestamp.format(expiresAt)). Nothing was written; keep the request and retry it unchanged after renewal.",
                  extra: ["expiresAt": .string(Timestamp.format(expiresAt))])

@@ -73,6 +73,13 @@ final class Writer: @unchecked Sendable {
         }
     }
 
+    /// Jobs waiting for the writer (tests wait on it to order requests deterministically).
+    var queuedJobs: Int {
+        cond.lock()
+        defer { cond.unlock() }
+        return queue.count
+    }
+
     private func enqueue(_ job: Job) throws {
         cond.lock()
         if stopping {

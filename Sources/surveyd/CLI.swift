@@ -9,6 +9,7 @@ enum CLI {
 
     usage:
       surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--max-file-bytes N]
+                   [--max-unfinished-upload-bytes N]
                    [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads N]
                    [--startup-check full|quick] [--no-log]
       surveyd check                       verify every invariant; exit 1 on any violation
@@ -58,6 +59,10 @@ enum CLI {
         if let m = options.value("max-file-bytes") {
             guard let n = Int(m), n > 0 else { throw CLIError("--max-file-bytes must be a positive integer") }
             c.maxFileBytes = n
+        }
+        if let m = options.value("max-unfinished-upload-bytes") {
+            guard let n = Int64(m), n > 0 else { throw CLIError("--max-unfinished-upload-bytes must be a positive integer") }
+            c.maxUnfinishedUploadBytes = n
         }
         if let m = options.value("max-body-bytes") {
             guard let n = Int(m), n > 0 else { throw CLIError("--max-body-bytes must be a positive integer") }

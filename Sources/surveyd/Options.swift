@@ -11,7 +11,7 @@ struct Options {
     /// Every option that takes a value. Anything else is refused before a command runs: a
     /// mistyped `--data-dri` must not start a server on the default data dir.
     static let valueOptions: Set<String> = [
-        "data-dir", "host", "port", "synchronous", "max-body-bytes", "max-file-bytes", "max-keyed-in-flight",
+        "data-dir", "host", "port", "synchronous", "max-body-bytes", "max-file-bytes", "max-unfinished-upload-bytes", "max-keyed-in-flight",
         "idempotency-retention-days", "http-threads", "startup-check", "to", "name", "expires-at", "org", "until", "roles",
     ]
 

@@ -8,9 +8,10 @@ struct HealthService {
 
     func register(into router: inout Router) {
         router.add("GET", "/healthz") { _ in .json(200, ["status": "ok"]) }
-        // Blocking: readiness is a real commit on the writer.
+        // Blocking: readiness is a real commit on the writer, at most one a second.
+        let readiness = services.readiness
         router.add("GET", "/readyz", runs: .blocking) { _ in
-            services.database.isWritable()
+            readiness.isReady()
                 ? .json(200, ["status": "ready"])
                 : .problem(ApiError(.storageUnavailable, "The database does not take writes."))
         }

@@ -23,6 +23,17 @@ struct ResponseService {
         return .object(o)
     }
 
+    /// The receipt exactly as the acceptance answered it, whatever happened since: revision 1,
+    /// the version it was accepted with, and the first review state (`submitted` when the survey
+    /// is reviewed, which every later state implies; `none` otherwise). For replays.
+    static func acceptedReceipt(_ r: ResponseRecord) -> JSONValue {
+        var o = receipt(r).objectValue!
+        o["surveyVersionId"] = .string(r.acceptedSurveyVersionId ?? r.surveyVersionId)
+        o["reviewState"] = .string(r.reviewState == ReviewState.none.rawValue ? ReviewState.none.rawValue : ReviewState.submitted.rawValue)
+        o["revision"] = .number(1)
+        return .object(o)
+    }
+
     static func responseJSON(_ r: ResponseRecord) throws -> JSONValue {
         var o = receipt(r).objectValue!
         o["surveyId"] = .string(r.surveyId)
@@ -220,7 +231,7 @@ struct ResponseService {
 
     private static func replayed(_ stored: ResponseRecord, metrics: Metrics) -> HTTPResponse {
         metrics.add(.responsesReplayed)
-        return HTTPResponse.json(200, Self.receipt(stored), headers: [
+        return HTTPResponse.json(200, Self.acceptedReceipt(stored), headers: [
             ("Idempotent-Replayed", "true"), ("Location", "/v1/orgs/\(stored.orgId)/responses/\(stored.responseId)"),
         ]).logging(["responseId": stored.responseId])
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SurveyDomain
 import SurveyHTTP
 import SurveyStorage
@@ -81,40 +80,77 @@ struct ResumableUploadService {
             let meta = try Self.metadata(request.header("upload-metadata"))
             let clientUploadId = meta["clientUploadId"] ?? ""
             let user = try services.member(caller, of: orgId, withAnyOf: .collector)
-            // Idempotent creation: the same clientUploadId and metadata is the same upload.
-            if let existing = try services.database.read({ try $0.resumableUpload(orgId: orgId, clientUploadId: clientUploadId) }) {
-                guard existing.owner == user.userId, existing.surveyVersionId == meta["surveyVersionId"], existing.questionId == meta["questionId"],
-                      existing.contentType == FileSignature.normalizedType(meta["contentType"] ?? ""), existing.length == Int64(length) else {
-                    throw ApiError(.idempotencyConflict, "This clientUploadId was already used for a different upload.")
-                }
-                return created(existing, replayed: true)
+            let asked = Creation(owner: user.userId, surveyVersionId: meta["surveyVersionId"], questionId: meta["questionId"],
+                                 contentType: FileSignature.normalizedType(meta["contentType"] ?? ""), length: Int64(length))
+            // Step 3 on the snapshot: a replay needs none of the checks below. The gate asks the
+            // same question again inside its transaction (another create may commit meanwhile).
+            let now = Timestamp.nowMillis()
+            if let r = try asked.replay(try services.database.read { try $0.resumableUpload(orgId: orgId, clientUploadId: clientUploadId) }, now: now) {
+                return created(r, replayed: true)
             }
             let target = try uploads.target(orgId: orgId, clientUploadId: clientUploadId, caller: caller, surveyVersionId: meta["surveyVersionId"],
                                             questionId: meta["questionId"], contentType: meta["contentType"], declaredLength: length)
             if target.existing != nil {
                 throw ApiError(.idempotencyConflict, "This clientUploadId is already a completed upload.")
             }
-            let now = Timestamp.nowMillis()
             let record = ResumableUploadRecord(
                 uploadId: Ids.make("tus", nowMillis: now), orgId: orgId, clientUploadId: clientUploadId, owner: user.userId,
                 surveyVersionId: target.surveyVersionId, questionId: target.questionId, contentType: target.contentType,
                 length: Int64(length), receivedBytes: 0, expiresAt: now + services.limits.resumableLifetimeMillis, createdAt: now)
+            // The empty partial file exists before its row commits, so a PATCH never has to create
+            // it (creating could revive the file of an upload deleted meanwhile). If the row does
+            // not commit, it goes below; after a crash, the start-up sweep removes it.
             let partial = services.blobs.partialPath(uploadId: record.uploadId)
-            let outcome = try services.gate.write(orgId: orgId, actor: user.userId, replay: { db in
-                try db.resumableUpload(orgId: orgId, clientUploadId: clientUploadId)
-            }) { tx in
-                try tx.createResumableUpload(record)
-                return record
+            try services.blobs.createPartial(uploadId: record.uploadId)
+            let quota = services.limits.maxUnfinishedBytesPerCaller
+            let outcome: WriteGate.Outcome<(ResumableUploadRecord, replaced: String?)>
+            do {
+                outcome = try services.gate.write(orgId: orgId, actor: user.userId, replay: { db in
+                    try asked.replay(try db.resumableUpload(orgId: orgId, clientUploadId: clientUploadId), now: Timestamp.nowMillis()).map { ($0, nil) }
+                }) { tx in
+                    let held = try tx.read.unfinishedResumableBytes(orgId: orgId, owner: record.owner, now: tx.now)
+                    guard held + record.length <= quota else {
+                        throw ApiError(.tooManyPendingRequests,
+                                       "You hold \(held) bytes of unfinished uploads; at most \(quota) are allowed. Finish or delete one first.",
+                                       retryAfterSeconds: 60)
+                    }
+                    return (record, try tx.createResumableUpload(record))
+                }
+            } catch {
+                unlink(partial)
+                throw error
             }
             switch outcome {
-            case .replayed(let r): return created(r, replayed: true)
+            case .replayed(let r):
+                unlink(partial)
+                return created(r.0, replayed: true)
             case .written(let r):
-                // The empty partial file exists from creation on; HEAD reports 0 until a chunk lands.
-                _ = FileManager.default.createFile(atPath: partial, contents: nil)
-                return created(r, replayed: false)
+                if let old = r.replaced { unlink(services.blobs.partialPath(uploadId: old)) }
+                return created(r.0, replayed: false)
             }
         } catch {
             return problem(storageApiError(error))
+        }
+    }
+
+    /// What a create asks for: the same caller and metadata again is the same upload.
+    struct Creation: Sendable {
+        let owner: String
+        let surveyVersionId: String?
+        let questionId: String?
+        let contentType: String
+        let length: Int64
+
+        /// Step 3: the upload `existing` under this clientUploadId, if this create is its replay;
+        /// nil when there is none or it expired unfinished (a create then starts afresh); 1004
+        /// when it was made by someone else or for something else — revealing nothing of it.
+        func replay(_ existing: ResumableUploadRecord?, now: Int64) throws -> ResumableUploadRecord? {
+            guard let e = existing, !e.isExpired(now: now) else { return nil }
+            guard e.owner == owner, e.surveyVersionId == surveyVersionId, e.questionId == questionId,
+                  e.contentType == contentType, e.length == length else {
+                throw ApiError(.idempotencyConflict, "This clientUploadId was already used for a different upload.")
+            }
+            return e
         }
     }
 
@@ -124,22 +160,26 @@ struct ResumableUploadService {
         return HTTPResponse(status: 201, headers: h)
     }
 
-    /// The caller's own upload, or the 404 of nothing; 410 once it has expired.
-    private func owned(_ head: RequestHead, caller: Caller) throws -> ResumableUploadRecord {
-        let orgId = head.parameter("orgId")
-        let user = try services.member(caller, of: orgId)
-        guard let r = try services.database.read({ try $0.resumableUpload(orgId: orgId, uploadId: head.parameter("uploadId")) }),
+    /// Step 2 for HEAD, PATCH and DELETE: the collector role is checked on every request (a
+    /// removed role counts from the next one), then the upload must be the caller's own, else
+    /// the 404 of nothing. `allowExpired`: DELETE may abandon an expired upload; the others get 410.
+    private func owned(_ head: RequestHead, user: UserRecord, allowExpired: Bool = false) throws -> ResumableUploadRecord {
+        guard let r = try services.database.read({ try $0.resumableUpload(orgId: user.orgId, uploadId: head.parameter("uploadId")) }),
               r.owner == user.userId else { throw ApiError.notFound() }
-        if r.expiresAt <= Timestamp.nowMillis() && r.receivedBytes < r.length {
+        if !allowExpired && r.isExpired(now: Timestamp.nowMillis()) {
             throw ApiError(.notFound, "This upload expired at \(Timestamp.format(r.expiresAt)).").with(status: 410)
         }
         return r
     }
 
+    private func collector(_ head: RequestHead) throws -> UserRecord {
+        try services.member(try services.authenticate(head), of: head.parameter("orgId"), withAnyOf: .collector)
+    }
+
     func head(_ request: HTTPRequest) throws -> HTTPResponse {
         do {
             try requireTus(request.head)
-            let r = try owned(request.head, caller: try services.authenticate(request))
+            let r = try owned(request.head, user: try collector(request.head))
             return HTTPResponse(status: 200, headers: Self.tusHeaders + [
                 ("Upload-Offset", String(r.receivedBytes)), ("Upload-Length", String(r.length)),
                 ("Upload-Expires", Self.httpDate(r.expiresAt)), ("Cache-Control", "no-store"),
@@ -155,36 +195,44 @@ struct ResumableUploadService {
     func openChunk(_ head: RequestHead) throws -> any BodySink {
         do {
             try requireTus(head)
-            let caller = try services.authenticate(head)
-            let r = try owned(head, caller: caller)
-            guard FileSignature.normalizedType(head.header("content-type") ?? "") == "application/offset+octet-stream" else {
-                throw ApiError(.unsupportedFileType, "PATCH bodies must be application/offset+octet-stream.")
-            }
-            guard let offsetText = head.header("upload-offset"), let offset = Int64(offsetText) else {
-                throw ApiError.malformed("Upload-Offset is required.")
-            }
-            guard offset == r.receivedBytes else {
-                throw ApiError(.idempotencyConflict, "Upload-Offset is \(offset) but the upload is at \(r.receivedBytes).")
-                    .with(status: 409, headers: [("Upload-Offset", String(r.receivedBytes))])
-            }
-            // Compared as what is left, not offset + length: a declared length near Int64.max
-            // overflowed the sum and trapped.
-            if let len = head.header("content-length").flatMap(Int64.init), len > r.length - offset {
-                throw ApiError(.payloadTooLarge, "The chunk runs past Upload-Length \(r.length).")
-            }
-            // Refuse early while expired: no byte is read. The gate checks again at commit.
-            if let org = try services.database.read({ try $0.org(r.orgId) }), org.expiresAt <= Timestamp.nowMillis() {
-                services.metrics.add(.subscriptionRefusals)
-                throw ApiError(.subscriptionExpired, "The organization's subscription has expired; the offset stays at \(r.receivedBytes).")
-            }
-            let checksum = try head.header("upload-checksum").map(ChunkChecksum.init(header:))
-            guard busy.claim(r.uploadId) else {
-                throw ApiError(.idempotencyConflict, "Another PATCH of this upload is in progress.").with(status: 409)
+            let user = try collector(head)
+            let uploadId = head.parameter("uploadId")
+            // Claimed before the row is read: a PATCH that read the row first could act on an
+            // offset another PATCH has moved, or on an upload a DELETE has removed, meanwhile.
+            guard busy.claim(uploadId) else {
+                throw ApiError(.idempotencyConflict, "Another request on this upload is in progress.").with(status: 409)
             }
             do {
+                let r = try owned(head, user: user)
+                guard FileSignature.normalizedType(head.header("content-type") ?? "") == "application/offset+octet-stream" else {
+                    throw ApiError(.unsupportedFileType, "PATCH bodies must be application/offset+octet-stream.")
+                }
+                guard let offsetText = head.header("upload-offset"), let offset = Int64(offsetText) else {
+                    throw ApiError.malformed("Upload-Offset is required.")
+                }
+                let checksum = try head.header("upload-checksum").map(ChunkChecksum.init(header:))
+                guard offset == r.receivedBytes else {
+                    throw ApiError(.idempotencyConflict, "Upload-Offset is \(offset) but the upload is at \(r.receivedBytes).")
+                        .with(status: 409, headers: [("Upload-Offset", String(r.receivedBytes))])
+                }
+                // Compared as what is left, not offset + length: a declared length near Int64.max
+                // overflowed the sum and trapped.
+                if let len = head.header("content-length").flatMap(Int64.init), len > r.length - offset {
+                    throw ApiError(.payloadTooLarge, "The chunk runs past Upload-Length \(r.length).")
+                }
+                // Finished: an empty PATCH at the end changes nothing (its partial file is gone).
+                if r.isComplete {
+                    busy.release(uploadId)
+                    return FinishedUploadSink(record: r)
+                }
+                // Refuse early while expired: no byte is read. The gate checks again at commit.
+                if let org = try services.database.read({ try $0.org(r.orgId) }), org.expiresAt <= Timestamp.nowMillis() {
+                    services.metrics.add(.subscriptionRefusals)
+                    throw WriteGate.expired(org.expiresAt)
+                }
                 return try ChunkSink(record: r, path: services.blobs.partialPath(uploadId: r.uploadId), checksum: checksum, busy: busy)
             } catch {
-                busy.release(r.uploadId)
+                busy.release(uploadId)
                 throw error
             }
         } catch {
@@ -193,7 +241,11 @@ struct ResumableUploadService {
     }
 
     func finishChunk(_ request: HTTPRequest) throws -> HTTPResponse {
-        guard let sink = request.sink as? ChunkSink else { throw ApiError(.internalError) }
+        if let done = request.sink as? FinishedUploadSink {
+            return HTTPResponse(status: 204, headers: Self.tusHeaders + [("Upload-Offset", String(done.record.length)),
+                                                                          ("Upload-Expires", Self.httpDate(done.record.expiresAt))])
+        }
+        guard let sink = request.sink as? ChunkSink else { return problem(ApiError(.internalError)) }
         defer { sink.abort() }  // truncates back unless the new offset was committed
         let r = sink.record
         do {
@@ -202,40 +254,67 @@ struct ResumableUploadService {
                 return problem(ApiError(.digestMismatch, "Upload-Checksum does not match the chunk; it was discarded."), status: 460)
             }
             let newOffset = r.receivedBytes + Int64(sink.written)
+            let done = [("Upload-Offset", String(newOffset)), ("Upload-Expires", Self.httpDate(r.expiresAt))]
             guard newOffset == r.length else {
-                let ok = try services.gate.write(orgId: r.orgId, actor: r.owner) { tx in
-                    try tx.advanceResumableUpload(uploadId: r.uploadId, from: r.receivedBytes, to: newOffset)
-                }
-                guard case .written(true) = ok else {
-                    return problem(ApiError(.idempotencyConflict, "The upload moved on meanwhile."), status: 409)
-                }
+                _ = try gatedWrite(r) { tx in try Self.advance(r, to: newOffset, tx) }
                 sink.committed = true
-                return HTTPResponse(status: 204, headers: Self.tusHeaders + [("Upload-Offset", String(newOffset)),
-                                                                              ("Upload-Expires", Self.httpDate(r.expiresAt))])
+                return HTTPResponse(status: 204, headers: Self.tusHeaders + done)
             }
             // The last chunk: the whole file is checked and committed like a plain upload.
             let record = try verifyComplete(r, path: sink.path)
-            let response = try uploads.commit(record, tempPath: sink.path, path: "/v1/orgs/\(r.orgId)/uploads/\(r.clientUploadId)") { tx in
-                guard try tx.advanceResumableUpload(uploadId: r.uploadId, from: r.receivedBytes, to: newOffset) else {
-                    throw ApiError(.idempotencyConflict, "The upload moved on meanwhile.")
+            let blobs = services.blobs, path = sink.path
+            let stored = try gatedWrite(r) { tx -> UploadRecord? in
+                try Self.advance(r, to: newOffset, tx)
+                // A plain PUT of the same id may have stored the file meanwhile: the same bytes
+                // finish this upload too; different ones are 1004 (the chunk is kept for a retry
+                // after a DELETE, never silently dropped).
+                if let e = try tx.read.upload(orgId: r.orgId, clientUploadId: r.clientUploadId) {
+                    guard e.uploader == record.uploader, e.sha256 == record.sha256, e.surveyVersionId == record.surveyVersionId,
+                          e.questionId == record.questionId, e.contentType == record.contentType else {
+                        throw ApiError(.idempotencyConflict, "This clientUploadId was already used for a different upload.")
+                    }
+                    return nil
                 }
+                try tx.commitUpload(record, tempPath: path, blobs: blobs)
+                return record
             }
+            if let stored { services.metrics.add(.uploadBytes, Int(stored.size)) }
             sink.committed = true
             // The blob is a hard link made inside the transaction; the partial name goes now.
             unlink(sink.path)
-            return HTTPResponse(status: 204, headers: Self.tusHeaders + [("Upload-Offset", String(newOffset)),
-                                                                          ("Upload-Expires", Self.httpDate(r.expiresAt))],
-                                logFields: ["upload": String(response.status)])
-        } catch let e as ApiError {
-            return problem(e)
+            return HTTPResponse(status: 204, headers: Self.tusHeaders + done, logFields: ["upload": stored == nil ? "existing" : "stored"])
+        } catch {
+            return problem(storageApiError(error))
         }
     }
 
-    /// Reads the finished partial file once: size, SHA-256 and the signature of its first bytes.
+    /// A gated write of this upload's owner; a 1001 is counted like every refusal of the gate.
+    private func gatedWrite<T: Sendable>(_ r: ResumableUploadRecord, _ body: @escaping @Sendable (GatedTransaction) throws -> T) throws -> T {
+        do {
+            switch try services.gate.write(orgId: r.orgId, actor: r.owner, body) {
+            case .written(let v), .replayed(let v): return v
+            }
+        } catch let e as ApiError where e.code == .subscriptionExpired {
+            services.metrics.add(.subscriptionRefusals)
+            throw e
+        }
+    }
+
+    /// Moves the offset from the one this PATCH started at; when the upload was removed or moved
+    /// meanwhile (a DELETE, an expiry sweep), the transaction is refused with 409 and rolled back.
+    private static func advance(_ r: ResumableUploadRecord, to offset: Int64, _ tx: GatedTransaction) throws {
+        guard try tx.advanceResumableUpload(uploadId: r.uploadId, from: r.receivedBytes, to: offset) else {
+            throw ApiError(.idempotencyConflict, "The upload was removed or moved on meanwhile; nothing was recorded.").with(status: 409)
+        }
+    }
+
+    /// Reads the finished partial file once: size, SHA-256, the signature of its first bytes and,
+    /// for text, every byte.
     private func verifyComplete(_ r: ResumableUploadRecord, path: String) throws -> UploadRecord {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw ApiError(.storageUnavailable, "The partial file is missing.") }
         defer { try? handle.close() }
         var digest = Digest(.sha256)
+        var text = FileSignature.isTextType(r.contentType) ? TextStreamCheck() : nil
         var prefix: [UInt8] = []
         var size = 0
         while true {
@@ -246,11 +325,11 @@ struct ResumableUploadService {
             }
             if chunk.isEmpty { break }
             if prefix.count < FileSignature.prefixLength { prefix += chunk.prefix(FileSignature.prefixLength - prefix.count) }
-            chunk.withUnsafeBytes { digest.update($0) }
+            chunk.withUnsafeBytes { digest.update($0); text?.update($0) }
             size += chunk.count
         }
         guard Int64(size) == r.length else { throw ApiError(.storageUnavailable, "The partial file has \(size) of \(r.length) bytes.") }
-        guard FileSignature.matches(contentType: r.contentType, prefix: prefix, totalSize: size) else {
+        guard FileSignature.matches(contentType: r.contentType, prefix: prefix, totalSize: size), text?.isValidText ?? true else {
             throw ApiError(.corruptFile, "The bytes are not a \(r.contentType) file.")
         }
         return UploadRecord(orgId: r.orgId, clientUploadId: r.clientUploadId, uploader: r.owner, surveyVersionId: r.surveyVersionId,
@@ -261,9 +340,15 @@ struct ResumableUploadService {
     func terminate(_ request: HTTPRequest) throws -> HTTPResponse {
         do {
             try requireTus(request.head)
-            let r = try owned(request.head, caller: try services.authenticate(request))
-            _ = try services.gate.write(orgId: r.orgId, actor: r.owner) { tx in
-                try tx.deleteResumableUpload(uploadId: r.uploadId, action: "upload.resumable.terminate")
+            let user = try collector(request.head)
+            let uploadId = request.parameter("uploadId")
+            guard busy.claim(uploadId) else {
+                throw ApiError(.idempotencyConflict, "A PATCH of this upload is in progress; retry once it has ended.").with(status: 409)
+            }
+            defer { busy.release(uploadId) }
+            let r = try owned(request.head, user: user, allowExpired: true)
+            _ = try gatedWrite(r) { tx in
+                guard try tx.deleteResumableUpload(uploadId: r.uploadId, action: "upload.resumable.terminate") else { throw ApiError.notFound() }
             }
             // After the commit: a crash before this unlink leaves a file the start-up sweep removes.
             unlink(services.blobs.partialPath(uploadId: r.uploadId))
@@ -271,6 +356,16 @@ struct ResumableUploadService {
         } catch {
             return problem(storageApiError(error))
         }
+    }
+
+    /// Housekeeping: unfinished uploads past their expiry lose their row and partial file. An
+    /// upload with a request in progress is left for the next sweep.
+    static func sweepExpired(database: Database, blobs: BlobStore, busy: BusySet, now: Int64 = Timestamp.nowMillis()) throws -> Int {
+        let claimed = try database.read { try $0.expiredResumableUploadIds(now: now) }.filter { busy.claim($0) }
+        defer { claimed.forEach(busy.release) }
+        let removed = try database.expireResumableUploads(claimed, now: now)
+        for id in removed { unlink(blobs.partialPath(uploadId: id)) }
+        return removed.count
     }
 }
 
@@ -313,8 +408,10 @@ final class ChunkSink: BodySink, @unchecked Sendable {
         self.checksum = checksum
         self.busy = busy
         hasher = Digest(checksum?.algorithm ?? .sha256)
-        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ApiError(.storageUnavailable, "The partial file cannot be opened.") }
+        // Never O_CREAT: the file is made with the upload's row, and reviving a removed one
+        // would leave a file no row owns (or fill a finished upload's name with zeros).
+        fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ApiError(.storageUnavailable, "The partial file of this upload is missing.") }
         // Anything past the recorded offset is a chunk that never committed.
         ftruncate(fd, off_t(record.receivedBytes))
     }
@@ -351,9 +448,16 @@ final class ChunkSink: BodySink, @unchecked Sendable {
     }
 }
 
-/// Ids currently being worked on.
-final class BusySet: Sendable {
-    private let ids = Mutex<Set<String>>([])
-    func claim(_ id: String) -> Bool { ids.withLock { $0.insert(id).inserted } }
-    func release(_ id: String) { _ = ids.withLock { $0.remove(id) } }
+/// The body of a PATCH to an upload that is already complete: only an empty one is accepted
+/// (and answered with the final offset); no file is opened.
+final class FinishedUploadSink: BodySink, @unchecked Sendable {
+    // @unchecked: immutable.
+    let record: ResumableUploadRecord
+    init(record: ResumableUploadRecord) { self.record = record }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        throw ApiError(.payloadTooLarge, "The upload is complete; no byte can be added.")
+    }
+
+    func abort() {}
 }

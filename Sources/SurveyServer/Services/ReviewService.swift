@@ -79,7 +79,10 @@ struct ReviewService {
         let responseId = request.parameter("responseId")
         let user = try services.member(try services.authenticate(request), of: orgId)
         let response = try visibleResponse(user, orgId: orgId, responseId: responseId)
-        guard response.submitter == user.userId else { throw ApiError(.forbidden, "Only the collector who submitted it may resubmit.") }
+        // Both: the one who submitted it, and still a collector (a removed role counts at once).
+        guard response.submitter == user.userId, user.has(.collector) else {
+            throw ApiError(.forbidden, "Only the collector who submitted it may resubmit, and only while they hold the collector role.")
+        }
         return try services.keyedWrite(request, orgId: orgId, caller: user.userId, target: responseId, prepare: {
             let body = try JSONBody(request)
             let expected = try body.int("expectedRevision")

@@ -10,6 +10,9 @@ struct Services: Sendable {
     let blobs: BlobStore
     let limits: Limits
     let keys: KeyedWrites
+    /// Resumable uploads with a request (PATCH, DELETE) or the expiry sweep at work on them.
+    let uploadLocks: BusySet
+    let readiness: ReadinessProbe
     let definitions = DefinitionCache()
 
     struct Limits: Sendable {
@@ -17,6 +20,9 @@ struct Services: Sendable {
         var maxFileBytes: Int = 100 << 20
         /// How long an unfinished resumable upload is kept.
         var resumableLifetimeMillis: Int64 = 24 * 3_600_000
+        /// Declared bytes of unfinished resumable uploads one collector may hold (1030 past it):
+        /// partial files cannot fill the disk faster than they are finished or expire.
+        var maxUnfinishedBytesPerCaller: Int64 = 1 << 30
         /// Keyed requests one caller may have in flight (1030 past it).
         var maxKeyedInFlight: Int = 100
     }
@@ -29,7 +35,7 @@ struct Services: Sendable {
         ResponseService(services: self).register(into: &router)
         let uploads = UploadService(services: self)
         uploads.register(into: &router)
-        ResumableUploadService(services: self, uploads: uploads, busy: BusySet()).register(into: &router)
+        ResumableUploadService(services: self, uploads: uploads, busy: uploadLocks).register(into: &router)
         TaskService(services: self).register(into: &router)
         ReviewService(services: self).register(into: &router)
         ChangesService(services: self).register(into: &router)

@@ -108,7 +108,8 @@ struct UploadService {
             }
             throw Replay(record: e)
         }
-        guard FileSignature.matches(contentType: t.contentType, prefix: sink.file.prefix, totalSize: sink.file.size) else {
+        guard FileSignature.matches(contentType: t.contentType, prefix: sink.file.prefix, totalSize: sink.file.size),
+              sink.text?.isValidText ?? true else {
             throw ApiError(.corruptFile, "The bytes are not a \(t.contentType) file.")
         }
         if let expected = sink.expectedSHA256, Hex.encode(expected) != sha {
@@ -180,17 +181,21 @@ final class UploadSink: BodySink, @unchecked Sendable {
     let target: UploadService.Target
     let file: TempFile
     let expectedSHA256: [UInt8]?
+    /// For text types: every byte is checked as it arrives, not only the first ones.
+    private(set) var text: TextStreamCheck?
 
     init(target: UploadService.Target, file: TempFile, expectedSHA256: [UInt8]?) {
         self.target = target
         self.file = file
         self.expectedSHA256 = expectedSHA256
+        text = FileSignature.isTextType(target.contentType) ? TextStreamCheck() : nil
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws {
         guard file.size + bytes.count <= target.limit else {
             throw ApiError(.payloadTooLarge, "The file is over the limit of \(target.limit) bytes for this question.")
         }
+        text?.update(bytes)
         try file.write(bytes)
     }
 

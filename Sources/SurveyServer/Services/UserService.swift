@@ -49,73 +49,82 @@ struct UserService {
         return roles
     }
 
+    /// The org-scoped keyed write every handler below makes.
+    private func write<P: Sendable>(_ request: HTTPRequest, orgId: String, caller: Caller, target: String, prepare: () throws -> P,
+                                    _ write: @escaping @Sendable (P, SecurityTransaction) throws -> HTTPResponse) throws -> HTTPResponse {
+        try services.keyedSecurityWrite(request, scopeOrgId: orgId, orgId: { _ in orgId }, caller: caller.actorId, target: target,
+                                        prepare: prepare, write: write)
+    }
+
     func createUser(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let caller = try adminOrOperator(request, orgId: orgId)
-        let body = try JSONBody(request)
-        let name = try body.string("name")
-        let roles = try roles(body)
-        guard !name.isEmpty, name.count <= 200 else {
-            throw ApiError(.validationFailed, "`name` must be 1 to 200 characters.", errors: [FieldError(path: "name", message: "1 to 200 characters")])
-        }
-        let now = Timestamp.nowMillis()
-        let userId = Ids.make("usr", nowMillis: now)
-        let tokenId = Ids.make("tok", nowMillis: now)
-        let (token, hash) = Tokens.generate()
-        let user = try services.database.securityWrite(orgId: orgId, actor: caller.actorId) { tx in
+        return try write(request, orgId: orgId, caller: caller, target: "", prepare: { () throws -> (String, [String]) in
+            let body = try JSONBody(request)
+            let name = try body.string("name")
+            let roles = try roles(body)
+            guard !name.isEmpty, name.count <= 200 else {
+                throw ApiError(.validationFailed, "`name` must be 1 to 200 characters.", errors: [FieldError(path: "name", message: "1 to 200 characters")])
+            }
+            return (name, roles)
+        }) { (prepared, tx) in
+            let (name, roles) = prepared
+            let userId = Ids.make("usr", nowMillis: tx.now)
+            let tokenId = Ids.make("tok", nowMillis: tx.now)
+            let (token, hash) = Tokens.generate()
             let user = try tx.createUser(userId: userId, orgId: orgId, name: name, roles: roles)
             try tx.createToken(tokenId: tokenId, hash: hash, userId: userId)
-            return user
+            var out = Self.userJSON(user)
+            out["tokenId"] = .string(tokenId)
+            out["token"] = .string(token)
+            return .created("/v1/orgs/\(orgId)/users/\(userId)", .object(out))
         }
-        var out = Self.userJSON(user)
-        out["tokenId"] = .string(tokenId)
-        out["token"] = .string(token)
-        return .created("/v1/orgs/\(orgId)/users/\(userId)", .object(out))
     }
 
     func createToken(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let caller = try adminOrOperator(request, orgId: orgId)
         let user = try target(orgId, request.parameter("userId"))
-        guard user.active else { throw ApiError(.validationFailed, "The user is deactivated.", errors: [FieldError(path: "userId", message: "deactivated")]) }
-        let tokenId = Ids.make("tok", nowMillis: Timestamp.nowMillis())
-        let (token, hash) = Tokens.generate()
-        try services.database.securityWrite(orgId: orgId, actor: caller.actorId) { tx in
+        return try write(request, orgId: orgId, caller: caller, target: user.userId, prepare: {
+            guard user.active else { throw ApiError(.validationFailed, "The user is deactivated.", errors: [FieldError(path: "userId", message: "deactivated")]) }
+        }) { _, tx in
+            let tokenId = Ids.make("tok", nowMillis: tx.now)
+            let (token, hash) = Tokens.generate()
             try tx.createToken(tokenId: tokenId, hash: hash, userId: user.userId)
+            return .created("/v1/orgs/\(orgId)/users/\(user.userId)/tokens/\(tokenId)", ["tokenId": .string(tokenId), "token": .string(token)])
         }
-        return .created("/v1/orgs/\(orgId)/users/\(user.userId)/tokens/\(tokenId)", ["tokenId": .string(tokenId), "token": .string(token)])
     }
 
+    /// Revoking a token that is already revoked is a no-op: 204, nothing written, no audit entry.
     func revokeToken(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let caller = try adminOrOperator(request, orgId: orgId)
         let user = try target(orgId, request.parameter("userId"))
         let tokenId = request.parameter("tokenId")
         guard try services.database.read({ try $0.tokenBelongs(tokenId: tokenId, userId: user.userId) }) else { throw ApiError.notFound() }
-        _ = try services.database.securityWrite(orgId: orgId, actor: caller.actorId) { tx in
+        return try write(request, orgId: orgId, caller: caller, target: tokenId, prepare: {}) { _, tx in
             try tx.revokeToken(tokenId: tokenId, userId: user.userId)
+            return HTTPResponse(status: 204)
         }
-        return HTTPResponse(status: 204)
     }
 
     func deactivateUser(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let caller = try adminOrOperator(request, orgId: orgId)
         let user = try target(orgId, request.parameter("userId"))
-        try services.database.securityWrite(orgId: orgId, actor: caller.actorId) { tx in
+        return try write(request, orgId: orgId, caller: caller, target: user.userId, prepare: {}) { _, tx in
             try tx.deactivateUser(userId: user.userId)
+            return HTTPResponse(status: 204)
         }
-        return HTTPResponse(status: 204)
     }
 
     func setRoles(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let caller = try adminOrOperator(request, orgId: orgId)
         let user = try target(orgId, request.parameter("userId"))
-        let roles = try roles(try JSONBody(request))
-        let updated = try services.database.securityWrite(orgId: orgId, actor: caller.actorId) { tx in
-            try tx.setRoles(userId: user.userId, roles: roles)
+        return try write(request, orgId: orgId, caller: caller, target: user.userId, prepare: { try roles(try JSONBody(request)) }) { roles, tx in
+            let updated = try tx.setRoles(userId: user.userId, roles: roles)
+            return .json(200, .object(Self.userJSON(updated ?? user)))
         }
-        return .json(200, .object(Self.userJSON(updated ?? user)))
     }
 }

@@ -52,6 +52,15 @@ final class KeyedWrites: @unchecked Sendable {
         return key
     }
 
+    /// An answer as it is kept for replays: a new token is shown once, never stored in the clear,
+    /// so it is left out (`tokenOmitted: true` tells a client that retried to make a new one).
+    static func withoutSecrets(_ body: [UInt8]) -> [UInt8] {
+        guard case .object(var o)? = try? JSONParser.parse(body), o["token"] != nil else { return body }
+        o["token"] = nil
+        o["tokenOmitted"] = .bool(true)
+        return CanonicalJSON.encode(.object(o))
+    }
+
     /// The digest a replay is compared by: canonical JSON when the body is JSON, else the bytes.
     static func digest(_ body: [UInt8]) -> String {
         if body.isEmpty { return "empty" }
@@ -60,6 +69,8 @@ final class KeyedWrites: @unchecked Sendable {
     }
 
     static func replayResponse(_ a: StoredAnswer) -> HTTPResponse {
+        // A 204 (a revocation, a deactivation) is replayed as itself: there is no body to repeat.
+        if a.status == 204 { return HTTPResponse(status: 204, headers: [("Idempotent-Replayed", "true")]) }
         var headers: [(String, String)] = [("Content-Type", "application/json"), ("Idempotent-Replayed", "true")]
         if let l = a.location { headers.append(("Location", l)) }
         return HTTPResponse(status: 200, headers: headers, body: a.body)
@@ -101,6 +112,36 @@ extension Services {
             }
             return response
         })
+    }
+
+    /// `keyedWrite` for the writes the contract never gates (users, tokens, roles, organizations,
+    /// subscriptions): the same keys, scope, storage and rules, in a `SecurityTransaction`.
+    /// `scopeOrgId` is the organization the key belongs to ("" for creating one). A secret in the
+    /// answer (`token`) is not stored: its replay answers everything else, and says so.
+    func keyedSecurityWrite<P: Sendable>(_ request: HTTPRequest, scopeOrgId: String, orgId: @escaping @Sendable (P) -> String,
+                                         caller: String, target: String, prepare: () throws -> P,
+                                         write: @escaping @Sendable (P, SecurityTransaction) throws -> HTTPResponse) throws -> HTTPResponse {
+        guard let key = try KeyedWrites.key(request) else {
+            let prepared = try prepare()
+            return try database.securityWrite(orgId: orgId(prepared), actor: caller) { tx in try write(prepared, tx) }
+        }
+        let digest = KeyedWrites.digest(request.body)
+        let scope = IdempotencyScope(orgId: scopeOrgId, caller: caller, method: request.method, route: request.route, target: target,
+                                     key: key, digest: digest)
+        try keys.enter(scope)
+        defer { keys.leave(scope) }
+        if let replay = try KeyedWrites.answer(try database.read({ try $0.storedAnswer(scope) }), digest: digest) { return replay }
+        let prepared = try prepare()
+        return try database.securityWrite(orgId: orgId(prepared), actor: caller) { tx in
+            let response = try write(prepared, tx)
+            // A no-op (it changed nothing) leaves no key either: its retry is the same no-op.
+            if (200..<300).contains(response.status) && tx.changedSomething {
+                let location = response.headers.first { $0.0 == "Location" }?.1
+                try tx.storeAnswer(scope, StoredAnswer(status: response.status, location: location, body: KeyedWrites.withoutSecrets(response.body),
+                                                       requestDigest: digest))
+            }
+            return response
+        }
     }
 
     private func unwrap(_ outcome: WriteGate.Outcome<HTTPResponse>) -> HTTPResponse {

@@ -120,15 +120,24 @@ public enum IntegrityCheck {
             if k.int(3) == 0 { r.violations.append("idempotency key \(k.string(0)) of \(k.string(1)): no write committed with it") }
         }
 
-        // 6. Resumable uploads: the offset never runs past the length or ahead of the disk.
+        // 6. Resumable uploads: the offset never runs past the length or ahead of the disk, and
+        //    every partial file belongs to an unfinished upload (a finished one's is removed).
+        var unfinished = Set<String>()
+        var expired = 0
         for u in try conn.query("SELECT upload_id, length, received_bytes, expires_at FROM resumable_uploads") {
             if u.int(2) > u.int(1) { r.violations.append("resumable upload \(u.string(0)): offset past its length") }
+            if u.int(2) < u.int(1) { unfinished.insert(u.string(0)) }
+            if u.int(2) < u.int(1) && u.int(3) <= Timestamp.nowMillis() { expired += 1 }
             if u.int(2) < u.int(1) && u.int(3) > Timestamp.nowMillis() {
                 let path = dataDir + "/partial/" + u.string(0)
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? -1
                 if size < Int(u.int(2)) { r.violations.append("resumable upload \(u.string(0)): \(max(size, 0)) bytes on disk, offset \(u.int(2))") }
             }
         }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: dataDir + "/partial")) ?? [] where !unfinished.contains(name) {
+            r.violations.append("partial/\(name) belongs to no unfinished resumable upload (a stray file; the next start removes it)")
+        }
+        if expired > 0 { r.notes.append("\(expired) unfinished resumable upload(s) past their expiry (removed by the next sweep)") }
 
         for (name, table) in [("organizations", "orgs"), ("users", "users"), ("responses", "responses"), ("uploads", "uploads"),
                               ("tasks", "tasks"), ("audit entries", "audit"), ("idempotency keys", "idempotency_keys")] {

@@ -15,8 +15,17 @@ extension ReadContext {
 extension GatedTransaction {
     /// Stores a successful answer under its key, in the write's own transaction: a refused or
     /// failed request never reaches here, so its key stays free.
-    public func storeAnswer(_ s: IdempotencyScope, _ answer: StoredAnswer) throws {
-        try context.conn.run("""
+    public func storeAnswer(_ s: IdempotencyScope, _ answer: StoredAnswer) throws { try context.storeAnswer(s, answer) }
+}
+
+extension SecurityTransaction {
+    /// The same for the writes that are never gated (users, tokens, roles, organizations).
+    public func storeAnswer(_ s: IdempotencyScope, _ answer: StoredAnswer) throws { try context.storeAnswer(s, answer) }
+}
+
+extension WriteContext {
+    func storeAnswer(_ s: IdempotencyScope, _ answer: StoredAnswer) throws {
+        try conn.run("""
             INSERT INTO idempotency_keys(org_id, caller, method, route, target, idempotency_key, request_digest, status, location, body, created_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(s.orgId), .text(s.caller), .text(s.method), .text(s.route), .text(s.target), .text(s.key), .text(s.digest),

@@ -3,7 +3,7 @@ import SurveyDomain
 extension ReadContext {
     private static let columns = """
         response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id, request_digest, request_body,
-        answers, field_task_id, captured_at, received_at, review_state, revision, request_sha256
+        answers, field_task_id, captured_at, received_at, review_state, revision, request_sha256, accepted_survey_version_id
         """
     private static func response(_ r: Row) -> ResponseRecord {
         ResponseRecord(responseId: r.string(0), orgId: r.string(1), clientSubmissionId: r.string(2), submitter: r.string(3),
@@ -11,7 +11,7 @@ extension ReadContext {
                        // Rows from before schema step 2 kept the body itself instead of its hash.
                        requestSHA256: r.optionalBlob(14) ?? Digest.sha256(r.blob(7)),
                        answers: r.string(8), fieldTaskId: r.optionalString(9), capturedAt: r.optionalInt(10),
-                       receivedAt: r.int(11), reviewState: r.string(12), revision: r.int(13))
+                       receivedAt: r.int(11), reviewState: r.string(12), revision: r.int(13), acceptedSurveyVersionId: r.optionalString(15))
     }
 
     public func response(orgId: String, responseId: String) throws -> ResponseRecord? {
@@ -67,7 +67,8 @@ extension GatedTransaction {
                             comment: String?, answers: (surveyVersionId: String, text: String)? = nil) throws -> ResponseRecord {
         if let answers {
             try context.conn.run("""
-                UPDATE responses SET review_state = ?, revision = revision + 1, survey_version_id = ?, answers = ?
+                UPDATE responses SET review_state = ?, revision = revision + 1, survey_version_id = ?, answers = ?,
+                    accepted_survey_version_id = COALESCE(accepted_survey_version_id, survey_version_id)
                 WHERE response_id = ? AND org_id = ? AND revision = ? AND review_state = ?
                 """, [.text(to), .text(answers.surveyVersionId), .text(answers.text), .text(responseId), .text(orgId), .int(expectedRevision), .text(from)])
         } else {

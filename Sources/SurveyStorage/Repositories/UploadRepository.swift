@@ -37,8 +37,52 @@ extension ReadContext {
                        [.text(orgId), .text(clientUploadId)]).first.map(Self.resumable)
     }
 
+    /// Unfinished uploads, whose partial files are kept; any other partial file is a leftover.
     public func liveResumableUploadIds() throws -> Set<String> {
-        Set(try conn.query("SELECT upload_id FROM resumable_uploads").map { $0.string(0) })
+        Set(try conn.query("SELECT upload_id FROM resumable_uploads WHERE received_bytes < length").map { $0.string(0) })
+    }
+
+    /// Unfinished uploads past their expiry: their bytes are freed by `expireResumableUploads`.
+    public func expiredResumableUploadIds(now: Int64) throws -> [String] {
+        try conn.query("SELECT upload_id FROM resumable_uploads WHERE received_bytes < length AND expires_at <= ?", [.int(now)]).map { $0.string(0) }
+    }
+
+    /// Bytes the owner has declared for unfinished, unexpired uploads: what they may still fill.
+    public func unfinishedResumableBytes(orgId: String, owner: String, now: Int64) throws -> Int64 {
+        try conn.query("""
+            SELECT COALESCE(SUM(length), 0) FROM resumable_uploads
+            WHERE org_id = ? AND owner = ? AND received_bytes < length AND expires_at > ?
+            """, [.text(orgId), .text(owner), .int(now)]).first?.int(0) ?? 0
+    }
+}
+
+extension ResumableUploadRecord {
+    /// Past its expiry and not finished: HEAD and PATCH answer 410, a create starts afresh.
+    public func isExpired(now: Int64) -> Bool { expiresAt <= now && receivedBytes < length }
+    public var isComplete: Bool { receivedBytes == length }
+}
+
+extension Database {
+    /// Housekeeping, not a survey-domain write (never gated): removes the rows of these uploads
+    /// if they are still unfinished and expired, each with an audit entry. Returns the ids
+    /// removed; their partial files are the caller's to unlink after this returns.
+    public func expireResumableUploads(_ uploadIds: [String], now: Int64) throws -> [String] {
+        guard !uploadIds.isEmpty else { return [] }
+        return try writer.submit { conn in
+            var removed: [String] = []
+            for id in uploadIds {
+                guard let row = try conn.query("""
+                    SELECT org_id, client_upload_id FROM resumable_uploads
+                    WHERE upload_id = ? AND received_bytes < length AND expires_at <= ?
+                    """, [.text(id), .int(now)]).first else { continue }
+                try conn.run("DELETE FROM resumable_uploads WHERE upload_id = ?", [.text(id)])
+                let context = WriteContext(conn, orgId: row.string(0), actor: "surveyd", now: now)
+                try context.audit(action: "upload.resumable.expire", targetType: "resumable_upload", targetId: id,
+                                  revision: nil, detail: "clientUploadId=\(row.string(1))")
+                removed.append(id)
+            }
+            return removed
+        }
     }
 }
 
@@ -58,13 +102,24 @@ extension GatedTransaction {
         try audit(action: "upload.commit", targetType: "upload", targetId: u.clientUploadId, detail: "sha256=\(u.sha256) size=\(u.size)")
     }
 
-    public func createResumableUpload(_ r: ResumableUploadRecord) throws {
+    /// Creates the upload. An unfinished upload under the same clientUploadId that has expired
+    /// is removed first (a create after expiry starts afresh); its id is returned so that the
+    /// caller can unlink its partial file after the commit.
+    public func createResumableUpload(_ r: ResumableUploadRecord) throws -> String? {
+        var replaced: String?
+        if let old = try read.resumableUpload(orgId: orgId, clientUploadId: r.clientUploadId), old.isExpired(now: now) {
+            try context.conn.run("DELETE FROM resumable_uploads WHERE upload_id = ?", [.text(old.uploadId)])
+            try audit(action: "upload.resumable.expire", targetType: "resumable_upload", targetId: old.uploadId,
+                      detail: "clientUploadId=\(old.clientUploadId)")
+            replaced = old.uploadId
+        }
         try context.conn.run("""
             INSERT INTO resumable_uploads(upload_id, org_id, client_upload_id, owner, survey_version_id, question_id, content_type,
                 length, received_bytes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
             """, [.text(r.uploadId), .text(orgId), .text(r.clientUploadId), .text(r.owner), .text(r.surveyVersionId),
                   .text(r.questionId), .text(r.contentType), .int(r.length), .int(r.expiresAt), .int(now)])
         try audit(action: "upload.resumable.create", targetType: "upload", targetId: r.clientUploadId, detail: "uploadId=\(r.uploadId) length=\(r.length)")
+        return replaced
     }
 
     /// Records bytes appended (and fsynced) to the partial file. The offset only moves forward:
@@ -77,9 +132,12 @@ extension GatedTransaction {
         return true
     }
 
-    public func deleteResumableUpload(uploadId: String, action: String) throws {
+    /// False (and nothing written) when the upload is already gone.
+    public func deleteResumableUpload(uploadId: String, action: String) throws -> Bool {
         try context.conn.run("DELETE FROM resumable_uploads WHERE upload_id = ? AND org_id = ?", [.text(uploadId), .text(orgId)])
+        guard context.conn.changes == 1 else { return false }
         try audit(action: action, targetType: "resumable_upload", targetId: uploadId)
+        return true
     }
 }
 

@@ -47,13 +47,14 @@ extension SecurityTransaction {
                   detail: userId.map { "user=\($0)" })
     }
 
-    /// Revokes one token of a user; false if there is no such live token.
+    /// Revokes one token of a user; false (and nothing written, no audit entry) if it is not live.
+    @discardableResult
     public func revokeToken(tokenId: String, userId: String) throws -> Bool {
         try context.conn.run("UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND user_id = ? AND revoked_at IS NULL",
                              [.int(now), .text(tokenId), .text(userId)])
-        let changed = context.conn.changes == 1
+        guard context.conn.changes == 1 else { return false }
         try audit(action: "token.revoke", targetType: "token", targetId: tokenId, detail: "user=\(userId)")
-        return changed
+        return true
     }
 
     /// Deactivates a user and revokes every token of theirs.

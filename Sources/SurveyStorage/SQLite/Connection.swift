@@ -54,6 +54,7 @@ final class Connection {
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
+    var totalChanges: Int64 { Int64(sqlite3_total_changes64(handle)) }
 
     func pragma(_ name: String) throws(SQLiteError) -> String? {
         try query("PRAGMA \(name)").first?.values.first.flatMap {

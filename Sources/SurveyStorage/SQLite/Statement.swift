@@ -59,7 +59,12 @@ final class Statement {
                 switch sqlite3_column_type(handle, c) {
                 case SQLITE_INTEGER: values.append(.int(sqlite3_column_int64(handle, c)))
                 case SQLITE_FLOAT: values.append(.double(sqlite3_column_double(handle, c)))
-                case SQLITE_TEXT: values.append(.text(String(cString: sqlite3_column_text(handle, c))))
+                case SQLITE_TEXT:
+                    // By length: text may hold NUL, where a C string would stop. (_text before
+                    // _bytes, as SQLite asks, so the length is that of the UTF-8 form.)
+                    let p = sqlite3_column_text(handle, c)
+                    let len = Int(sqlite3_column_bytes(handle, c))
+                    values.append(.text(p.map { String(decoding: UnsafeBufferPointer(start: $0, count: len), as: UTF8.self) } ?? ""))
                 case SQLITE_BLOB:
                     let len = Int(sqlite3_column_bytes(handle, c))
                     if let p = sqlite3_column_blob(handle, c), len > 0 {

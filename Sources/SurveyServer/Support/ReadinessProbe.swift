@@ -1,0 +1,32 @@
+import Foundation
+import SurveyStorage
+
+/// `/readyz` asks whether the database takes writes, which only a real (fsynced) commit can
+/// tell. Anyone may ask, so the commit runs at most once per `interval`; the answers between
+/// repeat the last probe's. Concurrent askers wait for one probe instead of each making one.
+final class ReadinessProbe: @unchecked Sendable {
+    // @unchecked: `last` is guarded by `lock`.
+    private let lock = NSLock()
+    private var last: (at: ContinuousClock.Instant, ready: Bool)?
+    private let interval: Duration
+    private let probe: @Sendable () -> Bool
+    private var probes = 0
+    /// Probes (commits) made so far.
+    var probeCount: Int { lock.withLock { probes } }
+
+    init(interval: Duration = .seconds(1), probe: @escaping @Sendable () -> Bool) {
+        self.interval = interval
+        self.probe = probe
+    }
+
+    func isReady() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        let now = ContinuousClock.now
+        if let last, now - last.at < interval { return last.ready }
+        let ready = probe()
+        probes += 1
+        last = (ContinuousClock.now, ready)
+        return ready
+    }
+}
