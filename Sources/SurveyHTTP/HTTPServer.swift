@@ -44,6 +44,9 @@ public final class HTTPServer: @unchecked Sendable {
     /// Requests begun and not yet completed. An atomic, not a Mutex: it is touched twice per
     /// request by every connection thread (a contended Mutex cost up to 17 % of a read's CPU).
     private let inFlight = Atomic<Int>(0)
+    /// Set first thing in `stop`: from then on no connection is suspended (libmicrohttpd aborts
+    /// the process if it is stopped while one is).
+    private let stopping = Atomic<Bool>(false)
     /// Requests answered since start (read by housekeeping to notice an idle server).
     public let answered = Atomic<Int>(0)
     private let blocking: BlockingPool
@@ -77,10 +80,13 @@ public final class HTTPServer: @unchecked Sendable {
     /// every connection is closed.
     public func stop(grace: Duration = .seconds(10)) {
         guard let d = daemon else { return }
+        // Before counting: a request whose first callback comes after the count below sees
+        // `stopping` and waits for its answer on its own thread instead of suspending.
+        stopping.store(true, ordering: .sequentiallyConsistent)
         let fd = MHD_quiesce_daemon(d)
         if fd >= 0 { close(fd) }
         let deadline = ContinuousClock.now + grace
-        while inFlight.load(ordering: .relaxed) > 0 && ContinuousClock.now < deadline {
+        while inFlight.load(ordering: .sequentiallyConsistent) > 0 && ContinuousClock.now < deadline {
             Thread.sleep(forTimeInterval: 0.01)
         }
         MHD_stop_daemon(d)
@@ -125,7 +131,14 @@ public final class HTTPServer: @unchecked Sendable {
             // refused anyway (oversized, unauthorized upload) is answered before its body is read.
             let ex = Exchange(method: method, path: url, connection: connection)
             state.pointee = Unmanaged.passRetained(ex).toOpaque()
-            inFlight.add(1, ordering: .relaxed)
+            inFlight.add(1, ordering: .sequentiallyConsistent)
+            if stopping.load(ordering: .sequentiallyConsistent) {
+                // Begun after `stop` counted the requests it waits for: it is not run at all, so
+                // nothing is written that might never be answered.
+                queue(ex, .problem(ApiError(.storageUnavailable, "The server is shutting down; nothing was written. Retry the request."),
+                                   headers: [("Connection", "close")]))
+                return .YES
+            }
             if ex.conflictingFraming {
                 // Two Content-Length values (or one beside Transfer-Encoding) make the body's end
                 // ambiguous: answering and closing leaves nothing to smuggle (RFC 9112 §6.3).
@@ -249,6 +262,12 @@ public final class HTTPServer: @unchecked Sendable {
     private func park(_ ex: Exchange, _ deferred: DeferredResponse) {
         if let build = deferred.take() {
             queue(ex, answer(build))
+            return
+        }
+        if stopping.load(ordering: .sequentiallyConsistent) {
+            // Stopping: this request may not have been counted when `stop` looked, so it must not
+            // be suspended. The writer still answers until the server has stopped.
+            queue(ex, answer(deferred.wait()))
             return
         }
         ex.deferred = deferred

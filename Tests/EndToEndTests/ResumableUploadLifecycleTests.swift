@@ -179,12 +179,18 @@ import SurveyDomain
 
     // MARK: - Item 5: a finished upload stays finished
 
+    /// A tus upload sent whole in one PATCH: its Location.
+    static func finishedUpload(_ t: Tus, _ clientUploadId: String, _ file: [UInt8]) throws -> String {
+        let location = try #require(try t.create(clientUploadId, length: file.count).header("location"))
+        #expect(try t.patch(location, offset: 0, file).status == 204)
+        #expect(t.s.f.server.files(in: "partial").isEmpty)
+        return location
+    }
+
     @Test func anEmptyPatchAtTheEndOfAFinishedUploadChangesNothing() throws {
         let t = Tus(s: try UploadTests.Setup())
         let file = Files.jpeg(3_000)
-        let location = try #require(try t.create("finished-0001", length: file.count).header("location"))
-        #expect(try t.patch(location, offset: 0, file).status == 204)
-        #expect(t.s.f.server.files(in: "partial").isEmpty)
+        let location = try Self.finishedUpload(t, "finished-0001", file)
         let empty = try t.patch(location, offset: file.count, [])
         #expect(empty.status == 204, "\(empty.text)")
         #expect(empty.header("upload-offset") == String(file.count))
@@ -195,8 +201,7 @@ import SurveyDomain
     @Test func checkReportsAStrayPartialFile() throws {
         let t = Tus(s: try UploadTests.Setup())
         let file = Files.jpeg(3_000)
-        let location = try #require(try t.create("stray-0001", length: file.count).header("location"))
-        #expect(try t.patch(location, offset: 0, file).status == 204)
+        let location = try Self.finishedUpload(t, "stray-0001", file)
         #expect(try IntegrityCheck.run(dataDir: t.s.f.server.dataDir).ok)
         // The partial name of a finished upload, back as zeros (what the old empty PATCH did).
         let stray = t.s.f.server.dataDir + "/partial/" + Self.uploadId(location)
@@ -224,6 +229,17 @@ import SurveyDomain
 
     // MARK: - Item 7: the suspected races, each ordered deterministically
 
+    /// Runs `action` once, the first time a request claims upload `id`: in the old order (row
+    /// read, then claim) exactly the gap another request's commit could fall into. The returned
+    /// closure removes the hook.
+    static func inTheClaimGap(_ app: App, _ id: String, _ action: @escaping @Sendable () -> Void) -> () -> Void {
+        let once = Once()
+        app.uploadLocks.beforeClaim.withLock { $0 = { claimed in
+            if claimed == id && once.first() { action() }
+        } }
+        return { app.uploadLocks.beforeClaim.withLock { $0 = nil } }
+    }
+
     /// A PATCH that read the row before another PATCH committed used to truncate the committed
     /// bytes back to its stale offset. The other PATCH's commit is made to land exactly in the gap
     /// between a request's row read and its claim (the claim hook runs first thing in `claim`).
@@ -235,17 +251,15 @@ import SurveyDomain
         let app = t.s.f.server.app
         let path = t.s.f.server.dataDir + "/partial/" + id
         let committed = Array(file[0..<1_000])
-        let once = Once()
-        app.uploadLocks.beforeClaim.withLock { $0 = { claimed in
-            guard claimed == id, once.first() else { return }
+        let done = Self.inTheClaimGap(app, id) {
             // What another PATCH's commit leaves: its bytes fsynced on disk, then the offset.
             let fd = open(path, O_WRONLY)
             _ = committed.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
             fsync(fd)
             close(fd)
             try? app.database.testOnlySetOffset(id, 1_000)
-        } }
-        defer { app.uploadLocks.beforeClaim.withLock { $0 = nil } }
+        }
+        defer { done() }
         // The stale retry of the first chunk, offset 0.
         let stale = try t.patch(location, offset: 0, committed)
         #expect(stale.status == 409, "\(stale.text)")
@@ -266,14 +280,12 @@ import SurveyDomain
         let id = Self.uploadId(location)
         let app = t.s.f.server.app
         let path = t.s.f.server.dataDir + "/partial/" + id
-        let once = Once()
-        app.uploadLocks.beforeClaim.withLock { $0 = { claimed in
-            guard claimed == id, once.first() else { return }
+        let done = Self.inTheClaimGap(app, id) {
             // What a DELETE's commit leaves: no row, then no file.
             try? app.database.testOnlyDeleteResumable(id)
             unlink(path)
-        } }
-        defer { app.uploadLocks.beforeClaim.withLock { $0 = nil } }
+        }
+        defer { done() }
         let r = try t.patch(location, offset: 0, Array(file[0..<1_000]))
         P.expectProblem(r, .notFound)
         #expect(t.s.f.server.files(in: "partial").isEmpty)

@@ -52,6 +52,12 @@ final class KeyedWrites: @unchecked Sendable {
         return key
     }
 
+    /// What is kept of a successful answer under its key.
+    static func stored(_ response: HTTPResponse, _ scope: IdempotencyScope, withoutSecrets: Bool = false) -> StoredAnswer {
+        StoredAnswer(status: response.status, location: response.headers.first { $0.0 == "Location" }?.1,
+                     body: withoutSecrets ? Self.withoutSecrets(response.body) : response.body, requestDigest: scope.digest)
+    }
+
     /// An answer as it is kept for replays: a new token is shown once, never stored in the clear,
     /// so it is left out (`tokenOmitted: true` tells a client that retried to make a new one).
     static func withoutSecrets(_ body: [UInt8]) -> [UInt8] {
@@ -91,26 +97,16 @@ extension Services {
     func keyedWrite<P: Sendable>(_ request: HTTPRequest, orgId: String, caller: String, target: String,
                                  prepare: () throws -> P,
                                  write: @escaping @Sendable (P, GatedTransaction) throws -> HTTPResponse) throws -> HTTPResponse {
-        guard let key = try KeyedWrites.key(request) else {
-            let prepared = try prepare()
-            return try unwrap(gate.write(orgId: orgId, actor: caller) { tx in try write(prepared, tx) })
-        }
-        let digest = KeyedWrites.digest(request.body)
-        let scope = IdempotencyScope(orgId: orgId, caller: caller, method: request.method, route: request.route, target: target,
-                                     key: key, digest: digest)
-        try keys.enter(scope)
-        defer { keys.leave(scope) }
-        if let replay = try KeyedWrites.answer(try database.read({ try $0.storedAnswer(scope) }), digest: digest) { return replay }
-        let prepared = try prepare()
-        return try unwrap(gate.write(orgId: orgId, actor: caller, replay: { db in
-            try KeyedWrites.answer(try db.storedAnswer(scope), digest: digest)
-        }) { tx in
-            let response = try write(prepared, tx)
-            if (200..<300).contains(response.status) {
-                let location = response.headers.first { $0.0 == "Location" }?.1
-                try tx.storeAnswer(scope, StoredAnswer(status: response.status, location: location, body: response.body, requestDigest: digest))
-            }
-            return response
+        try withKey(request, scopeOrgId: orgId, caller: caller, target: target, prepare: prepare, unkeyed: { prepared in
+            try unwrap(gate.write(orgId: orgId, actor: caller) { tx in try write(prepared, tx) })
+        }, keyed: { prepared, scope in
+            try unwrap(gate.write(orgId: orgId, actor: caller, replay: { db in
+                try KeyedWrites.answer(try db.storedAnswer(scope), digest: scope.digest)
+            }) { tx in
+                let response = try write(prepared, tx)
+                if (200..<300).contains(response.status) { try tx.storeAnswer(scope, KeyedWrites.stored(response, scope)) }
+                return response
+            })
         })
     }
 
@@ -121,27 +117,34 @@ extension Services {
     func keyedSecurityWrite<P: Sendable>(_ request: HTTPRequest, scopeOrgId: String, orgId: @escaping @Sendable (P) -> String,
                                          caller: String, target: String, prepare: () throws -> P,
                                          write: @escaping @Sendable (P, SecurityTransaction) throws -> HTTPResponse) throws -> HTTPResponse {
-        guard let key = try KeyedWrites.key(request) else {
-            let prepared = try prepare()
-            return try database.securityWrite(orgId: orgId(prepared), actor: caller) { tx in try write(prepared, tx) }
-        }
+        try withKey(request, scopeOrgId: scopeOrgId, caller: caller, target: target, prepare: prepare, unkeyed: { prepared in
+            try database.securityWrite(orgId: orgId(prepared), actor: caller) { tx in try write(prepared, tx) }
+        }, keyed: { prepared, scope in
+            try database.securityWrite(orgId: orgId(prepared), actor: caller) { tx in
+                let response = try write(prepared, tx)
+                // A no-op (it changed nothing) leaves no key either: its retry is the same no-op.
+                if (200..<300).contains(response.status) && tx.changedSomething {
+                    try tx.storeAnswer(scope, KeyedWrites.stored(response, scope, withoutSecrets: true))
+                }
+                return response
+            }
+        })
+    }
+
+    /// Steps 3–4 around a write: without a key, validate and write; with one, take the key's turn
+    /// (a second request with it waits for the first), answer a stored replay (or 1004), else
+    /// validate and write, storing the answer in the write's transaction (`keyed`).
+    private func withKey<P: Sendable>(_ request: HTTPRequest, scopeOrgId: String, caller: String, target: String, prepare: () throws -> P,
+                                      unkeyed: (P) throws -> HTTPResponse,
+                                      keyed: (P, IdempotencyScope) throws -> HTTPResponse) throws -> HTTPResponse {
+        guard let key = try KeyedWrites.key(request) else { return try unkeyed(try prepare()) }
         let digest = KeyedWrites.digest(request.body)
         let scope = IdempotencyScope(orgId: scopeOrgId, caller: caller, method: request.method, route: request.route, target: target,
                                      key: key, digest: digest)
         try keys.enter(scope)
         defer { keys.leave(scope) }
         if let replay = try KeyedWrites.answer(try database.read({ try $0.storedAnswer(scope) }), digest: digest) { return replay }
-        let prepared = try prepare()
-        return try database.securityWrite(orgId: orgId(prepared), actor: caller) { tx in
-            let response = try write(prepared, tx)
-            // A no-op (it changed nothing) leaves no key either: its retry is the same no-op.
-            if (200..<300).contains(response.status) && tx.changedSomething {
-                let location = response.headers.first { $0.0 == "Location" }?.1
-                try tx.storeAnswer(scope, StoredAnswer(status: response.status, location: location, body: KeyedWrites.withoutSecrets(response.body),
-                                                       requestDigest: digest))
-            }
-            return response
-        }
+        return try keyed(try prepare(), scope)
     }
 
     private func unwrap(_ outcome: WriteGate.Outcome<HTTPResponse>) -> HTTPResponse {

@@ -2,8 +2,9 @@ import Foundation
 import SurveyStorage
 
 /// `/readyz` asks whether the database takes writes, which only a real (fsynced) commit can
-/// tell. Anyone may ask, so the commit runs at most once per `interval`; the answers between
-/// repeat the last probe's. Concurrent askers wait for one probe instead of each making one.
+/// tell. Anyone may ask, so a successful commit is reused for `interval`: the answers between
+/// repeat it. A failed probe is not reused (it made no commit), so recovery shows at once.
+/// Concurrent askers wait for one probe instead of each making one.
 final class ReadinessProbe: @unchecked Sendable {
     // @unchecked: `last` is guarded by `lock`.
     private let lock = NSLock()
@@ -23,7 +24,7 @@ final class ReadinessProbe: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let now = ContinuousClock.now
-        if let last, now - last.at < interval { return last.ready }
+        if let last, last.ready, now - last.at < interval { return true }
         let ready = probe()
         probes += 1
         last = (ContinuousClock.now, ready)
