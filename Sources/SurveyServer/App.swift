@@ -51,7 +51,8 @@ public final class App: Sendable {
         var storage = Database.Configuration(path: configuration.databasePath, synchronous: configuration.synchronous)
         storage.startupCheck = configuration.startupCheck
         database = try Database(storage)
-        gate = WriteGate(database: database)
+        let metrics = self.metrics
+        gate = WriteGate(database: database) { metrics.add(.subscriptionRefusals) }
         blobs = try BlobStore(dataDir: configuration.dataDir)
         // Unfinished resumable uploads past their expiry, then leftovers of requests that never
         // committed (a crash, kill -9 mid-upload), go now.
@@ -77,7 +78,6 @@ public final class App: Sendable {
         http.pollingThreads = configuration.httpThreads
         server = HTTPServer(configuration: http, router: router, log: RequestLog(enabled: configuration.logRequests),
                             errorMapper: storageApiError)
-        let metrics = self.metrics
         server.observer = { route, status, seconds in metrics.request(route: route, status: status, seconds: seconds) }
     }
 

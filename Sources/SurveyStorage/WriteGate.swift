@@ -11,7 +11,22 @@ import SurveyDomain
 /// before, in the service, on reads — refusals there need no transaction.
 public struct WriteGate: Sendable {
     let database: Database
-    public init(database: Database) { self.database = database }
+    /// Called once for every 1001 the gate answers (the refusal metric): the gate owns the rule,
+    /// its error and its count, so no door has to remember either.
+    let onRefusal: @Sendable () -> Void
+    public init(database: Database, onRefusal: @escaping @Sendable () -> Void = {}) {
+        self.database = database
+        self.onRefusal = onRefusal
+    }
+
+    /// For a door that must refuse before it reads a body (a tus chunk): the gate's own 1001 when
+    /// `org` — as the caller just read it — has expired. The write itself still goes through
+    /// `write`, which decides again inside its transaction.
+    public func refuseIfExpired(_ org: OrgRecord) throws {
+        guard Timestamp.nowMillis() >= org.expiresAt else { return }
+        onRefusal()
+        throw Self.expired(org.expiresAt)
+    }
 
     /// When step 1 runs inside the transaction.
     public enum ReplayCheck: Sendable {
@@ -37,7 +52,7 @@ public struct WriteGate: Sendable {
         _ body: @escaping @Sendable (GatedTransaction) throws -> T
     ) throws -> Outcome<T> {
         if let answer = try answerWhileExpired(orgId: orgId, replay: replay) { return answer }
-        return try database.writer.submit(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, body))
+        return try database.writer.submit(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, onRefusal: onRefusal, body))
     }
 
     /// `write` for a caller that must not wait (an HTTP polling thread): `then` gets the outcome
@@ -55,7 +70,7 @@ public struct WriteGate: Sendable {
         } catch {
             return then(.failure(error))
         }
-        database.writer.submitAsync(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, body), then: then)
+        database.writer.submitAsync(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, onRefusal: onRefusal, body), then: then)
     }
 
     /// While expired, a refusal needs no write lock: answer it (or a replay) from a reader. The
@@ -64,6 +79,7 @@ public struct WriteGate: Sendable {
     private func answerWhileExpired<T>(orgId: String, known: OrgRecord? = nil, replay: (ReadContext) throws -> T?) throws -> Outcome<T>? {
         func replayOrRefuse(_ org: OrgRecord, _ db: ReadContext) throws -> Outcome<T> {
             if let answer = try replay(db) { return .replayed(answer) }
+            onRefusal()
             throw Self.expired(org.expiresAt)
         }
         if let org = known, org.orgId == orgId {
@@ -78,7 +94,7 @@ public struct WriteGate: Sendable {
 
     /// The transaction every gated write runs on the writer: replay, subscription, write, audit.
     private static func job<T>(orgId: String, actor: String, replay: @escaping (ReadContext) throws -> T?, replayCheck: ReplayCheck,
-                               _ body: @escaping (GatedTransaction) throws -> T) -> (Connection, UndoLog) throws -> Outcome<T> {
+                               onRefusal: @escaping @Sendable () -> Void, _ body: @escaping (GatedTransaction) throws -> T) -> (Connection, UndoLog) throws -> Outcome<T> {
         { conn, undo in
             if replayCheck == .beforeWrite, let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
             let now = Timestamp.nowMillis()
@@ -86,6 +102,7 @@ public struct WriteGate: Sendable {
             guard let expiresAt = rows.first?.int(0) else { throw ApiError.notFound() }
             guard now < expiresAt else {
                 if replayCheck == .onConflict, let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
+                onRefusal()
                 throw Self.expired(expiresAt)
             }
             let context = WriteContext(conn, orgId: orgId, actor: actor, now: now, undo: undo)
@@ -104,7 +121,7 @@ public struct WriteGate: Sendable {
     }
 
     /// The one 1001: every refusal of an expired subscription is built here.
-    public static func expired(_ expiresAt: Int64) -> ApiError {
+    static func expired(_ expiresAt: Int64) -> ApiError {
         ApiError(.subscriptionExpired,
                  "The organization's subscription expired at \(Timestamp.format(expiresAt)). Nothing was written; keep the request and retry it unchanged after renewal.",
                  extra: ["expiresAt": .string(Timestamp.format(expiresAt))])

@@ -208,7 +208,6 @@ struct ResponseService {
                     return HTTPResponse.created("/v1/orgs/\(orgId)/responses/\(stored.responseId)", Self.receipt(stored))
                         .logging(["responseId": stored.responseId])
                 case .failure(let e):
-                    if let e = e as? ApiError, e.code == .subscriptionExpired { metrics.add(.subscriptionRefusals) }
                     if let e = e as? ApiError, e.code == .idempotencyConflict { metrics.add(.idempotencyConflicts) }
                     throw e
                 }
@@ -231,9 +230,9 @@ struct ResponseService {
 
     private static func replayed(_ stored: ResponseRecord, metrics: Metrics) -> HTTPResponse {
         metrics.add(.responsesReplayed)
-        return HTTPResponse.json(200, Self.acceptedReceipt(stored), headers: [
-            ("Idempotent-Replayed", "true"), ("Location", "/v1/orgs/\(stored.orgId)/responses/\(stored.responseId)"),
-        ]).logging(["responseId": stored.responseId])
+        return HTTPResponse.replayed(.json(200, Self.acceptedReceipt(stored), headers: [
+            ("Location", "/v1/orgs/\(stored.orgId)/responses/\(stored.responseId)"),
+        ])).logging(["responseId": stored.responseId])
     }
 
     /// The response if the caller may know of it: reviewers and admins see all of the

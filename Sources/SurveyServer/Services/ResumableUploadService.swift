@@ -155,9 +155,8 @@ struct ResumableUploadService {
     }
 
     private func created(_ r: ResumableUploadRecord, replayed: Bool) -> HTTPResponse {
-        var h = Self.tusHeaders + [("Location", location(r)), ("Upload-Expires", Self.httpDate(r.expiresAt))]
-        if replayed { h.append(("Idempotent-Replayed", "true")) }
-        return HTTPResponse(status: 201, headers: h)
+        let answer = HTTPResponse(status: 201, headers: Self.tusHeaders + [("Location", location(r)), ("Upload-Expires", Self.httpDate(r.expiresAt))])
+        return replayed ? .replayed(answer) : answer
     }
 
     /// Step 2 for HEAD, PATCH and DELETE: the collector role is checked on every request (a
@@ -226,10 +225,7 @@ struct ResumableUploadService {
                     return FinishedUploadSink(record: r)
                 }
                 // Refuse early while expired: no byte is read. The gate checks again at commit.
-                if let org = try services.database.read({ try $0.org(r.orgId) }), org.expiresAt <= Timestamp.nowMillis() {
-                    services.metrics.add(.subscriptionRefusals)
-                    throw WriteGate.expired(org.expiresAt)
-                }
+                if let org = try services.database.read({ try $0.org(r.orgId) }) { try services.gate.refuseIfExpired(org) }
                 return try ChunkSink(record: r, path: services.blobs.partialPath(uploadId: r.uploadId), checksum: checksum, busy: busy)
             } catch {
                 busy.release(uploadId)
@@ -288,15 +284,10 @@ struct ResumableUploadService {
         }
     }
 
-    /// A gated write of this upload's owner; a 1001 is counted like every refusal of the gate.
+    /// A gated write of this upload's owner.
     private func gatedWrite<T: Sendable>(_ r: ResumableUploadRecord, _ body: @escaping @Sendable (GatedTransaction) throws -> T) throws -> T {
-        do {
-            switch try services.gate.write(orgId: r.orgId, actor: r.owner, body) {
-            case .written(let v), .replayed(let v): return v
-            }
-        } catch let e as ApiError where e.code == .subscriptionExpired {
-            services.metrics.add(.subscriptionRefusals)
-            throw e
+        switch try services.gate.write(orgId: r.orgId, actor: r.owner, body) {
+        case .written(let v), .replayed(let v): return v
         }
     }
 

@@ -146,7 +146,7 @@ struct ReviewService {
 extension HTTPResponse {
     /// Counts an accepted review step (not its replays) in the metrics.
     fileprivate func counted(_ services: Services) -> HTTPResponse {
-        if status == 200 && !headers.contains(where: { $0.0 == "Idempotent-Replayed" }) { services.metrics.add(.reviewTransitions) }
+        if status == 200 && !isReplay { services.metrics.add(.reviewTransitions) }
         return self
     }
 }

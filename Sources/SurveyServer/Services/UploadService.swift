@@ -90,7 +90,7 @@ struct UploadService {
             (record, tempPath) = try verify(sink)
         } catch let replay as Replay {
             // Step 3: the same bytes and metadata again → the stored answer, even while expired.
-            return .json(200, Self.uploadJSON(replay.record), headers: [("Idempotent-Replayed", "true")])
+            return .replayed(.json(200, Self.uploadJSON(replay.record)))
         }
         return try commit(record, tempPath: tempPath, path: "/v1/orgs/\(record.orgId)/uploads/\(record.clientUploadId)")
     }
@@ -121,31 +121,24 @@ struct UploadService {
     struct Replay: Error { let record: UploadRecord }
 
     /// Step 5–6: the gate, with the blob placed and the row written in one transaction.
-    func commit(_ record: UploadRecord, tempPath: String, path: String, extraWrite: (@Sendable (GatedTransaction) throws -> Void)? = nil) throws -> HTTPResponse {
+    func commit(_ record: UploadRecord, tempPath: String, path: String) throws -> HTTPResponse {
         let blobs = services.blobs
-        let outcome: WriteGate.Outcome<UploadRecord>
-        do {
-            outcome = try services.gate.write(orgId: record.orgId, actor: record.uploader, replay: { db in
-                guard let e = try db.upload(orgId: record.orgId, clientUploadId: record.clientUploadId) else { return nil }
-                guard e.uploader == record.uploader, e.sha256 == record.sha256, e.surveyVersionId == record.surveyVersionId,
-                      e.questionId == record.questionId, e.contentType == record.contentType else {
-                    throw ApiError(.idempotencyConflict, "This clientUploadId was already used for a different upload.")
-                }
-                return e
-            }) { tx in
-                try extraWrite?(tx)
-                try tx.commitUpload(record, tempPath: tempPath, blobs: blobs)
-                return UploadRecord(orgId: record.orgId, clientUploadId: record.clientUploadId, uploader: record.uploader,
-                                    surveyVersionId: record.surveyVersionId, questionId: record.questionId, contentType: record.contentType,
-                                    size: record.size, sha256: record.sha256, receivedAt: tx.now)
+        let outcome: WriteGate.Outcome<UploadRecord> = try services.gate.write(orgId: record.orgId, actor: record.uploader, replay: { db in
+            guard let e = try db.upload(orgId: record.orgId, clientUploadId: record.clientUploadId) else { return nil }
+            guard e.uploader == record.uploader, e.sha256 == record.sha256, e.surveyVersionId == record.surveyVersionId,
+                  e.questionId == record.questionId, e.contentType == record.contentType else {
+                throw ApiError(.idempotencyConflict, "This clientUploadId was already used for a different upload.")
             }
-        } catch let e as ApiError {
-            if e.code == .subscriptionExpired { services.metrics.add(.subscriptionRefusals) }
-            throw e
+            return e
+        }) { tx in
+            try tx.commitUpload(record, tempPath: tempPath, blobs: blobs)
+            return UploadRecord(orgId: record.orgId, clientUploadId: record.clientUploadId, uploader: record.uploader,
+                                surveyVersionId: record.surveyVersionId, questionId: record.questionId, contentType: record.contentType,
+                                size: record.size, sha256: record.sha256, receivedAt: tx.now)
         }
         switch outcome {
         case .replayed(let e):
-            return .json(200, Self.uploadJSON(e), headers: [("Idempotent-Replayed", "true")])
+            return .replayed(.json(200, Self.uploadJSON(e)))
         case .written(let u):
             services.metrics.add(.uploadBytes, Int(u.size))
             return .created(path, Self.uploadJSON(u))

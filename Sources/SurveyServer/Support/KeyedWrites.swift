@@ -76,10 +76,10 @@ final class KeyedWrites: @unchecked Sendable {
 
     static func replayResponse(_ a: StoredAnswer) -> HTTPResponse {
         // A 204 (a revocation, a deactivation) is replayed as itself: there is no body to repeat.
-        if a.status == 204 { return HTTPResponse(status: 204, headers: [("Idempotent-Replayed", "true")]) }
-        var headers: [(String, String)] = [("Content-Type", "application/json"), ("Idempotent-Replayed", "true")]
+        if a.status == 204 { return .replayed(HTTPResponse(status: 204)) }
+        var headers: [(String, String)] = [("Content-Type", "application/json")]
         if let l = a.location { headers.append(("Location", l)) }
-        return HTTPResponse(status: 200, headers: headers, body: a.body)
+        return .replayed(HTTPResponse(status: 200, headers: headers, body: a.body))
     }
 
     static func answer(_ stored: StoredAnswer?, digest: String) throws -> HTTPResponse? {
