@@ -23,6 +23,8 @@ public final class App: Sendable {
         /// Idempotency keys are kept at least this long (default 30 days), then purged.
         public var idempotencyRetentionDays: Int = 30
         public var logRequests: Bool = true
+        /// Server time (tests pass a `ManualClock` to move it).
+        public var clock: any ServerClock = SystemClock()
         public init(dataDir: String) { self.dataDir = dataDir }
 
         public var databasePath: String { dataDir + "/surveyd.sqlite" }
@@ -50,6 +52,7 @@ public final class App: Sendable {
         if let problem = dataDirLock.problem { StandardError.line("surveyd: warning: \(problem)") }
         var storage = Database.Configuration(path: configuration.databasePath, synchronous: configuration.synchronous)
         storage.startupCheck = configuration.startupCheck
+        storage.clock = configuration.clock
         database = try Database(storage)
         let metrics = self.metrics
         gate = WriteGate(database: database) { metrics.add(.subscriptionRefusals) }
@@ -94,7 +97,7 @@ public final class App: Sendable {
         let queue = housekeeping
         let retention = Int64(configuration.idempotencyRetentionDays) * 86_400_000
         @Sendable func purge() {
-            _ = try? database.purgeIdempotencyKeys(olderThan: Timestamp.nowMillis() - retention)
+            _ = try? database.purgeIdempotencyKeys(olderThan: database.clock.nowMillis() - retention)
             queue.asyncAfter(deadline: .now() + 3600) { purge() }
         }
         queue.async { purge() }

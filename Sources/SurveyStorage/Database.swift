@@ -19,6 +19,8 @@ public final class Database: Sendable {
         /// finds damaged indexes too; ~116 s for 5.5 GB / 1.1M responses here), `quick`
         /// (quick_check: ~3.6 s for the same file; index damage is then left to `surveyd check`).
         public var startupCheck: StartupCheck = .full
+        /// Server time for every check and stamp of a write.
+        public var clock: any ServerClock = SystemClock()
         public init(path: String, synchronous: String = "FULL", readers: Int = 4) {
             self.path = path
             self.synchronous = synchronous
@@ -29,6 +31,7 @@ public final class Database: Sendable {
     let writer: Writer
     let readers: ReaderPool
     public let configuration: Configuration
+    public var clock: any ServerClock { configuration.clock }
 
     /// Opens (creating if needed) and migrates the database. Refuses a newer schema.
     public init(_ configuration: Configuration) throws {
@@ -100,8 +103,9 @@ public final class Database: Sendable {
     /// turns out to change nothing (revoking a revoked token) writes nothing, audit included.
     public func securityWrite<T: Sendable>(orgId: String, actor: String,
                                            _ body: @escaping @Sendable (SecurityTransaction) throws -> T) throws -> T {
-        try writer.submit { conn in
-            let tx = SecurityTransaction(WriteContext(conn, orgId: orgId, actor: actor, now: Timestamp.nowMillis()))
+        let clock = self.clock
+        return try writer.submit { conn in
+            let tx = SecurityTransaction(WriteContext(conn, orgId: orgId, actor: actor, now: clock.nowMillis()))
             let before = conn.totalChanges
             let result = try body(tx)
             if conn.totalChanges != before { try tx.context.requireAudit() }

@@ -23,7 +23,7 @@ public struct WriteGate: Sendable {
     /// `org` — as the caller just read it — has expired. The write itself still goes through
     /// `write`, which decides again inside its transaction.
     public func refuseIfExpired(_ org: OrgRecord) throws {
-        guard Timestamp.nowMillis() >= org.expiresAt else { return }
+        guard database.clock.nowMillis() >= org.expiresAt else { return }
         onRefusal()
         throw Self.expired(org.expiresAt)
     }
@@ -52,7 +52,7 @@ public struct WriteGate: Sendable {
         _ body: @escaping @Sendable (GatedTransaction) throws -> T
     ) throws -> Outcome<T> {
         if let answer = try answerWhileExpired(orgId: orgId, replay: replay) { return answer }
-        return try database.writer.submit(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, onRefusal: onRefusal, body))
+        return try database.writer.submit(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, onRefusal: onRefusal, clock: database.clock, body))
     }
 
     /// `write` for a caller that must not wait (an HTTP polling thread): `then` gets the outcome
@@ -70,7 +70,7 @@ public struct WriteGate: Sendable {
         } catch {
             return then(.failure(error))
         }
-        database.writer.submitAsync(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, onRefusal: onRefusal, body), then: then)
+        database.writer.submitAsync(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, onRefusal: onRefusal, clock: database.clock, body), then: then)
     }
 
     /// While expired, a refusal needs no write lock: answer it (or a replay) from a reader. The
@@ -83,21 +83,21 @@ public struct WriteGate: Sendable {
             throw Self.expired(org.expiresAt)
         }
         if let org = known, org.orgId == orgId {
-            guard Timestamp.nowMillis() >= org.expiresAt else { return nil }
+            guard database.clock.nowMillis() >= org.expiresAt else { return nil }
             return try database.read { try replayOrRefuse(org, $0) }
         }
         return try database.read { db -> Outcome<T>? in
-            guard let org = try db.org(orgId), Timestamp.nowMillis() >= org.expiresAt else { return nil }
+            guard let org = try db.org(orgId), database.clock.nowMillis() >= org.expiresAt else { return nil }
             return try replayOrRefuse(org, db)
         }
     }
 
     /// The transaction every gated write runs on the writer: replay, subscription, write, audit.
     private static func job<T>(orgId: String, actor: String, replay: @escaping (ReadContext) throws -> T?, replayCheck: ReplayCheck,
-                               onRefusal: @escaping @Sendable () -> Void, _ body: @escaping (GatedTransaction) throws -> T) -> (Connection, UndoLog) throws -> Outcome<T> {
+                               onRefusal: @escaping @Sendable () -> Void, clock: any ServerClock, _ body: @escaping (GatedTransaction) throws -> T) -> (Connection, UndoLog) throws -> Outcome<T> {
         { conn, undo in
             if replayCheck == .beforeWrite, let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
-            let now = Timestamp.nowMillis()
+            let now = clock.nowMillis()
             let rows = try conn.query("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(orgId)])
             guard let expiresAt = rows.first?.int(0) else { throw ApiError.notFound() }
             guard now < expiresAt else {

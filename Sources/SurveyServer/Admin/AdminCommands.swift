@@ -10,7 +10,7 @@ public struct AdminCommands: Sendable {
     /// A new operator token (shown once).
     public func createOperator() throws -> String {
         let (token, hash) = Tokens.generate()
-        let tokenId = Ids.make("tok", nowMillis: Timestamp.nowMillis())
+        let tokenId = Ids.make("tok", nowMillis: database.clock.nowMillis())
         try database.securityWrite(orgId: "-", actor: "cli") { tx in
             try tx.createToken(tokenId: tokenId, hash: hash, userId: nil)
         }
@@ -18,7 +18,7 @@ public struct AdminCommands: Sendable {
     }
 
     public func createOrg(name: String, expiresAt: Int64) throws -> String {
-        let orgId = Ids.make("org", nowMillis: Timestamp.nowMillis())
+        let orgId = Ids.make("org", nowMillis: database.clock.nowMillis())
         _ = try database.securityWrite(orgId: orgId, actor: "cli") { tx in
             try tx.createOrg(orgId: orgId, name: name, expiresAt: expiresAt)
         }
@@ -37,7 +37,7 @@ public struct AdminCommands: Sendable {
         guard try database.read({ try $0.org(orgId) }) != nil else { throw ApiError(.notFound, "No organization \(orgId).") }
         let bad = roles.filter { Role(rawValue: $0) == nil }
         guard bad.isEmpty, !roles.isEmpty else { throw ApiError(.validationFailed, "Unknown roles: \(bad); use admin, collector, reviewer.") }
-        let now = Timestamp.nowMillis()
+        let now = database.clock.nowMillis()
         let userId = Ids.make("usr", nowMillis: now)
         let tokenId = Ids.make("tok", nowMillis: now)
         let (token, hash) = Tokens.generate()

@@ -37,7 +37,7 @@ struct OrgService {
             guard !name.isEmpty, name.count <= 200 else {
                 throw ApiError(.validationFailed, "`name` must be 1 to 200 characters.", errors: [FieldError(path: "name", message: "1 to 200 characters")])
             }
-            return NewOrg(orgId: Ids.make("org", nowMillis: Timestamp.nowMillis()), name: name, expiresAt: expiresAt)
+            return NewOrg(orgId: Ids.make("org", nowMillis: services.clock.nowMillis()), name: name, expiresAt: expiresAt)
         }) { new, tx in
             let org = try tx.createOrg(orgId: new.orgId, name: new.name, expiresAt: new.expiresAt)
             return .created("/v1/orgs/\(new.orgId)", Self.orgJSON(org, now: tx.now))
@@ -49,7 +49,7 @@ struct OrgService {
         let orgId = request.parameter("orgId")
         if !caller.isOperator { _ = try services.member(caller, of: orgId) }
         guard let org = try services.database.read({ try $0.org(orgId) }) else { throw ApiError.notFound() }
-        let now = Timestamp.nowMillis()
+        let now = services.clock.nowMillis()
         var body = Self.subscription(org, now: now).objectValue!
         body["serverTime"] = .string(Timestamp.format(now))
         return .json(200, .object(body))

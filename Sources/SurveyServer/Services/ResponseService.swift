@@ -168,7 +168,7 @@ struct ResponseService {
         // The stored answers and the body's digest share one canonical encoding of the answers.
         let canonicalAnswers = CanonicalJSON.encode(answers)
         let digest = "sha256:" + Digest.sha256Hex(CanonicalJSON.encode(body.fields, adding: "answers", encoded: canonicalAnswers))
-        let now = Timestamp.nowMillis()
+        let now = services.clock.nowMillis()
         let record = ResponseRecord(
             responseId: Ids.make("rsp", nowMillis: now), orgId: orgId, clientSubmissionId: clientSubmissionId,
             submitter: user.userId, surveyId: survey.surveyId, surveyVersionId: version.surveyVersionId, requestDigest: digest,

@@ -84,7 +84,8 @@ struct ResumableUploadService {
                                  contentType: FileSignature.normalizedType(meta["contentType"] ?? ""), length: Int64(length))
             // Step 3 on the snapshot: a replay needs none of the checks below. The gate asks the
             // same question again inside its transaction (another create may commit meanwhile).
-            let now = Timestamp.nowMillis()
+            let clock = services.clock
+            let now = clock.nowMillis()
             if let r = try asked.replay(try services.database.read { try $0.resumableUpload(orgId: orgId, clientUploadId: clientUploadId) }, now: now) {
                 return created(r, replayed: true)
             }
@@ -106,7 +107,7 @@ struct ResumableUploadService {
             let outcome: WriteGate.Outcome<(ResumableUploadRecord, replaced: String?)>
             do {
                 outcome = try services.gate.write(orgId: orgId, actor: user.userId, replay: { db in
-                    try asked.replay(try db.resumableUpload(orgId: orgId, clientUploadId: clientUploadId), now: Timestamp.nowMillis()).map { ($0, nil) }
+                    try asked.replay(try db.resumableUpload(orgId: orgId, clientUploadId: clientUploadId), now: clock.nowMillis()).map { ($0, nil) }
                 }) { tx in
                     let held = try tx.read.unfinishedResumableBytes(orgId: orgId, owner: record.owner, now: tx.now)
                     guard held + record.length <= quota else {
@@ -165,7 +166,7 @@ struct ResumableUploadService {
     private func owned(_ head: RequestHead, user: UserRecord, allowExpired: Bool = false) throws -> ResumableUploadRecord {
         guard let r = try services.database.read({ try $0.resumableUpload(orgId: user.orgId, uploadId: head.parameter("uploadId")) }),
               r.owner == user.userId else { throw ApiError.notFound() }
-        if !allowExpired && r.isExpired(now: Timestamp.nowMillis()) {
+        if !allowExpired && r.isExpired(now: services.clock.nowMillis()) {
             throw ApiError(.notFound, "This upload expired at \(Timestamp.format(r.expiresAt)).").with(status: 410)
         }
         return r
@@ -325,7 +326,7 @@ struct ResumableUploadService {
         }
         return UploadRecord(orgId: r.orgId, clientUploadId: r.clientUploadId, uploader: r.owner, surveyVersionId: r.surveyVersionId,
                             questionId: r.questionId, contentType: r.contentType, size: Int64(size), sha256: Hex.encode(digest.finalize()),
-                            receivedAt: Timestamp.nowMillis())
+                            receivedAt: services.clock.nowMillis())
     }
 
     func terminate(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -351,7 +352,8 @@ struct ResumableUploadService {
 
     /// Housekeeping: unfinished uploads past their expiry lose their row and partial file. An
     /// upload with a request in progress is left for the next sweep.
-    static func sweepExpired(database: Database, blobs: BlobStore, busy: BusySet, now: Int64 = Timestamp.nowMillis()) throws -> Int {
+    static func sweepExpired(database: Database, blobs: BlobStore, busy: BusySet) throws -> Int {
+        let now = database.clock.nowMillis()
         let claimed = try database.read { try $0.expiredResumableUploadIds(now: now) }.filter { busy.claim($0) }
         defer { claimed.forEach(busy.release) }
         let removed = try database.expireResumableUploads(claimed, now: now)

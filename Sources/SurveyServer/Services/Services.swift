@@ -14,6 +14,8 @@ struct Services: Sendable {
     let uploadLocks: BusySet
     let readiness: ReadinessProbe
     let definitions = DefinitionCache()
+    /// Server time: the store's clock, so the gate and the services never disagree.
+    var clock: any ServerClock { database.clock }
 
     struct Limits: Sendable {
         /// A file is refused past this unless its question's `maxBytes` is lower.

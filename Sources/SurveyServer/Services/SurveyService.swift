@@ -45,7 +45,7 @@ struct SurveyService {
             guard !title.isEmpty, title.count <= 500 else {
                 throw ApiError(.validationFailed, "`title` must be 1 to 500 characters.", errors: [FieldError(path: "title", message: "1 to 500 characters")])
             }
-            return NewSurvey(title: title, reviewRequired: reviewRequired, surveyId: Ids.make("srv", nowMillis: Timestamp.nowMillis()))
+            return NewSurvey(title: title, reviewRequired: reviewRequired, surveyId: Ids.make("srv", nowMillis: services.clock.nowMillis()))
         }, write: { (p: NewSurvey, tx: GatedTransaction) in
             let survey = try tx.createSurvey(surveyId: p.surveyId, title: p.title, reviewRequired: p.reviewRequired, createdBy: user.userId)
             return .created("/v1/orgs/\(orgId)/surveys/\(survey.surveyId)", Self.surveyJSON(survey, versions: []))
@@ -86,7 +86,7 @@ struct SurveyService {
                 throw ApiError(.validationFailed, "The survey definition is not valid.", errors: e.errors)
             }
             return NewVersion(contentHash: Self.contentHash(definition), definition: CanonicalJSON.string(definition),
-                              surveyVersionId: Ids.make("sv", nowMillis: Timestamp.nowMillis()))
+                              surveyVersionId: Ids.make("sv", nowMillis: services.clock.nowMillis()))
         }, write: { (p: NewVersion, tx: GatedTransaction) in
             let version = try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition)
             return .created("/v1/orgs/\(orgId)/survey-versions/\(version.surveyVersionId)", try Self.versionJSON(version))

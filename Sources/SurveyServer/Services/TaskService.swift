@@ -60,7 +60,7 @@ struct TaskService {
                 errors.append(FieldError(path: "assigneeUserId", message: "not an active collector of this organization"))
             }
             guard errors.isEmpty else { throw ApiError(.validationFailed, "The task is not valid.", errors: errors) }
-            let now = Timestamp.nowMillis()
+            let now = services.clock.nowMillis()
             return NewTask(task: TaskRecord(taskId: Ids.make("tsk", nowMillis: now), orgId: orgId, title: title, surveyId: surveyId,
                                             assigneeUserId: assignee, dueAt: dueAt, notes: notes, state: "open", createdAt: now,
                                             completedAt: nil, completedBy: nil, responseId: nil),

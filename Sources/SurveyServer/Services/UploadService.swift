@@ -101,7 +101,7 @@ struct UploadService {
         let t = sink.target
         let record = UploadRecord(orgId: t.orgId, clientUploadId: t.clientUploadId, uploader: t.uploader, surveyVersionId: t.surveyVersionId,
                                   questionId: t.questionId, contentType: t.contentType, size: Int64(sink.file.size), sha256: sha,
-                                  receivedAt: Timestamp.nowMillis())
+                                  receivedAt: services.clock.nowMillis())
         if let e = t.existing {
             guard e.sha256 == sha, e.size == record.size else {
                 throw ApiError(.idempotencyConflict, "This clientUploadId was already used for different bytes.")
