@@ -17,13 +17,13 @@ public final class DataDirLock: Sendable {
         let path = dataDir + "/surveyd.lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw ApiError(.internalError, "cannot open \(path): \(String(cString: strerror(errno)))")
+            throw MaintenanceError("cannot open \(path): \(String(cString: strerror(errno)))")
         }
         if flock(fd, LOCK_EX | LOCK_NB) == 0 {
             problem = nil
         } else if errno == EWOULDBLOCK {
             close(fd)
-            throw ApiError(.internalError, "\(dataDir): another surveyd is serving this data dir (\(path) is locked); refusing to start, nothing was changed.")
+            throw MaintenanceError("\(dataDir): another surveyd is serving this data dir (\(path) is locked); refusing to start, nothing was changed.")
         } else {
             // A filesystem without flock (ENOLCK, ENOTSUP): serving is still right, unguarded.
             problem = "\(path) cannot be locked (\(String(cString: strerror(errno)))): a second server on this data dir would not be refused"

@@ -1,5 +1,6 @@
 import SurveyDomain
 import SurveyServer
+import SurveyStorage
 
 /// The demo's household survey, created and published through the API's own routes.
 enum DemoSurvey {
@@ -21,13 +22,13 @@ enum DemoSurvey {
         let survey = app.respond(method: "POST", path: "/v1/orgs/\(orgId)/surveys", token: adminToken,
                                  body: ["title": "Household water survey", "reviewRequired": true])
         guard survey.status == 201, let surveyId = survey.body?["surveyId"]?.stringValue else {
-            throw ApiError(.internalError, "demo: creating the survey answered \(survey.status)")
+            throw MaintenanceError("demo: creating the survey answered \(survey.status)")
         }
         let version = app.respond(method: "POST", path: "/v1/orgs/\(orgId)/surveys/\(surveyId)/versions", token: adminToken,
                                   body: ["definition": definition])
         guard version.status == 201, let id = version.body?["surveyVersionId"]?.stringValue,
               let hash = version.body?["contentHash"]?.stringValue else {
-            throw ApiError(.internalError, "demo: publishing the version answered \(version.status)")
+            throw MaintenanceError("demo: publishing the version answered \(version.status)")
         }
         return Published(versionId: id, contentHash: hash)
     }

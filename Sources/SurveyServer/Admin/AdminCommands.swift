@@ -34,9 +34,9 @@ public struct AdminCommands: Sendable {
 
     /// Creates a user with a first token; returns (userId, token).
     public func createUser(orgId: String, name: String, roles: [String]) throws -> (userId: String, token: String) {
-        guard try database.read({ try $0.org(orgId) }) != nil else { throw ApiError(.notFound, "No organization \(orgId).") }
+        guard try database.read({ try $0.org(orgId) }) != nil else { throw MaintenanceError("No organization \(orgId).") }
         let bad = roles.filter { Role(rawValue: $0) == nil }
-        guard bad.isEmpty, !roles.isEmpty else { throw ApiError(.validationFailed, "Unknown roles: \(bad); use admin, collector, reviewer.") }
+        guard bad.isEmpty, !roles.isEmpty else { throw MaintenanceError("Unknown roles: \(bad); use admin, collector, reviewer.") }
         let now = database.clock.nowMillis()
         let userId = Ids.make("usr", nowMillis: now)
         let tokenId = Ids.make("tok", nowMillis: now)

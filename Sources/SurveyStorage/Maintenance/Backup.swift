@@ -18,10 +18,10 @@ public enum Backup {
     public static func run(dataDir: String, to dest: String) throws -> Summary {
         let fm = FileManager.default
         guard fm.fileExists(atPath: dataDir + "/surveyd.sqlite") else {
-            throw ApiError(.notFound, "no database at \(dataDir)/surveyd.sqlite; nothing was written.")
+            throw MaintenanceError("no database at \(dataDir)/surveyd.sqlite; nothing was written.")
         }
         if fm.fileExists(atPath: dest + "/surveyd.sqlite") {
-            throw ApiError(.validationFailed, "\(dest) already holds a database; back up into a new directory.")
+            throw MaintenanceError("\(dest) already holds a database; back up into a new directory.")
         }
         // What this run creates: the whole destination if it did not exist, else its own entries.
         let created = fm.fileExists(atPath: dest) ? ["surveyd.sqlite", "surveyd.sqlite-wal", "surveyd.sqlite-shm", "blobs", "tmp", "partial"]
@@ -70,7 +70,7 @@ public enum Backup {
 
     /// Copies (at most `limit` bytes) and fsyncs the copy.
     static func copyDurably(from: String, to: String, limit: Int? = nil) throws {
-        guard let input = FileHandle(forReadingAtPath: from) else { throw ApiError(.storageUnavailable, "cannot read \(from)") }
+        guard let input = FileHandle(forReadingAtPath: from) else { throw MaintenanceError("cannot read \(from)") }
         defer { try? input.close() }
         let fd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw BlobStore.ioError("create \(to)", errno) }

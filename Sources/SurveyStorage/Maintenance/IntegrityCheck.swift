@@ -23,7 +23,7 @@ public enum IntegrityCheck {
     public static func run(dataDir: String) throws -> Report {
         let dbPath = dataDir + "/surveyd.sqlite"
         guard FileManager.default.fileExists(atPath: dbPath) else {
-            throw ApiError(.notFound, "no database at \(dbPath)")
+            throw MaintenanceError("no database at \(dbPath)")
         }
         let conn = try Connection(path: dbPath, readOnly: true)
         try conn.execute("BEGIN")  // one snapshot for every query below
