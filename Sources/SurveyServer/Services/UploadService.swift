@@ -85,18 +85,25 @@ struct UploadService {
     func finish(_ request: HTTPRequest) throws -> HTTPResponse {
         guard let sink = request.sink as? UploadSink else { throw ApiError(.internalError) }
         defer { sink.abort() }  // after a commit the temp file is gone and this does nothing
-        let record: UploadRecord, tempPath: String
-        do {
-            (record, tempPath) = try verify(sink)
-        } catch let replay as Replay {
+        switch try verify(sink) {
+        case .replay(let stored):
             // Step 3: the same bytes and metadata again → the stored answer, even while expired.
-            return .replayed(.json(200, Self.uploadJSON(replay.record)))
+            return .replayed(.json(200, Self.uploadJSON(stored)))
+        case .new(let record):
+            return try commit(record, tempPath: sink.file.path, path: "/v1/orgs/\(record.orgId)/uploads/\(record.clientUploadId)")
         }
-        return try commit(record, tempPath: tempPath, path: "/v1/orgs/\(record.orgId)/uploads/\(record.clientUploadId)")
     }
 
-    /// The bytes are in: signature, digest, then the replay comparison by content.
-    func verify(_ sink: UploadSink) throws -> (UploadRecord, String) {
+    /// What the bytes turned out to be.
+    enum Verified {
+        /// The upload already stored under this id, sent again.
+        case replay(UploadRecord)
+        /// A new upload whose file passed every check.
+        case new(UploadRecord)
+    }
+
+    /// The bytes are in: the replay comparison by content, then signature and digest.
+    func verify(_ sink: UploadSink) throws -> Verified {
         let sha = try sink.file.finish()
         let t = sink.target
         let record = UploadRecord(orgId: t.orgId, clientUploadId: t.clientUploadId, uploader: t.uploader, surveyVersionId: t.surveyVersionId,
@@ -106,7 +113,7 @@ struct UploadService {
             guard e.sha256 == sha, e.size == record.size else {
                 throw ApiError(.idempotencyConflict, "This clientUploadId was already used for different bytes.")
             }
-            throw Replay(record: e)
+            return .replay(e)
         }
         guard FileSignature.matches(contentType: t.contentType, prefix: sink.file.prefix, totalSize: sink.file.size),
               sink.text?.isValidText ?? true else {
@@ -115,10 +122,8 @@ struct UploadService {
         if let expected = sink.expectedSHA256, Hex.encode(expected) != sha {
             throw ApiError(.digestMismatch, "Content-Digest does not match the bytes received.")
         }
-        return (record, sink.file.path)
+        return .new(record)
     }
-
-    struct Replay: Error { let record: UploadRecord }
 
     /// Step 5–6: the gate, with the blob placed and the row written in one transaction.
     func commit(_ record: UploadRecord, tempPath: String, path: String) throws -> HTTPResponse {
