@@ -27,8 +27,7 @@ public final class App: Sendable {
         public var clock: any ServerClock = SystemClock()
         public init(dataDir: String) { self.dataDir = dataDir }
 
-        public var databasePath: String { dataDir + "/surveyd.sqlite" }
-        public var blobDir: String { dataDir + "/blobs" }
+        public var layout: DataDirectory { DataDirectory(dataDir) }
     }
 
     public let configuration: Configuration
@@ -48,15 +47,15 @@ public final class App: Sendable {
         self.configuration = configuration
         try FileManager.default.createDirectory(atPath: configuration.dataDir, withIntermediateDirectories: true)
         // Before anything is read or swept: a second server on this data dir is refused.
-        dataDirLock = try DataDirLock(dataDir: configuration.dataDir)
+        dataDirLock = try DataDirLock(configuration.layout)
         if let problem = dataDirLock.problem { StandardError.line("surveyd: warning: \(problem)") }
-        var storage = Database.Configuration(path: configuration.databasePath, synchronous: configuration.synchronous)
+        var storage = Database.Configuration(path: configuration.layout.database, synchronous: configuration.synchronous)
         storage.startupCheck = configuration.startupCheck
         storage.clock = configuration.clock
         database = try Database(storage)
         let metrics = self.metrics
         gate = WriteGate(database: database) { metrics.add(.subscriptionRefusals) }
-        blobs = try BlobStore(dataDir: configuration.dataDir)
+        blobs = try BlobStore(configuration.layout)
         // Unfinished resumable uploads past their expiry, then leftovers of requests that never
         // committed (a crash, kill -9 mid-upload), go now.
         let expired = try ResumableUploadService.sweepExpired(database: database, blobs: blobs, busy: uploadLocks)

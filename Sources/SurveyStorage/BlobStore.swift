@@ -6,25 +6,21 @@ import SurveyDomain
 /// transaction of their row, so a row never exists without its file. Resumable uploads keep
 /// their received bytes in `partial/` until they complete or expire.
 public final class BlobStore: Sendable {
-    public let root: String
-    public let tempDir: String
-    public let partialDir: String
+    public let layout: DataDirectory
+    var root: String { layout.blobs }
+    var tempDir: String { layout.temp }
+    var partialDir: String { layout.partial }
 
-    public init(dataDir: String) throws {
-        root = dataDir + "/blobs"
-        tempDir = dataDir + "/tmp"
-        partialDir = dataDir + "/partial"
-        for d in [root, tempDir, partialDir] {
+    public init(_ layout: DataDirectory) throws {
+        self.layout = layout
+        for d in layout.fileDirectories {
             try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
         }
     }
 
-    public func path(sha256: String) -> String {
-        let c = Array(sha256)
-        return "\(root)/\(String(c[0..<2]))/\(String(c[2..<4]))/\(sha256)"
-    }
+    public func path(sha256: String) -> String { layout.blob(sha256: sha256) }
 
-    public func partialPath(uploadId: String) -> String { "\(partialDir)/\(uploadId)" }
+    public func partialPath(uploadId: String) -> String { layout.partial(uploadId: uploadId) }
 
     /// The empty partial file of a new resumable upload (refused if the name exists).
     public func createPartial(uploadId: String) throws {

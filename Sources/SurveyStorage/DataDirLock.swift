@@ -13,8 +13,8 @@ public final class DataDirLock: Sendable {
     /// Why the lock is not held although the file opened, for a warning; nil when it is held.
     public let problem: String?
 
-    public init(dataDir: String) throws {
-        let path = dataDir + "/surveyd.lock"
+    public init(_ layout: DataDirectory) throws {
+        let dataDir = layout.root, path = layout.lockFile
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw MaintenanceError("cannot open \(path): \(String(cString: strerror(errno)))")

@@ -125,7 +125,7 @@ enum CLI {
         let config = try configuration(options)
         try FileManager.default.createDirectory(atPath: config.dataDir, withIntermediateDirectories: true)
         // Admin commands run beside a live server: the quick check is enough (serve does the full one).
-        var storage = Database.Configuration(path: config.databasePath, synchronous: config.synchronous)
+        var storage = Database.Configuration(path: config.layout.database, synchronous: config.synchronous)
         storage.startupCheck = .quick
         let database = try Database(storage)
         defer { database.close() }

@@ -17,29 +17,31 @@ public enum Backup {
     /// created, so no half-written directory is ever mistaken for a complete data dir.
     public static func run(dataDir: String, to dest: String) throws -> Summary {
         let fm = FileManager.default
-        guard fm.fileExists(atPath: dataDir + "/surveyd.sqlite") else {
-            throw MaintenanceError("no database at \(dataDir)/surveyd.sqlite; nothing was written.")
+        let source = DataDirectory(dataDir), target = DataDirectory(dest)
+        guard fm.fileExists(atPath: source.database) else {
+            throw MaintenanceError("no database at \(source.database); nothing was written.")
         }
-        if fm.fileExists(atPath: dest + "/surveyd.sqlite") {
+        if fm.fileExists(atPath: target.database) {
             throw MaintenanceError("\(dest) already holds a database; back up into a new directory.")
         }
         // What this run creates: the whole destination if it did not exist, else its own entries.
-        let created = fm.fileExists(atPath: dest) ? ["surveyd.sqlite", "surveyd.sqlite-wal", "surveyd.sqlite-shm", "blobs", "tmp", "partial"]
-            .map { dest + "/" + $0 }.filter { !fm.fileExists(atPath: $0) } : [dest]
+        let created = fm.fileExists(atPath: dest)
+            ? ([target.database, target.database + "-wal", target.database + "-shm"] + target.fileDirectories).filter { !fm.fileExists(atPath: $0) }
+            : [dest]
         do {
-            return try copy(dataDir: dataDir, to: dest)
+            return try copy(from: source, to: target)
         } catch {
             for path in created { try? fm.removeItem(atPath: path) }
             throw error
         }
     }
 
-    private static func copy(dataDir: String, to dest: String) throws -> Summary {
+    private static func copy(from here: DataDirectory, to there: DataDirectory) throws -> Summary {
         let fm = FileManager.default
-        for d in [dest, dest + "/blobs", dest + "/tmp", dest + "/partial"] { try fm.createDirectory(atPath: d, withIntermediateDirectories: true) }
+        for d in [there.root] + there.fileDirectories { try fm.createDirectory(atPath: d, withIntermediateDirectories: true) }
 
-        let source = try Connection(path: dataDir + "/surveyd.sqlite", readOnly: true)
-        let target = try Connection(path: dest + "/surveyd.sqlite", readOnly: false)
+        let source = try Connection(path: here.database, readOnly: true)
+        let target = try Connection(path: there.database, readOnly: false)
         guard let b = sqlite3_backup_init(target.handle, "main", source.handle, "main") else { throw target.error(SQLITE_ERROR, sql: "backup_init") }
         let rc = sqlite3_backup_step(b, -1)  // the whole database in one step: one consistent snapshot
         sqlite3_backup_finish(b)
@@ -49,22 +51,20 @@ public enum Backup {
 
         var blobs = 0, bytes: Int64 = 0, partials = 0
         for row in try target.query("SELECT DISTINCT sha256, size FROM uploads") {
-            let sha = Array(row.string(0))
-            let rel = "\(String(sha[0..<2]))/\(String(sha[2..<4]))/\(String(sha))"
-            let dir = dest + "/blobs/" + (rel as NSString).deletingLastPathComponent
-            try fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            try copyDurably(from: dataDir + "/blobs/" + rel, to: dest + "/blobs/" + rel)
+            let to = there.blob(sha256: row.string(0))
+            try fm.createDirectory(atPath: (to as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try copyDurably(from: here.blob(sha256: row.string(0)), to: to)
             blobs += 1
             bytes += row.int(1)
         }
         for row in try target.query("SELECT upload_id, received_bytes FROM resumable_uploads WHERE received_bytes < length") {
-            let from = dataDir + "/partial/" + row.string(0)
+            let from = here.partial(uploadId: row.string(0))
             guard fm.fileExists(atPath: from) else { continue }
-            let to = dest + "/partial/" + row.string(0)
+            let to = there.partial(uploadId: row.string(0))
             try copyDurably(from: from, to: to, limit: Int(row.int(1)))
             partials += 1
         }
-        try BlobStore.fsyncDirectory(dest)
+        try BlobStore.fsyncDirectory(there.root)
         return Summary(blobs: blobs, bytes: bytes, partials: partials)
     }
 

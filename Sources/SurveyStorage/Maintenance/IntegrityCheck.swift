@@ -21,7 +21,8 @@ public enum IntegrityCheck {
     }
 
     public static func run(dataDir: String) throws -> Report {
-        let dbPath = dataDir + "/surveyd.sqlite"
+        let layout = DataDirectory(dataDir)
+        let dbPath = layout.database
         guard FileManager.default.fileExists(atPath: dbPath) else {
             throw MaintenanceError("no database at \(dbPath)")
         }
@@ -40,15 +41,14 @@ public enum IntegrityCheck {
         if version != Migrations.steps.count { r.violations.append("schema version \(version), this surveyd knows \(Migrations.steps.count)") }
 
         // 2. Uploads: every row has its file, of the right size and hash; no file without a row.
-        let root = dataDir + "/blobs"
+        let root = layout.blobs
         var referenced = Set<String>()
         let uploads = try conn.query("SELECT org_id, client_upload_id, size, sha256 FROM uploads")
         for u in uploads {
             let sha = u.string(3)
             referenced.insert(sha)
-            let c = Array(sha)
-            guard c.count == 64 else { r.violations.append("upload \(u.string(1)): malformed sha256"); continue }
-            let path = "\(root)/\(String(c[0..<2]))/\(String(c[2..<4]))/\(sha)"
+            guard sha.utf8.count == 64 else { r.violations.append("upload \(u.string(1)): malformed sha256"); continue }
+            let path = layout.blob(sha256: sha)
             guard let (size, hash) = hashFile(path) else {
                 r.violations.append("upload \(u.string(0))/\(u.string(1)): file \(path) is missing")
                 continue
@@ -66,7 +66,7 @@ public enum IntegrityCheck {
                 if !referenced.contains(name) { r.violations.append("blob \(rel) has no upload row") }
             }
         }
-        let temps = (try? FileManager.default.contentsOfDirectory(atPath: dataDir + "/tmp")) ?? []
+        let temps = (try? FileManager.default.contentsOfDirectory(atPath: layout.temp)) ?? []
         if !temps.isEmpty { r.notes.append("\(temps.count) temp file(s) in tmp/ (uploads in flight, or leftovers removed at the next start)") }
 
         // 3. Tasks: completion is all or nothing, and made by its response.
@@ -129,12 +129,12 @@ public enum IntegrityCheck {
             if u.int(2) < u.int(1) { unfinished.insert(u.string(0)) }
             if u.int(2) < u.int(1) && u.int(3) <= Timestamp.nowMillis() { expired += 1 }
             if u.int(2) < u.int(1) && u.int(3) > Timestamp.nowMillis() {
-                let path = dataDir + "/partial/" + u.string(0)
+                let path = layout.partial(uploadId: u.string(0))
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? -1
                 if size < Int(u.int(2)) { r.violations.append("resumable upload \(u.string(0)): \(max(size, 0)) bytes on disk, offset \(u.int(2))") }
             }
         }
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: dataDir + "/partial")) ?? [] where !unfinished.contains(name) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.partial)) ?? [] where !unfinished.contains(name) {
             r.violations.append("partial/\(name) belongs to no unfinished resumable upload (a stray file; the next start removes it)")
         }
         if expired > 0 { r.notes.append("\(expired) unfinished resumable upload(s) past their expiry (removed by the next sweep)") }
