@@ -1,3 +1,6 @@
+// Over 300 lines on purpose: one byte-level parser whose hot loops (strings, numbers, UTF-8)
+// are tuned together; split, they would hide how a body is read in one pass.
+
 /// Why a body is not acceptable JSON. `offset` is the byte offset where the problem was found.
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     public let offset: Int

@@ -1,3 +1,7 @@
+// Slightly over 300 lines on purpose: one request's whole life (first callback, body, park and
+// resume, answer, completion, stop) reads top to bottom here; its state is `Exchange`, the C
+// entry points are in `MHDCallbacks.swift`.
+
 import CMicroHTTPD
 import Foundation
 import Synchronization
@@ -123,7 +127,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     // MARK: - libmicrohttpd callbacks
 
-    fileprivate func handle(connection: OpaquePointer, url: String, method: String,
+    func handle(connection: OpaquePointer, url: String, method: String,
                             uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
                             state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         guard let raw = state.pointee else {
@@ -305,7 +309,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
-    fileprivate func completed(connection: OpaquePointer, state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, code: MHD_RequestTerminationCode) {
+    func completed(connection: OpaquePointer, state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, code: MHD_RequestTerminationCode) {
         guard let raw = state?.pointee else { return }
         let ex = Unmanaged<Exchange>.fromOpaque(raw).takeRetainedValue()
         state?.pointee = nil
@@ -326,92 +330,4 @@ public final class HTTPServer: @unchecked Sendable {
         ex.sink?.abort()
         if !ex.answered { log.write(ex: ex, response: nil, note: "client disconnected before the request was complete") }
     }
-}
-
-/// One request's state between libmicrohttpd's calls (stored in `con_cls`).
-final class Exchange {
-    let method: String
-    let path: String
-    let connection: OpaquePointer
-    let started = ContinuousClock.now
-    var headers: [String: String] = [:]
-    var query: [String: String] = [:]
-    var route: Router.Route?
-    var params: [String: String] = [:]
-    var body: [UInt8] = []
-    var pending: HTTPResponse?
-    /// The answer this request waits for while its connection is suspended.
-    var deferred: DeferredResponse?
-    var sink: (any BodySink)?
-    var contentLengths: Set<String> = []
-    var authorizationHeaders = 0
-    var conflictingFraming: Bool {
-        contentLengths.count > 1 || (!contentLengths.isEmpty && headers["transfer-encoding"] != nil)
-    }
-    var discarded = 0
-    var answered = false
-
-    init(method: String, path: String, connection: OpaquePointer) {
-        self.method = method
-        self.path = path
-        self.connection = connection
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, me)
-        MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectQuery, me)
-    }
-
-    var head: RequestHead {
-        RequestHead(method: method, path: path, route: route?.pattern ?? "", pathParameters: params, query: query, headers: headers)
-    }
-}
-
-/// A connection pointer handed to the thread that will resume it.
-struct ConnectionHandle: @unchecked Sendable {
-    // @unchecked: libmicrohttpd allows MHD_resume_connection from any thread.
-    let pointer: OpaquePointer
-}
-
-private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
-    guard let cls, let key else { return .YES }
-    let ex = Unmanaged<Exchange>.fromOpaque(cls).takeUnretainedValue()
-    let name = lowercasedName(key)
-    let v = value.map { String(cString: $0) } ?? ""
-    if name == "content-length" { ex.contentLengths.insert(v.trimmingSpacesAndTabs) }
-    if name == "authorization" { ex.authorizationHeaders += 1 }
-    ex.headers[name] = v
-    return .YES
-}
-
-/// A header name in ASCII lower case, in one pass over its bytes (`String.lowercased()` handles
-/// all of Unicode and was most of the header collection's cost). Other bytes are kept as they are.
-private func lowercasedName(_ key: UnsafePointer<CChar>) -> String {
-    let n = strlen(key)
-    return String(unsafeUninitializedCapacity: n) { out in
-        for i in 0..<n {
-            let b = UInt8(bitPattern: key[i])
-            out[i] = b >= 0x41 && b <= 0x5A ? b | 0x20 : b
-        }
-        return n
-    }
-}
-
-private let collectQuery: MHD_KeyValueIterator = { cls, _, key, value in
-    guard let cls, let key else { return .YES }
-    let ex = Unmanaged<Exchange>.fromOpaque(cls).takeUnretainedValue()
-    ex.query[String(cString: key)] = value.map { String(cString: $0) } ?? ""
-    return .YES
-}
-
-// Callbacks are global constants, never closures in main.swift (those are main-actor isolated
-// and trap when an MHD thread calls them).
-private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, state in
-    guard let cls, let connection, let url, let method, let uploadSize, let state else { return .NO }
-    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-    return server.handle(connection: connection, url: String(cString: url), method: String(cString: method),
-                         uploadData: uploadData, uploadSize: uploadSize, state: state)
-}
-
-private let completedHandler: MHD_RequestCompletedCallback = { cls, connection, state, code in
-    guard let cls, let connection else { return }
-    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().completed(connection: connection, state: state, code: code)
 }

@@ -26,14 +26,6 @@ struct ResumableUploadService {
 
     func location(_ r: ResumableUploadRecord) -> String { "/v1/orgs/\(r.orgId)/uploads/resumable/\(r.uploadId)" }
 
-    static func httpDate(_ ms: Int64) -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "GMT")
-        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
-    }
-
     func problem(_ e: ApiError, status: Int? = nil) -> HTTPResponse {
         .problem(e, status: status, headers: Self.tusHeaders)
     }
@@ -49,22 +41,6 @@ struct ResumableUploadService {
             ("Tus-Version", "1.0.0"), ("Tus-Extension", "creation,checksum,expiration,termination"),
             ("Tus-Checksum-Algorithm", "sha1,sha256"), ("Tus-Max-Size", String(services.limits.maxFileBytes)),
         ])
-    }
-
-    /// `Upload-Metadata: key base64,key base64`.
-    static func metadata(_ header: String?) throws -> [String: String] {
-        var out: [String: String] = [:]
-        for pair in (header ?? "").split(separator: ",") {
-            let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
-            guard let key = parts.first else { continue }
-            if parts.count == 2 {
-                guard let bytes = Base64.decode(String(parts[1])), let s = String(bytes: bytes, encoding: .utf8) else {
-                    throw ApiError.malformed("Upload-Metadata value of \(key) is not base64 UTF-8.")
-                }
-                out[String(key)] = s
-            } else { out[String(key)] = "" }
-        }
-        return out
     }
 
     func create(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -131,27 +107,6 @@ struct ResumableUploadService {
             }
         } catch {
             return problem(storageApiError(error))
-        }
-    }
-
-    /// What a create asks for: the same caller and metadata again is the same upload.
-    struct Creation: Sendable {
-        let owner: String
-        let surveyVersionId: String?
-        let questionId: String?
-        let contentType: String
-        let length: Int64
-
-        /// Step 3: the upload `existing` under this clientUploadId, if this create is its replay;
-        /// nil when there is none or it expired unfinished (a create then starts afresh); 1004
-        /// when it was made by someone else or for something else — revealing nothing of it.
-        func replay(_ existing: ResumableUploadRecord?, now: Int64) throws -> ResumableUploadRecord? {
-            guard let e = existing, !e.isExpired(now: now) else { return nil }
-            guard e.owner == owner, e.surveyVersionId == surveyVersionId, e.questionId == questionId,
-                  e.contentType == contentType, e.length == length else {
-                throw ApiError(.idempotencyConflict, "This clientUploadId was already used for a different upload.")
-            }
-            return e
         }
     }
 
@@ -258,7 +213,7 @@ struct ResumableUploadService {
                 return HTTPResponse(status: 204, headers: Self.tusHeaders + done)
             }
             // The last chunk: the whole file is checked and committed like a plain upload.
-            let record = try verifyComplete(r, path: sink.path)
+            let record = try Self.verifyComplete(r, path: sink.path, now: services.clock.nowMillis())
             let blobs = services.blobs, path = sink.path
             let stored = try gatedWrite(r) { tx -> UploadRecord? in
                 try Self.advance(r, to: newOffset, tx)
@@ -300,35 +255,6 @@ struct ResumableUploadService {
         }
     }
 
-    /// Reads the finished partial file once: size, SHA-256, the signature of its first bytes and,
-    /// for text, every byte.
-    private func verifyComplete(_ r: ResumableUploadRecord, path: String) throws -> UploadRecord {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw ApiError(.storageUnavailable, "The partial file is missing.") }
-        defer { try? handle.close() }
-        var digest = Digest(.sha256)
-        var text = FileSignature.isTextType(r.contentType) ? TextStreamCheck() : nil
-        var prefix: [UInt8] = []
-        var size = 0
-        while true {
-            // The throwing read: `readData(ofLength:)` traps on a read error (a bad sector) instead of reporting it.
-            let chunk: Data
-            do { chunk = try handle.read(upToCount: 1 << 20) ?? Data() } catch {
-                throw ApiError(.storageUnavailable, "The partial file cannot be read.")
-            }
-            if chunk.isEmpty { break }
-            if prefix.count < FileSignature.prefixLength { prefix += chunk.prefix(FileSignature.prefixLength - prefix.count) }
-            chunk.withUnsafeBytes { digest.update($0); text?.update($0) }
-            size += chunk.count
-        }
-        guard Int64(size) == r.length else { throw ApiError(.storageUnavailable, "The partial file has \(size) of \(r.length) bytes.") }
-        guard FileSignature.matches(contentType: r.contentType, prefix: prefix, totalSize: size), text?.isValidText ?? true else {
-            throw ApiError(.corruptFile, "The bytes are not a \(r.contentType) file.")
-        }
-        return UploadRecord(orgId: r.orgId, clientUploadId: r.clientUploadId, uploader: r.owner, surveyVersionId: r.surveyVersionId,
-                            questionId: r.questionId, contentType: r.contentType, size: Int64(size), sha256: Hex.encode(digest.finalize()),
-                            receivedAt: services.clock.nowMillis())
-    }
-
     func terminate(_ request: HTTPRequest) throws -> HTTPResponse {
         do {
             try requireTus(request.head)
@@ -349,108 +275,4 @@ struct ResumableUploadService {
             return problem(storageApiError(error))
         }
     }
-
-    /// Housekeeping: unfinished uploads past their expiry lose their row and partial file. An
-    /// upload with a request in progress is left for the next sweep.
-    static func sweepExpired(database: Database, blobs: BlobStore, busy: BusySet) throws -> Int {
-        let now = database.clock.nowMillis()
-        let claimed = try database.read { try $0.expiredResumableUploadIds(now: now) }.filter { busy.claim($0) }
-        defer { claimed.forEach(busy.release) }
-        let removed = try database.expireResumableUploads(claimed, now: now)
-        for id in removed { unlink(blobs.partialPath(uploadId: id)) }
-        return removed.count
-    }
-}
-
-/// `Upload-Checksum: sha1 <base64>` or `sha256 <base64>`.
-struct ChunkChecksum: Sendable {
-    let algorithm: Digest.Algorithm
-    let expected: [UInt8]
-
-    init(header: String) throws {
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, let bytes = Base64.decode(String(parts[1])) else { throw ApiError.malformed("Upload-Checksum must be '<algorithm> <base64>'.") }
-        switch parts[0].lowercased() {
-        case "sha1": algorithm = .sha1
-        case "sha256": algorithm = .sha256
-        default: throw ApiError.malformed("Upload-Checksum algorithm must be sha1 or sha256.")
-        }
-        expected = bytes
-    }
-
-    func matches(_ actual: [UInt8]) -> Bool { Digest.constantTimeEqual(actual, expected) }
-}
-
-/// Appends one PATCH body at the upload's offset. Until `committed`, `abort` truncates the
-/// partial file back to the offset it started from.
-final class ChunkSink: BodySink, @unchecked Sendable {
-    // @unchecked: libmicrohttpd calls one connection's handler sequentially; `abort` comes last.
-    let record: ResumableUploadRecord
-    let path: String
-    let checksum: ChunkChecksum?
-    private let fd: Int32
-    private var hasher: Digest
-    private(set) var written = 0
-    var committed = false
-    private var closed = false
-    private let busy: BusySet
-
-    init(record: ResumableUploadRecord, path: String, checksum: ChunkChecksum?, busy: BusySet) throws {
-        self.record = record
-        self.path = path
-        self.checksum = checksum
-        self.busy = busy
-        hasher = Digest(checksum?.algorithm ?? .sha256)
-        // Never O_CREAT: the file is made with the upload's row, and reviving a removed one
-        // would leave a file no row owns (or fill a finished upload's name with zeros).
-        fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ApiError(.storageUnavailable, "The partial file of this upload is missing.") }
-        // Anything past the recorded offset is a chunk that never committed.
-        ftruncate(fd, off_t(record.receivedBytes))
-    }
-
-    func write(_ bytes: UnsafeRawBufferPointer) throws {
-        guard record.receivedBytes + Int64(written + bytes.count) <= record.length else {
-            throw ApiError(.payloadTooLarge, "The chunk runs past Upload-Length \(record.length).")
-        }
-        hasher.update(bytes)
-        var off = 0
-        while off < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + off, bytes.count - off, off_t(record.receivedBytes) + off_t(written + off))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ApiError(.storageUnavailable, errno == ENOSPC ? "The disk is full; the offset is unchanged." : "Writing the chunk failed.")
-            }
-            off += n
-        }
-        written += bytes.count
-    }
-
-    func flush() throws {
-        guard fsync(fd) == 0 else { throw ApiError(.storageUnavailable, "fsync of the chunk failed; the offset is unchanged.") }
-    }
-
-    func digest() -> [UInt8] { hasher.result() }
-
-    func abort() {
-        guard !closed else { return }
-        closed = true
-        if !committed { ftruncate(fd, off_t(record.receivedBytes)) }
-        close(fd)
-        busy.release(record.uploadId)
-    }
-}
-
-/// The body of a PATCH to an upload that is already complete: only an empty one is accepted
-/// (and answered with the final offset); no file is opened.
-final class FinishedUploadSink: BodySink, @unchecked Sendable {
-    // @unchecked: immutable.
-    let record: ResumableUploadRecord
-    init(record: ResumableUploadRecord) { self.record = record }
-
-    func write(_ bytes: UnsafeRawBufferPointer) throws {
-        throw ApiError(.payloadTooLarge, "The upload is complete; no byte can be added.")
-    }
-
-    func abort() {}
 }

@@ -1,0 +1,81 @@
+import Foundation
+import SurveyDomain
+import SurveyStorage
+
+/// The parts of a resumable upload that need no request: tus header values, what a create
+/// asks for, and the check of a finished file.
+extension ResumableUploadService {
+    static func httpDate(_ ms: Int64) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "GMT")
+        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
+    }
+
+    /// `Upload-Metadata: key base64,key base64`.
+    static func metadata(_ header: String?) throws -> [String: String] {
+        var out: [String: String] = [:]
+        for pair in (header ?? "").split(separator: ",") {
+            let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
+            guard let key = parts.first else { continue }
+            if parts.count == 2 {
+                guard let bytes = Base64.decode(String(parts[1])), let s = String(bytes: bytes, encoding: .utf8) else {
+                    throw ApiError.malformed("Upload-Metadata value of \(key) is not base64 UTF-8.")
+                }
+                out[String(key)] = s
+            } else { out[String(key)] = "" }
+        }
+        return out
+    }
+
+    /// What a create asks for: the same caller and metadata again is the same upload.
+    struct Creation: Sendable {
+        let owner: String
+        let surveyVersionId: String?
+        let questionId: String?
+        let contentType: String
+        let length: Int64
+
+        /// Step 3: the upload `existing` under this clientUploadId, if this create is its replay;
+        /// nil when there is none or it expired unfinished (a create then starts afresh); 1004
+        /// when it was made by someone else or for something else — revealing nothing of it.
+        func replay(_ existing: ResumableUploadRecord?, now: Int64) throws -> ResumableUploadRecord? {
+            guard let e = existing, !e.isExpired(now: now) else { return nil }
+            guard e.owner == owner, e.surveyVersionId == surveyVersionId, e.questionId == questionId,
+                  e.contentType == contentType, e.length == length else {
+                throw ApiError(.idempotencyConflict, "This clientUploadId was already used for a different upload.")
+            }
+            return e
+        }
+    }
+
+    /// Reads the finished partial file once: size, SHA-256, the signature of its first bytes and,
+    /// for text, every byte.
+    static func verifyComplete(_ r: ResumableUploadRecord, path: String, now: Int64) throws -> UploadRecord {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw ApiError(.storageUnavailable, "The partial file is missing.") }
+        defer { try? handle.close() }
+        var digest = Digest(.sha256)
+        var text = FileSignature.isTextType(r.contentType) ? TextStreamCheck() : nil
+        var prefix: [UInt8] = []
+        var size = 0
+        while true {
+            // The throwing read: `readData(ofLength:)` traps on a read error (a bad sector) instead of reporting it.
+            let chunk: Data
+            do { chunk = try handle.read(upToCount: 1 << 20) ?? Data() } catch {
+                throw ApiError(.storageUnavailable, "The partial file cannot be read.")
+            }
+            if chunk.isEmpty { break }
+            if prefix.count < FileSignature.prefixLength { prefix += chunk.prefix(FileSignature.prefixLength - prefix.count) }
+            chunk.withUnsafeBytes { digest.update($0); text?.update($0) }
+            size += chunk.count
+        }
+        guard Int64(size) == r.length else { throw ApiError(.storageUnavailable, "The partial file has \(size) of \(r.length) bytes.") }
+        guard FileSignature.matches(contentType: r.contentType, prefix: prefix, totalSize: size), text?.isValidText ?? true else {
+            throw ApiError(.corruptFile, "The bytes are not a \(r.contentType) file.")
+        }
+        return UploadRecord(orgId: r.orgId, clientUploadId: r.clientUploadId, uploader: r.owner, surveyVersionId: r.surveyVersionId,
+                            questionId: r.questionId, contentType: r.contentType, size: Int64(size), sha256: Hex.encode(digest.finalize()),
+                            receivedAt: now)
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import SurveyDomain
+import SurveyHTTP
+import SurveyStorage
+
+/// Appends one PATCH body at the upload's offset. Until `committed`, `abort` truncates the
+/// partial file back to the offset it started from.
+final class ChunkSink: BodySink, @unchecked Sendable {
+    // @unchecked: libmicrohttpd calls one connection's handler sequentially; `abort` comes last.
+    let record: ResumableUploadRecord
+    let path: String
+    let checksum: ChunkChecksum?
+    private let fd: Int32
+    private var hasher: Digest
+    private(set) var written = 0
+    var committed = false
+    private var closed = false
+    private let busy: BusySet
+
+    init(record: ResumableUploadRecord, path: String, checksum: ChunkChecksum?, busy: BusySet) throws {
+        self.record = record
+        self.path = path
+        self.checksum = checksum
+        self.busy = busy
+        hasher = Digest(checksum?.algorithm ?? .sha256)
+        // Never O_CREAT: the file is made with the upload's row, and reviving a removed one
+        // would leave a file no row owns (or fill a finished upload's name with zeros).
+        fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ApiError(.storageUnavailable, "The partial file of this upload is missing.") }
+        // Anything past the recorded offset is a chunk that never committed.
+        ftruncate(fd, off_t(record.receivedBytes))
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        guard record.receivedBytes + Int64(written + bytes.count) <= record.length else {
+            throw ApiError(.payloadTooLarge, "The chunk runs past Upload-Length \(record.length).")
+        }
+        hasher.update(bytes)
+        var off = 0
+        while off < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + off, bytes.count - off, off_t(record.receivedBytes) + off_t(written + off))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ApiError(.storageUnavailable, errno == ENOSPC ? "The disk is full; the offset is unchanged." : "Writing the chunk failed.")
+            }
+            off += n
+        }
+        written += bytes.count
+    }
+
+    func flush() throws {
+        guard fsync(fd) == 0 else { throw ApiError(.storageUnavailable, "fsync of the chunk failed; the offset is unchanged.") }
+    }
+
+    func digest() -> [UInt8] { hasher.result() }
+
+    func abort() {
+        guard !closed else { return }
+        closed = true
+        if !committed { ftruncate(fd, off_t(record.receivedBytes)) }
+        close(fd)
+        busy.release(record.uploadId)
+    }
+}
