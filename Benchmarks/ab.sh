@@ -8,6 +8,9 @@
 # A, warms up 3 s, measures PHASE for $SECS s (8), stops it; then the same for B. Prints per round
 # and in total: accepted/s and server CPU µs per request (from /proc), A then B. The servers run
 # with --no-log unless LOG=1 (then the request log goes to $BENCH_DIR/ab-server.log, as in run.sh).
+# DATA_A / DATA_B: a data dir per binary (default both $BENCH_DIR/data) — for A/B across a schema
+# step, which an older binary refuses to open: copy the data dir the older one seeded, let B migrate
+# its copy.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${BENCH_DIR:-/tmp/surveyd-bench}
@@ -19,9 +22,9 @@ export LUA_PATH="$HERE/wrk/?.lua;;" FIXTURES="$HERE/fixtures" OUT_DIR="$WORK/ids
 export IDS_FILE="$WORK/read.ids" REVIEW_IDS_FILE="$WORK/review.ids" REVIEWER_TOKEN="$REVIEWER" TOKEN="$COLLECTOR"
 case $PHASE in refusal) export ORG=$XORG VERSION=$XVERSION HASH=$XHASH TOKEN=$XCOLLECTOR ;; esac
 mkdir -p "$OUT_DIR"; : > "$WORK/ab-server.log"
-one() {  # binary tag -> "rate us_per_req"
+one() {  # binary tag data_dir -> "rate us_per_req"
     local logging=(--no-log); [ "${LOG:-0}" = 1 ] && logging=()
-    "$1" serve --data-dir "$WORK/data" --port "$PORT" --startup-check quick "${logging[@]}" >> "$WORK/ab-server.log" 2>&1 &
+    "$1" serve --data-dir "$3" --port "$PORT" --startup-check quick "${logging[@]}" >> "$WORK/ab-server.log" 2>&1 &
     local pid=$!
     # The start-up check reads the whole file: minutes once ab runs have grown it to millions of rows.
     local waited=0
@@ -40,7 +43,7 @@ one() {  # binary tag -> "rate us_per_req"
 }
 ta=0; tb=0; ua=0; ub=0
 for r in $(seq 1 "$ROUNDS"); do
-    read -r ra pa <<< "$(one "$A" a)"; read -r rb pb <<< "$(one "$B" b)"
+    read -r ra pa <<< "$(one "$A" a "${DATA_A:-$WORK/data}")"; read -r rb pb <<< "$(one "$B" b "${DATA_B:-$WORK/data}")"
     echo "round $r: A $ra/s ${pa}us   B $rb/s ${pb}us"
     ta=$((ta + ra)); tb=$((tb + rb)); ua=$((ua + pa)); ub=$((ub + pb))
 done

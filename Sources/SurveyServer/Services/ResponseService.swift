@@ -14,23 +14,25 @@ struct ResponseService {
     }
 
     static func receipt(_ r: ResponseRecord) -> JSONValue {
-        var o: [String: JSONValue] = [
-            "responseId": .string(r.responseId), "clientSubmissionId": .string(r.clientSubmissionId),
-            "surveyVersionId": .string(r.surveyVersionId), "status": "accepted", "reviewState": .string(r.reviewState),
-            "revision": .number(Double(r.revision)), "receivedAt": .string(Timestamp.format(r.receivedAt)),
-        ]
-        if let t = r.fieldTaskId { o["fieldTaskId"] = .string(t) }
-        return .object(o)
+        receipt(r, surveyVersionId: r.surveyVersionId, reviewState: r.reviewState, revision: r.revision)
     }
 
     /// The receipt exactly as the acceptance answered it, whatever happened since: revision 1,
     /// the version it was accepted with, and the first review state (`submitted` when the survey
     /// is reviewed, which every later state implies; `none` otherwise). For replays.
     static func acceptedReceipt(_ r: ResponseRecord) -> JSONValue {
-        var o = receipt(r).objectValue!
-        o["surveyVersionId"] = .string(r.acceptedSurveyVersionId ?? r.surveyVersionId)
-        o["reviewState"] = .string(r.reviewState == ReviewState.none.rawValue ? ReviewState.none.rawValue : ReviewState.submitted.rawValue)
-        o["revision"] = .number(1)
+        receipt(r, surveyVersionId: r.acceptedSurveyVersionId ?? r.surveyVersionId,
+                reviewState: r.reviewState == ReviewState.none.rawValue ? ReviewState.none.rawValue : ReviewState.submitted.rawValue,
+                revision: 1)
+    }
+
+    private static func receipt(_ r: ResponseRecord, surveyVersionId: String, reviewState: String, revision: Int64) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "responseId": .string(r.responseId), "clientSubmissionId": .string(r.clientSubmissionId),
+            "surveyVersionId": .string(surveyVersionId), "status": "accepted", "reviewState": .string(reviewState),
+            "revision": .number(Double(revision)), "receivedAt": .string(Timestamp.format(r.receivedAt)),
+        ]
+        if let t = r.fieldTaskId { o["fieldTaskId"] = .string(t) }
         return .object(o)
     }
 
