@@ -9,12 +9,12 @@ struct ChangesService {
     let services: Services
 
     func register(into router: inout Router) {
-        router.add("GET", "/v1/orgs/{orgId}/changes", changes)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/changes", .member(anyOf: []), changes)
     }
 
-    func changes(_ request: HTTPRequest) throws -> HTTPResponse {
+    func changes(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let user = try services.member(try services.authenticate(request), of: orgId)
+        let user = try context.member()
         let page = try Page(request)
         var after: Int64 = 0
         if let a = page.after {

@@ -21,9 +21,8 @@ struct HealthService {
             openapi.map { HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: $0) }
                 ?? .problem(ApiError(.internalError, "The OpenAPI document is missing from this build."))
         }
-        router.add("GET", "/metrics") { request in
-            try services.requireOperator(try services.authenticate(request))
-            return .text(200, services.metrics.render(writer: services.database.writerStats), contentType: "text/plain; version=0.0.4")
+        services.route(&router, "GET", "/metrics", .operatorOnly) { _, _ in
+            .text(200, services.metrics.render(writer: services.database.writerStats), contentType: "text/plain; version=0.0.4")
         }
     }
 }

@@ -7,9 +7,10 @@ struct OrgService {
     let services: Services
 
     func register(into router: inout Router) {
-        router.add("POST", "/v1/orgs", createOrg)
-        router.add("GET", "/v1/orgs/{orgId}/subscription", getSubscription)
-        router.add("PUT", "/v1/orgs/{orgId}/subscription", putSubscription)
+        services.route(&router, "POST", "/v1/orgs", .operatorOnly, createOrg)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/subscription", .memberOrOperator(anyOf: []), getSubscription)
+        // Members too: a member learns that only operators may do this; anyone else learns nothing.
+        services.route(&router, "PUT", "/v1/orgs/{orgId}/subscription", .memberOrOperator(anyOf: []), putSubscription)
     }
 
     struct NewOrg: Sendable {
@@ -26,9 +27,8 @@ struct OrgService {
         ["orgId": .string(org.orgId), "name": .string(org.name), "subscription": subscription(org, now: now)]
     }
 
-    func createOrg(_ request: HTTPRequest) throws -> HTTPResponse {
-        let caller = try services.authenticate(request)
-        try services.requireOperator(caller)
+    func createOrg(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+        let caller = context.caller
         // The key belongs to no organization yet (scope ""): its retry finds the one it made.
         return try services.keyedSecurityWrite(request, scopeOrgId: "", orgId: { $0.orgId }, caller: caller.actorId, target: "", prepare: {
             let body = try JSONBody(request)
@@ -44,10 +44,8 @@ struct OrgService {
         }
     }
 
-    func getSubscription(_ request: HTTPRequest) throws -> HTTPResponse {
-        let caller = try services.authenticate(request)
-        let orgId = request.parameter("orgId")
-        if !caller.isOperator { _ = try services.member(caller, of: orgId) }
+    func getSubscription(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = context.orgId
         guard let org = try services.database.read({ try $0.org(orgId) }) else { throw ApiError.notFound() }
         let now = services.clock.nowMillis()
         var body = Self.subscription(org, now: now).objectValue!
@@ -55,15 +53,9 @@ struct OrgService {
         return .json(200, .object(body))
     }
 
-    func putSubscription(_ request: HTTPRequest) throws -> HTTPResponse {
-        let caller = try services.authenticate(request)
-        let orgId = request.parameter("orgId")
-        if !caller.isOperator {
-            // A member learns that only operators may do this; anyone else learns nothing.
-            _ = try services.member(caller, of: orgId)
-            throw ApiError(.forbidden, "Only an operator may change a subscription.")
-        }
-        guard try services.database.read({ try $0.org(orgId) }) != nil else { throw ApiError.notFound() }
+    func putSubscription(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+        let caller = context.caller, orgId = context.orgId
+        guard caller.isOperator else { throw ApiError(.forbidden, "Only an operator may change a subscription.") }
         return try services.keyedSecurityWrite(request, scopeOrgId: orgId, orgId: { _ in orgId }, caller: caller.actorId, target: orgId,
                                                prepare: { try JSONBody(request).timestamp("expiresAt") }) { expiresAt, tx in
             guard let org = try tx.setSubscription(orgId: orgId, expiresAt: expiresAt) else { throw ApiError.notFound() }

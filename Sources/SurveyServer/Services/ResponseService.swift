@@ -9,8 +9,8 @@ struct ResponseService {
     func register(into router: inout Router) {
         // Inline: everything before the write is reads; the write itself is queued (`later`).
         router.add("POST", "/v1/orgs/{orgId}/responses", runs: .inline, submit)
-        router.add("GET", "/v1/orgs/{orgId}/responses", list)
-        router.add("GET", "/v1/orgs/{orgId}/responses/{responseId}", get)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/responses", .member(anyOf: []), list)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/responses/{responseId}", .member(anyOf: []), get)
     }
 
     static func receipt(_ r: ResponseRecord) -> JSONValue {
@@ -245,15 +245,15 @@ struct ResponseService {
         return r
     }
 
-    func get(_ request: HTTPRequest) throws -> HTTPResponse {
+    func get(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let user = try services.member(try services.authenticate(request), of: orgId)
+        let user = try context.member()
         return .json(200, try Self.responseJSON(try Self.visibleResponse(services, user, orgId: orgId, responseId: request.parameter("responseId"))))
     }
 
-    func list(_ request: HTTPRequest) throws -> HTTPResponse {
+    func list(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let user = try services.member(try services.authenticate(request), of: orgId)
+        let user = try context.member()
         if let csid = request.query["clientSubmissionId"] {
             // Reconciling after an ambiguous answer: the caller's own submission only.
             guard ClientIdentifier.isValid(csid) else { throw ApiError(.invalidIdentifier, "clientSubmissionId is not a valid client id.") }

@@ -9,9 +9,10 @@ struct ReviewService {
     let services: Services
 
     func register(into router: inout Router) {
-        router.add("POST", "/v1/orgs/{orgId}/responses/{responseId}/review", review)
-        router.add("POST", "/v1/orgs/{orgId}/responses/{responseId}/resubmit", resubmit)
-        router.add("GET", "/v1/orgs/{orgId}/responses/{responseId}/history", history)
+        // Any member: who may see the response decides 404 before the role decides 1006.
+        services.route(&router, "POST", "/v1/orgs/{orgId}/responses/{responseId}/review", .member(anyOf: []), review)
+        services.route(&router, "POST", "/v1/orgs/{orgId}/responses/{responseId}/resubmit", .member(anyOf: []), resubmit)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/responses/{responseId}/history", .member(anyOf: []), history)
     }
 
     private func visibleResponse(_ user: UserRecord, orgId: String, responseId: String) throws -> ResponseRecord {
@@ -45,10 +46,10 @@ struct ReviewService {
         return (from, to)
     }
 
-    func review(_ request: HTTPRequest) throws -> HTTPResponse {
+    func review(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let responseId = request.parameter("responseId")
-        let user = try services.member(try services.authenticate(request), of: orgId)
+        let user = try context.member()
         _ = try visibleResponse(user, orgId: orgId, responseId: responseId)
         guard user.has(.reviewer) else { throw ApiError(.forbidden, "Review actions need the reviewer role.") }
         return try services.keyedWrite(request, orgId: orgId, caller: user.userId, target: responseId, prepare: {
@@ -74,10 +75,10 @@ struct ReviewService {
         }, write: { step, tx in try Self.apply(step, tx) }).counted(services)
     }
 
-    func resubmit(_ request: HTTPRequest) throws -> HTTPResponse {
+    func resubmit(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let responseId = request.parameter("responseId")
-        let user = try services.member(try services.authenticate(request), of: orgId)
+        let user = try context.member()
         let response = try visibleResponse(user, orgId: orgId, responseId: responseId)
         // Both: the one who submitted it, and still a collector (a removed role counts at once).
         guard response.submitter == user.userId, user.has(.collector) else {
@@ -123,10 +124,10 @@ struct ReviewService {
         return .json(200, try ResponseService.responseJSON(updated)).logging(["responseId": updated.responseId, "transition": step.auditAction])
     }
 
-    func history(_ request: HTTPRequest) throws -> HTTPResponse {
+    func history(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let responseId = request.parameter("responseId")
-        let user = try services.member(try services.authenticate(request), of: orgId)
+        let user = try context.member()
         _ = try visibleResponse(user, orgId: orgId, responseId: responseId)
         let trail = try services.database.read { try $0.auditTrail(orgId: orgId, targetType: "response", targetId: responseId) }
         return .json(200, ["items": .array(trail.map(Self.historyItem))])

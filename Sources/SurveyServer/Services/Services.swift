@@ -74,8 +74,13 @@ struct Services: Sendable {
 
     /// Step 2 (role): the caller can see the organization but may need a role (1006).
     func member(_ caller: Caller, of orgId: String, withAnyOf roles: Role...) throws -> UserRecord {
+        try member(caller, of: orgId, withAnyOf: roles)
+    }
+
+    /// The same; no roles listed means any member.
+    func member(_ caller: Caller, of orgId: String, withAnyOf roles: [Role]) throws -> UserRecord {
         let user = try member(caller, of: orgId)
-        guard roles.contains(where: { user.has($0) }) else {
+        guard roles.isEmpty || roles.contains(where: { user.has($0) }) else {
             throw ApiError(.forbidden, "This needs the role \(roles.map(\.rawValue).joined(separator: " or ")).")
         }
         return user

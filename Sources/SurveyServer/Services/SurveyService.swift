@@ -7,11 +7,11 @@ struct SurveyService {
     let services: Services
 
     func register(into router: inout Router) {
-        router.add("POST", "/v1/orgs/{orgId}/surveys", createSurvey)
-        router.add("GET", "/v1/orgs/{orgId}/surveys", listSurveys)
-        router.add("GET", "/v1/orgs/{orgId}/surveys/{surveyId}", getSurvey)
-        router.add("POST", "/v1/orgs/{orgId}/surveys/{surveyId}/versions", publishVersion)
-        router.add("GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}", getVersion)
+        services.route(&router, "POST", "/v1/orgs/{orgId}/surveys", .member(anyOf: [.admin]), createSurvey)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/surveys", .member(anyOf: []), listSurveys)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/surveys/{surveyId}", .member(anyOf: []), getSurvey)
+        services.route(&router, "POST", "/v1/orgs/{orgId}/surveys/{surveyId}/versions", .member(anyOf: [.admin]), publishVersion)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}", .member(anyOf: []), getVersion)
     }
 
     static func surveyJSON(_ s: SurveyRecord, versions: [SurveyVersionRecord]) -> JSONValue {
@@ -35,9 +35,9 @@ struct SurveyService {
     struct NewSurvey: Sendable { let title: String; let reviewRequired: Bool; let surveyId: String }
     struct NewVersion: Sendable { let contentHash: String; let definition: String; let surveyVersionId: String }
 
-    func createSurvey(_ request: HTTPRequest) throws -> HTTPResponse {
+    func createSurvey(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let user = try services.member(try services.authenticate(request), of: orgId, withAnyOf: .admin)
+        let user = try context.member()
         return try services.keyedWrite(request, orgId: orgId, caller: user.userId, target: "", prepare: {
             let body = try JSONBody(request)
             let title = try body.string("title")
@@ -52,9 +52,8 @@ struct SurveyService {
         })
     }
 
-    func listSurveys(_ request: HTTPRequest) throws -> HTTPResponse {
+    func listSurveys(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        _ = try services.member(try services.authenticate(request), of: orgId)
         let page = try Page(request)
         let rows = try services.database.read { db in
             try db.surveys(orgId: orgId, after: page.after, limit: page.limit).map { ($0, try db.surveyVersions(surveyId: $0.surveyId)) }
@@ -62,9 +61,8 @@ struct SurveyService {
         return .json(200, page.render(rows, id: { $0.0.surveyId }, item: { Self.surveyJSON($0.0, versions: $0.1) }))
     }
 
-    func getSurvey(_ request: HTTPRequest) throws -> HTTPResponse {
+    func getSurvey(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        _ = try services.member(try services.authenticate(request), of: orgId)
         let surveyId = request.parameter("surveyId")
         guard let found = try services.database.read({ db in
             try db.survey(orgId: orgId, surveyId: surveyId).map { ($0, try db.surveyVersions(surveyId: $0.surveyId)) }
@@ -72,9 +70,9 @@ struct SurveyService {
         return .json(200, Self.surveyJSON(found.0, versions: found.1))
     }
 
-    func publishVersion(_ request: HTTPRequest) throws -> HTTPResponse {
+    func publishVersion(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let user = try services.member(try services.authenticate(request), of: orgId, withAnyOf: .admin)
+        let user = try context.member()
         let surveyId = request.parameter("surveyId")
         guard try services.database.read({ try $0.survey(orgId: orgId, surveyId: surveyId) }) != nil else { throw ApiError.notFound() }
         return try services.keyedWrite(request, orgId: orgId, caller: user.userId, target: surveyId, prepare: {
@@ -93,9 +91,8 @@ struct SurveyService {
         })
     }
 
-    func getVersion(_ request: HTTPRequest) throws -> HTTPResponse {
+    func getVersion(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        _ = try services.member(try services.authenticate(request), of: orgId)
         guard let v = try services.database.read({ try $0.surveyVersion(orgId: orgId, surveyVersionId: request.parameter("surveyVersionId")) })
         else { throw ApiError.notFound() }
         return .json(200, try Self.versionJSON(v))

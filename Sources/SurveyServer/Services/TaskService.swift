@@ -7,9 +7,9 @@ struct TaskService {
     let services: Services
 
     func register(into router: inout Router) {
-        router.add("POST", "/v1/orgs/{orgId}/tasks", create)
-        router.add("GET", "/v1/orgs/{orgId}/tasks", list)
-        router.add("GET", "/v1/orgs/{orgId}/tasks/{taskId}", get)
+        services.route(&router, "POST", "/v1/orgs/{orgId}/tasks", .member(anyOf: [.admin]), create)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/tasks", .member(anyOf: []), list)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/tasks/{taskId}", .member(anyOf: []), get)
     }
 
     static func taskJSON(_ t: TaskRecord) -> JSONValue {
@@ -40,9 +40,9 @@ struct TaskService {
         let createdBy: String
     }
 
-    func create(_ request: HTTPRequest) throws -> HTTPResponse {
+    func create(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let user = try services.member(try services.authenticate(request), of: orgId, withAnyOf: .admin)
+        let user = try context.member()
         return try services.keyedWrite(request, orgId: orgId, caller: user.userId, target: "", prepare: {
             let body = try JSONBody(request)
             let title = try body.string("title")
@@ -72,18 +72,18 @@ struct TaskService {
         })
     }
 
-    func list(_ request: HTTPRequest) throws -> HTTPResponse {
+    func list(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let user = try services.member(try services.authenticate(request), of: orgId)
+        let user = try context.member()
         let page = try Page(request)
         let all = user.has(.admin) || user.has(.reviewer)
         let rows = try services.database.read { try $0.tasks(orgId: orgId, assignee: all ? nil : user.userId, after: page.after, limit: page.limit) }
         return .json(200, page.render(rows, id: \.taskId, item: Self.taskJSON))
     }
 
-    func get(_ request: HTTPRequest) throws -> HTTPResponse {
+    func get(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let user = try services.member(try services.authenticate(request), of: orgId)
+        let user = try context.member()
         return .json(200, Self.taskJSON(try Self.visibleTask(services, user: user, orgId: orgId, taskId: request.parameter("taskId"))))
     }
 }

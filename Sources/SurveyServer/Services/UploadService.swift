@@ -10,8 +10,8 @@ struct UploadService {
 
     func register(into router: inout Router) {
         router.add("PUT", "/v1/orgs/{orgId}/uploads/{clientUploadId}", streamingTo: open, finish)
-        router.add("GET", "/v1/orgs/{orgId}/uploads/{clientUploadId}", metadata)
-        router.add("GET", "/v1/orgs/{orgId}/uploads/{clientUploadId}/content", content)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/uploads/{clientUploadId}", .member(anyOf: []), metadata)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/uploads/{clientUploadId}/content", .member(anyOf: []), content)
     }
 
     static func uploadJSON(_ u: UploadRecord) -> JSONValue {
@@ -151,20 +151,20 @@ struct UploadService {
     }
 
     /// The uploader, reviewers and admins may read an upload; anyone else gets the 404 of nothing.
-    private func readable(_ request: HTTPRequest) throws -> UploadRecord {
+    private func readable(_ context: RequestContext, _ request: HTTPRequest) throws -> UploadRecord {
         let orgId = request.parameter("orgId")
-        let user = try services.member(try services.authenticate(request), of: orgId)
+        let user = try context.member()
         guard let u = try services.database.read({ try $0.upload(orgId: orgId, clientUploadId: request.parameter("clientUploadId")) }),
               u.uploader == user.userId || user.has(.reviewer) || user.has(.admin) else { throw ApiError.notFound() }
         return u
     }
 
-    func metadata(_ request: HTTPRequest) throws -> HTTPResponse {
-        .json(200, Self.uploadJSON(try readable(request)))
+    func metadata(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+        .json(200, Self.uploadJSON(try readable(context, request)))
     }
 
-    func content(_ request: HTTPRequest) throws -> HTTPResponse {
-        let u = try readable(request)
+    func content(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+        let u = try readable(context, request)
         guard let r = HTTPResponse.file(path: services.blobs.path(sha256: u.sha256), headers: [
             ("Content-Type", u.contentType), ("X-Content-Type-Options", "nosniff"),
             ("Content-Disposition", "attachment; filename=\"\(u.clientUploadId)\""), ("Cache-Control", "private, no-store"),

@@ -9,26 +9,17 @@ struct UserService {
     let services: Services
 
     func register(into router: inout Router) {
-        router.add("POST", "/v1/orgs/{orgId}/users", createUser)
-        router.add("POST", "/v1/orgs/{orgId}/users/{userId}/tokens", createToken)
-        router.add("DELETE", "/v1/orgs/{orgId}/users/{userId}/tokens/{tokenId}", revokeToken)
-        router.add("DELETE", "/v1/orgs/{orgId}/users/{userId}", deactivateUser)
-        router.add("PUT", "/v1/orgs/{orgId}/users/{userId}/roles", setRoles)
+        // The org's admins, or an operator (that is how an organization gets its first admin).
+        let admins = Access.memberOrOperator(anyOf: [.admin])
+        services.route(&router, "POST", "/v1/orgs/{orgId}/users", admins, createUser)
+        services.route(&router, "POST", "/v1/orgs/{orgId}/users/{userId}/tokens", admins, createToken)
+        services.route(&router, "DELETE", "/v1/orgs/{orgId}/users/{userId}/tokens/{tokenId}", admins, revokeToken)
+        services.route(&router, "DELETE", "/v1/orgs/{orgId}/users/{userId}", admins, deactivateUser)
+        services.route(&router, "PUT", "/v1/orgs/{orgId}/users/{userId}/roles", admins, setRoles)
     }
 
     static func userJSON(_ u: UserRecord) -> [String: JSONValue] {
         ["userId": .string(u.userId), "name": .string(u.name), "roles": .array(u.roles.map { .string($0) }), "active": .bool(u.active)]
-    }
-
-    /// The org's admins, or an operator (that is how an organization gets its first admin).
-    private func adminOrOperator(_ request: HTTPRequest, orgId: String) throws -> Caller {
-        let caller = try services.authenticate(request)
-        if caller.isOperator {
-            guard try services.database.read({ try $0.org(orgId) }) != nil else { throw ApiError.notFound() }
-        } else {
-            _ = try services.member(caller, of: orgId, withAnyOf: .admin)
-        }
-        return caller
     }
 
     /// A user of this organization, else 404.
@@ -56,9 +47,9 @@ struct UserService {
                                         prepare: prepare, write: write)
     }
 
-    func createUser(_ request: HTTPRequest) throws -> HTTPResponse {
+    func createUser(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let caller = try adminOrOperator(request, orgId: orgId)
+        let caller = context.caller
         return try write(request, orgId: orgId, caller: caller, target: "", prepare: { () throws -> (String, [String]) in
             let body = try JSONBody(request)
             let name = try body.string("name")
@@ -81,9 +72,9 @@ struct UserService {
         }
     }
 
-    func createToken(_ request: HTTPRequest) throws -> HTTPResponse {
+    func createToken(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let caller = try adminOrOperator(request, orgId: orgId)
+        let caller = context.caller
         let user = try target(orgId, request.parameter("userId"))
         return try write(request, orgId: orgId, caller: caller, target: user.userId, prepare: {
             guard user.active else { throw ApiError(.validationFailed, "The user is deactivated.", errors: [FieldError(path: "userId", message: "deactivated")]) }
@@ -96,9 +87,9 @@ struct UserService {
     }
 
     /// Revoking a token that is already revoked is a no-op: 204, nothing written, no audit entry.
-    func revokeToken(_ request: HTTPRequest) throws -> HTTPResponse {
+    func revokeToken(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let caller = try adminOrOperator(request, orgId: orgId)
+        let caller = context.caller
         let user = try target(orgId, request.parameter("userId"))
         let tokenId = request.parameter("tokenId")
         guard try services.database.read({ try $0.tokenBelongs(tokenId: tokenId, userId: user.userId) }) else { throw ApiError.notFound() }
@@ -108,9 +99,9 @@ struct UserService {
         }
     }
 
-    func deactivateUser(_ request: HTTPRequest) throws -> HTTPResponse {
+    func deactivateUser(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let caller = try adminOrOperator(request, orgId: orgId)
+        let caller = context.caller
         let user = try target(orgId, request.parameter("userId"))
         return try write(request, orgId: orgId, caller: caller, target: user.userId, prepare: {}) { _, tx in
             try tx.deactivateUser(userId: user.userId)
@@ -118,9 +109,9 @@ struct UserService {
         }
     }
 
-    func setRoles(_ request: HTTPRequest) throws -> HTTPResponse {
+    func setRoles(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let caller = try adminOrOperator(request, orgId: orgId)
+        let caller = context.caller
         let user = try target(orgId, request.parameter("userId"))
         return try write(request, orgId: orgId, caller: caller, target: user.userId, prepare: { try roles(try JSONBody(request)) }) { roles, tx in
             let updated = try tx.setRoles(userId: user.userId, roles: roles)
