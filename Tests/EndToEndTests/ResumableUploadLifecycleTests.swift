@@ -240,16 +240,21 @@ import SurveyDomain
         return { app.uploadLocks.beforeClaim.withLock { $0 = nil } }
     }
 
+    /// A new 3,000-byte JPEG upload on a new server: its Location, upload id and partial file.
+    static func newUpload(_ clientUploadId: String) throws -> (Tus, [UInt8], String, String, String) {
+        let t = Tus(s: try UploadTests.Setup())
+        let file = Files.jpeg(3_000)
+        let location = try #require(try t.create(clientUploadId, length: file.count).header("location"))
+        let id = uploadId(location)
+        return (t, file, location, id, t.s.f.server.dataDir + "/partial/" + id)
+    }
+
     /// A PATCH that read the row before another PATCH committed used to truncate the committed
     /// bytes back to its stale offset. The other PATCH's commit is made to land exactly in the gap
     /// between a request's row read and its claim (the claim hook runs first thing in `claim`).
     @Test func aStaleReadCannotTruncateCommittedBytes() throws {
-        let t = Tus(s: try UploadTests.Setup())
-        let file = Files.jpeg(3_000)
-        let location = try #require(try t.create("stale-read-0001", length: file.count).header("location"))
-        let id = Self.uploadId(location)
+        let (t, file, location, id, path) = try Self.newUpload("stale-read-0001")
         let app = t.s.f.server.app
-        let path = t.s.f.server.dataDir + "/partial/" + id
         let committed = Array(file[0..<1_000])
         let done = Self.inTheClaimGap(app, id) {
             // What another PATCH's commit leaves: its bytes fsynced on disk, then the offset.
@@ -274,12 +279,8 @@ import SurveyDomain
 
     /// A PATCH that read the row before a DELETE committed used to re-create the partial file.
     @Test func aPatchCannotReviveTheFileOfADeletedUpload() throws {
-        let t = Tus(s: try UploadTests.Setup())
-        let file = Files.jpeg(3_000)
-        let location = try #require(try t.create("revive-0001", length: file.count).header("location"))
-        let id = Self.uploadId(location)
+        let (t, file, location, id, path) = try Self.newUpload("revive-0001")
         let app = t.s.f.server.app
-        let path = t.s.f.server.dataDir + "/partial/" + id
         let done = Self.inTheClaimGap(app, id) {
             // What a DELETE's commit leaves: no row, then no file.
             try? app.database.testOnlyDeleteResumable(id)
