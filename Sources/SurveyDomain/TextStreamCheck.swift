@@ -3,7 +3,7 @@
 public struct TextStreamCheck: Sendable {
     /// The start of a multi-byte sequence cut by the end of the previous chunk (at most 3 bytes).
     private var carry: [UInt8] = []
-    public private(set) var isValidSoFar = true
+    private var isValidSoFar = true
 
     public init() {}
 

@@ -48,8 +48,9 @@ public final class HTTPServer: @unchecked Sendable {
     /// Requests begun and not yet completed. An atomic, not a Mutex: it is touched twice per
     /// request by every connection thread (a contended Mutex cost up to 17 % of a read's CPU).
     private let inFlight = Atomic<Int>(0)
-    /// Set first thing in `stop`: from then on no connection is suspended (libmicrohttpd aborts
-    /// the process if it is stopped while one is).
+    /// Set first thing in `stop`: a request that begins after it is refused without running, so
+    /// every request that may suspend was counted in `inFlight` before `stop` waits for it
+    /// (libmicrohttpd aborts the process if it is stopped while a connection is suspended).
     private let stopping = Atomic<Bool>(false)
     /// Requests answered since start (read by housekeeping to notice an idle server).
     public let answered = Atomic<Int>(0)
@@ -85,7 +86,7 @@ public final class HTTPServer: @unchecked Sendable {
     public func stop(grace: Duration = .seconds(10)) {
         guard let d = daemon else { return }
         // Before counting: a request whose first callback comes after the count below sees
-        // `stopping` and waits for its answer on its own thread instead of suspending.
+        // `stopping` and is refused (503) without running.
         stopping.store(true, ordering: .sequentiallyConsistent)
         let fd = MHD_quiesce_daemon(d)
         if fd >= 0 { close(fd) }
@@ -266,12 +267,6 @@ public final class HTTPServer: @unchecked Sendable {
     private func park(_ ex: Exchange, _ deferred: DeferredResponse) {
         if let build = deferred.take() {
             queue(ex, answer(build))
-            return
-        }
-        if stopping.load(ordering: .sequentiallyConsistent) {
-            // Stopping: this request may not have been counted when `stop` looked, so it must not
-            // be suspended. The writer still answers until the server has stopped.
-            queue(ex, answer(deferred.wait()))
             return
         }
         ex.deferred = deferred

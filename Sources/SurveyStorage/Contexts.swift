@@ -36,9 +36,6 @@ final class WriteContext {
     func requireAudit() throws {
         guard audited else { throw ApiError(.internalError, "A write without its audit entry was refused.") }
     }
-
-    /// Rows this connection has changed so far (for "a no-op writes nothing").
-    var totalChanges: Int64 { conn.totalChanges }
 }
 
 /// The writes the contract never gates: an expired organization must still be able to lock

@@ -18,12 +18,10 @@ public struct DataDirectory: Sendable, Equatable {
     /// The directories a data dir needs besides its database.
     public var fileDirectories: [String] { [blobs, temp, partial] }
 
-    /// A committed file's path below `blobs`: `ab/cd/<sha256>`.
-    public static func blobRelativePath(sha256: String) -> String {
+    /// A committed file: `blobs/ab/cd/<sha256>`.
+    public func blob(sha256: String) -> String {
         let c = Array(sha256)
-        return "\(String(c[0..<2]))/\(String(c[2..<4]))/\(sha256)"
+        return "\(blobs)/\(String(c[0..<2]))/\(String(c[2..<4]))/\(sha256)"
     }
-
-    public func blob(sha256: String) -> String { blobs + "/" + Self.blobRelativePath(sha256: sha256) }
     public func partial(uploadId: String) -> String { partial + "/" + uploadId }
 }

@@ -11,9 +11,6 @@ final class ReadinessProbe: @unchecked Sendable {
     private var last: (at: ContinuousClock.Instant, ready: Bool)?
     private let interval: Duration
     private let probe: @Sendable () -> Bool
-    private var probes = 0
-    /// Probes (commits) made so far.
-    var probeCount: Int { lock.withLock { probes } }
 
     init(interval: Duration = .seconds(1), probe: @escaping @Sendable () -> Bool) {
         self.interval = interval
@@ -26,7 +23,6 @@ final class ReadinessProbe: @unchecked Sendable {
         let now = ContinuousClock.now
         if let last, last.ready, now - last.at < interval { return true }
         let ready = probe()
-        probes += 1
         last = (ContinuousClock.now, ready)
         return ready
     }

@@ -75,10 +75,8 @@ extension Database {
                     SELECT org_id, client_upload_id FROM resumable_uploads
                     WHERE upload_id = ? AND received_bytes < length AND expires_at <= ?
                     """, [.text(id), .int(now)]).first else { continue }
-                try conn.run("DELETE FROM resumable_uploads WHERE upload_id = ?", [.text(id)])
-                let context = WriteContext(conn, orgId: row.string(0), actor: "surveyd", now: now)
-                try context.audit(action: "upload.resumable.expire", targetType: "resumable_upload", targetId: id,
-                                  revision: nil, detail: "clientUploadId=\(row.string(1))")
+                try WriteContext(conn, orgId: row.string(0), actor: "surveyd", now: now)
+                    .removeExpiredResumableUpload(uploadId: id, clientUploadId: row.string(1))
                 removed.append(id)
             }
             return removed
@@ -108,9 +106,7 @@ extension GatedTransaction {
     public func createResumableUpload(_ r: ResumableUploadRecord) throws -> String? {
         var replaced: String?
         if let old = try read.resumableUpload(orgId: orgId, clientUploadId: r.clientUploadId), old.isExpired(now: now) {
-            try context.conn.run("DELETE FROM resumable_uploads WHERE upload_id = ?", [.text(old.uploadId)])
-            try audit(action: "upload.resumable.expire", targetType: "resumable_upload", targetId: old.uploadId,
-                      detail: "clientUploadId=\(old.clientUploadId)")
+            try context.removeExpiredResumableUpload(uploadId: old.uploadId, clientUploadId: old.clientUploadId)
             replaced = old.uploadId
         }
         try context.conn.run("""
@@ -141,3 +137,12 @@ extension GatedTransaction {
     }
 }
 
+extension WriteContext {
+    /// An unfinished upload past its expiry goes: its row, with an audit entry (the sweep and a
+    /// create under the same clientUploadId both call this). Its partial file is the caller's.
+    func removeExpiredResumableUpload(uploadId: String, clientUploadId: String) throws {
+        try conn.run("DELETE FROM resumable_uploads WHERE upload_id = ?", [.text(uploadId)])
+        try audit(action: "upload.resumable.expire", targetType: "resumable_upload", targetId: uploadId,
+                  revision: nil, detail: "clientUploadId=\(clientUploadId)")
+    }
+}
