@@ -19,8 +19,11 @@ let package = Package(
         .target(name: "SurveyStorage", dependencies: ["CSQLite", "SurveyDomain"]),
         // The HTTP engine over libmicrohttpd; knows nothing about surveys.
         .target(name: "SurveyHTTP", dependencies: ["CMicroHTTPD", "SurveyDomain"]),
-        // The application: services, the write gate, routes.
-        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyStorage", "SurveyDomain", "CCrypto"],
+        // The operations every door calls (API, console, exports, webhooks): typed commands in,
+        // typed outcomes out, the contract's order of checks. Knows nothing about HTTP.
+        .target(name: "SurveyOperations", dependencies: ["SurveyStorage", "SurveyDomain"]),
+        // The HTTP door: routes, decoding and rendering, the server's lifecycle.
+        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyStorage", "SurveyDomain", "CCrypto"],
                 // The bundled OpenAPI document served at /v1/openapi.json (scripts/bundle_openapi.py).
                 resources: [.copy("Resources/openapi.json")]),
         .executableTarget(name: "surveyd", dependencies: ["SurveyServer"]),
@@ -28,6 +31,7 @@ let package = Package(
         .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain"]),
         .testTarget(name: "SurveyStorageTests", dependencies: ["SurveyStorage", "SurveyDomain"]),
         .testTarget(name: "SurveyHTTPTests", dependencies: ["SurveyHTTP"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["SurveyServer", "SurveyStorage", "SurveyDomain"]),
+        .testTarget(name: "SurveyOperationsTests", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["SurveyServer", "SurveyOperations", "SurveyStorage", "SurveyDomain"]),
     ]
 )

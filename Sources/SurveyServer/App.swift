@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import SurveyDomain
 import SurveyHTTP
+import SurveyOperations
 import SurveyStorage
 
 /// The application: the store, the gate, the services and their routes, and the HTTP server.
@@ -32,10 +33,10 @@ public final class App: Sendable {
 
     public let configuration: Configuration
     public let database: Database
-    let gate: WriteGate
+    /// Every operation, for every door (the HTTP routes today; the console and webhooks next).
+    public let operations: Operations
     public let blobs: BlobStore
     private let dataDirLock: DataDirLock
-    let metrics = Metrics()
     /// Shared by the tus routes and the expiry sweep (tests reach it to order a race).
     let uploadLocks = BusySet()
     /// What `/readyz` answers from (tests count its commits).
@@ -53,9 +54,12 @@ public final class App: Sendable {
         storage.startupCheck = configuration.startupCheck
         storage.clock = configuration.clock
         database = try Database(storage)
-        let metrics = self.metrics
-        gate = WriteGate(database: database) { metrics.add(.subscriptionRefusals) }
         blobs = try BlobStore(configuration.layout)
+        var limits = Operations.Limits()
+        limits.maxFileBytes = configuration.maxFileBytes
+        limits.maxUnfinishedBytesPerCaller = configuration.maxUnfinishedUploadBytes
+        limits.maxKeyedInFlight = configuration.maxKeyedInFlight
+        operations = Operations(database: database, blobs: blobs, limits: limits)
         // Unfinished resumable uploads past their expiry, then leftovers of requests that never
         // committed (a crash, kill -9 mid-upload), go now.
         let expired = try ResumableUploadService.sweepExpired(database: database, blobs: blobs, busy: uploadLocks)
@@ -68,18 +72,14 @@ public final class App: Sendable {
         let database = self.database
         readiness = ReadinessProbe { database.isWritable() }
         var router = Router()
-        var limits = Services.Limits()
-        limits.maxFileBytes = configuration.maxFileBytes
-        limits.maxUnfinishedBytesPerCaller = configuration.maxUnfinishedUploadBytes
-        limits.maxKeyedInFlight = configuration.maxKeyedInFlight
-        let services = Services(database: database, gate: gate, metrics: metrics, blobs: blobs, limits: limits,
-                                keys: KeyedWrites(limit: configuration.maxKeyedInFlight), uploadLocks: uploadLocks, readiness: readiness)
+        let services = Services(operations: operations, uploadLocks: uploadLocks, readiness: readiness)
         services.register(into: &router)
         var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         http.maxBodyBytes = configuration.maxBodyBytes
         http.pollingThreads = configuration.httpThreads
         server = HTTPServer(configuration: http, router: router, log: RequestLog(enabled: configuration.logRequests),
                             errorMapper: storageApiError)
+        let metrics = operations.metrics
         server.observer = { route, status, seconds in metrics.request(route: route, status: status, seconds: seconds) }
     }
 

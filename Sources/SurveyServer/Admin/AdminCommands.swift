@@ -1,4 +1,5 @@
 import SurveyDomain
+import SurveyOperations
 import SurveyStorage
 
 /// What `surveyd admin ...` and `serve --demo` do, straight on the database (safe while a server

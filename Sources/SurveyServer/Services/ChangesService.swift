@@ -1,5 +1,6 @@
 import SurveyDomain
 import SurveyHTTP
+import SurveyOperations
 import SurveyStorage
 
 /// `GET /changes`: what happened to the caller's responses and tasks, in server order, with a

@@ -1,5 +1,6 @@
 import SurveyDomain
 import SurveyHTTP
+import SurveyOperations
 import SurveyStorage
 
 /// Organizations and their one subscription. Never gated: operators must be able to renew.
@@ -13,12 +14,6 @@ struct OrgService {
         services.route(&router, "PUT", "/v1/orgs/{orgId}/subscription", .memberOrOperator(anyOf: []), putSubscription)
     }
 
-    struct NewOrg: Sendable {
-        let orgId: String
-        let name: String
-        let expiresAt: Int64
-    }
-
     static func subscription(_ org: OrgRecord, now: Int64) -> JSONValue {
         ["status": .string(now < org.expiresAt ? "active" : "expired"), "expiresAt": .string(Timestamp.format(org.expiresAt))]
     }
@@ -28,40 +23,35 @@ struct OrgService {
     }
 
     func createOrg(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
-        let caller = context.caller
-        // The key belongs to no organization yet (scope ""): its retry finds the one it made.
-        return try services.keyedSecurityWrite(request, scopeOrgId: "", orgId: { $0.orgId }, caller: caller.actorId, target: "", prepare: {
-            let body = try JSONBody(request)
-            let name = try body.string("name")
-            let expiresAt = try body.timestamp("expiresAt")
-            guard !name.isEmpty, name.count <= 200 else {
-                throw ApiError(.validationFailed, "`name` must be 1 to 200 characters.", errors: [FieldError(path: "name", message: "1 to 200 characters")])
-            }
-            return NewOrg(orgId: Ids.make("org", nowMillis: services.clock.nowMillis()), name: name, expiresAt: expiresAt)
-        }) { new, tx in
-            let org = try tx.createOrg(orgId: new.orgId, name: new.name, expiresAt: new.expiresAt)
-            return .created("/v1/orgs/\(new.orgId)", Self.orgJSON(org, now: tx.now))
+        let clock = services.clock
+        let render: @Sendable (OrgRecord) -> HTTPResponse = { .created("/v1/orgs/\($0.orgId)", Self.orgJSON($0, now: clock.nowMillis())) }
+        let keyed = KeyedAnswer(request, render)
+        let outcome = try services.operations.organizations.create(by: context.caller, key: keyed.key) {
+            let body = try JSONBody(request.body)
+            return (name: try body.string("name"), expiresAt: try body.timestamp("expiresAt"))
         }
+        return try keyed.answer(outcome)
     }
 
     func getSubscription(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
-        let orgId = context.orgId
-        guard let org = try services.database.read({ try $0.org(orgId) }) else { throw ApiError.notFound() }
-        let now = services.clock.nowMillis()
-        var body = Self.subscription(org, now: now).objectValue!
-        body["serverTime"] = .string(Timestamp.format(now))
-        return .json(200, .object(body))
+        Self.subscriptionAnswer(try services.operations.organizations.organization(context.orgId), now: services.clock.nowMillis())
     }
 
     func putSubscription(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
-        let caller = context.caller, orgId = context.orgId
-        guard caller.isOperator else { throw ApiError(.forbidden, "Only an operator may change a subscription.") }
-        return try services.keyedSecurityWrite(request, scopeOrgId: orgId, orgId: { _ in orgId }, caller: caller.actorId, target: orgId,
-                                               prepare: { try JSONBody(request).timestamp("expiresAt") }) { expiresAt, tx in
-            guard let org = try tx.setSubscription(orgId: orgId, expiresAt: expiresAt) else { throw ApiError.notFound() }
-            var body = Self.subscription(org, now: tx.now).objectValue!
-            body["serverTime"] = .string(Timestamp.format(tx.now))
-            return .json(200, .object(body))
+        let clock = services.clock
+        let render: @Sendable (OrgRecord) -> HTTPResponse = { Self.subscriptionAnswer($0, now: clock.nowMillis()) }
+        let keyed = KeyedAnswer(request, render)
+        let outcome = try services.operations.organizations.setSubscription(orgId: context.orgId, by: context.caller,
+                                                                            key: keyed.key) {
+            try JSONBody(request.body).timestamp("expiresAt")
         }
+        return try keyed.answer(outcome)
+    }
+
+    /// The subscription with the server's time, so a client can tell its own clock's drift.
+    static func subscriptionAnswer(_ org: OrgRecord, now: Int64) -> HTTPResponse {
+        var body = subscription(org, now: now).objectValue!
+        body["serverTime"] = .string(Timestamp.format(now))
+        return .json(200, .object(body))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SurveyOperations
 import SurveyStorage
 
 extension ResumableUploadService {

@@ -1,5 +1,6 @@
 import Foundation
 import SurveyDomain
+import SurveyOperations
 import SurveyStorage
 
 /// The parts of a resumable upload that need no request: tus header values, what a create

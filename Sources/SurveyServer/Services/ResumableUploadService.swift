@@ -1,6 +1,7 @@
 import Foundation
 import SurveyDomain
 import SurveyHTTP
+import SurveyOperations
 import SurveyStorage
 
 /// Resumable uploads, tus 1.0 (core, creation, checksum, expiration, termination). The bytes
@@ -9,7 +10,6 @@ import SurveyStorage
 /// checked and committed exactly like a plain upload.
 struct ResumableUploadService {
     let services: Services
-    let uploads: UploadService
     /// Uploads with a PATCH in progress: a second concurrent PATCH is refused (409), never interleaved.
     let busy: BusySet
 
@@ -46,8 +46,8 @@ struct ResumableUploadService {
     func create(_ request: HTTPRequest) throws -> HTTPResponse {
         do {
             try requireTus(request.head)
-            let caller = try services.authenticate(request)
-            _ = try KeyedWrites.key(request)  // clientUploadId is the key; the header's format is still checked
+            let caller = try services.authenticate(request.head)
+            try IdempotencyHeader.checkFormat(request.head)  // clientUploadId is the key; the header's format is still checked
             let orgId = request.parameter("orgId")
             guard let lengthText = request.header("upload-length"), let length = Int(lengthText), length >= 0 else {
                 _ = try services.member(caller, of: orgId, withAnyOf: .collector)
@@ -65,7 +65,7 @@ struct ResumableUploadService {
             if let r = try asked.replay(try services.database.read { try $0.resumableUpload(orgId: orgId, clientUploadId: clientUploadId) }, now: now) {
                 return created(r, replayed: true)
             }
-            let target = try uploads.target(orgId: orgId, clientUploadId: clientUploadId, caller: caller, surveyVersionId: meta["surveyVersionId"],
+            let target = try services.operations.uploads.target(orgId: orgId, clientUploadId: clientUploadId, caller: caller, surveyVersionId: meta["surveyVersionId"],
                                             questionId: meta["questionId"], contentType: meta["contentType"], declaredLength: length)
             if target.existing != nil {
                 throw ApiError(.idempotencyConflict, "This clientUploadId is already a completed upload.")

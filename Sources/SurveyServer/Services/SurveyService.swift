@@ -1,8 +1,9 @@
 import SurveyDomain
 import SurveyHTTP
+import SurveyOperations
 import SurveyStorage
 
-/// Surveys and their immutable versions. Creating and publishing are gated writes.
+/// The API's door onto surveys and their immutable versions (`Surveys`), and their reads.
 struct SurveyService {
     let services: Services
 
@@ -27,29 +28,17 @@ struct SurveyService {
          "createdAt": .string(Timestamp.format(v.createdAt))]
     }
 
-    /// `sha256:` + hex SHA-256 of the canonical JSON of the definition.
-    static func contentHash(_ definition: JSONValue) -> String {
-        "sha256:" + Digest.sha256Hex(CanonicalJSON.encode(definition))
-    }
-
-    struct NewSurvey: Sendable { let title: String; let reviewRequired: Bool; let surveyId: String }
-    struct NewVersion: Sendable { let contentHash: String; let definition: String; let surveyVersionId: String }
-
     func createSurvey(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
-        let orgId = request.parameter("orgId")
-        let user = try context.member()
-        return try services.keyedWrite(request, orgId: orgId, caller: user.userId, target: "", prepare: {
-            let body = try JSONBody(request)
-            let title = try body.string("title")
-            let reviewRequired = try body.bool("reviewRequired", default: false)
-            guard !title.isEmpty, title.count <= 500 else {
-                throw ApiError(.validationFailed, "`title` must be 1 to 500 characters.", errors: [FieldError(path: "title", message: "1 to 500 characters")])
-            }
-            return NewSurvey(title: title, reviewRequired: reviewRequired, surveyId: Ids.make("srv", nowMillis: services.clock.nowMillis()))
-        }, write: { (p: NewSurvey, tx: GatedTransaction) in
-            let survey = try tx.createSurvey(surveyId: p.surveyId, title: p.title, reviewRequired: p.reviewRequired, createdBy: user.userId)
-            return .created("/v1/orgs/\(orgId)/surveys/\(survey.surveyId)", Self.surveyJSON(survey, versions: []))
-        })
+        let orgId = context.orgId
+        let render: @Sendable (SurveyRecord) -> HTTPResponse = {
+            .created("/v1/orgs/\(orgId)/surveys/\($0.surveyId)", Self.surveyJSON($0, versions: []))
+        }
+        let keyed = KeyedAnswer(request, render)
+        let outcome = try services.operations.surveys.create(orgId: orgId, by: try context.member(), key: keyed.key) {
+            let body = try JSONBody(request.body)
+            return Surveys.NewSurvey(title: try body.string("title"), reviewRequired: try body.bool("reviewRequired", default: false))
+        }
+        return try keyed.answer(outcome)
     }
 
     func listSurveys(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
@@ -71,24 +60,17 @@ struct SurveyService {
     }
 
     func publishVersion(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
-        let orgId = request.parameter("orgId")
-        let user = try context.member()
-        let surveyId = request.parameter("surveyId")
-        guard try services.database.read({ try $0.survey(orgId: orgId, surveyId: surveyId) }) != nil else { throw ApiError.notFound() }
-        return try services.keyedWrite(request, orgId: orgId, caller: user.userId, target: surveyId, prepare: {
-            let body = try JSONBody(request)
-            guard let definition = body.fields["definition"] else { throw ApiError.malformed("`definition` is required.") }
-            do {
-                _ = try SurveyDefinition.parse(definition)
-            } catch let e as ValidationErrors {
-                throw ApiError(.validationFailed, "The survey definition is not valid.", errors: e.errors)
-            }
-            return NewVersion(contentHash: Self.contentHash(definition), definition: CanonicalJSON.string(definition),
-                              surveyVersionId: Ids.make("sv", nowMillis: services.clock.nowMillis()))
-        }, write: { (p: NewVersion, tx: GatedTransaction) in
-            let version = try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition)
-            return .created("/v1/orgs/\(orgId)/survey-versions/\(version.surveyVersionId)", try Self.versionJSON(version))
-        })
+        let orgId = context.orgId
+        let render: @Sendable (SurveyVersionRecord) throws -> HTTPResponse = {
+            .created("/v1/orgs/\(orgId)/survey-versions/\($0.surveyVersionId)", try Self.versionJSON($0))
+        }
+        let keyed = KeyedAnswer(request, render)
+        let outcome = try services.operations.surveys.publish(orgId: orgId, surveyId: request.parameter("surveyId"), by: try context.member(),
+                                                              key: keyed.key) {
+            guard let definition = try JSONBody(request.body).fields["definition"] else { throw ApiError.malformed("`definition` is required.") }
+            return definition
+        }
+        return try keyed.answer(outcome)
     }
 
     func getVersion(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {

@@ -1,6 +1,7 @@
 import Foundation
 import SurveyDomain
 import SurveyHTTP
+import SurveyOperations
 import SurveyStorage
 
 /// Appends one PATCH body at the upload's offset. Until `committed`, `abort` truncates the

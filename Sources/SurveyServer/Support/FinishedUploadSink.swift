@@ -1,5 +1,6 @@
 import SurveyDomain
 import SurveyHTTP
+import SurveyOperations
 import SurveyStorage
 
 /// The body of a PATCH to an upload that is already complete: only an empty one is accepted

@@ -1,5 +1,6 @@
 import SurveyDomain
 import SurveyHTTP
+import SurveyOperations
 import SurveyStorage
 
 /// Who may call a route, declared where the route is registered and checked before its handler
@@ -45,17 +46,17 @@ extension Services {
     func resolve(_ access: Access, _ head: RequestHead) throws -> RequestContext {
         let orgId = head.parameter("orgId")
         return try database.read { db in
-            let caller = try authenticate(head, in: db)
+            let caller = try operations.authenticate(bearerToken: head.bearerToken, in: db)
             switch access {
             case .operatorOnly:
-                try requireOperator(caller)
+                try operations.requireOperator(caller)
             case .member(let roles):
-                _ = try member(caller, of: orgId, withAnyOf: roles)
+                _ = try operations.member(caller, of: orgId, withAnyOf: roles)
             case .memberOrOperator(let roles):
                 if caller.isOperator {
                     guard try db.org(orgId) != nil else { throw ApiError.notFound() }
                 } else {
-                    _ = try member(caller, of: orgId, withAnyOf: roles)
+                    _ = try operations.member(caller, of: orgId, withAnyOf: roles)
                 }
             }
             return RequestContext(caller: caller, orgId: orgId)

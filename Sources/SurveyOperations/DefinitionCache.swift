@@ -5,16 +5,17 @@ import SurveyStorage
 /// Published survey versions — with their survey and parsed definition — by version id. Versions
 /// and surveys are immutable once created and never deleted, so an entry never goes stale; a
 /// submission then reads neither the version row (its definition is kilobytes) nor the survey.
-final class DefinitionCache: Sendable {
-    struct Published: Sendable {
-        let version: SurveyVersionRecord
-        let survey: SurveyRecord
-        let definition: SurveyDefinition
+public final class DefinitionCache: Sendable {
+    public init() {}
+    public struct Published: Sendable {
+        public let version: SurveyVersionRecord
+        public let survey: SurveyRecord
+        public let definition: SurveyDefinition
     }
     private let definitions = Mutex<[String: SurveyDefinition]>([:])
     private let published = Mutex<[String: Published]>([:])
 
-    func definition(of version: SurveyVersionRecord) throws -> SurveyDefinition {
+    public func definition(of version: SurveyVersionRecord) throws -> SurveyDefinition {
         if let d = definitions.withLock({ $0[version.surveyVersionId] }) { return d }
         let d = try SurveyDefinition.parse(try JSONParser.parse(Array(version.definition.utf8)))
         definitions.withLock { $0[version.surveyVersionId] = d }
@@ -23,7 +24,7 @@ final class DefinitionCache: Sendable {
 
     /// The organization's version `surveyVersionId`, or nil — also for another organization's id,
     /// which the caller answers with the 404 of nothing.
-    func published(orgId: String, surveyVersionId: String, database: Database) throws -> Published? {
+    public func published(orgId: String, surveyVersionId: String, database: Database) throws -> Published? {
         if let p = published.withLock({ $0[surveyVersionId] }) { return p.version.orgId == orgId ? p : nil }
         let found = try database.read { db -> (SurveyVersionRecord, SurveyRecord)? in
             guard let v = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId),

@@ -2,8 +2,8 @@ import Foundation
 import Synchronization
 
 /// Prometheus counters and histograms kept in memory (reset at restart, as Prometheus expects).
-final class Metrics: Sendable {
-    enum Counter: String, CaseIterable {
+public final class Metrics: Sendable {
+    public enum Counter: String, CaseIterable, Sendable {
         case responsesAccepted = "surveyd_responses_accepted_total"
         case responsesReplayed = "surveyd_responses_replayed_total"
         case idempotencyConflicts = "surveyd_idempotency_conflicts_total"
@@ -42,6 +42,7 @@ final class Metrics: Sendable {
     /// requests (Synchronization.Mutex on Linux spins, then blocks on a priority-inheritance futex).
     private final class Shard: Sendable { let state = Mutex(State()) }
     private static let shardCount = 16
+    public init() {}
     private let shards: [Shard] = (0..<Metrics.shardCount).map { _ in Shard() }
     private var shard: Shard {
         // pthread_self() is the thread's descriptor address: distinct per live thread.
@@ -49,9 +50,9 @@ final class Metrics: Sendable {
         return shards[Int((t >> 12 ^ t >> 20) % UInt(Metrics.shardCount))]
     }
 
-    func add(_ c: Counter, _ n: Int = 1) { shard.state.withLock { $0.counters[c, default: 0] += n } }
+    public func add(_ c: Counter, _ n: Int = 1) { shard.state.withLock { $0.counters[c, default: 0] += n } }
 
-    func request(route: String, status: Int, seconds: Double) {
+    public func request(route: String, status: Int, seconds: Double) {
         let key = "\(route)\u{0}\(status)"
         shard.state.withLock {
             $0.requests[key, default: 0] += 1
@@ -59,7 +60,7 @@ final class Metrics: Sendable {
         }
     }
 
-    func syncAge(seconds: Double) {
+    public func syncAge(seconds: Double) {
         shard.state.withLock { s in
             s.syncAgeCount += 1
             s.syncAgeSum += seconds
@@ -68,7 +69,7 @@ final class Metrics: Sendable {
     }
 
     /// `writer`: group commits made and the jobs they held, from the store.
-    func render(writer: (commits: Int, jobs: Int)? = nil) -> String {
+    public func render(writer: (commits: Int, jobs: Int)? = nil) -> String {
         var s = State()
         for shard in shards {
             shard.state.withLock { t in

@@ -1,0 +1,85 @@
+import SurveyDomain
+import SurveyStorage
+
+extension Operations {
+    /// A gated write with the contract's steps 3–6: with a key, take the key's turn (a second
+    /// request with it waits for the first), answer a kept replay (or 1004), then `prepare`
+    /// (step 4: validation) and the gate (5–6), keeping the answer in the write's transaction.
+    func keyedWrite<P: Sendable, V: Sendable>(orgId: String, caller: String, target: String, key: IdempotencyKey<V>?,
+                                              prepare: () throws -> P,
+                                              write: @escaping @Sendable (P, GatedTransaction) throws -> V) throws -> KeyedOutcome<V> {
+        guard let key else {
+            let prepared = try prepare()
+            return .written(try gate.write(orgId: orgId, actor: caller) { tx in try write(prepared, tx) }.value)
+        }
+        let scope = try key.scope(orgId: orgId, caller: caller, target: target)
+        try turns.enter(scope)
+        defer { turns.leave(scope) }
+        if let kept = try Self.kept(try database.read { try $0.storedAnswer(scope) }, scope) { return .replayed(kept) }
+        let prepared = try prepare()
+        return try gate.write(orgId: orgId, actor: caller, replay: { db in
+            try Self.kept(try db.storedAnswer(scope), scope).map { KeyedOutcome<V>.replayed($0) }
+        }) { tx in
+            let value = try write(prepared, tx)
+            try tx.storeAnswer(scope, Self.stored(try key.answer(value), scope))
+            return KeyedOutcome<V>.written(value)
+        }.value
+    }
+
+    /// `keyedWrite` for the writes the contract never gates (users, tokens, roles, organizations,
+    /// subscriptions): the same keys and rules, in a `SecurityTransaction`. `scopeOrgId` is the
+    /// organization the key belongs to ("" for creating one). A write that changed nothing keeps
+    /// no key (its retry is the same no-op); a new token is never kept in the clear.
+    func keyedSecurityWrite<P: Sendable, V: Sendable>(scopeOrgId: String, orgId: @escaping @Sendable (P) -> String, caller: String,
+                                                      target: String, key: IdempotencyKey<V>?, prepare: () throws -> P,
+                                                      write: @escaping @Sendable (P, SecurityTransaction) throws -> V) throws -> KeyedOutcome<V> {
+        guard let key else {
+            let prepared = try prepare()
+            return .written(try database.securityWrite(orgId: orgId(prepared), actor: caller) { tx in try write(prepared, tx) })
+        }
+        let scope = try key.scope(orgId: scopeOrgId, caller: caller, target: target)
+        try turns.enter(scope)
+        defer { turns.leave(scope) }
+        if let kept = try Self.kept(try database.read { try $0.storedAnswer(scope) }, scope) { return .replayed(kept) }
+        let prepared = try prepare()
+        return .written(try database.securityWrite(orgId: orgId(prepared), actor: caller) { tx in
+            let value = try write(prepared, tx)
+            if tx.changedSomething {
+                try tx.storeAnswer(scope, Self.stored(try key.answer(value), scope, withoutSecrets: true))
+            }
+            return value
+        })
+    }
+
+    /// A kept answer for this scope: its replay when the request is the same, else 1004.
+    private static func kept(_ stored: StoredAnswer?, _ scope: IdempotencyScope) throws -> StoredAnswer? {
+        guard let stored else { return nil }
+        guard stored.requestDigest == scope.digest else {
+            throw ApiError(.idempotencyConflict, "This Idempotency-Key was already used for a different request.")
+        }
+        return stored
+    }
+
+    private static func stored(_ a: KeptAnswer, _ scope: IdempotencyScope, withoutSecrets: Bool = false) -> StoredAnswer {
+        StoredAnswer(status: a.status, location: a.location, body: withoutSecrets ? Self.withoutSecrets(a.body) : a.body,
+                     requestDigest: scope.digest)
+    }
+
+    /// An answer as it is kept for replays: a new token is shown once, never stored in the clear,
+    /// so it is left out (`tokenOmitted: true` tells a client that retried to make a new one).
+    static func withoutSecrets(_ body: [UInt8]) -> [UInt8] {
+        guard case .object(var o)? = try? JSONParser.parse(body), o["token"] != nil else { return body }
+        o["token"] = nil
+        o["tokenOmitted"] = .bool(true)
+        return CanonicalJSON.encode(.object(o))
+    }
+}
+
+extension WriteGate.Outcome {
+    /// The value, whether written now or found already written.
+    public var value: T {
+        switch self {
+        case .written(let v), .replayed(let v): v
+        }
+    }
+}

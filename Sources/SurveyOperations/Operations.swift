@@ -1,0 +1,51 @@
+import SurveyDomain
+import SurveyStorage
+
+/// What every operation shares: the store, its gate, the blob store, the limits and the
+/// counters. Each operation family (`submissions`, `reviews`, `uploads`, `surveys`, `tasks`,
+/// `users`, `organizations`) is a door-independent type over it: the HTTP routes, the console,
+/// exports and webhooks call the same functions, so the contract's order of checks, the gate and
+/// the audit entries exist once.
+public struct Operations: Sendable {
+    public let database: Database
+    public let gate: WriteGate
+    public let metrics: Metrics
+    public let blobs: BlobStore
+    public let limits: Limits
+    /// Requests carrying the same idempotency key take turns.
+    public let turns: KeyTurns
+    public let definitions = DefinitionCache()
+    /// Server time: the store's clock, so the gate and the operations never disagree.
+    public var clock: any ServerClock { database.clock }
+
+    public struct Limits: Sendable {
+        /// A file is refused past this unless its question's `maxBytes` is lower.
+        public var maxFileBytes: Int = 100 << 20
+        /// How long an unfinished resumable upload is kept.
+        public var resumableLifetimeMillis: Int64 = 24 * 3_600_000
+        /// Declared bytes of unfinished resumable uploads one collector may hold (1030 past it):
+        /// partial files cannot fill the disk faster than they are finished or expire.
+        public var maxUnfinishedBytesPerCaller: Int64 = 1 << 30
+        /// Keyed requests one caller may have in flight (1030 past it).
+        public var maxKeyedInFlight: Int = 100
+        public init() {}
+    }
+
+    /// The gate counts its own 1001 refusals in `metrics`.
+    public init(database: Database, metrics: Metrics = Metrics(), blobs: BlobStore, limits: Limits = Limits()) {
+        self.database = database
+        self.gate = WriteGate(database: database) { metrics.add(.subscriptionRefusals) }
+        self.metrics = metrics
+        self.blobs = blobs
+        self.limits = limits
+        self.turns = KeyTurns(limit: limits.maxKeyedInFlight)
+    }
+
+    public var submissions: Submissions { Submissions(operations: self) }
+    public var reviews: Reviews { Reviews(operations: self) }
+    public var uploads: Uploads { Uploads(operations: self) }
+    public var surveys: Surveys { Surveys(operations: self) }
+    public var tasks: FieldTasks { FieldTasks(operations: self) }
+    public var users: Users { Users(operations: self) }
+    public var organizations: Organizations { Organizations(operations: self) }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import SurveyDomain
+import SurveyStorage
+
+/// What an upload's metadata asks for, checked before a byte of the file is read.
+public struct UploadTarget: Sendable {
+    public let orgId: String
+    public let uploader: String
+    public let clientUploadId: String
+    public let surveyVersionId: String
+    public let questionId: String
+    public let contentType: String
+    /// The question's `maxBytes` or the server's limit, whichever is lower.
+    public let limit: Int
+    /// The stored upload under this id, when the request may be its replay.
+    public let existing: UploadRecord?
+}
+
+/// Files captured with a response, keyed by `clientUploadId`. Checked on their own merits
+/// (1005, 1010–1015), never as 1001; committed through the gate with their file, or not at all.
+public struct Uploads: Sendable {
+    let operations: Operations
+
+    /// Steps 1–4 for an upload's metadata: tenancy and role, the key's format, replay by
+    /// metadata, version, question, type and declared size. Shared by plain and resumable uploads.
+    public func target(orgId: String, clientUploadId: String, caller: Caller, idempotencyKey: String? = nil, surveyVersionId: String?,
+                       questionId: String?, contentType: String?, declaredLength: Int?) throws -> UploadTarget {
+        let ops = operations
+        let user = try ops.member(caller, of: orgId, withAnyOf: [.collector])
+        // clientUploadId is this write's key; an Idempotency-Key is checked for format only.
+        if let idempotencyKey { _ = try IdempotencyKey<Done>.normalized(idempotencyKey) }
+        guard ClientIdentifier.isValid(clientUploadId) else {
+            throw ApiError(.invalidIdentifier, "clientUploadId must be 8–128 characters of A-Z a-z 0-9 _ - : .")
+        }
+        guard let surveyVersionId, !surveyVersionId.isEmpty else { throw ApiError.malformed("Survey-Version-Id is required.") }
+        guard let questionId, !questionId.isEmpty else { throw ApiError.malformed("Question-Id is required.") }
+        guard let contentType, !contentType.isEmpty else { throw ApiError.malformed("Content-Type is required.") }
+        let type = FileSignature.normalizedType(contentType)
+
+        let existing = try ops.database.read { try $0.upload(orgId: orgId, clientUploadId: clientUploadId) }
+        if let e = existing {
+            guard e.uploader == user.userId, e.surveyVersionId == surveyVersionId, e.questionId == questionId, e.contentType == type,
+                  declaredLength.map({ Int64($0) == e.size }) ?? true else {
+                throw ApiError(.idempotencyConflict, "This clientUploadId was already used for a different upload.")
+            }
+        }
+        guard let version = try ops.database.read({ try $0.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId) }) else {
+            throw ApiError.notFound()
+        }
+        let definition = try ops.definitions.definition(of: version)
+        guard let question = definition.question(id: questionId), question.type == .file else {
+            throw ApiError(.questionDoesNotAcceptFiles, "Question \(questionId) of this version is not a file question.")
+        }
+        guard question.accepts(contentType: type), FileSignature.knownTypes.contains(type) else {
+            throw ApiError(.unsupportedFileType, "\(type) is not accepted by question \(questionId) (accepts \(question.accept.joined(separator: ", "))).")
+        }
+        let limit = min(question.maxBytes ?? Int.max, ops.limits.maxFileBytes)
+        if let declaredLength, declaredLength > limit {
+            throw ApiError(.payloadTooLarge, "The file is \(declaredLength) bytes; the limit for this question is \(limit).")
+        }
+        return UploadTarget(orgId: orgId, uploader: user.userId, clientUploadId: clientUploadId, surveyVersionId: surveyVersionId,
+                            questionId: questionId, contentType: type, limit: limit, existing: existing)
+    }
+
+    /// A file about to arrive for `target`, into a temp file.
+    public func receive(_ target: UploadTarget, expectedSHA256: [UInt8]?) throws -> IncomingFile {
+        IncomingFile(target: target, file: try operations.blobs.createTemp(), expectedSHA256: expectedSHA256)
+    }
+
+    /// The bytes are in: the replay comparison by content, signature and digest (1004, 1013,
+    /// 1014), then the gate (1001) with the blob placed and the row written in one transaction.
+    /// The temp file is gone afterwards, whatever the outcome.
+    public func finish(_ incoming: IncomingFile) throws -> WriteGate.Outcome<UploadRecord> {
+        defer { incoming.discard() }  // after a commit the temp file is gone and this does nothing
+        switch try verify(incoming) {
+        case .replay(let stored): return .replayed(stored)
+        case .new(let record): return try commit(record, tempPath: incoming.file.path)
+        }
+    }
+
+    /// What the bytes turned out to be.
+    enum Verified {
+        /// The upload already stored under this id, sent again: its answer, even while expired.
+        case replay(UploadRecord)
+        /// A new upload whose file passed every check.
+        case new(UploadRecord)
+    }
+
+    func verify(_ incoming: IncomingFile) throws -> Verified {
+        let sha = try incoming.file.finish()
+        let t = incoming.target
+        let record = UploadRecord(orgId: t.orgId, clientUploadId: t.clientUploadId, uploader: t.uploader, surveyVersionId: t.surveyVersionId,
+                                  questionId: t.questionId, contentType: t.contentType, size: Int64(incoming.file.size), sha256: sha,
+                                  receivedAt: operations.clock.nowMillis())
+        if let e = t.existing {
+            guard e.sha256 == sha, e.size == record.size else {
+                throw ApiError(.idempotencyConflict, "This clientUploadId was already used for different bytes.")
+            }
+            return .replay(e)
+        }
+        guard FileSignature.matches(contentType: t.contentType, prefix: incoming.file.prefix, totalSize: incoming.file.size),
+              incoming.text?.isValidText ?? true else {
+            throw ApiError(.corruptFile, "The bytes are not a \(t.contentType) file.")
+        }
+        if let expected = incoming.expectedSHA256, Hex.encode(expected) != sha {
+            throw ApiError(.digestMismatch, "Content-Digest does not match the bytes received.")
+        }
+        return .new(record)
+    }
+
+    /// Steps 5–6: the gate, with the blob placed and the row written in one transaction.
+    /// Resumable uploads commit their finished file through here too.
+    public func commit(_ record: UploadRecord, tempPath: String) throws -> WriteGate.Outcome<UploadRecord> {
+        let blobs = operations.blobs
+        let outcome: WriteGate.Outcome<UploadRecord> = try operations.gate.write(orgId: record.orgId, actor: record.uploader, replay: { db in
+            guard let e = try db.upload(orgId: record.orgId, clientUploadId: record.clientUploadId) else { return nil }
+            guard e.uploader == record.uploader, e.sha256 == record.sha256, e.surveyVersionId == record.surveyVersionId,
+                  e.questionId == record.questionId, e.contentType == record.contentType else {
+                throw ApiError(.idempotencyConflict, "This clientUploadId was already used for a different upload.")
+            }
+            return e
+        }) { tx in
+            try tx.commitUpload(record, tempPath: tempPath, blobs: blobs)
+            return UploadRecord(orgId: record.orgId, clientUploadId: record.clientUploadId, uploader: record.uploader,
+                                surveyVersionId: record.surveyVersionId, questionId: record.questionId, contentType: record.contentType,
+                                size: record.size, sha256: record.sha256, receivedAt: tx.now)
+        }
+        if case .written(let u) = outcome { operations.metrics.add(.uploadBytes, Int(u.size)) }
+        return outcome
+    }
+
+    /// Every file answer cites a completed upload of this organization, version and question
+    /// (uploads are never deleted, so a check before the transaction stays true).
+    public func checkAttachments(_ files: [FileAnswer], orgId: String, surveyVersionId: String) throws {
+        for file in files {
+            let upload = try operations.database.read { try $0.upload(orgId: orgId, clientUploadId: file.clientUploadId) }
+            guard let upload, upload.surveyVersionId == surveyVersionId, upload.questionId == file.questionId else {
+                throw ApiError(.attachmentNotUploaded, "No completed upload \(file.clientUploadId) for question \(file.questionId) of this version.",
+                               errors: [FieldError(path: "answers.\(file.questionId)", message: "not a completed upload for this question")])
+            }
+        }
+    }
+}
+
+/// An upload's file as it arrives: refused past the question's limit, text checked to the last
+/// byte as it streams.
+public final class IncomingFile: @unchecked Sendable {
+    // @unchecked: one request's thread writes it at a time; see TempFile.
+    public let target: UploadTarget
+    let file: TempFile
+    let expectedSHA256: [UInt8]?
+    /// For text types: every byte is checked as it arrives, not only the first ones.
+    private(set) var text: TextStreamCheck?
+
+    init(target: UploadTarget, file: TempFile, expectedSHA256: [UInt8]?) {
+        self.target = target
+        self.file = file
+        self.expectedSHA256 = expectedSHA256
+        text = FileSignature.isTextType(target.contentType) ? TextStreamCheck() : nil
+    }
+
+    /// A refusal (too large, a failed write) ends the upload and removes its file.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        do {
+            guard file.size + bytes.count <= target.limit else {
+                throw ApiError(.payloadTooLarge, "The file is over the limit of \(target.limit) bytes for this question.")
+            }
+            text?.update(bytes)
+            try file.write(bytes)
+        } catch {
+            discard()
+            throw error
+        }
+    }
+
+    public func discard() { file.discard() }
+}
