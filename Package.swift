@@ -12,6 +12,9 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // Export formats: XLSX (constant-memory mode) and zip (written through a callback, so it streams).
+        .systemLibrary(name: "CXLSXWriter", pkgConfig: "xlsxwriter", providers: [.apt(["libxlsxwriter-dev"])]),
+        .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
 
         // Pure rules, no I/O.
         .target(name: "SurveyDomain", dependencies: ["CCrypto"]),
@@ -22,8 +25,10 @@ let package = Package(
         // The operations every door calls (API, console, exports, webhooks): typed commands in,
         // typed outcomes out, the contract's order of checks. Knows nothing about HTTP.
         .target(name: "SurveyOperations", dependencies: ["SurveyStorage", "SurveyDomain"]),
+        // Export formats (CSV, GeoJSON, XLSX, zip) over an export's snapshot; no HTTP.
+        .target(name: "SurveyExports", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain", "CXLSXWriter", "CArchive"]),
         // The HTTP door: routes, decoding and rendering, the server's lifecycle.
-        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyStorage", "SurveyDomain", "CCrypto"],
+        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyExports", "SurveyStorage", "SurveyDomain", "CCrypto"],
                 // The bundled OpenAPI document served at /v1/openapi.json (scripts/bundle_openapi.py).
                 resources: [.copy("Resources/openapi.json")]),
         .executableTarget(name: "surveyd", dependencies: ["SurveyServer"]),

@@ -10,6 +10,8 @@ public struct HTTPResponse: Sendable {
     public var logFields: [String: String]
     /// A file body sent from an open descriptor (closed by the server after sending).
     public var file: (descriptor: Int32, size: Int)?
+    /// A body produced while it is sent (`stream`).
+    public var stream: (any BodySource)?
     /// Set by `later`: the real answer comes when this completes.
     public var deferred: DeferredResponse?
 

@@ -282,6 +282,10 @@ public final class HTTPServer: @unchecked Sendable {
         if let file = response.file {
             // libmicrohttpd sends the file with sendfile and closes the descriptor itself.
             r = MHD_create_response_from_fd(file.size, file.descriptor)
+        } else if let source = response.stream {
+            let box = Unmanaged.passRetained(StreamBox(source)).toOpaque()
+            r = MHD_create_response_from_callback(UInt64.max, 64 * 1024, readStream, box, freeStream)
+            if r == nil { freeStream(box) }
         } else {
             r = response.body.withUnsafeBytes { buf in
                 MHD_create_response_from_buffer(buf.count, UnsafeMutableRawPointer(mutating: buf.baseAddress), .RESPMEM_MUST_COPY)

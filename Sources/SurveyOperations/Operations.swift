@@ -48,4 +48,5 @@ public struct Operations: Sendable {
     public var tasks: FieldTasks { FieldTasks(operations: self) }
     public var users: Users { Users(operations: self) }
     public var organizations: Organizations { Organizations(operations: self) }
+    public var exports: Exports { Exports(operations: self) }
 }

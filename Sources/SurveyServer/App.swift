@@ -79,6 +79,8 @@ public final class App: Sendable {
         http.pollingThreads = configuration.httpThreads
         server = HTTPServer(configuration: http, router: router, log: RequestLog(enabled: configuration.logRequests),
                             errorMapper: storageApiError)
+        // Start-up work (a migration's index build sorts in memory) leaves freed heap behind.
+        HTTPServer.releaseFreedMemory()
         let metrics = operations.metrics
         server.observer = { route, status, seconds in metrics.request(route: route, status: status, seconds: seconds) }
     }

@@ -50,7 +50,9 @@ public final class Database: Sendable {
         }
         // temp_store=MEMORY: each job's SAVEPOINT keeps a statement journal; as a temp file it cost
         // a third of the writer's throughput at group sizes 32-128 (Benchmarks/floor, savepoints mode).
-        try conn.execute("PRAGMA synchronous=\(sync); PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;")
+        // journal_size_limit: a WAL that grew while a long read (an export) held it back is cut
+        // back to 64 MB once it restarts, instead of keeping its largest size on disk for good.
+        try conn.execute("PRAGMA synchronous=\(sync); PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA journal_size_limit=67108864;")
         try Migrations.run(on: conn)
         // Checkpoints run on their own thread (`Checkpointer`), not inside the writer's commits.
         // (No journal_size_limit: a WAL cut back after a restart has to grow again, and every

@@ -158,6 +158,11 @@ enum Migrations {
         ("responses-accepted-version", """
         ALTER TABLE responses ADD COLUMN accepted_survey_version_id TEXT;
         """),
+        // Exports read one survey's responses in id order; without this they scanned every
+        // response of the organization.
+        ("responses-by-survey", """
+        CREATE INDEX responses_survey ON responses(org_id, survey_id, response_id);
+        """),
     ]
 
     static func currentVersion(_ conn: Connection) throws(SQLiteError) -> Int {

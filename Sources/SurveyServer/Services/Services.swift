@@ -29,6 +29,7 @@ struct Services: Sendable {
         TaskService(services: self).register(into: &router)
         ReviewService(services: self).register(into: &router)
         ChangesService(services: self).register(into: &router)
+        ExportService(services: self).register(into: &router)
     }
 
     /// Step 1 from a request's `Authorization` header.

@@ -1,11 +1,11 @@
 import SurveyDomain
 
 extension ReadContext {
-    private static let columns = """
+    static let responseColumns = """
         response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id, request_digest, request_body,
         answers, field_task_id, captured_at, received_at, review_state, revision, request_sha256, accepted_survey_version_id
         """
-    private static func response(_ r: Row) -> ResponseRecord {
+    static func response(_ r: Row) -> ResponseRecord {
         ResponseRecord(responseId: r.string(0), orgId: r.string(1), clientSubmissionId: r.string(2), submitter: r.string(3),
                        surveyId: r.string(4), surveyVersionId: r.string(5), requestDigest: r.string(6),
                        // Rows from before schema step 2 kept the body itself instead of its hash.
@@ -15,18 +15,18 @@ extension ReadContext {
     }
 
     public func response(orgId: String, responseId: String) throws -> ResponseRecord? {
-        try conn.query("SELECT \(Self.columns) FROM responses WHERE response_id = ? AND org_id = ?",
+        try conn.query("SELECT \(Self.responseColumns) FROM responses WHERE response_id = ? AND org_id = ?",
                        [.text(responseId), .text(orgId)]).first.map(Self.response)
     }
 
     public func response(orgId: String, clientSubmissionId: String) throws -> ResponseRecord? {
-        try conn.query("SELECT \(Self.columns) FROM responses WHERE org_id = ? AND client_submission_id = ?",
+        try conn.query("SELECT \(Self.responseColumns) FROM responses WHERE org_id = ? AND client_submission_id = ?",
                        [.text(orgId), .text(clientSubmissionId)]).first.map(Self.response)
     }
 
     /// A page in response-id order (ids are time-ordered), optionally one submitter's, one state's.
     public func responses(orgId: String, submitter: String?, reviewState: String?, after: String?, limit: Int) throws -> [ResponseRecord] {
-        var sql = "SELECT \(Self.columns) FROM responses WHERE org_id = ? AND response_id > ?"
+        var sql = "SELECT \(Self.responseColumns) FROM responses WHERE org_id = ? AND response_id > ?"
         var args: [SQLValue] = [.text(orgId), .text(after ?? "")]
         if let submitter { sql += " AND submitter = ?"; args.append(.text(submitter)) }
         if let reviewState { sql += " AND review_state = ?"; args.append(.text(reviewState)) }

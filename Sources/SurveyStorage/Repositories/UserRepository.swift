@@ -8,6 +8,11 @@ extension ReadContext {
                    roles: r.string(i + 3).split(separator: ",").map(String.init), active: r.bool(i + 4))
     }
 
+    /// Every user of the organization (their names head an export's rows).
+    public func users(orgId: String) throws -> [UserRecord] {
+        try conn.query("SELECT \(Self.userColumns) FROM users u WHERE u.org_id = ? ORDER BY u.user_id", [.text(orgId)]).map { Self.user($0) }
+    }
+
     public func user(_ userId: String) throws -> UserRecord? {
         try conn.query("SELECT \(Self.userColumns) FROM users u WHERE u.user_id = ?", [.text(userId)]).first.map { Self.user($0) }
     }

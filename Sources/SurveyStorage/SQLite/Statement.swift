@@ -48,32 +48,36 @@ final class Statement {
     func rows() throws(SQLiteError) -> [Row] {
         defer { sqlite3_reset(handle) }
         var out: [Row] = []
-        while true {
-            let rc = sqlite3_step(handle)
-            if rc == SQLITE_DONE { return out }
-            guard rc == SQLITE_ROW else { throw connection.error(rc, sql: sql) }
-            let n = sqlite3_column_count(handle)
-            var values: [SQLValue] = []
-            values.reserveCapacity(Int(n))
-            for c in 0..<n {
-                switch sqlite3_column_type(handle, c) {
-                case SQLITE_INTEGER: values.append(.int(sqlite3_column_int64(handle, c)))
-                case SQLITE_FLOAT: values.append(.double(sqlite3_column_double(handle, c)))
-                case SQLITE_TEXT:
-                    // By length: text may hold NUL, where a C string would stop. (_text before
-                    // _bytes, as SQLite asks, so the length is that of the UTF-8 form.)
-                    let p = sqlite3_column_text(handle, c)
-                    let len = Int(sqlite3_column_bytes(handle, c))
-                    values.append(.text(p.map { String(decoding: UnsafeBufferPointer(start: $0, count: len), as: UTF8.self) } ?? ""))
-                case SQLITE_BLOB:
-                    let len = Int(sqlite3_column_bytes(handle, c))
-                    if let p = sqlite3_column_blob(handle, c), len > 0 {
-                        values.append(.blob(Array(UnsafeRawBufferPointer(start: p, count: len))))
-                    } else { values.append(.blob([])) }
-                default: values.append(.null)
-                }
+        while let row = try next() { out.append(row) }
+        return out
+    }
+
+    /// The next row, or nil at the end.
+    func next() throws(SQLiteError) -> Row? {
+        let rc = sqlite3_step(handle)
+        if rc == SQLITE_DONE { return nil }
+        guard rc == SQLITE_ROW else { throw connection.error(rc, sql: sql) }
+        let n = sqlite3_column_count(handle)
+        var values: [SQLValue] = []
+        values.reserveCapacity(Int(n))
+        for c in 0..<n {
+            switch sqlite3_column_type(handle, c) {
+            case SQLITE_INTEGER: values.append(.int(sqlite3_column_int64(handle, c)))
+            case SQLITE_FLOAT: values.append(.double(sqlite3_column_double(handle, c)))
+            case SQLITE_TEXT:
+                // By length: text may hold NUL, where a C string would stop. (_text before
+                // _bytes, as SQLite asks, so the length is that of the UTF-8 form.)
+                let p = sqlite3_column_text(handle, c)
+                let len = Int(sqlite3_column_bytes(handle, c))
+                values.append(.text(p.map { String(decoding: UnsafeBufferPointer(start: $0, count: len), as: UTF8.self) } ?? ""))
+            case SQLITE_BLOB:
+                let len = Int(sqlite3_column_bytes(handle, c))
+                if let p = sqlite3_column_blob(handle, c), len > 0 {
+                    values.append(.blob(Array(UnsafeRawBufferPointer(start: p, count: len))))
+                } else { values.append(.blob([])) }
+            default: values.append(.null)
             }
-            out.append(Row(values: values))
         }
+        return Row(values: values)
     }
 }

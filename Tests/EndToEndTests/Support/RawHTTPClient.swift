@@ -75,8 +75,28 @@ struct RawHTTPClient {
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         let body = Array(data[(end + 4)...])
+        if headers["transfer-encoding"]?.lowercased() == "chunked" {
+            guard let (decoded, done) = dechunk(body) else { return nil }
+            return (Reply(status: status, headers: headers, body: decoded), done)
+        }
         let length = headers["content-length"].flatMap(Int.init) ?? body.count
         return (Reply(status: status, headers: headers, body: Array(body.prefix(length))), body.count >= length)
+    }
+
+    /// A chunked body's bytes so far, and whether its last (empty) chunk has arrived. A body
+    /// cut short (a streamed export that failed) is returned without `done`.
+    static func dechunk(_ data: [UInt8]) -> ([UInt8], done: Bool)? {
+        var out: [UInt8] = [], i = 0
+        while true {
+            guard let lineEnd = (i..<max(i, data.count - 1)).first(where: { data[$0] == 13 && data[$0 + 1] == 10 }) else { return (out, false) }
+            let sizeText = String(decoding: data[i..<lineEnd], as: UTF8.self).split(separator: ";").first.map(String.init) ?? ""
+            guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else { return nil }
+            if size == 0 { return (out, true) }
+            let start = lineEnd + 2
+            guard start + size <= data.count else { out += data[start..<data.count]; return (out, false) }
+            out += data[start..<start + size]
+            i = start + size + 2
+        }
     }
 
     func request(_ method: String, _ path: String, token: String? = nil, json: JSONValue? = nil, body: [UInt8]? = nil,

@@ -1,0 +1,86 @@
+import SurveyDomain
+
+/// The columns of a survey's export over all its versions: the metadata columns, then one per
+/// question headed by its id — the newest version's order, then questions only older versions
+/// had. A question a response's version lacks is an empty cell.
+public struct ExportColumns: Sendable {
+    public static let metadata = ["responseId", "clientSubmissionId", "surveyVersionId", "versionNumber", "submittedBy",
+                                  "submitterName", "receivedAt", "capturedAt", "reviewState", "revision", "fieldTaskId"]
+
+    /// The questions in column order (for a question in several versions, the newest one's).
+    public let questions: [Question]
+    public let splitSelectMultiples: Bool
+    /// select_multiple: every choice any version offered, in first-seen order (newest first).
+    private let choices: [String: [String]]
+
+    /// `definitions`: oldest first, as versions are numbered.
+    public init(definitions: [SurveyDefinition], splitSelectMultiples: Bool) {
+        var seen: Set<String> = []
+        var questions: [Question] = []
+        var choices: [String: [String]] = [:]
+        for definition in definitions.reversed() {
+            for q in definition.questions {
+                if seen.insert(q.id).inserted { questions.append(q) }
+                if q.type == .selectMultiple {
+                    for c in q.choices where !(choices[q.id]?.contains(c) ?? false) { choices[q.id, default: []].append(c) }
+                }
+            }
+        }
+        self.questions = questions
+        self.choices = choices
+        self.splitSelectMultiples = splitSelectMultiples
+        header = Self.header(questions, choices, splitSelectMultiples)
+    }
+
+    /// The column names, in order.
+    public let header: [String]
+
+    private static func header(_ questions: [Question], _ choices: [String: [String]], _ splitSelectMultiples: Bool) -> [String] {
+        var h = Self.metadata
+        for q in questions {
+            switch q.type {
+            case .geopoint: h += ["\(q.id).lat", "\(q.id).lon", "\(q.id).accuracy"]
+            case .selectMultiple:
+                h.append(q.id)
+                if splitSelectMultiples { h += (choices[q.id] ?? []).map { "\(q.id)/\($0)" } }
+            default: h.append(q.id)
+            }
+        }
+        return h
+    }
+
+    /// The first geopoint question, the default of a GeoJSON export.
+    public var firstGeopoint: String? { questions.first { $0.type == .geopoint }?.id }
+
+    /// A row's cells, in `header` order. `file` gives a file answer's cell (its upload id, or
+    /// its path inside a zip).
+    public func cells(_ r: ExportRow, file: (_ questionId: String, _ clientUploadId: String) -> String = { $1 }) -> [Cell] {
+        var out: [Cell] = [
+            .text(r.responseId), .text(r.clientSubmissionId), .text(r.surveyVersionId), r.versionNumber.map { .number(Double($0)) } ?? .empty,
+            .text(r.submittedBy), r.submitterName.map(Cell.text) ?? .empty, .timestamp(r.receivedAt), r.capturedAt.map(Cell.timestamp) ?? .empty,
+            .text(r.reviewState), .number(Double(r.revision)), r.fieldTaskId.map(Cell.text) ?? .empty,
+        ]
+        out.reserveCapacity(header.count)
+        for q in questions {
+            let value = r.answers[q.id].flatMap { $0.isNull ? nil : $0 }
+            switch q.type {
+            case .geopoint:
+                let o = value?.objectValue
+                for k in ["lat", "lon", "accuracy"] { out.append(o?[k]?.doubleValue.map(Cell.number) ?? .empty) }
+            case .selectMultiple:
+                let chosen = value?.arrayValue?.compactMap(\.stringValue)
+                out.append(chosen.map { .text($0.joined(separator: " ")) } ?? .empty)
+                if splitSelectMultiples {
+                    for c in choices[q.id] ?? [] { out.append(chosen.map { .number($0.contains(c) ? 1 : 0) } ?? .empty) }
+                }
+            case .integer, .decimal:
+                out.append(value?.doubleValue.map(Cell.number) ?? .empty)
+            case .file:
+                out.append(value?.objectValue?["clientUploadId"]?.stringValue.map { .text(file(q.id, $0)) } ?? .empty)
+            case .text, .selectOne, .date:
+                out.append(value.map { .text($0.stringValue ?? CanonicalJSON.string($0)) } ?? .empty)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,88 @@
+import SurveyDomain
+import SurveyOperations
+import SurveyStorage
+
+/// Turns an export's rows into a format's bytes a piece at a time: each call appends roughly
+/// `chunk` bytes (whole rows), so memory stays flat however many rows there are.
+public protocol ExportProducer: AnyObject {
+    /// Appends the next bytes to `out`; false once everything has been produced.
+    func produce(into out: inout [UInt8]) throws -> Bool
+    /// Ends the export's snapshot and removes any temp file (idempotent).
+    func close()
+}
+
+extension Export {
+    /// The next response as an export row, or nil after the last.
+    func nextRow() throws -> ExportRow? {
+        guard let r = try next() else { return nil }
+        let answers = (try? JSONParser.parse(Array(r.answers.utf8)))?.objectValue ?? [:]
+        return ExportRow(responseId: r.responseId, clientSubmissionId: r.clientSubmissionId, surveyVersionId: r.surveyVersionId,
+                         versionNumber: versionNumber(of: r.surveyVersionId), submittedBy: r.submitter,
+                         submitterName: submitterNames[r.submitter], receivedAt: r.receivedAt, capturedAt: r.capturedAt,
+                         reviewState: r.reviewState, revision: r.revision, fieldTaskId: r.fieldTaskId, answers: answers)
+    }
+
+    /// The export's columns over all versions.
+    public func columns(splitSelectMultiples: Bool) -> ExportColumns {
+        ExportColumns(definitions: versions.map(\.definition), splitSelectMultiples: splitSelectMultiples)
+    }
+}
+
+/// How much a producer adds per call.
+let chunk = 64 * 1024
+
+/// CSV: an optional BOM, the header, then a line per response.
+public final class CSVProducer: ExportProducer {
+    private let export: Export
+    private let columns: ExportColumns
+    private let bom: Bool
+    private var started = false
+
+    public init(_ export: Export, splitSelectMultiples: Bool, bom: Bool) {
+        self.export = export
+        self.columns = export.columns(splitSelectMultiples: splitSelectMultiples)
+        self.bom = bom
+    }
+
+    public func produce(into out: inout [UInt8]) throws -> Bool {
+        if !started {
+            started = true
+            if bom { out += CSVEncoder.byteOrderMark }
+            CSVEncoder.line(columns.header, into: &out)
+        }
+        while out.count < chunk {
+            guard let row = try export.nextRow() else { close(); return false }
+            CSVEncoder.line(columns.cells(row), into: &out)
+        }
+        return true
+    }
+
+    public func close() { export.close() }
+}
+
+/// GeoJSON: a FeatureCollection with a Point per response that has the geopoint answer.
+public final class GeoJSONProducer: ExportProducer {
+    private let export: Export
+    private var encoder: GeoJSONEncoder
+    private var started = false
+
+    public init(_ export: Export, geoField: String) {
+        self.export = export
+        encoder = GeoJSONEncoder(geoField: geoField)
+    }
+
+    public func produce(into out: inout [UInt8]) throws -> Bool {
+        if !started { started = true; out += GeoJSONEncoder.head }
+        while out.count < chunk {
+            guard let row = try export.nextRow() else {
+                out += GeoJSONEncoder.tail
+                close()
+                return false
+            }
+            encoder.feature(row, into: &out)
+        }
+        return true
+    }
+
+    public func close() { export.close() }
+}

@@ -1,0 +1,54 @@
+import CXLSXWriter
+import Foundation
+import SurveyDomain
+import SurveyOperations
+
+/// XLSX through libxlsxwriter in its constant-memory mode (rows go to a temp file as they are
+/// written): one sheet, typed cells — numbers as numbers, times as dates. The workbook is a zip
+/// assembled when it is closed, so unlike CSV its first byte exists only after the last row:
+/// `write` builds the whole file, and the door then sends it.
+public enum XLSXWorkbook {
+    /// Writes every row of `export` to a new workbook at `path`; returns the rows written.
+    public static func write(_ export: Export, splitSelectMultiples: Bool, to path: String, tempDirectory: String) throws -> Int {
+        let columns = export.columns(splitSelectMultiples: splitSelectMultiples)
+        var options = lxw_workbook_options(constant_memory: 1, tmpdir: nil, use_zip64: 1)
+        let workbook: UnsafeMutablePointer<lxw_workbook>? = tempDirectory.withCString { dir in
+            options.tmpdir = UnsafeMutablePointer(mutating: dir)
+            return workbook_new_opt(path, &options)
+        }
+        guard let workbook else { throw ApiError(.storageUnavailable, "The spreadsheet could not be created.") }
+        var closed = false
+        defer { if !closed { workbook_close(workbook) } }
+        let sheet = workbook_add_worksheet(workbook, "responses")
+        let dateFormat = workbook_add_format(workbook)
+        format_set_num_format(dateFormat, "yyyy-mm-dd hh:mm:ss")
+        let bold = workbook_add_format(workbook)
+        format_set_bold(bold)
+        func check(_ e: lxw_error) throws {
+            guard e == LXW_NO_ERROR else { throw ApiError(.storageUnavailable, "The spreadsheet could not be written: \(String(cString: lxw_strerror(e))).") }
+        }
+        for (c, name) in columns.header.enumerated() { try check(worksheet_write_string(sheet, 0, lxw_col_t(c), name, bold)) }
+        var row: lxw_row_t = 1
+        while let r = try export.nextRow() {
+            // Excel's limit: 1,048,576 rows a sheet.
+            guard row < 1_048_576 else { throw ApiError(.validationFailed, "An XLSX sheet holds at most 1,048,575 responses; export CSV or narrow the filters.") }
+            for (c, cell) in columns.cells(r).enumerated() {
+                let col = lxw_col_t(c)
+                switch cell {
+                case .empty: break
+                case .number(let d): try check(worksheet_write_number(sheet, row, col, d, nil))
+                case .text(let s):
+                    // A cell holds at most 32,767 characters (Excel's limit, and libxlsxwriter's).
+                    try check(worksheet_write_string(sheet, row, col, s.utf16.count > 32_767 ? String(s.prefix(32_000)) : s, nil))
+                case .timestamp(let t):
+                    // Excel's serial date: days since 1899-12-30, UTC.
+                    try check(worksheet_write_number(sheet, row, col, Double(t) / 86_400_000 + 25_569, dateFormat))
+                }
+            }
+            row += 1
+        }
+        closed = true
+        try check(workbook_close(workbook))
+        return Int(row) - 1
+    }
+}

@@ -1,0 +1,247 @@
+import CArchive
+import Foundation
+import SurveyDomain
+import SurveyOperations
+import SurveyStorage
+
+/// The zip export, built with libarchive and sent as it is built: every attached file first
+/// (`files/<responseId>/<questionId>-<clientUploadId>.<ext>`, in row order), then
+/// `responses.csv` (its file cells hold those paths) and `manifest.json`. The CSV and the
+/// manifest's file list go to temp files while the files stream, so memory stays flat however
+/// many rows and files there are; a big file is sent a piece at a time.
+public final class ZipProducer: ExportProducer {
+    private let export: Export
+    private let columns: ExportColumns
+    private let blobs: BlobStore
+    private let described: [String: String]
+    private let now: Int64
+    private let archive: OpaquePointer
+    /// Where libarchive's write callback puts the bytes it produces (the caller's buffer).
+    private let sink = Sink()
+    private let csv: TempText
+    private let manifestFiles: TempText
+    private var fileCount = 0
+    private var rows = 0
+    private enum Phase { case rows, csv, manifest, done }
+    private var phase = Phase.rows
+    /// A file being copied into the archive across calls.
+    private var copying: (fd: Int32, remaining: Int)?
+    /// The current row's files, waiting for their turn in the archive.
+    private var queued: [(path: String, blob: String, size: Int)] = []
+    /// A failure met while a row's cells were made, thrown once the row is done.
+    private var failure: (any Error)?
+    private var closed = false
+
+    final class Sink { var out: [UInt8] = [] }
+
+    public init(_ export: Export, blobs: BlobStore, tempDirectory: String, filters: [String: String], now: Int64) throws {
+        self.export = export
+        self.columns = export.columns(splitSelectMultiples: false)
+        self.blobs = blobs
+        self.described = filters
+        self.now = now
+        csv = try TempText(directory: tempDirectory)
+        manifestFiles = try TempText(directory: tempDirectory)
+        guard let a = archive_write_new() else { throw ApiError(.internalError, "The archive could not be created.") }
+        archive = a
+        archive_write_set_format_zip(a)
+        archive_write_set_bytes_per_block(a, 0)  // pass bytes through as they come: no tape blocking
+        let me = Unmanaged.passUnretained(sink).toOpaque()
+        guard archive_write_open2(a, me, nil, { _, cls, buf, n in
+            guard let cls, let buf else { return -1 }
+            Unmanaged<Sink>.fromOpaque(cls).takeUnretainedValue().out += UnsafeRawBufferPointer(start: buf, count: n)
+            return n
+        }, nil, nil) == ARCHIVE_OK else { throw ApiError(.internalError, "The archive could not be opened.") }
+        var header: [UInt8] = []
+        CSVEncoder.line(columns.header, into: &header)
+        try csv.append(header)
+    }
+
+    public func produce(into out: inout [UInt8]) throws -> Bool {
+        sink.out = out
+        defer { out = sink.out }
+        while sink.out.count < chunk {
+            if let c = copying {
+                try copy(c)
+                continue
+            }
+            if !queued.isEmpty {
+                let next = queued.removeFirst()
+                let fd = open(next.blob, O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else { throw ApiError(.storageUnavailable, "The file \(next.path) cannot be read.") }
+                copying = (fd, next.size)
+                try startEntry(next.path, size: next.size, compressed: false)
+                continue
+            }
+            switch phase {
+            case .rows:
+                guard let row = try export.nextRow() else {
+                    export.close()
+                    phase = .csv
+                    try startEntry("responses.csv", size: csv.size, compressed: true)
+                    copying = (try csv.reopen(), csv.size)
+                    continue
+                }
+                rows += 1
+                var line: [UInt8] = []
+                CSVEncoder.line(columns.cells(row, file: { self.attach(row, questionId: $0, clientUploadId: $1) }), into: &line)
+                if let failure { throw failure }
+                try csv.append(line)
+            case .csv:
+                phase = .manifest
+                let (head, tail) = manifestEnds()
+                try startEntry("manifest.json", size: head.count + manifestFiles.size + tail.count, compressed: true)
+                try data(head)
+                copying = (try manifestFiles.reopen(), manifestFiles.size)
+                manifestTail = tail
+            case .manifest:
+                try data(manifestTail)
+                phase = .done
+                guard archive_write_close(archive) == ARCHIVE_OK else { throw archiveError() }
+                close()
+                return false
+            case .done:
+                return false
+            }
+        }
+        return true
+    }
+
+    private var manifestTail: [UInt8] = []
+
+    /// A file answer: its upload is queued for the archive, listed in the manifest, and its
+    /// cell holds the path. An answer whose upload is not there keeps its id.
+    private func attach(_ row: ExportRow, questionId: String, clientUploadId: String) -> String {
+        do {
+            guard let upload = try export.upload(clientUploadId: clientUploadId) else { return clientUploadId }
+            let path = "files/\(row.responseId)/\(questionId)-\(clientUploadId).\(Self.fileExtension(upload.contentType))"
+            queued.append((path, blobs.path(sha256: upload.sha256), Int(upload.size)))
+            let entry: JSONValue = ["path": .string(path), "size": .number(Double(upload.size)), "sha256": .string(upload.sha256),
+                                    "contentType": .string(upload.contentType)]
+            try manifestFiles.append((fileCount == 0 ? [] : [UInt8(ascii: ",")]) + CanonicalJSON.encode(entry))
+            fileCount += 1
+            return path
+        } catch {
+            failure = error
+            return clientUploadId
+        }
+    }
+
+    /// The manifest around its file list.
+    private func manifestEnds() -> ([UInt8], [UInt8]) {
+        let meta: JSONValue = ["surveyId": .string(export.survey.surveyId), "exportCursor": .string(export.cursor),
+                               "generatedAt": .string(Timestamp.format(now)), "filters": .object(described.mapValues { .string($0) }),
+                               "rows": .number(Double(rows)), "files": []]
+        // Keys are sorted: `"files":[]` follows `exportCursor` (an `ec1.` value), so its first
+        // occurrence is the key's — split there.
+        let text = CanonicalJSON.encode(meta)
+        let marker = Array("\"files\":[".utf8)
+        let at = (0...(text.count - marker.count)).first { Array(text[$0..<$0 + marker.count]) == marker }!
+        return (Array(text[..<(at + marker.count)]), Array(text[(at + marker.count)...]))
+    }
+
+    private func copy(_ c: (fd: Int32, remaining: Int)) throws {
+        var buffer = [UInt8](repeating: 0, count: min(c.remaining, chunk))
+        let n = buffer.withUnsafeMutableBytes { read(c.fd, $0.baseAddress, $0.count) }
+        guard n > 0 else {
+            closeDescriptor(c.fd)
+            copying = nil
+            throw ApiError(.storageUnavailable, "A file ended early while it was archived.")
+        }
+        try data(Array(buffer[0..<n]))
+        if c.remaining - n == 0 {
+            closeDescriptor(c.fd)
+            copying = nil
+        } else {
+            copying = (c.fd, c.remaining - n)
+        }
+    }
+
+    private func startEntry(_ path: String, size: Int, compressed: Bool) throws {
+        // Files (photos, audio) are compressed already: stored as they are; text is deflated.
+        _ = compressed ? archive_write_zip_set_compression_deflate(archive) : archive_write_zip_set_compression_store(archive)
+        let entry = archive_entry_new()
+        defer { archive_entry_free(entry) }
+        archive_entry_set_pathname_utf8(entry, path)
+        archive_entry_set_size(entry, Int64(size))
+        archive_entry_set_filetype(entry, carchive_regular_file())
+        archive_entry_set_perm(entry, 0o644)
+        archive_entry_set_mtime(entry, time_t(now / 1000), 0)
+        guard archive_write_header(archive, entry) == ARCHIVE_OK else { throw archiveError() }
+    }
+
+    private func data(_ bytes: [UInt8]) throws {
+        guard !bytes.isEmpty else { return }
+        let n = bytes.withUnsafeBytes { archive_write_data(archive, $0.baseAddress, $0.count) }
+        guard n == bytes.count else { throw archiveError() }
+    }
+
+    private func archiveError() -> ApiError {
+        ApiError(.internalError, "The archive failed: \(archive_error_string(archive).map { String(cString: $0) } ?? "unknown").")
+    }
+
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        export.close()
+        if let c = copying { closeDescriptor(c.fd) }
+        copying = nil
+        archive_write_free(archive)
+        csv.remove()
+        manifestFiles.remove()
+    }
+
+    static func fileExtension(_ contentType: String) -> String {
+        switch contentType {
+        case "image/jpeg": "jpg"
+        case "image/png": "png"
+        case "image/gif": "gif"
+        case "image/webp": "webp"
+        case "image/heic": "heic"
+        case "image/heif": "heif"
+        case "application/pdf": "pdf"
+        case "audio/mpeg": "mp3"
+        case "audio/mp4", "audio/x-m4a": "m4a"
+        case "audio/wav", "audio/x-wav": "wav"
+        case "audio/ogg": "ogg"
+        case "video/mp4": "mp4"
+        case "text/plain": "txt"
+        case "text/csv": "csv"
+        default: "bin"
+        }
+    }
+}
+
+/// An append-only temp file (unlinked when removed), read back from its start.
+final class TempText {
+    let path: String
+    private let fd: Int32
+    private(set) var size = 0
+
+    init(directory: String) throws {
+        path = directory + "/export-" + UUID().uuidString
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ApiError(.storageUnavailable, "A temp file for the export could not be created.") }
+    }
+
+    func append(_ bytes: [UInt8]) throws {
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard n == bytes.count else { throw ApiError(.storageUnavailable, "The export's temp file could not be written (disk full?).") }
+        size += n
+    }
+
+    /// A descriptor reading from the start (the caller closes it).
+    func reopen() throws -> Int32 {
+        let r = open(path, O_RDONLY | O_CLOEXEC)
+        guard r >= 0 else { throw ApiError(.storageUnavailable, "The export's temp file could not be read.") }
+        return r
+    }
+
+    func remove() {
+        close(fd)
+        unlink(path)
+    }
+}
+
+/// `close(2)`, for types that have a `close()` of their own.
+private func closeDescriptor(_ fd: Int32) { _ = close(fd) }

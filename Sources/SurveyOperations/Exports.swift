@@ -1,0 +1,126 @@
+import SurveyDomain
+import SurveyStorage
+
+/// What an export asks for, as a door read it (malformed values are the door's 1031).
+public struct ExportRequest: Sendable {
+    /// csv, xlsx, geojson or zip: for the audit entry.
+    public var format: String
+    public var reviewStates: [ReviewState] = []
+    public var surveyVersionId: String?
+    public var submittedBy: String?
+    public var fieldTaskId: String?
+    public var receivedFrom: Int64?
+    public var receivedTo: Int64?
+    /// The `Surveyd-Export-Cursor` of an earlier export.
+    public var afterCursor: String?
+    /// The filters as the client gave them, for the audit entry and the zip's manifest.
+    public var described: [String: String] = [:]
+    public init(format: String) { self.format = format }
+}
+
+/// An export's cursor: a point in the audit sequence, which every change of a response advances
+/// in the change's own transaction. `ec1.<n>`: the version, then the sequence number.
+public enum ExportCursor {
+    public static func make(_ seq: Int64) -> String { "ec1.\(seq)" }
+
+    /// The sequence number, if this is a cursor this server could have issued (no more than
+    /// `latest`, the newest sequence number it has).
+    static func parse(_ s: String, latest: Int64) -> Int64? {
+        guard s.hasPrefix("ec1."), let n = Int64(s.dropFirst(4)), n >= 0, n <= latest,
+              String(n) == s.dropFirst(4) else { return nil }
+        return n
+    }
+}
+
+/// Taking responses out (reviewers and admins; a read, so never gated — an expired organization
+/// can always take its data out). An export reads one snapshot: every row is its response as of
+/// the export's cursor.
+public struct Exports: Sendable {
+    let operations: Operations
+
+    /// Order: tenancy (404), role (1006), the survey (404), the cursor (1031); then the snapshot
+    /// opens, its rows are counted and the export is audited (who, survey, format, filters,
+    /// rows). The caller streams the rows and closes the export.
+    public func open(orgId: String, surveyId: String, by user: UserRecord, _ request: ExportRequest) throws -> Export {
+        let ops = operations
+        try ops.member(user, of: orgId, withAnyOf: [.reviewer, .admin])
+        let snapshot = try ops.database.snapshot()
+        do {
+            let read = snapshot.read
+            guard let survey = try read.survey(orgId: orgId, surveyId: surveyId) else { throw ApiError.notFound() }
+            let latest = try snapshot.changeSequence()
+            var filter = ExportFilter(orgId: orgId, surveyId: surveyId)
+            if let c = request.afterCursor {
+                guard let seq = ExportCursor.parse(c, latest: latest) else {
+                    throw ApiError.malformed("afterCursor is not a cursor this server issued (use the Surveyd-Export-Cursor header of an earlier export).")
+                }
+                filter.changedAfter = seq
+            }
+            filter.reviewStates = request.reviewStates.map(\.rawValue)
+            filter.surveyVersionId = request.surveyVersionId
+            filter.submittedBy = request.submittedBy
+            filter.fieldTaskId = request.fieldTaskId
+            filter.receivedFrom = request.receivedFrom
+            filter.receivedTo = request.receivedTo
+            let versions = try read.surveyVersions(surveyId: surveyId).map { v in (v, try ops.definitions.definition(of: v)) }
+            let names = Dictionary(try read.users(orgId: orgId).map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
+            let rows = try snapshot.exportCount(filter)
+            let cursor = ExportCursor.make(latest)
+            var detail: [String: JSONValue] = ["format": .string(request.format), "rows": .number(Double(rows)), "cursor": .string(cursor)]
+            detail["filters"] = .object(request.described.mapValues { .string($0) })
+            let auditDetail = CanonicalJSON.string(.object(detail)), action = "export.\(request.format)"
+            _ = try ops.database.securityWrite(orgId: orgId, actor: user.userId) { tx in
+                try tx.audit(action: action, targetType: "survey", targetId: surveyId, detail: auditDetail)
+            }
+            return Export(snapshot: snapshot, survey: survey, versions: versions, submitterNames: names, cursor: cursor,
+                          rowCount: rows, responses: try snapshot.exportRows(filter), orgId: orgId, described: request.described)
+        } catch {
+            snapshot.close()
+            throw error
+        }
+    }
+}
+
+/// One export in progress: its snapshot, what it holds, and its rows one at a time. Used by one
+/// thread at a time; `close` ends the snapshot (idempotent; also when the client went away).
+public final class Export: @unchecked Sendable {
+    // @unchecked: one thread at a time (see the type's comment).
+    private let snapshot: Snapshot
+    public let survey: SurveyRecord
+    /// Every version of the survey, oldest first, with its definition.
+    public let versions: [(record: SurveyVersionRecord, definition: SurveyDefinition)]
+    public let submitterNames: [String: String]
+    public let cursor: String
+    public let rowCount: Int
+    private let responses: ResponseCursor
+    private let orgId: String
+    /// The filters as the client gave them (for a manifest).
+    public let described: [String: String]
+    private lazy var versionNumbers: [String: Int64] = Dictionary(versions.map { ($0.record.surveyVersionId, $0.record.number) },
+                                                                  uniquingKeysWith: { a, _ in a })
+
+    init(snapshot: Snapshot, survey: SurveyRecord, versions: [(SurveyVersionRecord, SurveyDefinition)], submitterNames: [String: String],
+         cursor: String, rowCount: Int, responses: ResponseCursor, orgId: String, described: [String: String]) {
+        self.described = described
+        self.snapshot = snapshot
+        self.survey = survey
+        self.versions = versions.map { (record: $0.0, definition: $0.1) }
+        self.submitterNames = submitterNames
+        self.cursor = cursor
+        self.rowCount = rowCount
+        self.responses = responses
+        self.orgId = orgId
+    }
+
+    /// The next response, or nil after the last.
+    public func next() throws -> ResponseRecord? { try responses.next() }
+
+    public func versionNumber(of surveyVersionId: String) -> Int64? { versionNumbers[surveyVersionId] }
+
+    /// An attached upload as of the snapshot (for the zip).
+    public func upload(clientUploadId: String) throws -> UploadRecord? {
+        try snapshot.read.upload(orgId: orgId, clientUploadId: clientUploadId)
+    }
+
+    public func close() { snapshot.close() }
+}

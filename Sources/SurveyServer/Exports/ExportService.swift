@@ -1,0 +1,160 @@
+import Foundation
+import SurveyDomain
+import SurveyExports
+import SurveyHTTP
+import SurveyOperations
+import SurveyStorage
+
+/// The API's door onto exports (`Exports`): `GET …/surveys/{surveyId}/responses.{csv,xlsx,geojson,zip}`,
+/// the filters read from the query, the body streamed from the export's snapshot (XLSX: built
+/// first, then sent — a workbook is a zip assembled when it is closed).
+struct ExportService {
+    let services: Services
+
+    enum Format: String, CaseIterable {
+        case csv, xlsx, geojson, zip
+        var contentType: String {
+            switch self {
+            case .csv: "text/csv; charset=utf-8"
+            case .xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+            case .geojson: "application/geo+json"
+            case .zip: "application/zip"
+            }
+        }
+    }
+
+    func register(into router: inout Router) {
+        for format in Format.allCases {
+            // Blocking: opening an export appends its audit entry (a write).
+            services.route(&router, "GET", "/v1/orgs/{orgId}/surveys/{surveyId}/responses.\(format.rawValue)",
+                           .member(anyOf: [.reviewer, .admin]), runs: .blocking) { context, request in
+                try export(format, context, request)
+            }
+        }
+    }
+
+    func export(_ format: Format, _ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+        let query = request.query
+        let bom = try Self.flag(query, "bom")
+        let split = try Self.flag(query, "splitSelectMultiples")
+        let export = try services.operations.exports.open(orgId: context.orgId, surveyId: request.parameter("surveyId"),
+                                                          by: try context.member(), try Self.exportRequest(format.rawValue, query))
+        let headers = [
+            ("Content-Type", format.contentType),
+            ("Content-Disposition", "attachment; filename=\"\(Self.filename(export.survey.title, now: services.clock.nowMillis())).\(format.rawValue)\""),
+            ("Surveyd-Export-Cursor", export.cursor),
+            ("Cache-Control", "private, no-store"),
+            ("X-Content-Type-Options", "nosniff"),
+        ]
+        let temp = services.blobs.layout.temp
+        let producer: any ExportProducer
+        switch format {
+        case .csv:
+            producer = CSVProducer(export, splitSelectMultiples: split, bom: bom)
+        case .xlsx:
+            defer { export.close() }
+            let path = temp + "/export-" + UUID().uuidString + ".xlsx"
+            defer { unlink(path) }  // the open descriptor keeps the bytes until they are sent
+            _ = try XLSXWorkbook.write(export, splitSelectMultiples: split, to: path, tempDirectory: temp)
+            guard let file = HTTPResponse.file(path: path, headers: headers) else { throw ApiError(.storageUnavailable, "The spreadsheet cannot be read.") }
+            return file
+        case .zip:
+            do {
+                producer = try ZipProducer(export, blobs: services.blobs, tempDirectory: temp, filters: export.described, now: services.clock.nowMillis())
+            } catch {
+                export.close()
+                throw error
+            }
+        case .geojson:
+            let columns = export.columns(splitSelectMultiples: false)
+            let field = query["geoField"] ?? columns.firstGeopoint
+            guard let field, columns.questions.contains(where: { $0.id == field && $0.type == .geopoint }) else {
+                export.close()
+                throw ApiError(.validationFailed, "geoField must name a geopoint question of the survey.",
+                               errors: [FieldError(path: "geoField", message: field == nil ? "the survey has no geopoint question" : "not a geopoint question")])
+            }
+            producer = GeoJSONProducer(export, geoField: field)
+        }
+        return .stream(ExportStream(producer), headers: headers)
+    }
+
+    /// The filters; a value that cannot be read is 1031.
+    static func exportRequest(_ format: String, _ query: [String: String]) throws -> ExportRequest {
+        var r = ExportRequest(format: format)
+        for key in ["reviewState", "surveyVersionId", "submittedBy", "fieldTaskId", "receivedFrom", "receivedTo", "afterCursor",
+                    "bom", "splitSelectMultiples", "geoField"] {
+            if let v = query[key] { r.described[key] = v }
+        }
+        if let states = query["reviewState"] {
+            r.reviewStates = try states.split(separator: ",", omittingEmptySubsequences: false).map {
+                guard let s = ReviewState(rawValue: String($0)) else {
+                    throw ApiError.malformed("reviewState must be a comma-separated list of \(ReviewState.allCases.map(\.rawValue).joined(separator: ", ")).")
+                }
+                return s
+            }
+        }
+        r.surveyVersionId = query["surveyVersionId"]
+        r.submittedBy = query["submittedBy"]
+        r.fieldTaskId = query["fieldTaskId"]
+        r.receivedFrom = try time(query, "receivedFrom")
+        r.receivedTo = try time(query, "receivedTo")
+        r.afterCursor = query["afterCursor"]
+        return r
+    }
+
+    static func time(_ query: [String: String], _ key: String) throws -> Int64? {
+        guard let v = query[key] else { return nil }
+        guard let t = Timestamp.parse(v) else { throw ApiError.malformed("\(key) must be an RFC 3339 date-time.") }
+        return t
+    }
+
+    static func flag(_ query: [String: String], _ key: String) throws -> Bool {
+        switch query[key] {
+        case nil, "false": return false
+        case "true": return true
+        default: throw ApiError.malformed("\(key) must be true or false.")
+        }
+    }
+
+    /// `<survey title>-<date>`, in characters safe in any file system and header.
+    static func filename(_ title: String, now: Int64) -> String {
+        var safe = String(title.unicodeScalars.map { s -> Character in
+            s.isASCII && (CharacterSet.alphanumerics.contains(s) || s == "-" || s == "_") ? Character(s) : "_"
+        })
+        safe = String(safe.prefix(80))
+        if safe.allSatisfy({ $0 == "_" }) { safe = "survey" }
+        return safe + "-" + Timestamp.format(now).prefix(10)
+    }
+}
+
+/// Hands an export's producer to libmicrohttpd as it asks for bytes.
+final class ExportStream: BodySource, @unchecked Sendable {
+    // @unchecked: libmicrohttpd asks one connection's body for bytes one call at a time.
+    private let producer: any ExportProducer
+    private var pending: [UInt8] = []
+    private var offset = 0
+    private var more = true
+
+    init(_ producer: any ExportProducer) { self.producer = producer }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while offset == pending.count {
+            guard more else { return 0 }
+            pending.removeAll(keepingCapacity: true)
+            offset = 0
+            do { more = try producer.produce(into: &pending) } catch {
+                // The client sees the body cut short (no last chunk); the log says why.
+                StandardError.line("surveyd: an export stopped part-way: \(error)")
+                throw error
+            }
+        }
+        let n = min(buffer.count, pending.count - offset)
+        pending.withUnsafeBytes { src in
+            buffer.baseAddress!.copyMemory(from: src.baseAddress! + offset, byteCount: n)
+        }
+        offset += n
+        return n
+    }
+
+    func close() { producer.close() }
+}

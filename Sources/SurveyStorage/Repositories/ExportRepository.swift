@@ -1,0 +1,66 @@
+import SurveyDomain
+
+/// Which responses of a survey an export holds.
+public struct ExportFilter: Sendable {
+    public var orgId: String
+    public var surveyId: String
+    /// Any of these states (empty: all).
+    public var reviewStates: [String] = []
+    public var surveyVersionId: String?
+    public var submittedBy: String?
+    public var fieldTaskId: String?
+    /// Inclusive, server time in milliseconds.
+    public var receivedFrom: Int64?
+    /// Exclusive.
+    public var receivedTo: Int64?
+    /// Only responses created or changed after this point of the audit sequence.
+    public var changedAfter: Int64?
+
+    public init(orgId: String, surveyId: String) { self.orgId = orgId; self.surveyId = surveyId }
+
+    /// The WHERE clause and its arguments.
+    var condition: (sql: String, args: [SQLValue]) {
+        var sql = "org_id = ? AND survey_id = ?"
+        var args: [SQLValue] = [.text(orgId), .text(surveyId)]
+        if !reviewStates.isEmpty {
+            sql += " AND review_state IN (" + reviewStates.map { _ in "?" }.joined(separator: ",") + ")"
+            args += reviewStates.map { .text($0) }
+        }
+        if let surveyVersionId { sql += " AND survey_version_id = ?"; args.append(.text(surveyVersionId)) }
+        if let submittedBy { sql += " AND submitter = ?"; args.append(.text(submittedBy)) }
+        if let fieldTaskId { sql += " AND field_task_id = ?"; args.append(.text(fieldTaskId)) }
+        if let receivedFrom { sql += " AND received_at >= ?"; args.append(.int(receivedFrom)) }
+        if let receivedTo { sql += " AND received_at < ?"; args.append(.int(receivedTo)) }
+        if let changedAfter {
+            // Every change of a response appends its audit entry in the same transaction.
+            sql += " AND response_id IN (SELECT target_id FROM audit WHERE org_id = ? AND seq > ? AND target_type = 'response')"
+            args += [.text(orgId), .int(changedAfter)]
+        }
+        return (sql, args)
+    }
+}
+
+extension Snapshot {
+    /// The last audit sequence number this snapshot sees: every change of a response up to it is
+    /// in the snapshot, none after it.
+    public func changeSequence() throws -> Int64 {
+        try conn.query("SELECT COALESCE(MAX(seq), 0) FROM audit").first?.int(0) ?? 0
+    }
+
+    public func exportCount(_ filter: ExportFilter) throws -> Int {
+        let c = filter.condition
+        return Int(try conn.query("SELECT COUNT(*) FROM responses WHERE \(c.sql)", c.args).first?.int(0) ?? 0)
+    }
+
+    /// The responses in response-id order (ids are time-ordered), one at a time.
+    public func exportRows(_ filter: ExportFilter) throws -> ResponseCursor {
+        let c = filter.condition
+        return ResponseCursor(try rows("SELECT \(ReadContext.responseColumns) FROM responses WHERE \(c.sql) ORDER BY response_id", c.args))
+    }
+}
+
+public final class ResponseCursor {
+    private let rows: RowCursor
+    init(_ rows: RowCursor) { self.rows = rows }
+    public func next() throws -> ResponseRecord? { try rows.next().map(ReadContext.response) }
+}
