@@ -37,6 +37,7 @@ let package = Package(
         .testTarget(name: "SurveyStorageTests", dependencies: ["SurveyStorage", "SurveyDomain"]),
         .testTarget(name: "SurveyHTTPTests", dependencies: ["SurveyHTTP"]),
         .testTarget(name: "SurveyOperationsTests", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain"]),
+        .testTarget(name: "SurveyExportsTests", dependencies: ["SurveyExports", "SurveyStorage", "SurveyDomain"]),
         .testTarget(name: "EndToEndTests", dependencies: ["SurveyServer", "SurveyOperations", "SurveyStorage", "SurveyDomain"]),
     ]
 )

@@ -154,7 +154,8 @@ for key, name, p in [("path.surveyId", "surveys", 0.5), ("path.surveyVersionId",
                      ("header.Survey-Version-Id", "versions", 0.6), ("header.Question-Id", "questions", 0.6),
                      ("body.surveyVersionId", "versions", 0.7), ("body.contentHash", "hashes", 0.7), ("body.surveyId", "surveys", 0.6),
                      ("body.assigneeUserId", "assignees", 0.6), ("body.fieldTaskId", "tasks", 0.3),
-                     ("body.clientSubmissionId", "fresh", 0.8), ("header.Idempotency-Key", "fresh", 0.6)]:
+                     ("body.clientSubmissionId", "fresh", 0.8), ("header.Idempotency-Key", "fresh", 0.6),
+                     ("query.surveyVersionId", "versions", 0.5), ("query.fieldTaskId", "tasks", 0.5), ("query.submittedBy", "assignees", 0.5)]:
     lines.append(f'"{key}" = {{ dictionary = "{name}", probability = {p} }}')
 # --checks all: the answers a schema cannot predict, each with its reason (Docs/architecture.md).
 # tus demands 412 (not 400) for a missing or unsupported Tus-Resumable header, and 413 is the
@@ -168,7 +169,12 @@ lines += ["[checks.negative_data_rejection]", 'expected-statuses = ["400", "401"
 for op, statuses in [("createTask", ["422"]), ("createToken", ["422"]), ("submitResponse", ["413", "422"]),
                      ("resubmitResponse", ["413", "422"]), ("reviewResponse", ["422"]), ("publishVersion", ["413", "422"]),
                      ("putUpload", ["413", "415", "422"]), ("tusCreate", ["400", "413", "415", "422"]), ("tusPatch", ["410", "413", "415", "422", "460"]),
-                     ("tusHead", ["410"]), ("tusDelete", ["410"])]:
+                     ("tusHead", ["410"]), ("tusDelete", ["410"]),
+                     # Exports: a well-formed cursor past the newest one this server issued and a
+                     # date-time no calendar has (a leap second) are 400 / 1031; a geoField that is
+                     # not a geopoint question of the survey is 422 / 1002.
+                     ("exportResponsesCsv", ["400"]), ("exportResponsesXlsx", ["400"]), ("exportResponsesZip", ["400"]),
+                     ("exportResponsesGeoJSON", ["400", "422"])]:
     lines += ["[[operations]]", f"include-operation-id = {q(op)}",
               "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "409", "429"] + statuses)]
 open(os.path.join(work, "schemathesis.toml"), "w").write("\n".join(lines) + "\n")

@@ -20,33 +20,56 @@ public enum CSVEncoder {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             switch c {
             case .empty: break
-            case .number(let d): out += Array(number(d).utf8)
-            case .timestamp(let t): out += Array(Timestamp.format(t).utf8)
-            case .text(let s):
-                if let first = s.utf8.first, [UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "@"), 9, 13].contains(first) {
-                    field("'" + s, into: &out)
-                } else {
-                    field(s, into: &out)
-                }
+            case .number(let d): number(d, into: &out)
+            case .timestamp(let t): out += Timestamp.format(t).utf8
+            case .text(let s): field(s, into: &out, guardingFormulas: true)
             }
         }
         out += [13, 10]
     }
 
-    static func field(_ s: String, into out: inout [UInt8]) {
-        let needsQuotes = s.utf8.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 10 || $0 == 13 }
-        guard needsQuotes else { out += s.utf8; return }
-        out.append(UInt8(ascii: "\""))
-        for b in s.utf8 {
-            if b == UInt8(ascii: "\"") { out.append(b) }
-            out.append(b)
+    /// One field, quoted only when it must be; with `guardingFormulas`, a leading `'` before a
+    /// first byte a spreadsheet reads as the start of a formula. (The hot loop of an export: it
+    /// scans the string's own UTF-8 bytes once, without copying them first.)
+    static func field(_ s: String, into out: inout [UInt8], guardingFormulas: Bool = false) {
+        var s = s
+        s.withUTF8 { bytes in
+            guard let first = bytes.first else { return }
+            var needsQuotes = false
+            for b in bytes where b == UInt8(ascii: ",") || b == UInt8(ascii: "\"") || b == 10 || b == 13 {
+                needsQuotes = true
+                break
+            }
+            if needsQuotes { out.append(UInt8(ascii: "\"")) }
+            if guardingFormulas {
+                switch first {
+                case UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "@"), 9, 13: out.append(UInt8(ascii: "'"))
+                default: break
+                }
+            }
+            if needsQuotes {
+                for b in bytes {
+                    if b == UInt8(ascii: "\"") { out.append(b) }
+                    out.append(b)
+                }
+                out.append(UInt8(ascii: "\""))
+            } else {
+                out.append(contentsOf: bytes)
+            }
         }
-        out.append(UInt8(ascii: "\""))
     }
 
-    /// Integers without a fraction; other numbers as Swift's shortest round-trip form.
-    static func number(_ d: Double) -> String {
-        if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) }
-        return String(d)
+    /// Integers without a fraction, written digit by digit; other numbers as Swift's shortest
+    /// round-trip form.
+    static func number(_ d: Double, into out: inout [UInt8]) {
+        guard d == d.rounded(), abs(d) < 1e15 else { out += String(d).utf8; return }
+        var v = Int64(d)
+        if v < 0 { out.append(UInt8(ascii: "-")); v = -v }
+        if v == 0 { out.append(UInt8(ascii: "0")); return }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { d in
+            var n = 0
+            while v > 0 { d[n] = UInt8(48 + v % 10); v /= 10; n += 1 }
+            for i in stride(from: n - 1, through: 0, by: -1) { out.append(d[i]) }
+        }
     }
 }

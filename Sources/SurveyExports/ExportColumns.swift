@@ -49,6 +49,9 @@ public struct ExportColumns: Sendable {
         return h
     }
 
+    /// A select_multiple question's choices over every version, as its split columns list them.
+    func choices(of questionId: String) -> [String] { choices[questionId] ?? [] }
+
     /// The first geopoint question, the default of a GeoJSON export.
     public var firstGeopoint: String? { questions.first { $0.type == .geopoint }?.id }
 
@@ -62,7 +65,10 @@ public struct ExportColumns: Sendable {
         ]
         out.reserveCapacity(header.count)
         for q in questions {
-            let value = r.answers[q.id].flatMap { $0.isNull ? nil : $0 }
+            // A null answer is an empty cell. (Not `flatMap { $0.isNull ? nil : $0 }`: JSONValue
+            // is ExpressibleByNilLiteral, so that `nil` would be `.null` again.)
+            let stored = r.answers[q.id]
+            let value: JSONValue? = stored?.isNull == true ? nil : stored
             switch q.type {
             case .geopoint:
                 let o = value?.objectValue

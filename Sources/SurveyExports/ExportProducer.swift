@@ -15,11 +15,7 @@ extension Export {
     /// The next response as an export row, or nil after the last.
     func nextRow() throws -> ExportRow? {
         guard let r = try next() else { return nil }
-        let answers = (try? JSONParser.parse(Array(r.answers.utf8)))?.objectValue ?? [:]
-        return ExportRow(responseId: r.responseId, clientSubmissionId: r.clientSubmissionId, surveyVersionId: r.surveyVersionId,
-                         versionNumber: versionNumber(of: r.surveyVersionId), submittedBy: r.submitter,
-                         submitterName: submitterNames[r.submitter], receivedAt: r.receivedAt, capturedAt: r.capturedAt,
-                         reviewState: r.reviewState, revision: r.revision, fieldTaskId: r.fieldTaskId, answers: answers)
+        return ExportRow(r, versionNumber: versionNumber(of: r.surveyVersionId), submitterName: submitterNames[r.submitter])
     }
 
     /// The export's columns over all versions.
@@ -36,12 +32,14 @@ public final class CSVProducer: ExportProducer {
     private let export: Export
     private let columns: ExportColumns
     private let bom: Bool
+    private var writer: CSVRowWriter
     private var started = false
 
     public init(_ export: Export, splitSelectMultiples: Bool, bom: Bool) {
         self.export = export
         self.columns = export.columns(splitSelectMultiples: splitSelectMultiples)
         self.bom = bom
+        writer = CSVRowWriter(columns)
     }
 
     public func produce(into out: inout [UInt8]) throws -> Bool {
@@ -51,8 +49,9 @@ public final class CSVProducer: ExportProducer {
             CSVEncoder.line(columns.header, into: &out)
         }
         while out.count < chunk {
-            guard let row = try export.nextRow() else { close(); return false }
-            CSVEncoder.line(columns.cells(row), into: &out)
+            guard let r = try export.next() else { close(); return false }
+            writer.line(r, versionNumber: export.versionNumber(of: r.surveyVersionId), submitterName: export.submitterNames[r.submitter],
+                        file: nil, into: &out)
         }
         return true
     }

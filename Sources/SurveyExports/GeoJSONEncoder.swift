@@ -26,7 +26,8 @@ public struct GeoJSONEncoder: Sendable {
         if let c = r.capturedAt { properties["capturedAt"] = .string(Timestamp.format(c)) }
         if let t = r.fieldTaskId { properties["fieldTaskId"] = .string(t) }
         if let a = point["accuracy"], !a.isNull { properties["\(geoField).accuracy"] = a }
-        for (k, v) in r.answers where k != geoField { properties[k] = v }
+        // A file answer as its clientUploadId, as in the CSV: a GIS reads flat properties best.
+        for (k, v) in r.answers where k != geoField { properties[k] = v.objectValue?["clientUploadId"] ?? v }
         let feature: JSONValue = ["type": "Feature", "geometry": ["type": "Point", "coordinates": [.number(lon), .number(lat)]],
                                   "properties": .object(properties)]
         if !first { out.append(UInt8(ascii: ",")) }

@@ -12,6 +12,7 @@ import SurveyStorage
 public final class ZipProducer: ExportProducer {
     private let export: Export
     private let columns: ExportColumns
+    private var writer: CSVRowWriter
     private let blobs: BlobStore
     private let described: [String: String]
     private let now: Int64
@@ -34,9 +35,11 @@ public final class ZipProducer: ExportProducer {
 
     final class Sink { var out: [UInt8] = [] }
 
-    public init(_ export: Export, blobs: BlobStore, tempDirectory: String, filters: [String: String], now: Int64) throws {
+    public init(_ export: Export, splitSelectMultiples: Bool, bom: Bool, blobs: BlobStore, tempDirectory: String,
+                filters: [String: String], now: Int64) throws {
         self.export = export
-        self.columns = export.columns(splitSelectMultiples: false)
+        self.columns = export.columns(splitSelectMultiples: splitSelectMultiples)
+        writer = CSVRowWriter(columns)
         self.blobs = blobs
         self.described = filters
         self.now = now
@@ -52,7 +55,7 @@ public final class ZipProducer: ExportProducer {
             Unmanaged<Sink>.fromOpaque(cls).takeUnretainedValue().out += UnsafeRawBufferPointer(start: buf, count: n)
             return n
         }, nil, nil) == ARCHIVE_OK else { throw ApiError(.internalError, "The archive could not be opened.") }
-        var header: [UInt8] = []
+        var header: [UInt8] = bom ? CSVEncoder.byteOrderMark : []
         CSVEncoder.line(columns.header, into: &header)
         try csv.append(header)
     }
@@ -75,7 +78,7 @@ public final class ZipProducer: ExportProducer {
             }
             switch phase {
             case .rows:
-                guard let row = try export.nextRow() else {
+                guard let r = try export.next() else {
                     export.close()
                     phase = .csv
                     try startEntry("responses.csv", size: csv.size, compressed: true)
@@ -84,7 +87,8 @@ public final class ZipProducer: ExportProducer {
                 }
                 rows += 1
                 var line: [UInt8] = []
-                CSVEncoder.line(columns.cells(row, file: { self.attach(row, questionId: $0, clientUploadId: $1) }), into: &line)
+                writer.line(r, versionNumber: export.versionNumber(of: r.surveyVersionId), submitterName: export.submitterNames[r.submitter],
+                            file: { self.attach(responseId: r.responseId, questionId: $0, clientUploadId: $1) }, into: &line)
                 if let failure { throw failure }
                 try csv.append(line)
             case .csv:
@@ -111,10 +115,10 @@ public final class ZipProducer: ExportProducer {
 
     /// A file answer: its upload is queued for the archive, listed in the manifest, and its
     /// cell holds the path. An answer whose upload is not there keeps its id.
-    private func attach(_ row: ExportRow, questionId: String, clientUploadId: String) -> String {
+    private func attach(responseId: String, questionId: String, clientUploadId: String) -> String {
         do {
             guard let upload = try export.upload(clientUploadId: clientUploadId) else { return clientUploadId }
-            let path = "files/\(row.responseId)/\(questionId)-\(clientUploadId).\(Self.fileExtension(upload.contentType))"
+            let path = "files/\(responseId)/\(questionId)-\(clientUploadId).\(Self.fileExtension(upload.contentType))"
             queued.append((path, blobs.path(sha256: upload.sha256), Int(upload.size)))
             let entry: JSONValue = ["path": .string(path), "size": .number(Double(upload.size)), "sha256": .string(upload.sha256),
                                     "contentType": .string(upload.contentType)]
@@ -141,6 +145,11 @@ public final class ZipProducer: ExportProducer {
     }
 
     private func copy(_ c: (fd: Int32, remaining: Int)) throws {
+        guard c.remaining > 0 else {  // an empty entry (a manifest without files): nothing to read
+            closeDescriptor(c.fd)
+            copying = nil
+            return
+        }
         var buffer = [UInt8](repeating: 0, count: min(c.remaining, chunk))
         let n = buffer.withUnsafeMutableBytes { read(c.fd, $0.baseAddress, $0.count) }
         guard n > 0 else {

@@ -283,6 +283,29 @@ import SurveyDomain
         #expect(try FileManager.default.contentsOfDirectory(atPath: w.f.server.dataDir + "/tmp").isEmpty)
     }
 
+    /// A zip without any file (no row has one; no row at all): a whole archive all the same, its
+    /// manifest's list empty. (The empty list once ended the archive part-way.)
+    @Test func aZipWithoutFilesIsWholeToo() throws {
+        let w = try World()
+        _ = try w.submit("exp-zip-none-1", w.second, ["size": 1])
+        let all = try w.csv().rows.count - 1  // without the header
+        #expect(all >= 1)
+        for (query, rows) in [("", all), ("receivedFrom=2100-01-01T00:00:00Z", 0)] {
+            let r = try w.export("zip", query)
+            #expect(r.status == 200)
+            let path = w.f.server.dataDir + "/export-empty.zip"
+            FileManager.default.createFile(atPath: path, contents: Data(r.body))
+            let seen = try Self.python("""
+                import sys, json, zipfile
+                z = zipfile.ZipFile(sys.argv[1])
+                assert z.testzip() is None
+                print(json.dumps({"names": z.namelist(), "manifest": json.loads(z.read("manifest.json"))}))
+                """, path)
+            #expect(seen["names"]?.arrayValue?.compactMap(\.stringValue) == ["responses.csv", "manifest.json"])
+            #expect(seen["manifest"]?["files"]?.arrayValue?.isEmpty == true && seen["manifest"]?["rows"]?.intValue == rows)
+        }
+    }
+
     @Test func theXLSXSheetHasTypedCells() throws {
         let w = try World()
         let a = try w.submit("exp-xls-0001", w.second, ["size": 2.5, "note": "=1+1"])
