@@ -8,12 +8,13 @@
 #
 # It copies $BENCH_DIR/data to $BENCH_DIR/export-data, tops it up to $COUNT responses of the
 # benchmark survey (seed_responses.py; the server stopped), then:
-#   1. floor: `sqlite3 -csv` selects the stored columns of those rows in id order to /dev/null;
-#   2. export: `curl …/responses.csv` to /dev/null while the server's RSS is sampled every 0.1 s;
+#   1. floor: `sqlite3 -csv` selects the stored columns of those rows in id order;
+#   2. export: `curl …/responses.csv`, the server's RSS sampled every 0.1 s — alternating with
+#      the floor $ROUNDS times, both to /dev/null, then once both to files;
 #   3. submissions: wrk submit.lua for $SECS s alone, then $SECS s with exports running back to
 #      back beside it; the WAL's size is recorded after each (a long read snapshot stops the
 #      checkpointer from restarting the WAL, so it grows while submissions continue).
-# Environment: BENCH_DIR (/tmp/surveyd-bench) SCRATCH (/tmp/bench-build) COUNT (1000000) SECS (20) PORT (18080)
+# Environment: BENCH_DIR (/tmp/surveyd-bench) SCRATCH (/tmp/bench-build) COUNT (1000000) SECS (20) PORT (18080) ROUNDS (3)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -50,17 +51,15 @@ fi
 ROWS=$(sqlite3 "$DATA/surveyd.sqlite" "SELECT COUNT(*) FROM responses WHERE org_id = '$ORG' AND survey_id = '$SURVEY'")
 rec "rows=$ROWS"
 
-# 1. The floor: the stored columns, as CSV, by the sqlite3 tool (a warm-up run first, like the export's).
+# 1 and 2, alternately ($ROUNDS times): the floor — the stored columns as CSV by the sqlite3
+# tool — and the server's CSV export, both to /dev/null (the strict comparison: the tool pays
+# nothing for its output, the server pays the loopback socket); then once more both to files
+# on the same disk (what a user running either does). The server's RSS is sampled every 0.1 s
+# throughout every export.
 FLOOR_SQL="SELECT response_id, client_submission_id, survey_version_id, submitter, received_at, captured_at, review_state, revision, field_task_id, answers FROM responses WHERE org_id = '$ORG' AND survey_id = '$SURVEY' ORDER BY response_id"
-sqlite3 -csv "$DATA/surveyd.sqlite" "$FLOOR_SQL" > /dev/null
-t0=$(date +%s.%N)
-sqlite3 -csv -header "$DATA/surveyd.sqlite" "$FLOOR_SQL" > "$WORK/floor.csv"
-t1=$(date +%s.%N)
-FLOOR_S=$(echo "$t1 - $t0" | bc -l)
-rec "floor.seconds=$FLOOR_S bytes=$(stat -c %s "$WORK/floor.csv") rows_per_s=$(echo "$ROWS / $FLOOR_S" | bc -l | cut -d. -f1)"
-rm -f "$WORK/floor.csv"
+floor() { local t0 t1; t0=$(date +%s.%N); sqlite3 -csv -header "$DATA/surveyd.sqlite" "$FLOOR_SQL" > "$1"; t1=$(date +%s.%N); echo "$t1 - $t0" | bc -l; }
+sqlite3 -csv "$DATA/surveyd.sqlite" "$FLOOR_SQL" > /dev/null  # warm the page cache, like the export's warm-up
 
-# 2. The export, RSS sampled.
 "$BIN" serve --data-dir "$DATA" --port "$PORT" --startup-check quick --no-log > "$WORK/export-server.log" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null || true' EXIT
@@ -70,12 +69,24 @@ rec "rss.idle_kb=$(rss)"
 URL="$BASE/v1/orgs/$ORG/surveys/$SURVEY/responses.csv"
 curl -s -o /dev/null "$URL?receivedFrom=2100-01-01T00:00:00Z" -H "Authorization: Bearer $REVIEWER"  # warm the route
 MAXRSS=0
-curl -s -o /dev/null -w '%{time_total} %{size_download} %{time_starttransfer}\n' "$URL" -H "Authorization: Bearer $REVIEWER" > "$WORK/export.curl" &
-CURL=$!
-while kill -0 $CURL 2>/dev/null; do r=$(rss); [ "$r" -gt "$MAXRSS" ] && MAXRSS=$r; sleep 0.1; done
-read -r EXPORT_S EXPORT_BYTES FIRST_BYTE_S < "$WORK/export.curl"
-rec "export.seconds=$EXPORT_S bytes=$EXPORT_BYTES first_byte_s=$FIRST_BYTE_S rows_per_s=$(echo "$ROWS / $EXPORT_S" | bc -l | cut -d. -f1) max_rss_kb=$MAXRSS"
-rec "ratio.export_vs_floor=$(echo "$FLOOR_S / $EXPORT_S" | bc -l | cut -c1-5)"
+export_to() {
+    curl -s -o "$1" -w '%{time_total} %{size_download} %{time_starttransfer}\n' "$URL" -H "Authorization: Bearer $REVIEWER" > "$WORK/export.curl" &
+    local c=$! r
+    while kill -0 $c 2>/dev/null; do r=$(rss); [ "$r" -gt "$MAXRSS" ] && MAXRSS=$r; sleep 0.1; done
+}
+FLOOR_SUM=0; EXPORT_SUM=0
+for round in $(seq 1 "${ROUNDS:-3}"); do
+    F=$(floor /dev/null)
+    export_to /dev/null; read -r E BYTES FIRST < "$WORK/export.curl"
+    rec "round.$round floor_s=$F export_s=$E export_bytes=$BYTES first_byte_s=$FIRST ratio=$(echo "$F / $E" | bc -l | cut -c1-5)"
+    FLOOR_SUM=$(echo "$FLOOR_SUM + $F" | bc -l); EXPORT_SUM=$(echo "$EXPORT_SUM + $E" | bc -l)
+done
+rec "floor.rows_per_s=$(echo "$ROWS * ${ROUNDS:-3} / $FLOOR_SUM" | bc -l | cut -d. -f1) export.rows_per_s=$(echo "$ROWS * ${ROUNDS:-3} / $EXPORT_SUM" | bc -l | cut -d. -f1) max_rss_kb=$MAXRSS"
+rec "ratio.export_vs_floor=$(echo "$FLOOR_SUM / $EXPORT_SUM" | bc -l | cut -c1-5)"
+F=$(floor "$WORK/floor.csv")
+export_to "$WORK/export.csv"; read -r E BYTES FIRST < "$WORK/export.curl"
+rm -f "$WORK/floor.csv" "$WORK/export.csv"
+rec "to_files floor_s=$F export_s=$E ratio=$(echo "$F / $E" | bc -l | cut -c1-5)"
 
 # 3. Submissions alone, then beside exports.
 export LUA_PATH="$HERE/wrk/?.lua;;" FIXTURES="$HERE/fixtures" OUT_DIR="$WORK/ids-export" THREADS=2 PHASE=submit TOKEN="$COLLECTOR"
@@ -90,8 +101,8 @@ MAXRSS=0
 ( while kill -0 $LOOP 2>/dev/null; do r=$(rss); echo "$r"; sleep 0.2; done ) > "$WORK/export-rss.samples" &
 SAMPLER=$!
 BESIDE=$(submit beside)
-pkill -P $LOOP curl 2>/dev/null || true  # the export in flight: its client goes away, its snapshot ends
 kill $LOOP 2>/dev/null || true; wait $LOOP 2>/dev/null || true
+pkill -f -- "-o /dev/null $URL" 2>/dev/null || true  # the export in flight: its client goes away, its snapshot ends
 kill $SAMPLER 2>/dev/null || true
 MAXRSS=$(sort -n "$WORK/export-rss.samples" | tail -1)
 rec "submit.beside_export_per_s=$BESIDE wal_bytes=$(wal) max_rss_kb=$MAXRSS"

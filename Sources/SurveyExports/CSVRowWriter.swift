@@ -64,19 +64,16 @@ struct CSVRowWriter {
 
     /// The row's line. `file` turns a file answer's upload id into its cell (a zip's path); nil
     /// keeps the id.
-    mutating func line(_ r: ResponseRecord, versionNumber: Int64?, submitterName: String?,
+    mutating func line(_ r: ExportedResponse, versionNumber: Int64?, submitterName: String?,
                        file: ((_ questionId: String, _ clientUploadId: String) -> String)?, into out: inout [UInt8]) {
-        let start = out.count
-        CSVEncoder.line(metadata(r, versionNumber, submitterName), into: &out)
-        out.removeLast(2)  // the CRLF: the answers follow
         var answers = r.answers
         let read = answers.withUTF8 { fill(from: $0, file: file) }
         guard read else {
-            out.removeSubrange(start...)
             let row = ExportRow(r, versionNumber: versionNumber, submitterName: submitterName)
             CSVEncoder.line(columns.cells(row, file: file ?? { $1 }), into: &out)
             return
         }
+        metadata(r, versionNumber, submitterName, into: &out)
         scratch.withUnsafeBufferPointer { s in
             for (a, b) in spans {
                 out.append(UInt8(ascii: ","))
@@ -86,10 +83,23 @@ struct CSVRowWriter {
         out += [13, 10]
     }
 
-    private func metadata(_ r: ResponseRecord, _ versionNumber: Int64?, _ submitterName: String?) -> [Cell] {
-        [.text(r.responseId), .text(r.clientSubmissionId), .text(r.surveyVersionId), versionNumber.map { .number(Double($0)) } ?? .empty,
-         .text(r.submitter), submitterName.map(Cell.text) ?? .empty, .timestamp(r.receivedAt), r.capturedAt.map(Cell.timestamp) ?? .empty,
-         .text(r.reviewState), .number(Double(r.revision)), r.fieldTaskId.map(Cell.text) ?? .empty]
+    /// The metadata columns, as `CSVEncoder.line` writes their cells.
+    private func metadata(_ r: ExportedResponse, _ versionNumber: Int64?, _ submitterName: String?, into out: inout [UInt8]) {
+        let comma = UInt8(ascii: ",")
+        CSVEncoder.field(r.responseId, into: &out, guardingFormulas: true); out.append(comma)
+        CSVEncoder.field(r.clientSubmissionId, into: &out, guardingFormulas: true); out.append(comma)
+        CSVEncoder.field(r.surveyVersionId, into: &out, guardingFormulas: true); out.append(comma)
+        if let versionNumber { CSVEncoder.number(Double(versionNumber), into: &out) }
+        out.append(comma)
+        CSVEncoder.field(r.submitter, into: &out, guardingFormulas: true); out.append(comma)
+        if let submitterName { CSVEncoder.field(submitterName, into: &out, guardingFormulas: true) }
+        out.append(comma)
+        out += Timestamp.format(r.receivedAt).utf8; out.append(comma)
+        if let c = r.capturedAt { out += Timestamp.format(c).utf8 }
+        out.append(comma)
+        CSVEncoder.field(r.reviewState, into: &out, guardingFormulas: true); out.append(comma)
+        CSVEncoder.number(Double(r.revision), into: &out); out.append(comma)
+        if let t = r.fieldTaskId { CSVEncoder.field(t, into: &out, guardingFormulas: true) }
     }
 
     /// Reads the answers object into `spans`; false when it is not what canonical answers look like.
@@ -292,7 +302,7 @@ struct CSVRowWriter {
 
 extension ExportRow {
     /// The row with its answers parsed (the general path).
-    init(_ r: ResponseRecord, versionNumber: Int64?, submitterName: String?) {
+    init(_ r: ExportedResponse, versionNumber: Int64?, submitterName: String?) {
         let answers = (try? JSONParser.parse(Array(r.answers.utf8)))?.objectValue ?? [:]
         self.init(responseId: r.responseId, clientSubmissionId: r.clientSubmissionId, surveyVersionId: r.surveyVersionId,
                   versionNumber: versionNumber, submittedBy: r.submitter, submitterName: submitterName, receivedAt: r.receivedAt,

@@ -92,7 +92,7 @@ public final class Export: @unchecked Sendable {
     public let submitterNames: [String: String]
     public let cursor: String
     public let rowCount: Int
-    private let responses: ResponseCursor
+    private let responses: ExportRows
     private let orgId: String
     /// The filters as the client gave them (for a manifest).
     public let described: [String: String]
@@ -100,7 +100,7 @@ public final class Export: @unchecked Sendable {
                                                                   uniquingKeysWith: { a, _ in a })
 
     init(snapshot: Snapshot, survey: SurveyRecord, versions: [(SurveyVersionRecord, SurveyDefinition)], submitterNames: [String: String],
-         cursor: String, rowCount: Int, responses: ResponseCursor, orgId: String, described: [String: String]) {
+         cursor: String, rowCount: Int, responses: ExportRows, orgId: String, described: [String: String]) {
         self.described = described
         self.snapshot = snapshot
         self.survey = survey
@@ -113,7 +113,7 @@ public final class Export: @unchecked Sendable {
     }
 
     /// The next response, or nil after the last.
-    public func next() throws -> ResponseRecord? { try responses.next() }
+    public func next() throws -> ExportedResponse? { try responses.next() }
 
     public func versionNumber(of surveyVersionId: String) -> Int64? { versionNumbers[surveyVersionId] }
 

@@ -18,10 +18,10 @@ import Testing
         ["id": "photo", "type": "file", "label": "photo", "accept": ["image/png"]],
     ]]
 
-    static func record(_ answers: String) -> ResponseRecord {
-        ResponseRecord(responseId: "rsp_1", orgId: "org_1", clientSubmissionId: "-starts-with-minus", submitter: "usr_1", surveyId: "srv_1",
-                       surveyVersionId: "sv_1", requestDigest: "", requestSHA256: [], answers: answers, fieldTaskId: nil,
-                       capturedAt: 1_700_000_000_123, receivedAt: 1_700_000_001_000, reviewState: "submitted", revision: 3)
+    static func record(_ answers: String) -> ExportedResponse {
+        ExportedResponse(responseId: "rsp_1", clientSubmissionId: "-starts-with-minus", surveyVersionId: "sv_1", submitter: "usr_1",
+                         receivedAt: 1_700_000_001_000, capturedAt: 1_700_000_000_123, reviewState: "submitted", revision: 3,
+                         fieldTaskId: "=task", answers: answers)
     }
 
     /// Answers as they are stored: canonical JSON, including shapes validation would refuse

@@ -53,14 +53,47 @@ extension Snapshot {
     }
 
     /// The responses in response-id order (ids are time-ordered), one at a time.
-    public func exportRows(_ filter: ExportFilter) throws -> ResponseCursor {
+    public func exportRows(_ filter: ExportFilter) throws -> ExportRows {
         let c = filter.condition
-        return ResponseCursor(try rows("SELECT \(ReadContext.responseColumns) FROM responses WHERE \(c.sql) ORDER BY response_id", c.args))
+        return ExportRows(try rows("""
+            SELECT response_id, client_submission_id, survey_version_id, submitter, received_at, captured_at, review_state,
+                   revision, field_task_id, answers
+            FROM responses WHERE \(c.sql) ORDER BY response_id
+            """, c.args))
     }
 }
 
-public final class ResponseCursor {
+/// A response as an export shows it: its columns, nothing of the request that made it (an
+/// export reads a million of these; each field not read is an allocation saved).
+public struct ExportedResponse: Sendable, Equatable {
+    public let responseId: String
+    public let clientSubmissionId: String
+    public let surveyVersionId: String
+    public let submitter: String
+    public let receivedAt: Int64
+    public let capturedAt: Int64?
+    public let reviewState: String
+    public let revision: Int64
+    public let fieldTaskId: String?
+    /// Canonical JSON, as stored.
+    public let answers: String
+
+    public init(responseId: String, clientSubmissionId: String, surveyVersionId: String, submitter: String, receivedAt: Int64,
+                capturedAt: Int64?, reviewState: String, revision: Int64, fieldTaskId: String?, answers: String) {
+        self.responseId = responseId; self.clientSubmissionId = clientSubmissionId; self.surveyVersionId = surveyVersionId
+        self.submitter = submitter; self.receivedAt = receivedAt; self.capturedAt = capturedAt; self.reviewState = reviewState
+        self.revision = revision; self.fieldTaskId = fieldTaskId; self.answers = answers
+    }
+}
+
+/// An export's rows, read one at a time from its snapshot.
+public final class ExportRows {
     private let rows: RowCursor
     init(_ rows: RowCursor) { self.rows = rows }
-    public func next() throws -> ResponseRecord? { try rows.next().map(ReadContext.response) }
+    public func next() throws -> ExportedResponse? {
+        guard let r = try rows.next() else { return nil }
+        return ExportedResponse(responseId: r.string(0), clientSubmissionId: r.string(1), surveyVersionId: r.string(2), submitter: r.string(3),
+                                receivedAt: r.int(4), capturedAt: r.optionalInt(5), reviewState: r.string(6), revision: r.int(7),
+                                fieldTaskId: r.optionalString(8), answers: r.string(9))
+    }
 }
