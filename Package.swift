@@ -15,6 +15,8 @@ let package = Package(
         // Export formats: XLSX (constant-memory mode) and zip (written through a callback, so it streams).
         .systemLibrary(name: "CXLSXWriter", pkgConfig: "xlsxwriter", providers: [.apt(["libxlsxwriter-dev"])]),
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
+        // Console passwords: Argon2id.
+        .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
 
         // Pure rules, no I/O.
         .target(name: "SurveyDomain", dependencies: ["CCrypto"]),
@@ -24,11 +26,14 @@ let package = Package(
         .target(name: "SurveyHTTP", dependencies: ["CMicroHTTPD", "SurveyDomain"]),
         // The operations every door calls (API, console, exports, webhooks): typed commands in,
         // typed outcomes out, the contract's order of checks. Knows nothing about HTTP.
-        .target(name: "SurveyOperations", dependencies: ["SurveyStorage", "SurveyDomain"]),
+        .target(name: "SurveyOperations", dependencies: ["SurveyStorage", "SurveyDomain", "CArgon2"]),
         // Export formats (CSV, GeoJSON, XLSX, zip) over an export's snapshot; no HTTP.
         .target(name: "SurveyExports", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain", "CXLSXWriter", "CArchive"]),
+        // The web console: server-rendered pages, sessions and forms over the same operations.
+        .target(name: "SurveyConsole", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyStorage", "SurveyDomain"],
+                resources: [.copy("Templates"), .copy("Assets")]),
         // The HTTP door: routes, decoding and rendering, the server's lifecycle.
-        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyExports", "SurveyStorage", "SurveyDomain", "CCrypto"],
+        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyExports", "SurveyConsole", "SurveyStorage", "SurveyDomain", "CCrypto"],
                 // The bundled OpenAPI document served at /v1/openapi.json (scripts/bundle_openapi.py).
                 resources: [.copy("Resources/openapi.json")]),
         .executableTarget(name: "surveyd", dependencies: ["SurveyServer"]),

@@ -57,3 +57,12 @@ static inline int cmhd_connection_fd(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info ? info->connect_fd : -1;
 }
+
+// The client's IPv4 address as text into `out` (at least 16 bytes); "" when unknown.
+// (MHD_get_connection_info is variadic, which Swift cannot call.)
+static inline void cmhd_client_address(struct MHD_Connection *connection, char *out, size_t size) {
+    out[0] = 0;
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL || info->client_addr->sa_family != AF_INET) return;
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)info->client_addr)->sin_addr, out, (socklen_t)size);
+}

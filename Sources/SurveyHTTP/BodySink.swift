@@ -19,11 +19,13 @@ public struct RequestHead: Sendable {
     public let query: [String: String]
     /// Header names are lowercased.
     public let headers: [String: String]
+    /// The peer's address ("" when unknown, as for in-process requests).
+    public let clientAddress: String
 
     public init(method: String, path: String, route: String, pathParameters: [String: String],
-                query: [String: String], headers: [String: String]) {
+                query: [String: String], headers: [String: String], clientAddress: String = "") {
         self.method = method; self.path = path; self.route = route; self.pathParameters = pathParameters
-        self.query = query; self.headers = headers
+        self.query = query; self.headers = headers; self.clientAddress = clientAddress
     }
 
     /// Names are lowercased only when they hold an upper-case letter: callers pass them in lower

@@ -23,6 +23,13 @@ final class Exchange {
     var discarded = 0
     var answered = false
 
+    /// The peer's IPv4 address (what sign-in throttling counts by).
+    lazy var clientAddress: String = {
+        var buffer = [CChar](repeating: 0, count: 64)
+        cmhd_client_address(connection, &buffer, buffer.count)
+        return String(cString: buffer)
+    }()
+
     init(method: String, path: String, connection: OpaquePointer) {
         self.method = method
         self.path = path
@@ -33,7 +40,8 @@ final class Exchange {
     }
 
     var head: RequestHead {
-        RequestHead(method: method, path: path, route: route?.pattern ?? "", pathParameters: params, query: query, headers: headers)
+        RequestHead(method: method, path: path, route: route?.pattern ?? "", pathParameters: params, query: query, headers: headers,
+                    clientAddress: clientAddress)
     }
 }
 

@@ -85,7 +85,8 @@ public struct Router: Sendable {
     /// Splits on the byte `/`, never on Characters: a combining mark after a slash (`/\u{1032}`)
     /// forms one grapheme with it, and a Character split would then not see the slash at all.
     static func patternSegments(_ pattern: String) -> [Segment] {
-        pattern.utf8.split(separator: UInt8(ascii: "/")).map { bytes in
+        // Split as paths are (empty segments kept), so `/console/` matches its trailing slash.
+        pattern.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst().map { bytes in
             if bytes.first == UInt8(ascii: "{") && bytes.last == UInt8(ascii: "}") {
                 return .parameter(String(decoding: bytes.dropFirst().dropLast(), as: UTF8.self))
             }

@@ -15,6 +15,8 @@ public struct Operations: Sendable {
     /// Requests carrying the same idempotency key take turns.
     public let turns: KeyTurns
     public let definitions = DefinitionCache()
+    /// Failed console sign-ins, per account and per address.
+    public let throttle = SignInThrottle()
     /// Server time: the store's clock, so the gate and the operations never disagree.
     public var clock: any ServerClock { database.clock }
 
@@ -49,4 +51,7 @@ public struct Operations: Sendable {
     public var users: Users { Users(operations: self) }
     public var organizations: Organizations { Organizations(operations: self) }
     public var exports: Exports { Exports(operations: self) }
+    public var invitations: Invitations { Invitations(operations: self) }
+    public var reviewQueue: ReviewQueue { ReviewQueue(operations: self) }
+    public var consoleSessions: ConsoleSessions { ConsoleSessions(operations: self) }
 }

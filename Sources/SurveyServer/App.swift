@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SurveyConsole
 import SurveyDomain
 import SurveyHTTP
 import SurveyOperations
@@ -74,6 +75,7 @@ public final class App: Sendable {
         var router = Router()
         let services = Services(operations: operations, uploadLocks: uploadLocks, readiness: readiness)
         services.register(into: &router)
+        try Console(operations: operations).register(into: &router)
         var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         http.maxBodyBytes = configuration.maxBodyBytes
         http.pollingThreads = configuration.httpThreads

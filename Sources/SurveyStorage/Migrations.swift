@@ -163,6 +163,31 @@ enum Migrations {
         ("responses-by-survey", """
         CREATE INDEX responses_survey ON responses(org_id, survey_id, response_id);
         """),
+        // The web console: a user's email (stored lowercased, unique across the server) and
+        // password (an Argon2id string), one-time invitations, and sessions — every secret kept
+        // only as its SHA-256.
+        ("console", """
+        ALTER TABLE users ADD COLUMN email TEXT;
+        ALTER TABLE users ADD COLUMN password_hash TEXT;
+        CREATE UNIQUE INDEX users_email ON users(email) WHERE email IS NOT NULL;
+        CREATE TABLE invitations (
+            token_hash BLOB PRIMARY KEY,
+            user_id TEXT NOT NULL REFERENCES users(user_id),
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            used_at INTEGER
+        );
+        CREATE INDEX invitations_user ON invitations(user_id);
+        CREATE TABLE console_sessions (
+            session_hash BLOB PRIMARY KEY,
+            user_id TEXT REFERENCES users(user_id),
+            token_id TEXT REFERENCES tokens(token_id),
+            csrf_token TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            seen_at INTEGER NOT NULL
+        );
+        CREATE INDEX console_sessions_user ON console_sessions(user_id);
+        """),
     ]
 
     static func currentVersion(_ conn: Connection) throws(SQLiteError) -> Int {

@@ -23,10 +23,13 @@ public struct WriteGate: Sendable {
     /// `org` — as the caller just read it — has expired. The write itself still goes through
     /// `write`, which decides again inside its transaction.
     public func refuseIfExpired(_ org: OrgRecord) throws {
-        guard database.clock.nowMillis() >= org.expiresAt else { return }
+        guard isExpired(org) else { return }
         onRefusal()
         throw Self.expired(org.expiresAt)
     }
+
+    /// The gate's rule, asked without a write (the console's banner and disabled buttons).
+    public func isExpired(_ org: OrgRecord) -> Bool { database.clock.nowMillis() >= org.expiresAt }
 
     /// When step 1 runs inside the transaction.
     public enum ReplayCheck: Sendable {

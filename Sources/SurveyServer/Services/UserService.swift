@@ -15,6 +15,25 @@ struct UserService {
         services.route(&router, "DELETE", "/v1/orgs/{orgId}/users/{userId}/tokens/{tokenId}", admins, revokeToken)
         services.route(&router, "DELETE", "/v1/orgs/{orgId}/users/{userId}", admins, deactivateUser)
         services.route(&router, "PUT", "/v1/orgs/{orgId}/users/{userId}/roles", admins, setRoles)
+        services.route(&router, "POST", "/v1/orgs/{orgId}/users/{userId}/invitations", admins, invite)
+    }
+
+    /// A one-time console link for the user, who sets a password on the page it opens. The
+    /// link's host is the one this request came to (`X-Forwarded-Proto: https` from a TLS proxy
+    /// makes it https).
+    func invite(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+        let scheme = request.header("x-forwarded-proto") == "https" ? "https" : "http"
+        let base = "\(scheme)://\(request.header("host") ?? "localhost")"
+        let render: @Sendable (Invitations.Issued) -> HTTPResponse = {
+            .json(201, ["invitationUrl": .string(base + "/console/invitations/" + $0.token), "expiresAt": .string(Timestamp.format($0.expiresAt)),
+                        "email": .string($0.email), "userId": .string($0.user.userId)])
+        }
+        let keyed = KeyedAnswer(request, render)
+        let outcome = try services.operations.invitations.invite(orgId: context.orgId, userId: request.parameter("userId"), by: context.caller,
+                                                                 key: keyed.key) {
+            try JSONBody(request.body).string("email")
+        }
+        return try keyed.answer(outcome)
     }
 
     static func userJSON(_ u: UserRecord) -> [String: JSONValue] {

@@ -62,10 +62,11 @@ extension SecurityTransaction {
         return true
     }
 
-    /// Deactivates a user and revokes every token of theirs.
+    /// Deactivates a user, revokes every token of theirs and ends their console sessions.
     public func deactivateUser(userId: String) throws {
         try context.conn.run("UPDATE users SET active = 0 WHERE user_id = ?", [.text(userId)])
         try context.conn.run("UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.int(now), .text(userId)])
+        try context.conn.run("DELETE FROM console_sessions WHERE user_id = ?", [.text(userId)])
         try audit(action: "user.deactivate", targetType: "user", targetId: userId)
     }
 

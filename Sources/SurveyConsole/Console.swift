@@ -1,0 +1,148 @@
+import Foundation
+import SurveyDomain
+import SurveyHTTP
+import SurveyOperations
+import SurveyStorage
+
+/// The web console (`/console/`): server-rendered pages for reviewers, admins and operators —
+/// another door onto the same operations as the API. It signs people in, keeps their session,
+/// checks the CSRF token and `Origin` of every form, and turns every refusal into a sentence.
+public struct Console: Sendable {
+    let operations: Operations
+    let pages: Pages
+    static let cookie = "surveyd_session"
+
+    public init(operations: Operations) throws {
+        self.operations = operations
+        pages = try Pages()
+    }
+
+    public func register(into router: inout Router) {
+        router.add("GET", "/console") { _ in Pages.redirect("/console/") }
+        router.add("GET", "/console/assets/console.css") { _ in
+            HTTPResponse(status: 200, headers: [("Content-Type", "text/css; charset=utf-8"), ("Cache-Control", "public, max-age=3600"),
+                                                 ("X-Content-Type-Options", "nosniff")], body: pages.stylesheet)
+        }
+        let signIn = SignInPages(console: self)
+        page(&router, "GET", "/console/sign-in", signIn.form)
+        page(&router, "POST", "/console/sign-in", signIn.signIn)
+        page(&router, "POST", "/console/sign-out", signIn.signOut)
+        page(&router, "GET", "/console/invitations/{invitationSecret}", signIn.invitation)
+        page(&router, "POST", "/console/invitations/{invitationSecret}", signIn.acceptInvitation)
+        let desk = ReviewDesk(console: self)
+        page(&router, "GET", "/console/", desk.home)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/responses", desk.queue)
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/bulk", desk.bulk)
+        page(&router, "GET", "/console/orgs/{orgId}/responses/{responseId}", desk.response)
+        page(&router, "POST", "/console/orgs/{orgId}/responses/{responseId}/review", desk.review)
+        router.add("GET", "/console/orgs/{orgId}/uploads/{clientUploadId}") { request in
+            do { return try desk.file(try signedIn(request), request) } catch { return failure(error, request) }
+        }
+    }
+
+    /// A page route: a refusal becomes a page, and a page that needs a session without one goes
+    /// to the sign-in page. Every POST passes the form checks first.
+    private func page(_ router: inout Router, _ method: String, _ pattern: String, _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
+        let console = self
+        router.add(method, pattern, bodyLimit: 1 << 20) { request in
+            do {
+                if method == "POST" { try console.checkOrigin(request) }
+                return try handler(request)
+            } catch {
+                return console.failure(error, request)
+            }
+        }
+    }
+
+    // MARK: sessions and forms
+
+    /// The signed-in person, their session and the frame around their pages.
+    struct Visitor {
+        let session: ConsoleSessions.Session
+        let sessionId: String
+        var caller: Caller { session.caller }
+        var csrf: String { session.csrfToken }
+        var who: String {
+            switch session.caller {
+            case .operatorToken: "Operator"
+            case .user(let u, _): u.name
+            }
+        }
+    }
+
+    struct SignInNeeded: Error { let next: String }
+
+    func visitor(_ request: HTTPRequest) throws -> Visitor? {
+        guard let id = request.cookie(Self.cookie), let s = try operations.consoleSessions.session(id) else { return nil }
+        return Visitor(session: s, sessionId: id)
+    }
+
+    /// The visitor, or a trip to the sign-in page (and back here after).
+    func signedIn(_ request: HTTPRequest) throws -> Visitor {
+        guard let v = try visitor(request) else { throw SignInNeeded(next: request.method == "GET" ? request.path : "/console/") }
+        return v
+    }
+
+    /// A form of a signed-in visitor: its CSRF token must be theirs.
+    func signedInForm(_ request: HTTPRequest) throws -> (Visitor, Form) {
+        let v = try signedIn(request)
+        let form = request.form
+        guard let token = form["csrf"], Digest.constantTimeEqual(Array(token.utf8), Array(v.csrf.utf8)) else {
+            throw ApiError(.forbidden, "This form has expired or did not come from this console. Go back, reload the page and try again.")
+        }
+        return (v, form)
+    }
+
+    /// A POST from a page of another site is refused, whatever it carries.
+    func checkOrigin(_ request: HTTPRequest) throws {
+        guard let origin = request.header("origin") else { return }  // not a browser's cross-site form: the CSRF token still decides
+        let host = request.header("host") ?? ""
+        guard origin == "http://" + host || origin == "https://" + host else {
+            throw ApiError(.forbidden, "This form was sent from another site (\(origin)), so it was refused.")
+        }
+    }
+
+    func sessionCookie(_ id: String, _ request: HTTPRequest, maxAge: Int64 = ConsoleSessions.absoluteMillis / 1000) -> (String, String) {
+        let secure = request.header("x-forwarded-proto") == "https" ? "; Secure" : ""
+        return ("Set-Cookie", "\(Self.cookie)=\(id); Path=/console; HttpOnly; SameSite=Lax; Max-Age=\(maxAge)\(secure)")
+    }
+
+    func frame(_ title: String, _ v: Visitor?) -> Pages.Frame {
+        Pages.Frame(title: title, who: v?.who, csrf: v?.csrf)
+    }
+
+    /// The banner of an expired organization, in the gate's own terms (nil when it is active).
+    func expiredNotice(_ orgId: String) -> String? {
+        guard let org = try? operations.organizations.organization(orgId), operations.gate.isExpired(org) else { return nil }
+        return "The subscription of \(org.name) has expired. Reading and exporting still work; reviews and other changes wait until it is renewed."
+    }
+
+    // MARK: refusals as sentences
+
+    func failure(_ error: any Error, _ request: HTTPRequest) -> HTTPResponse {
+        if let s = error as? SignInNeeded {
+            return Pages.redirect("/console/sign-in?next=" + urlEncoded(s.next))
+        }
+        let v = try? visitor(request)
+        let e = (error as? ApiError) ?? storageApiError(error)
+        var headers: [(String, String)] = []
+        if let r = e.retryAfterSeconds { headers.append(("Retry-After", String(r))) }
+        let (heading, sentence) = Self.sentence(e)
+        return pages.render("message", ["heading": .text(heading), "message": .text(sentence), "link": .text("/console/"), "linkText": .text("Back to the console")],
+                            frame: frame(heading, v), status: e.statusOverride ?? e.code.httpStatus, headers: headers)
+    }
+
+    /// What a person reads for a refusal: the operation's own sentence, headed by what kind of
+    /// refusal it is (never an error code).
+    static func sentence(_ e: ApiError) -> (String, String) {
+        switch e.code {
+        case .notFound: ("Not found", "There is nothing here, or you may not see it. Check the link, or go back to the console.")
+        case .forbidden: ("Not allowed", e.detail)
+        case .subscriptionExpired: ("Subscription expired", "The organization's subscription has expired, so nothing was changed. It works again once the subscription is renewed.")
+        case .tooManyPendingRequests: ("Please wait", e.detail)
+        case .unauthenticated: ("Sign in again", e.detail)
+        case .storageUnavailable: ("Try again shortly", "The server cannot store anything right now; nothing was changed. Try again in a moment.")
+        default: ("Something went wrong", e.detail)
+        }
+    }
+}

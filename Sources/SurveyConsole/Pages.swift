@@ -1,0 +1,65 @@
+import Foundation
+import SurveyDomain
+import SurveyHTTP
+
+/// The console's templates, read once from the module's resources, and the one layout every
+/// page is rendered in — with the security headers every page carries.
+final class Pages: Sendable {
+    private let templates: [String: Template]
+    let stylesheet: [UInt8]
+
+    init() throws {
+        var templates: [String: Template] = [:]
+        for name in ["layout", "sign-in", "invitation", "message", "home", "queue", "response"] {
+            guard let url = Bundle.module.url(forResource: name, withExtension: "html", subdirectory: "Templates") else {
+                throw TemplateError("\(name).html is missing from the bundle")
+            }
+            templates[name] = try Template(String(contentsOf: url, encoding: .utf8))
+        }
+        self.templates = templates
+        guard let css = Bundle.module.url(forResource: "console", withExtension: "css", subdirectory: "Assets") else {
+            throw TemplateError("console.css is missing from the bundle")
+        }
+        stylesheet = Array(try Data(contentsOf: css))
+    }
+
+    /// Pages never run inline script, never sit in a frame, never leak their URL elsewhere.
+    static let securityHeaders: [(String, String)] = [
+        ("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+        ("X-Frame-Options", "DENY"),
+        ("Referrer-Policy", "same-origin"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Cache-Control", "no-store"),
+    ]
+
+    /// What the layout shows around a page's content.
+    struct Frame {
+        var title: String
+        var who: String?
+        var csrf: String?
+        var expired: String?
+        var notice: String?
+        var problem: String?
+        var problemDetails: [String] = []
+    }
+
+    func render(_ name: String, _ values: [String: TemplateValue], frame: Frame, status: Int = 200, headers: [(String, String)] = []) -> HTTPResponse {
+        let content = templates[name]!.render(values)
+        var layout: [String: TemplateValue] = [
+            "title": .text(frame.title), "content": .html(content), "signedIn": .flag(frame.who != nil),
+            "who": .text(frame.who ?? ""), "csrf": .text(frame.csrf ?? ""),
+            "hasProblemDetails": .flag(!frame.problemDetails.isEmpty),
+            "problemDetails": .list(frame.problemDetails.map { ["line": .text($0)] }),
+        ]
+        if let e = frame.expired { layout["expired"] = .text(e) }
+        if let n = frame.notice { layout["notice"] = .text(n) }
+        if let p = frame.problem { layout["problem"] = .text(p) }
+        let html = templates["layout"]!.render(layout)
+        return HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + Self.securityHeaders + headers,
+                            body: Array(html.utf8))
+    }
+
+    static func redirect(_ location: String, headers: [(String, String)] = []) -> HTTPResponse {
+        HTTPResponse(status: 303, headers: [("Location", location)] + securityHeaders + headers)
+    }
+}

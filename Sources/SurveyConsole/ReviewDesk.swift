@@ -1,0 +1,309 @@
+import Foundation
+import SurveyDomain
+import SurveyHTTP
+import SurveyOperations
+import SurveyStorage
+
+/// The review desk: the home page, a survey's queue (filters, counts per state, bulk actions),
+/// a response's page (answers with the version's labels, files, history, the actions its state
+/// allows) and the review step itself — every action through `Reviews`, as the API's.
+struct ReviewDesk: Sendable {
+    let console: Console
+    var pages: Pages { console.pages }
+    var operations: Operations { console.operations }
+
+    static let stateLabels: [(ReviewState, String)] = [
+        (.submitted, "Submitted"), (.inReview, "In review"), (.returned, "Returned"), (.approved, "Approved"), (.rejected, "Rejected"), (.none, "No review"),
+    ]
+    static func label(_ state: String) -> String { stateLabels.first { $0.0.rawValue == state }?.1 ?? state }
+    static let actionLabels: [(ReviewAction, String, String)] = [
+        (.startReview, "Start review", "good"), (.returnForCorrection, "Return for correction", "secondary"),
+        (.approve, "Approve", "good"), (.reject, "Reject", "danger"),
+    ]
+
+    /// The signed-in user of this organization (an operator is no member: 404, as in the API).
+    private func member(_ v: Console.Visitor, _ orgId: String) throws -> UserRecord {
+        guard let user = v.caller.user else { throw ApiError.notFound() }
+        return try operations.member(user, of: orgId)
+    }
+
+    private static func time(_ millis: Int64) -> String {
+        let s = Timestamp.format(millis)  // 2026-12-01T18:24:26.018Z → 2026-12-01 18:24 UTC
+        return String(s.prefix(10)) + " " + String(s.dropFirst(11).prefix(5)) + " UTC"
+    }
+
+    // MARK: home
+
+    func home(_ request: HTTPRequest) throws -> HTTPResponse {
+        let v = try console.signedIn(request)
+        var frame = console.frame("Home", v)
+        switch v.caller {
+        case .operatorToken:
+            let orgs = try operations.database.read { try $0.orgs() }
+            let items: [[String: TemplateValue]] = orgs.map {
+                ["orgName": .text($0.name), "orgState": .text(operations.gate.isExpired($0) ? "expired" : "active"),
+                 "hasSurveys": .flag(false), "surveys": .list([]), "noSurveys": .text("Operator pages for organizations come with the admin console.")]
+            }
+            return pages.render("home", ["heading": .text("Organizations"), "orgs": .list(items), "empty": .text("There are no organizations yet.")], frame: frame)
+        case .user(let user, _):
+            let org = try operations.organizations.organization(user.orgId)
+            frame.expired = console.expiredNotice(user.orgId)
+            let reviews = user.has(.reviewer) || user.has(.admin)
+            let surveys: [[String: TemplateValue]] = try operations.database.read { db in
+                try db.surveys(orgId: user.orgId, after: nil, limit: 500).map { s in
+                    let counts = try db.stateCounts(ExportFilter(orgId: user.orgId, surveyId: s.surveyId))
+                    let waiting = counts["submitted", default: 0]
+                    return ["surveyTitle": .text(s.title), "waiting": .text(reviews ? "\(waiting) waiting for review" : ""),
+                            "queueUrl": .text(reviews ? "/console/orgs/\(user.orgId)/surveys/\(s.surveyId)/responses?state=submitted" : "/console/")]
+                }
+            }
+            let item: [String: TemplateValue] = [
+                "orgName": .text(org.name), "orgState": .text(operations.gate.isExpired(org) ? "expired" : "active"),
+                "hasSurveys": .flag(!surveys.isEmpty && reviews), "surveys": .list(reviews ? surveys : []),
+                "noSurveys": .text(reviews ? "No surveys yet." : "The review desk is for reviewers and admins; your role does not include it."),
+            ]
+            return pages.render("home", ["heading": .text(org.name), "orgs": .list([item])], frame: frame)
+        }
+    }
+
+    // MARK: the queue
+
+    func queue(_ request: HTTPRequest) throws -> HTTPResponse {
+        let v = try console.signedIn(request)
+        return try queuePage(v, orgId: request.parameter("orgId"), surveyId: request.parameter("surveyId"), query: request.query, results: [])
+    }
+
+    private func queuePage(_ v: Console.Visitor, orgId: String, surveyId: String, query: [String: String],
+                           results: [[String: TemplateValue]]) throws -> HTTPResponse {
+        let user = try member(v, orgId)
+        var filter = ReviewQueue.Filter()
+        let state = query["state"].flatMap { ReviewState(rawValue: $0) }?.rawValue
+        filter.state = state
+        filter.surveyVersionId = query["version"].flatMap { $0.isEmpty ? nil : $0 }
+        filter.submittedBy = query["submitter"].flatMap { $0.isEmpty ? nil : $0 }
+        filter.fieldTaskId = query["task"].flatMap { $0.isEmpty ? nil : $0 }
+        filter.receivedFrom = query["from"].flatMap { Timestamp.parse($0 + "T00:00:00Z") }
+        filter.receivedTo = query["to"].flatMap { Timestamp.parse($0 + "T00:00:00Z") }
+        let page = try operations.reviewQueue.page(orgId: orgId, surveyId: surveyId, by: user, filter, before: query["before"])
+        let base = "/console/orgs/\(orgId)/surveys/\(surveyId)/responses"
+        func url(state: String?, before: String? = nil) -> String {
+            var q = query.filter { ["version", "submitter", "task", "from", "to"].contains($0.key) && !$0.value.isEmpty }
+            q["state"] = state
+            q["before"] = before
+            let s = q.sorted { $0.key < $1.key }.map { "\($0.key)=\(urlEncoded($0.value))" }.joined(separator: "&")
+            return s.isEmpty ? base : base + "?" + s
+        }
+        var states: [[String: TemplateValue]] = [["label": .text("All"), "count": .text(String(page.counts.values.reduce(0, +))),
+                                                  "url": .text(url(state: nil)), "current": .flag(state == nil)]]
+        for (s, label) in Self.stateLabels where s != .none || page.counts["none"] != nil {
+            states.append(["label": .text(label), "count": .text(String(page.counts[s.rawValue, default: 0])), "url": .text(url(state: s.rawValue)),
+                           "current": .flag(state == s.rawValue)])
+        }
+        let names = Dictionary(page.submitters.map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
+        let rows: [[String: TemplateValue]] = page.rows.map { r in
+            ["responseId": .text(r.responseId), "clientSubmissionId": .text(r.clientSubmissionId), "revision": .text(String(r.revision)),
+             "url": .text("/console/orgs/\(orgId)/responses/\(r.responseId)"), "submitter": .text(names[r.submitter] ?? r.submitter),
+             "receivedAt": .text(Self.time(r.receivedAt)), "reviewState": .text(r.reviewState), "stateLabel": .text(Self.label(r.reviewState))]
+        }
+        var frame = console.frame("Review queue", v)
+        frame.expired = console.expiredNotice(orgId)
+        let values: [String: TemplateValue] = [
+            "surveyTitle": .text(page.survey.title), "states": .list(states), "queueUrl": .text(base), "state": .text(state ?? ""),
+            "filtering": .flag(["version", "submitter", "task", "from", "to"].contains { !(query[$0] ?? "").isEmpty }),
+            "versions": .list(page.versions.map { ["id": .text($0.surveyVersionId), "label": .text("Version \($0.number)"),
+                                                   "selected": .flag($0.surveyVersionId == filter.surveyVersionId)] }),
+            "submitters": .list(page.submitters.map { ["id": .text($0.userId), "label": .text($0.name), "selected": .flag($0.userId == filter.submittedBy)] }),
+            "from": .text(query["from"] ?? ""), "to": .text(query["to"] ?? ""), "task": .text(query["task"] ?? ""),
+            "hasRows": .flag(!rows.isEmpty), "rows": .list(rows), "csrf": .text(v.csrf),
+            "bulkUrl": .text("/console/orgs/\(orgId)/surveys/\(surveyId)/bulk"), "back": .text(String(url(state: state).dropFirst(base.count))),
+            "more": .text(page.more.map { url(state: state, before: $0) } ?? ""),
+            "gatedOff": .text(frame.expired == nil ? "" : "The subscription has expired: reviews wait until it is renewed."),
+            "hasResults": .flag(!results.isEmpty), "results": .list(results),
+        ]
+        return pages.render("queue", values, frame: frame)
+    }
+
+    /// Start review of, or approve, every selected response — each with the revision the queue
+    /// showed — and list what happened to each.
+    func bulk(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = try console.signedInForm(request)
+        let orgId = request.parameter("orgId"), surveyId = request.parameter("surveyId")
+        let user = try member(v, orgId)
+        guard let action = form["action"], action == "startReview" || action == "approve" else {
+            throw ApiError(.validationFailed, "Choose Start review or Approve for the selected responses.")
+        }
+        var results: [[String: TemplateValue]] = []
+        for item in form.all("item") {
+            let parts = item.split(separator: ":")
+            guard parts.count == 2, let revision = Int(parts[1]) else { continue }
+            let responseId = String(parts[0])
+            var result: [String: TemplateValue] = ["responseId": .text(responseId), "url": .text("/console/orgs/\(orgId)/responses/\(responseId)")]
+            do {
+                _ = try operations.reviews.review(orgId: orgId, responseId: responseId, by: user) {
+                    ReviewRequest(action: action, expectedRevision: revision, comment: nil)
+                }
+                result["kind"] = .text("ok")
+                result["text"] = .text(action == "approve" ? "approved" : "review started")
+            } catch let e as ApiError {
+                result["kind"] = .text("refused")
+                result["text"] = .text(stepRefusal(e, orgId: orgId, responseId: responseId))
+            }
+            results.append(result)
+        }
+        if results.isEmpty {
+            results = [["responseId": .text(""), "url": .text(""), "kind": .text("refused"), "text": .text("No response was selected.")]]
+        }
+        let back = form["back"] ?? ""
+        let query = Dictionary(back.drop { $0 == "?" }.split(separator: "&").compactMap { pair -> (String, String)? in
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard kv.count == 2, let value = Form.decode(kv[1]) else { return nil }
+            return (String(kv[0]), value)
+        }, uniquingKeysWith: { a, _ in a })
+        return try queuePage(v, orgId: orgId, surveyId: surveyId, query: query, results: results)
+    }
+
+    /// A refused review step, as a sentence.
+    private func stepRefusal(_ e: ApiError, orgId: String, responseId: String) -> String {
+        switch e.code {
+        case .staleRevision:
+            let now = try? operations.database.read { try $0.response(orgId: orgId, responseId: responseId) }
+            let state = now.map { "It is now \(Self.label($0.reviewState)) (\($0.reviewState)), revision \($0.revision)." } ?? ""
+            return "This response changed since you opened it, so nothing was done. \(state) Look at it again before you act."
+        case .invalidTransition: return "not possible in its current state. \(e.detail)"
+        case .subscriptionExpired: return "the subscription has expired, so nothing was changed."
+        default: return Console.sentence(e).1
+        }
+    }
+
+    // MARK: a response
+
+    func response(_ request: HTTPRequest) throws -> HTTPResponse {
+        let v = try console.signedIn(request)
+        let orgId = request.parameter("orgId"), responseId = request.parameter("responseId")
+        let user = try member(v, orgId)
+        let r = try operations.visibleResponse(user, orgId: orgId, responseId: responseId)
+        var frame = console.frame("Response \(r.clientSubmissionId)", v)
+        frame.expired = console.expiredNotice(orgId)
+        if let done = request.query["done"] { frame.notice = Self.actionLabels.first { $0.0.rawValue == done }.map { "Done: \($0.1)." } }
+        return try responsePage(v, user, r, frame: frame)
+    }
+
+    private func responsePage(_ v: Console.Visitor, _ user: UserRecord, _ r: ResponseRecord, frame: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
+        let orgId = r.orgId
+        let (survey, version, users) = try operations.database.read { db in
+            (try db.survey(orgId: orgId, surveyId: r.surveyId), try db.surveyVersion(orgId: orgId, surveyVersionId: r.surveyVersionId), try db.users(orgId: orgId))
+        }
+        let names = Dictionary(users.map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
+        let definition = try version.map { try operations.definitions.definition(of: $0) }
+        let answers = (try? JSONParser.parse(Array(r.answers.utf8)))?.objectValue ?? [:]
+        let shown: [[String: TemplateValue]] = try (definition?.questions ?? []).map { q in
+            var item: [String: TemplateValue] = ["id": .text(q.id), "label": .text(q.label)]
+            guard let value = answers[q.id], !value.isNull else { item["missing"] = .text("No answer"); return item }
+            switch q.type {
+            case .selectMultiple:
+                let chosen = value.arrayValue?.compactMap(\.stringValue) ?? []
+                item["hasChoices"] = .flag(true)
+                item["choices"] = .list(chosen.map { ["choice": .text($0)] })
+            case .geopoint:
+                let o = value.objectValue
+                if let lat = o?["lat"]?.doubleValue, let lon = o?["lon"]?.doubleValue {
+                    let accuracy = o?["accuracy"]?.doubleValue.map { " (± \(CanonicalJSON.number($0)) m)" } ?? ""
+                    item["point"] = .text("\(CanonicalJSON.number(lat)), \(CanonicalJSON.number(lon))\(accuracy)")
+                    item["mapUrl"] = .text("https://www.openstreetmap.org/?mlat=\(lat)&mlon=\(lon)#map=17/\(lat)/\(lon)")
+                } else {
+                    item["text"] = .text(CanonicalJSON.string(value))
+                }
+            case .file:
+                let id = value.objectValue?["clientUploadId"]?.stringValue ?? ""
+                if let upload = try operations.database.read({ try $0.upload(orgId: orgId, clientUploadId: id) }) {
+                    let url = "/console/orgs/\(orgId)/uploads/\(urlEncoded(id))"
+                    if ["image/jpeg", "image/png", "image/gif", "image/webp"].contains(upload.contentType) {
+                        item["image"] = .text(url)
+                        item["alt"] = .text("\(q.label): photo \(id)")
+                    } else {
+                        item["download"] = .text(url)
+                        item["fileName"] = .text("\(id) (\(upload.contentType), \(upload.size) bytes)")
+                    }
+                } else {
+                    item["missing"] = .text("File \(id) has not been uploaded yet")
+                }
+            default:
+                item["text"] = .text(value.stringValue ?? CanonicalJSON.string(value))
+            }
+            return item
+        }
+        let history = try operations.reviews.history(orgId: orgId, responseId: r.responseId, by: user).map { a -> [String: TemplateValue] in
+            let detail = a.detail.flatMap { try? JSONParser.parse(Array($0.utf8)) }?.objectValue
+            let what = Self.historyLabel(a.action, to: detail?["toState"]?.stringValue)
+            var item: [String: TemplateValue] = ["what": .text(what), "actor": .text(names[a.actor] ?? a.actor), "at": .text(Self.time(a.at))]
+            if let c = detail?["comment"]?.stringValue, !c.isEmpty { item["comment"] = .text(c) }
+            return item
+        }
+        let state = ReviewState(rawValue: r.reviewState)
+        let gatedOff = frame.expired == nil ? "" : "The subscription has expired: review actions wait until it is renewed."
+        let actions: [[String: TemplateValue]] = user.has(.reviewer) ? Self.actionLabels.compactMap { (action, label, style) in
+            guard let state, ReviewStateMachine.apply(action, to: state) != nil else { return nil }
+            return ["action": .text(action.rawValue), "label": .text(label), "style": .text(style)]
+        } : []
+        let values: [String: TemplateValue] = [
+            "responseId": .text(r.responseId), "clientSubmissionId": .text(r.clientSubmissionId), "revision": .text(String(r.revision)),
+            "reviewState": .text(r.reviewState), "stateLabel": .text(Self.label(r.reviewState)),
+            "submitter": .text(names[r.submitter] ?? r.submitter), "receivedAt": .text(Self.time(r.receivedAt)),
+            "capturedAt": .text(r.capturedAt.map(Self.time) ?? ""),
+            "version": .text(version.map { "Version \($0.number)" } ?? r.surveyVersionId), "fieldTaskId": .text(r.fieldTaskId ?? ""),
+            "surveyTitle": .text(survey?.title ?? "Survey"), "queueUrl": .text("/console/orgs/\(orgId)/surveys/\(r.surveyId)/responses"),
+            "answers": .list(shown), "history": .list(history), "hasActions": .flag(!actions.isEmpty), "actions": .list(actions),
+            "csrf": .text(v.csrf), "reviewUrl": .text("/console/orgs/\(orgId)/responses/\(r.responseId)/review"), "gatedOff": .text(gatedOff),
+        ]
+        return pages.render("response", values, frame: frame, status: status)
+    }
+
+    static func historyLabel(_ action: String, to state: String?) -> String {
+        switch action {
+        case "response.accept": "Submitted"
+        case "review.startReview": "Review started"
+        case "review.returnForCorrection": "Returned for correction"
+        case "review.approve": "Approved"
+        case "review.reject": "Rejected"
+        case "review.resubmit", "response.resubmit": "Resubmitted"
+        default: state.map { "\(action) → \(label($0))" } ?? action
+        }
+    }
+
+    /// One review step from the response page, on the revision the page showed.
+    func review(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = try console.signedInForm(request)
+        let orgId = request.parameter("orgId"), responseId = request.parameter("responseId")
+        let user = try member(v, orgId)
+        let action = form["action"] ?? ""
+        let comment = (form["comment"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        do {
+            _ = try operations.reviews.review(orgId: orgId, responseId: responseId, by: user) {
+                ReviewRequest(action: action, expectedRevision: Int(form["expectedRevision"] ?? "") ?? 0, comment: comment.isEmpty ? nil : comment)
+            }
+            return Pages.redirect("/console/orgs/\(orgId)/responses/\(responseId)?done=\(urlEncoded(action))")
+        } catch let e as ApiError where [.staleRevision, .invalidTransition, .validationFailed, .subscriptionExpired, .taskAlreadyCompleted].contains(e.code) {
+            let current = try operations.visibleResponse(user, orgId: orgId, responseId: responseId)
+            var frame = console.frame("Response \(current.clientSubmissionId)", v)
+            frame.expired = console.expiredNotice(orgId)
+            frame.problem = e.code == .validationFailed ? e.detail : stepRefusal(e, orgId: orgId, responseId: responseId)
+            return try responsePage(v, user, current, frame: frame, status: e.code.httpStatus)
+        }
+    }
+
+    // MARK: files
+
+    /// An upload's bytes for a page (an image inline, anything else as a download).
+    func file(_ v: Console.Visitor, _ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId")
+        let user = try member(v, orgId)
+        let u = try operations.readableUpload(user, orgId: orgId, clientUploadId: request.parameter("clientUploadId"))
+        let inline = ["image/jpeg", "image/png", "image/gif", "image/webp"].contains(u.contentType)
+        guard let r = HTTPResponse.file(path: operations.blobs.path(sha256: u.sha256), headers: [
+            ("Content-Type", u.contentType), ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "private, no-store"),
+            ("Content-Security-Policy", "default-src 'none'; sandbox"),
+            ("Content-Disposition", inline ? "inline" : "attachment; filename=\"\(u.clientUploadId)\""),
+        ]) else { throw ApiError(.storageUnavailable, "The file cannot be read right now.") }
+        return r
+    }
+}

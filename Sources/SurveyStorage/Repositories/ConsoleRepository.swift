@@ -1,0 +1,125 @@
+import SurveyDomain
+
+/// A console sign-in's account: the user an email belongs to, with the stored password string.
+public struct ConsoleAccount: Sendable {
+    public let user: UserRecord
+    public let email: String
+    /// The Argon2id string, nil until the user has set a password through an invitation.
+    public let passwordHash: String?
+}
+
+/// A live console session as a request finds it.
+public struct ConsoleSessionRecord: Sendable {
+    /// The signed-in user; nil for an operator who signed in with an operator token.
+    public let user: UserRecord?
+    /// The token a session signed in with, if it did: the session ends when the token is revoked.
+    public let tokenId: String?
+    public let csrfToken: String
+    public let createdAt: Int64
+    public let seenAt: Int64
+}
+
+extension ReadContext {
+    /// The account of an email (lowercased by the caller), active or not.
+    public func consoleAccount(email: String) throws -> ConsoleAccount? {
+        guard let r = try conn.query("SELECT \(Self.userColumns), u.email, u.password_hash FROM users u WHERE u.email = ?",
+                                     [.text(email)]).first else { return nil }
+        return ConsoleAccount(user: Self.user(r), email: r.string(5), passwordHash: r.optionalString(6))
+    }
+
+    public func email(userId: String) throws -> String? {
+        try conn.query("SELECT email FROM users WHERE user_id = ?", [.text(userId)]).first?.optionalString(0)
+    }
+
+    /// An invitation that can still be used: not used, not voided, not expired at `now`.
+    public func openInvitation(hash: [UInt8], now: Int64) throws -> (user: UserRecord, email: String)? {
+        guard let r = try conn.query("""
+            SELECT \(Self.userColumns), u.email FROM invitations i JOIN users u ON u.user_id = i.user_id
+            WHERE i.token_hash = ? AND i.used_at IS NULL AND i.expires_at > ?
+            """, [.blob(hash), .int(now)]).first else { return nil }
+        return (Self.user(r), r.string(5))
+    }
+
+    /// A session by its hash, with the user (or operator token) it belongs to — nil when the
+    /// user is deactivated or the token it signed in with is revoked.
+    public func consoleSession(hash: [UInt8]) throws -> ConsoleSessionRecord? {
+        guard let r = try conn.query("""
+            SELECT s.token_id, s.csrf_token, s.created_at, s.seen_at, t.revoked_at, s.user_id, \(Self.userColumns)
+            FROM console_sessions s LEFT JOIN users u ON u.user_id = s.user_id LEFT JOIN tokens t ON t.token_id = s.token_id
+            WHERE s.session_hash = ?
+            """, [.blob(hash)]).first else { return nil }
+        let tokenId = r.optionalString(0)
+        if tokenId != nil && r.optionalInt(4) != nil { return nil }
+        var user: UserRecord?
+        if r.optionalString(5) != nil {
+            guard r.optionalString(6) != nil else { return nil }
+            user = Self.user(r, at: 6)
+            guard user!.active else { return nil }
+        }
+        return ConsoleSessionRecord(user: user, tokenId: tokenId, csrfToken: r.string(1), createdAt: r.int(2), seenAt: r.int(3))
+    }
+}
+
+extension SecurityTransaction {
+    /// Sets the user's email; false when another user holds it.
+    public func setEmail(userId: String, email: String) throws -> Bool {
+        if let holder = try context.conn.query("SELECT user_id FROM users WHERE email = ?", [.text(email)]).first?.string(0), holder != userId {
+            return false
+        }
+        try context.conn.run("UPDATE users SET email = ? WHERE user_id = ?", [.text(email), .text(userId)])
+        return true
+    }
+
+    /// A new invitation for the user; every older one of theirs is voided.
+    public func createInvitation(userId: String, hash: [UInt8], expiresAt: Int64, email: String) throws {
+        try context.conn.run("UPDATE invitations SET used_at = ? WHERE user_id = ? AND used_at IS NULL", [.int(now), .text(userId)])
+        try context.conn.run("INSERT INTO invitations(token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                             [.blob(hash), .text(userId), .int(now), .int(expiresAt)])
+        try audit(action: "user.invite", targetType: "user", targetId: userId, detail: "email=\(email)")
+    }
+
+    /// Uses the invitation (once) and sets the password; every session of the user ends.
+    /// False when the invitation is no longer open.
+    public func acceptInvitation(hash: [UInt8], userId: String, passwordHash: String) throws -> Bool {
+        try context.conn.run("UPDATE invitations SET used_at = ? WHERE token_hash = ? AND user_id = ? AND used_at IS NULL AND expires_at > ?",
+                             [.int(now), .blob(hash), .text(userId), .int(now)])
+        guard context.conn.changes == 1 else { return false }
+        try context.conn.run("UPDATE users SET password_hash = ? WHERE user_id = ?", [.text(passwordHash), .text(userId)])
+        try context.conn.run("DELETE FROM console_sessions WHERE user_id = ?", [.text(userId)])
+        try audit(action: "user.password", targetType: "user", targetId: userId)
+        return true
+    }
+}
+
+/// Console session bookkeeping: not data of the organization, so neither gated nor audited
+/// (a sign-in is logged; the actions taken in a session are audited as the signed-in user's).
+public struct SessionTransaction {
+    let conn: Connection
+    public let now: Int64
+
+    public func createSession(hash: [UInt8], userId: String?, tokenId: String?, csrfToken: String) throws {
+        try conn.run("INSERT INTO console_sessions(session_hash, user_id, token_id, csrf_token, created_at, seen_at) VALUES (?, ?, ?, ?, ?, ?)",
+                     [.blob(hash), .optional(userId), .optional(tokenId), .text(csrfToken), .int(now), .int(now)])
+    }
+
+    public func touchSession(hash: [UInt8]) throws {
+        try conn.run("UPDATE console_sessions SET seen_at = ? WHERE session_hash = ?", [.int(now), .blob(hash)])
+    }
+
+    public func deleteSession(hash: [UInt8]) throws {
+        try conn.run("DELETE FROM console_sessions WHERE session_hash = ?", [.blob(hash)])
+    }
+
+    /// Sessions past their idle or absolute limit.
+    public func deleteExpiredSessions(idleBefore: Int64, createdBefore: Int64) throws {
+        try conn.run("DELETE FROM console_sessions WHERE seen_at < ? OR created_at < ?", [.int(idleBefore), .int(createdBefore)])
+    }
+}
+
+extension Database {
+    /// A console session write (see `SessionTransaction`).
+    public func sessionWrite<T: Sendable>(_ body: @escaping @Sendable (SessionTransaction) throws -> T) throws -> T {
+        let clock = self.clock
+        return try writer.submit { conn in try body(SessionTransaction(conn: conn, now: clock.nowMillis())) }
+    }
+}
