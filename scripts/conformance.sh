@@ -163,10 +163,10 @@ for key, name, p in [("path.surveyId", "surveys", 0.5), ("path.surveyVersionId",
 lines += ["[checks.negative_data_rejection]", 'expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "412", "413", "415", "422", "428", "429", "5xx"]',
           "[checks.missing_required_header]", 'expected-statuses = ["400", "401", "403", "406", "412", "415", "422"]']
 # Schema-valid requests refused by the state they meet, which no schema describes: the assignee
-# is not an active collector, the user is deactivated, the answers break this version's rules, the
+# is not an active collector, the user is deactivated (or another user holds the email), the answers break this version's rules, the
 # bytes are not the declared type, the state moved on — each with its own code from the table;
 # and tus's Upload-Metadata, whose base64 values the schema cannot look inside (400 / 1031, 1032).
-for op, statuses in [("createTask", ["422"]), ("createToken", ["422"]), ("submitResponse", ["413", "422"]),
+for op, statuses in [("createTask", ["422"]), ("createToken", ["422"]), ("inviteUser", ["422"]), ("submitResponse", ["413", "422"]),
                      ("resubmitResponse", ["413", "422"]), ("reviewResponse", ["422"]), ("publishVersion", ["413", "422"]),
                      ("putUpload", ["413", "415", "422"]), ("tusCreate", ["400", "413", "415", "422"]), ("tusPatch", ["410", "413", "415", "422", "460"]),
                      ("tusHead", ["410"]), ("tusDelete", ["410"]),

@@ -65,12 +65,15 @@ extension Operations {
                      requestDigest: scope.digest)
     }
 
-    /// An answer as it is kept for replays: a new token is shown once, never stored in the clear,
-    /// so it is left out (`tokenOmitted: true` tells a client that retried to make a new one).
+    /// An answer as it is kept for replays: a new token or invitation link is shown once, never
+    /// stored in the clear, so it is left out (`tokenOmitted` / `invitationUrlOmitted: true` tell
+    /// a client that retried to make a new one).
     static func withoutSecrets(_ body: [UInt8]) -> [UInt8] {
-        guard case .object(var o)? = try? JSONParser.parse(body), o["token"] != nil else { return body }
-        o["token"] = nil
-        o["tokenOmitted"] = .bool(true)
+        guard case .object(var o)? = try? JSONParser.parse(body), o["token"] != nil || o["invitationUrl"] != nil else { return body }
+        for secret in ["token", "invitationUrl"] where o[secret] != nil {
+            o[secret] = nil
+            o[secret + "Omitted"] = .bool(true)
+        }
         return CanonicalJSON.encode(.object(o))
     }
 }
