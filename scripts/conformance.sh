@@ -186,7 +186,7 @@ ALL="$(cat "$WORK/all.token")"
 # ones refused — with the exceptions configured above, each with its reason. One worker: with two, hypothesis' lambda-source parsing crashes CPython
 # 3.11's AST module now and then ("AST constructor recursion depth mismatch").
 CHECKS="${CONFORMANCE_CHECKS:-all}"
-OPERATOR_OPS='^(createOrg|getSubscription|putSubscription|createUser|getMetrics)$'
+OPERATOR_OPS='^(createOrg|getSubscription|putSubscription|createUser|inviteUser|getMetrics)$'
 
 failed=0
 run_pass() {

@@ -28,6 +28,8 @@ enum Demo {
           curl -s -X POST \(base)/v1/orgs/\(orgId)/responses -H 'Authorization: Bearer \(collectorToken)' -H 'Content-Type: application/json' -d '{"clientSubmissionId":"demo-0001","surveyVersionId":"\(published.versionId)","contentHash":"\(published.contentHash)","answers":{"household_size":4,"water_source":"well"}}'
         and the subscription:
           curl -s \(base)/v1/orgs/\(orgId)/subscription -H 'Authorization: Bearer \(collectorToken)'
+        The web console (the review desk): open \(base)/console/ and sign in with the reviewer token
+        under "API token" (or invite someone with an email and password: Docs/console.md).
         For the README walkthrough, paste:
           export ORG=\(orgId) OP=\(operatorToken) ADMIN=\(adminToken) COLLECTOR=\(collectorToken) REVIEWER=\(reviewerToken) VERSION=\(published.versionId) HASH=\(published.contentHash)
         Stop with Ctrl-C.
