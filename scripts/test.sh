@@ -6,7 +6,8 @@
 #   3. every recorded answer validated against Schemas/ (JSON Schema 2020-12);
 #   4. conformance: schemathesis over every operation of Schemas/openapi.json on a seeded server;
 #   5. every curl example in README.md and Docs/ run against a demo server;
-#   6. the reliability harness, short form (chaos with kill -9, faults, abuse, tenancy), if present.
+#   6. the web console in a real headless Chromium (Selenium; installs chromium if missing);
+#   7. the reliability harness, short form (chaos with kill -9, faults, abuse, tenancy), if present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -19,6 +20,7 @@ export SURVEYD_BIN="$PWD/.build/debug/surveyd"
 ./scripts/conformance.sh
 .build/venv/bin/python scripts/validate_recorded.py .build/responses.jsonl --require
 python3 scripts/docs_examples.py
+./scripts/browser_tests.sh
 if [ -x Harness/run_all.sh ]; then
   Harness/run_all.sh
 fi

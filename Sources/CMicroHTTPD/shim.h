@@ -31,6 +31,9 @@ static inline struct MHD_Daemon *cmhd_start(const char *host, uint16_t port, uns
     // read as "drained", so a FIN that came with the last bytes of a partial request was never
     // read and the connection hung until the idle timeout. poll() is level-triggered.
     else flags |= MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
+    // No MHD_OPTION_LISTENING_ADDRESS_REUSE: libmicrohttpd's default (SO_REUSEADDR) restarts on a
+    // port in TIME_WAIT; the option's SO_REUSEPORT let a second surveyd bind the same port and
+    // take half the connections.
     struct MHD_OptionItem options[] = {
         { MHD_OPTION_SOCK_ADDR, 0, &addr },
         { MHD_OPTION_CONNECTION_LIMIT, connection_limit, NULL },
@@ -38,7 +41,6 @@ static inline struct MHD_Daemon *cmhd_start(const char *host, uint16_t port, uns
         { MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout_seconds, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls },
         { MHD_OPTION_THREAD_STACK_SIZE, thread_stack_size, NULL },
-        { MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL },
         { thread_pool > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, thread_pool, NULL },
         { MHD_OPTION_END, 0, NULL },
     };

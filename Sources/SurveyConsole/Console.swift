@@ -79,7 +79,10 @@ public struct Console: Sendable {
 
     /// The visitor, or a trip to the sign-in page (and back here after).
     func signedIn(_ request: HTTPRequest) throws -> Visitor {
-        guard let v = try visitor(request) else { throw SignInNeeded(next: request.method == "GET" ? request.path : "/console/") }
+        guard let v = try visitor(request) else {
+            let query = request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\(urlEncoded($0.value))" }.joined(separator: "&")
+            throw SignInNeeded(next: request.method != "GET" ? "/console/" : query.isEmpty ? request.path : request.path + "?" + query)
+        }
         return v
     }
 

@@ -74,7 +74,7 @@ struct ReviewDesk: Sendable {
     }
 
     private func queuePage(_ v: Console.Visitor, orgId: String, surveyId: String, query: [String: String],
-                           results: [[String: TemplateValue]]) throws -> HTTPResponse {
+                           results: [[String: TemplateValue]], problem: String? = nil) throws -> HTTPResponse {
         let user = try member(v, orgId)
         var filter = ReviewQueue.Filter()
         let state = query["state"].flatMap { ReviewState(rawValue: $0) }?.rawValue
@@ -107,6 +107,7 @@ struct ReviewDesk: Sendable {
         }
         var frame = console.frame("Review queue", v)
         frame.expired = console.expiredNotice(orgId)
+        frame.problem = problem
         let values: [String: TemplateValue] = [
             "surveyTitle": .text(page.survey.title), "states": .list(states), "queueUrl": .text(base), "state": .text(state ?? ""),
             "filtering": .flag(["version", "submitter", "task", "from", "to"].contains { !(query[$0] ?? "").isEmpty }),
@@ -146,12 +147,9 @@ struct ReviewDesk: Sendable {
                 result["text"] = .text(action == "approve" ? "approved" : "review started")
             } catch let e as ApiError {
                 result["kind"] = .text("refused")
-                result["text"] = .text(stepRefusal(e, orgId: orgId, responseId: responseId))
+                result["text"] = .text(stepRefusal(e, action: action, orgId: orgId, responseId: responseId))
             }
             results.append(result)
-        }
-        if results.isEmpty {
-            results = [["responseId": .text(""), "url": .text(""), "kind": .text("refused"), "text": .text("No response was selected.")]]
         }
         let back = form["back"] ?? ""
         let query = Dictionary(back.drop { $0 == "?" }.split(separator: "&").compactMap { pair -> (String, String)? in
@@ -159,17 +157,23 @@ struct ReviewDesk: Sendable {
             guard kv.count == 2, let value = Form.decode(kv[1]) else { return nil }
             return (String(kv[0]), value)
         }, uniquingKeysWith: { a, _ in a })
-        return try queuePage(v, orgId: orgId, surveyId: surveyId, query: query, results: results)
+        return try queuePage(v, orgId: orgId, surveyId: surveyId, query: query, results: results,
+                             problem: results.isEmpty ? "Select at least one response first, then press the button again." : nil)
     }
 
     /// A refused review step, as a sentence.
-    private func stepRefusal(_ e: ApiError, orgId: String, responseId: String) -> String {
+    private func stepRefusal(_ e: ApiError, action: String, orgId: String, responseId: String) -> String {
+        let label = Self.actionLabels.first { $0.0.rawValue == action }?.1 ?? action
         switch e.code {
+        case .validationFailed where e.errors.contains { $0.path == "comment" }:
+            return "Write a comment first: “\(label)” tells the collector why, in the response's history."
+        case .invalidTransition:
+            let now = try? operations.database.read { try $0.response(orgId: orgId, responseId: responseId) }
+            return "“\(label)” is not possible now" + (now.map { ": the response is \(Self.label($0.reviewState)) (\($0.reviewState))." } ?? ".")
         case .staleRevision:
             let now = try? operations.database.read { try $0.response(orgId: orgId, responseId: responseId) }
             let state = now.map { "It is now \(Self.label($0.reviewState)) (\($0.reviewState)), revision \($0.revision)." } ?? ""
             return "This response changed since you opened it, so nothing was done. \(state) Look at it again before you act."
-        case .invalidTransition: return "not possible in its current state. \(e.detail)"
         case .subscriptionExpired: return "the subscription has expired, so nothing was changed."
         default: return Console.sentence(e).1
         }
@@ -188,7 +192,8 @@ struct ReviewDesk: Sendable {
         return try responsePage(v, user, r, frame: frame)
     }
 
-    private func responsePage(_ v: Console.Visitor, _ user: UserRecord, _ r: ResponseRecord, frame: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
+    private func responsePage(_ v: Console.Visitor, _ user: UserRecord, _ r: ResponseRecord, frame: Pages.Frame, status: Int = 200,
+                              comment: String = "") throws -> HTTPResponse {
         let orgId = r.orgId
         let (survey, version, users) = try operations.database.read { db in
             (try db.survey(orgId: orgId, surveyId: r.surveyId), try db.surveyVersion(orgId: orgId, surveyVersionId: r.surveyVersionId), try db.users(orgId: orgId))
@@ -254,6 +259,7 @@ struct ReviewDesk: Sendable {
             "surveyTitle": .text(survey?.title ?? "Survey"), "queueUrl": .text("/console/orgs/\(orgId)/surveys/\(r.surveyId)/responses"),
             "answers": .list(shown), "history": .list(history), "hasActions": .flag(!actions.isEmpty), "actions": .list(actions),
             "csrf": .text(v.csrf), "reviewUrl": .text("/console/orgs/\(orgId)/responses/\(r.responseId)/review"), "gatedOff": .text(gatedOff),
+            "comment": .text(comment),
         ]
         return pages.render("response", values, frame: frame, status: status)
     }
@@ -286,8 +292,8 @@ struct ReviewDesk: Sendable {
             let current = try operations.visibleResponse(user, orgId: orgId, responseId: responseId)
             var frame = console.frame("Response \(current.clientSubmissionId)", v)
             frame.expired = console.expiredNotice(orgId)
-            frame.problem = e.code == .validationFailed ? e.detail : stepRefusal(e, orgId: orgId, responseId: responseId)
-            return try responsePage(v, user, current, frame: frame, status: e.code.httpStatus)
+            frame.problem = stepRefusal(e, action: action, orgId: orgId, responseId: responseId)
+            return try responsePage(v, user, current, frame: frame, status: e.code.httpStatus, comment: comment)
         }
     }
 
