@@ -35,6 +35,28 @@ public struct Console: Sendable {
         page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/bulk", desk.bulk)
         page(&router, "GET", "/console/orgs/{orgId}/responses/{responseId}", desk.response)
         page(&router, "POST", "/console/orgs/{orgId}/responses/{responseId}/review", desk.review)
+        let admin = AdminPages(console: self)
+        page(&router, "GET", "/console/orgs/{orgId}/users", admin.users)
+        page(&router, "POST", "/console/orgs/{orgId}/users", admin.createUser)
+        page(&router, "GET", "/console/orgs/{orgId}/users/{userId}", admin.user)
+        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/roles", admin.setRoles)
+        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/invitation", admin.invite)
+        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/tokens", admin.newToken)
+        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/tokens/{tokenId}/revoke", admin.revokeToken)
+        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/deactivate", admin.deactivate)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys", admin.surveys)
+        page(&router, "POST", "/console/orgs/{orgId}/surveys", admin.createSurvey)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}", admin.survey)
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/versions", admin.publish)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/exports", admin.exports)
+        page(&router, "GET", "/console/orgs/{orgId}/tasks", admin.tasks)
+        page(&router, "POST", "/console/orgs/{orgId}/tasks", admin.createTask)
+        page(&router, "GET", "/console/orgs/{orgId}/subscription", admin.subscription)
+        let operators = OperatorPages(console: self)
+        page(&router, "GET", "/console/operator/orgs", operators.orgs)
+        page(&router, "POST", "/console/operator/orgs", operators.create)
+        page(&router, "POST", "/console/operator/orgs/{orgId}/renew", operators.renew)
+        page(&router, "POST", "/console/operator/orgs/{orgId}/end", operators.end)
         router.add("GET", "/console/orgs/{orgId}/uploads/{clientUploadId}") { request in
             do { return try desk.file(try signedIn(request), request) } catch { return failure(error, request) }
         }
@@ -105,13 +127,39 @@ public struct Console: Sendable {
         }
     }
 
+    /// `scheme://host` of this request as the browser sees it (behind a TLS proxy: https).
+    static func origin(_ request: HTTPRequest) -> String {
+        (request.header("x-forwarded-proto") == "https" ? "https://" : "http://") + (request.header("host") ?? "localhost")
+    }
+
+    /// For other doors on console URLs (the export download): the signed-in caller, or nil.
+    public func caller(_ request: HTTPRequest) throws -> Caller? { try visitor(request)?.caller }
+
+    /// A refusal as the console shows it (for other doors on console URLs).
+    public func page(for error: any Error, _ request: HTTPRequest) -> HTTPResponse { failure(error, request) }
+
     func sessionCookie(_ id: String, _ request: HTTPRequest, maxAge: Int64 = ConsoleSessions.absoluteMillis / 1000) -> (String, String) {
         let secure = request.header("x-forwarded-proto") == "https" ? "; Secure" : ""
         return ("Set-Cookie", "\(Self.cookie)=\(id); Path=/console; HttpOnly; SameSite=Lax; Max-Age=\(maxAge)\(secure)")
     }
 
-    func frame(_ title: String, _ v: Visitor?) -> Pages.Frame {
-        Pages.Frame(title: title, who: v?.who, csrf: v?.csrf)
+    /// The layout's frame: who is signed in, and the sections their roles open.
+    func frame(_ title: String, _ v: Visitor?, section: String = "") -> Pages.Frame {
+        var f = Pages.Frame(title: title, who: v?.who, csrf: v?.csrf)
+        switch v?.caller {
+        case .operatorToken?:
+            f.nav = [("Organizations", "/console/operator/orgs", section == "orgs")]
+        case .user(let u, _)?:
+            let org = "/console/orgs/\(u.orgId)"
+            if u.has(.reviewer) || u.has(.admin) { f.nav.append(("Review", "/console/", section == "review")) }
+            if u.has(.admin) {
+                f.nav += [("Users", org + "/users", section == "users"), ("Surveys", org + "/surveys", section == "surveys"),
+                          ("Tasks", org + "/tasks", section == "tasks"), ("Subscription", org + "/subscription", section == "subscription")]
+            }
+        case nil:
+            break
+        }
+        return f
     }
 
     /// The banner of an expired organization, in the gate's own terms (nil when it is active).

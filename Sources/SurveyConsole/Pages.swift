@@ -10,7 +10,8 @@ final class Pages: Sendable {
 
     init() throws {
         var templates: [String: Template] = [:]
-        for name in ["layout", "sign-in", "invitation", "message", "home", "queue", "response"] {
+        for name in ["layout", "sign-in", "invitation", "message", "home", "queue", "response", "users", "user", "surveys", "survey",
+                     "tasks", "exports", "subscription", "orgs", "confirm"] {
             guard let url = Bundle.module.url(forResource: name, withExtension: "html", subdirectory: "Templates") else {
                 throw TemplateError("\(name).html is missing from the bundle")
             }
@@ -41,6 +42,8 @@ final class Pages: Sendable {
         var notice: String?
         var problem: String?
         var problemDetails: [String] = []
+        /// The section links at the top: (label, url, current).
+        var nav: [(String, String, Bool)] = []
     }
 
     func render(_ name: String, _ values: [String: TemplateValue], frame: Frame, status: Int = 200, headers: [(String, String)] = []) -> HTTPResponse {
@@ -50,6 +53,8 @@ final class Pages: Sendable {
             "who": .text(frame.who ?? ""), "csrf": .text(frame.csrf ?? ""),
             "hasProblemDetails": .flag(!frame.problemDetails.isEmpty),
             "problemDetails": .list(frame.problemDetails.map { ["line": .text($0)] }),
+            "hasNav": .flag(!frame.nav.isEmpty),
+            "nav": .list(frame.nav.map { ["label": .text($0.0), "url": .text($0.1), "current": .flag($0.2)] }),
         ]
         if let e = frame.expired { layout["expired"] = .text(e) }
         if let n = frame.notice { layout["notice"] = .text(n) }

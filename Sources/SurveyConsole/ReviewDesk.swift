@@ -39,12 +39,7 @@ struct ReviewDesk: Sendable {
         var frame = console.frame("Home", v)
         switch v.caller {
         case .operatorToken:
-            let orgs = try operations.database.read { try $0.orgs() }
-            let items: [[String: TemplateValue]] = orgs.map {
-                ["orgName": .text($0.name), "orgState": .text(operations.gate.isExpired($0) ? "expired" : "active"),
-                 "hasSurveys": .flag(false), "surveys": .list([]), "noSurveys": .text("Operator pages for organizations come with the admin console.")]
-            }
-            return pages.render("home", ["heading": .text("Organizations"), "orgs": .list(items), "empty": .text("There are no organizations yet.")], frame: frame)
+            return Pages.redirect("/console/operator/orgs")
         case .user(let user, _):
             let org = try operations.organizations.organization(user.orgId)
             frame.expired = console.expiredNotice(user.orgId)

@@ -51,3 +51,11 @@ public enum KeyedOutcome<Value: Sendable>: Sendable {
 public struct Done: Sendable {
     public init() {}
 }
+
+extension KeyedOutcome {
+    /// The value of a write made without a key (a console form): it cannot be a replay.
+    public func unkeyed() throws -> Value {
+        guard case .written(let v) = self else { throw ApiError(.internalError, "A write without a key answered a replay.") }
+        return v
+    }
+}

@@ -75,7 +75,9 @@ public final class App: Sendable {
         var router = Router()
         let services = Services(operations: operations, uploadLocks: uploadLocks, readiness: readiness)
         services.register(into: &router)
-        try Console(operations: operations).register(into: &router)
+        let console = try Console(operations: operations)
+        console.register(into: &router)
+        ExportService(services: services).registerConsoleDownload(into: &router, console: console)
         var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         http.maxBodyBytes = configuration.maxBodyBytes
         http.pollingThreads = configuration.httpThreads

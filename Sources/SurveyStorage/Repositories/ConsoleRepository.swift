@@ -123,3 +123,25 @@ extension Database {
         return try writer.submit { conn in try body(SessionTransaction(conn: conn, now: clock.nowMillis())) }
     }
 }
+
+/// A token as the console's user page lists it (never its secret).
+public struct TokenSummary: Sendable {
+    public let tokenId: String
+    public let createdAt: Int64
+    public let revokedAt: Int64?
+}
+
+extension ReadContext {
+    public func tokens(userId: String) throws -> [TokenSummary] {
+        try conn.query("SELECT token_id, created_at, revoked_at FROM tokens WHERE user_id = ? ORDER BY created_at", [.text(userId)]).map {
+            TokenSummary(tokenId: $0.string(0), createdAt: $0.int(1), revokedAt: $0.optionalInt(2))
+        }
+    }
+
+    /// The organization's users with their console email, by name.
+    public func usersWithEmail(orgId: String) throws -> [(user: UserRecord, email: String?)] {
+        try conn.query("SELECT \(Self.userColumns), u.email FROM users u WHERE u.org_id = ? ORDER BY u.name", [.text(orgId)]).map {
+            (Self.user($0), $0.optionalString(5))
+        }
+    }
+}

@@ -1,0 +1,361 @@
+import Foundation
+import SurveyDomain
+import SurveyHTTP
+import SurveyOperations
+import SurveyStorage
+
+/// An organization's admin pages: users (roles, invitations, app tokens with QR codes,
+/// deactivation), surveys (create, publish a version from a file, versions with a preview),
+/// field tasks, the export page and the subscription — each action the API's own operation.
+struct AdminPages: Sendable {
+    let console: Console
+    var pages: Pages { console.pages }
+    var operations: Operations { console.operations }
+
+    /// The signed-in admin of this organization (anyone else: 404 or 403, as in the API).
+    private func admin(_ v: Console.Visitor, _ orgId: String) throws -> UserRecord {
+        guard let user = v.caller.user else { throw ApiError.notFound() }
+        return try operations.member(user, of: orgId, withAnyOf: [.admin])
+    }
+
+    private func frame(_ title: String, _ v: Console.Visitor, _ orgId: String, _ section: String) -> Pages.Frame {
+        var f = console.frame(title, v, section: section)
+        f.expired = console.expiredNotice(orgId)
+        return f
+    }
+
+    private static func date(_ millis: Int64) -> String { String(Timestamp.format(millis).prefix(10)) }
+    private static func time(_ millis: Int64) -> String {
+        let s = Timestamp.format(millis)
+        return String(s.prefix(10)) + " " + String(s.dropFirst(11).prefix(5)) + " UTC"
+    }
+
+    /// A refusal of a form, shown on the page it came from: the operation's sentence and, for
+    /// 1002, one line per field with its path.
+    private func refused(_ e: ApiError, _ f: inout Pages.Frame) {
+        f.problem = e.code == .forbidden || e.code == .validationFailed ? e.detail : Console.sentence(e).1
+        f.problemDetails = e.errors.map { "\($0.path): \($0.message)" }
+    }
+
+    // MARK: users
+
+    func users(_ request: HTTPRequest) throws -> HTTPResponse {
+        let v = try console.signedIn(request)
+        return try usersPage(v, request.parameter("orgId"), frame: frame("Users", v, request.parameter("orgId"), "users"))
+    }
+
+    private func usersPage(_ v: Console.Visitor, _ orgId: String, frame: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
+        _ = try admin(v, orgId)
+        let list = try operations.database.read { try $0.usersWithEmail(orgId: orgId) }
+        let rows: [[String: TemplateValue]] = list.map { u, email in
+            ["name": .text(u.name), "roles": .text(u.roles.joined(separator: ", ")), "email": .text(email ?? "—"),
+             "status": .text(u.active ? "active" : "deactivated"), "url": .text("/console/orgs/\(orgId)/users/\(u.userId)")]
+        }
+        return pages.render("users", ["users": .list(rows), "createUrl": .text("/console/orgs/\(orgId)/users"), "csrf": .text(v.csrf)],
+                            frame: frame, status: status)
+    }
+
+    func createUser(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = try console.signedInForm(request)
+        let orgId = request.parameter("orgId")
+        _ = try admin(v, orgId)
+        do {
+            let issued = try operations.users.create(orgId: orgId, by: v.caller) { (form["name"] ?? "", form.all("role")) }.unkeyed()
+            var secrets = [tokenSecret(issued.token, for: issued.user)]
+            var f = frame(issued.user.name, v, orgId, "users")
+            if let email = form["email"], !email.isEmpty {
+                do {
+                    secrets.insert(invitationSecret(try operations.invitations.invite(orgId: orgId, userId: issued.user.userId, by: v.caller) { email }.unkeyed(),
+                                                    request), at: 0)
+                } catch let e as ApiError {
+                    refused(e, &f)
+                }
+            }
+            f.notice = "\(issued.user.name) was added."
+            return try userPage(v, orgId, issued.user.userId, frame: f, secrets: secrets)
+        } catch let e as ApiError where e.code == .validationFailed {
+            var f = frame("Users", v, orgId, "users")
+            refused(e, &f)
+            return try usersPage(v, orgId, frame: f, status: 422)
+        }
+    }
+
+    func user(_ request: HTTPRequest) throws -> HTTPResponse {
+        let v = try console.signedIn(request)
+        let orgId = request.parameter("orgId")
+        var f = frame("User", v, orgId, "users")
+        if request.query["done"] == "roles" { f.notice = "Roles saved. They apply on the user's next request or page." }
+        if request.query["done"] == "revoked" { f.notice = "The token was revoked." }
+        if request.query["done"] == "deactivated" { f.notice = "The user was deactivated: their tokens and sessions have ended." }
+        return try userPage(v, orgId, request.parameter("userId"), frame: f)
+    }
+
+    private func userPage(_ v: Console.Visitor, _ orgId: String, _ userId: String, frame: Pages.Frame, status: Int = 200,
+                          secrets: [[String: TemplateValue]] = []) throws -> HTTPResponse {
+        _ = try admin(v, orgId)
+        let (user, email, tokens) = try operations.database.read { db in
+            (try db.user(userId), try db.email(userId: userId), try db.tokens(userId: userId))
+        }
+        guard let user, user.orgId == orgId else { throw ApiError.notFound() }
+        var f = frame
+        f.title = user.name
+        let base = "/console/orgs/\(orgId)/users/\(userId)"
+        let values: [String: TemplateValue] = [
+            "name": .text(user.name), "userId": .text(user.userId), "email": .text(email ?? ""), "status": .text(user.active ? "active" : "deactivated"),
+            "active": .flag(user.active), "baseUrl": .text(base), "usersUrl": .text("/console/orgs/\(orgId)/users"), "csrf": .text(v.csrf),
+            "roleChoices": .list(Role.allCases.map { ["value": .text($0.rawValue), "label": .text($0.rawValue.capitalized), "checked": .flag(user.has($0))] }),
+            "tokens": .list(tokens.map { ["tokenId": .text($0.tokenId), "created": .text("created " + Self.time($0.createdAt)),
+                                          "revoked": .text($0.revokedAt.map(Self.time) ?? "")] }),
+            "secrets": .list(secrets),
+        ]
+        return pages.render("user", values, frame: f, status: status)
+    }
+
+    private func tokenSecret(_ token: String, for user: UserRecord) -> [String: TemplateValue] {
+        ["heading": .text("App token for \(user.name)"),
+         "explain": .text("Shown only now. Scan it with the collector's app, or copy it. If it is lost, make a new one and revoke this one."),
+         "value": .text(token), "qr": .html(QRCode.svg(token, label: "QR code of the app token") ?? "")]
+    }
+
+    private func invitationSecret(_ issued: Invitations.Issued, _ request: HTTPRequest) -> [String: TemplateValue] {
+        let url = Console.origin(request) + "/console/invitations/" + issued.token
+        return ["heading": .text("Invitation link for \(issued.email)"),
+                "explain": .text("Send this link to \(issued.user.name); it works once, until \(Self.date(issued.expiresAt)). A newer invitation replaces it."),
+                "value": .text(url), "qr": .html(QRCode.svg(url, label: "QR code of the invitation link") ?? "")]
+    }
+
+    func setRoles(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = try console.signedInForm(request)
+        let orgId = request.parameter("orgId"), userId = request.parameter("userId")
+        do {
+            _ = try operations.users.setRoles(orgId: orgId, userId: userId, by: v.caller) { form.all("role") }
+            return Pages.redirect("/console/orgs/\(orgId)/users/\(userId)?done=roles")
+        } catch let e as ApiError where e.code == .validationFailed {
+            var f = frame("User", v, orgId, "users")
+            refused(e, &f)
+            return try userPage(v, orgId, userId, frame: f, status: 422)
+        }
+    }
+
+    func invite(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = try console.signedInForm(request)
+        let orgId = request.parameter("orgId"), userId = request.parameter("userId")
+        var f = frame("User", v, orgId, "users")
+        do {
+            let issued = try operations.invitations.invite(orgId: orgId, userId: userId, by: v.caller) { form["email"] ?? "" }.unkeyed()
+            return try userPage(v, orgId, userId, frame: f, secrets: [invitationSecret(issued, request)])
+        } catch let e as ApiError where e.code == .validationFailed {
+            refused(e, &f)
+            return try userPage(v, orgId, userId, frame: f, status: 422)
+        }
+    }
+
+    func newToken(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, _) = try console.signedInForm(request)
+        let orgId = request.parameter("orgId"), userId = request.parameter("userId")
+        let issued = try operations.users.createToken(orgId: orgId, userId: userId, by: v.caller).unkeyed()
+        return try userPage(v, orgId, userId, frame: frame("User", v, orgId, "users"), secrets: [tokenSecret(issued.token, for: issued.user)])
+    }
+
+    func revokeToken(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, _) = try console.signedInForm(request)
+        let orgId = request.parameter("orgId"), userId = request.parameter("userId")
+        _ = try operations.users.revokeToken(orgId: orgId, userId: userId, tokenId: request.parameter("tokenId"), by: v.caller)
+        return Pages.redirect("/console/orgs/\(orgId)/users/\(userId)?done=revoked")
+    }
+
+    func deactivate(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = try console.signedInForm(request)
+        let orgId = request.parameter("orgId"), userId = request.parameter("userId")
+        guard form["confirm"] == "yes" else {
+            var f = frame("User", v, orgId, "users")
+            f.problem = "Tick “Yes, deactivate” to confirm."
+            return try userPage(v, orgId, userId, frame: f, status: 422)
+        }
+        _ = try operations.users.deactivate(orgId: orgId, userId: userId, by: v.caller)
+        return Pages.redirect("/console/orgs/\(orgId)/users/\(userId)?done=deactivated")
+    }
+
+    // MARK: surveys
+
+    func surveys(_ request: HTTPRequest) throws -> HTTPResponse {
+        let v = try console.signedIn(request)
+        let orgId = request.parameter("orgId")
+        return try surveysPage(v, orgId, frame: frame("Surveys", v, orgId, "surveys"))
+    }
+
+    private func gatedOff(_ f: Pages.Frame) -> TemplateValue {
+        .text(f.expired == nil ? "" : "The subscription has expired: creating and publishing wait until it is renewed.")
+    }
+
+    private func surveysPage(_ v: Console.Visitor, _ orgId: String, frame f: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
+        _ = try admin(v, orgId)
+        let list: [[String: TemplateValue]] = try operations.database.read { db in
+            try db.surveys(orgId: orgId, after: nil, limit: 500).map { s in
+                let versions = try db.surveyVersions(surveyId: s.surveyId)
+                return ["title": .text(s.title), "url": .text("/console/orgs/\(orgId)/surveys/\(s.surveyId)"),
+                        "detail": .text("\(versions.count) version\(versions.count == 1 ? "" : "s")\(s.reviewRequired ? " · review required" : "")")]
+            }
+        }
+        return pages.render("surveys", ["surveys": .list(list), "createUrl": .text("/console/orgs/\(orgId)/surveys"), "csrf": .text(v.csrf),
+                                        "gatedOff": gatedOff(f)], frame: f, status: status)
+    }
+
+    func createSurvey(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = try console.signedInForm(request)
+        let orgId = request.parameter("orgId")
+        let user = try admin(v, orgId)
+        do {
+            let s = try operations.surveys.create(orgId: orgId, by: user) {
+                Surveys.NewSurvey(title: form["title"] ?? "", reviewRequired: form["reviewRequired"] == "true")
+            }.unkeyed()
+            return Pages.redirect("/console/orgs/\(orgId)/surveys/\(s.surveyId)")
+        } catch let e as ApiError where [.validationFailed, .subscriptionExpired].contains(e.code) {
+            var f = frame("Surveys", v, orgId, "surveys")
+            refused(e, &f)
+            return try surveysPage(v, orgId, frame: f, status: e.code.httpStatus)
+        }
+    }
+
+    func survey(_ request: HTTPRequest) throws -> HTTPResponse {
+        let v = try console.signedIn(request)
+        let orgId = request.parameter("orgId")
+        var f = frame("Survey", v, orgId, "surveys")
+        if let n = request.query["published"] { f.notice = "Version \(n) is published." }
+        return try surveyPage(v, orgId, request.parameter("surveyId"), frame: f)
+    }
+
+    private func surveyPage(_ v: Console.Visitor, _ orgId: String, _ surveyId: String, frame: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
+        _ = try admin(v, orgId)
+        let (survey, versions) = try operations.database.read { db in (try db.survey(orgId: orgId, surveyId: surveyId), try db.surveyVersions(surveyId: surveyId)) }
+        guard let survey else { throw ApiError.notFound() }
+        var f = frame
+        f.title = survey.title
+        let base = "/console/orgs/\(orgId)/surveys/\(surveyId)"
+        let shown: [[String: TemplateValue]] = try versions.sorted { $0.number > $1.number }.map { version in
+            let definition = try operations.definitions.definition(of: version)
+            return ["number": .text(String(version.number)), "created": .text(Self.time(version.createdAt)), "versionId": .text(version.surveyVersionId),
+                    "contentHash": .text(version.contentHash),
+                    "questions": .list(definition.questions.map { q in
+                        var rules: [String] = []
+                        if !q.choices.isEmpty { rules.append(q.choices.joined(separator: ", ")) }
+                        if let min = q.minimum { rules.append("from \(CanonicalJSON.number(min))") }
+                        if let max = q.maximum { rules.append("to \(CanonicalJSON.number(max))") }
+                        if let n = q.maxLength { rules.append("at most \(n) characters") }
+                        if !q.accept.isEmpty { rules.append(q.accept.joined(separator: ", ")) }
+                        return ["id": .text(q.id), "label": .text(q.label), "type": .text(q.type.rawValue), "required": .flag(q.required),
+                                "rules": .text(rules.joined(separator: " · "))]
+                    })]
+        }
+        return pages.render("survey", [
+            "title": .text(survey.title), "surveysUrl": .text("/console/orgs/\(orgId)/surveys"), "queueUrl": .text(base + "/responses"),
+            "exportsUrl": .text(base + "/exports"), "publishUrl": .text(base + "/versions"), "csrf": .text(v.csrf), "versions": .list(shown),
+            "gatedOff": gatedOff(f),
+        ], frame: f, status: status)
+    }
+
+    /// A definition file, published as the survey's next version; a refusal lists each field.
+    func publish(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = try console.signedInForm(request)
+        let orgId = request.parameter("orgId"), surveyId = request.parameter("surveyId")
+        let user = try admin(v, orgId)
+        do {
+            let version = try operations.surveys.publish(orgId: orgId, surveyId: surveyId, by: user) {
+                guard let file = form.files["definition"], !file.isEmpty else {
+                    throw ApiError(.validationFailed, "Choose a definition file to publish.", errors: [FieldError(path: "definition", message: "no file")])
+                }
+                do { return try JSONParser.parse(file) } catch {
+                    throw ApiError(.validationFailed, "The file is not valid JSON: \(error).", errors: [FieldError(path: "definition", message: "not JSON")])
+                }
+            }.unkeyed()
+            return Pages.redirect("/console/orgs/\(orgId)/surveys/\(surveyId)?published=\(version.number)")
+        } catch let e as ApiError where [.validationFailed, .subscriptionExpired, .payloadTooLarge].contains(e.code) {
+            var f = frame("Survey", v, orgId, "surveys")
+            refused(e, &f)
+            if e.code == .validationFailed { f.problem = "The definition was not published. " + e.detail }
+            return try surveyPage(v, orgId, surveyId, frame: f, status: e.code.httpStatus)
+        }
+    }
+
+    // MARK: tasks
+
+    func tasks(_ request: HTTPRequest) throws -> HTTPResponse {
+        let v = try console.signedIn(request)
+        let orgId = request.parameter("orgId")
+        return try tasksPage(v, orgId, frame: frame("Field tasks", v, orgId, "tasks"))
+    }
+
+    private func tasksPage(_ v: Console.Visitor, _ orgId: String, frame f: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
+        _ = try admin(v, orgId)
+        let (tasks, surveys, users) = try operations.database.read { db in
+            (try db.tasks(orgId: orgId, assignee: nil, after: nil, limit: 500), try db.surveys(orgId: orgId, after: nil, limit: 500), try db.users(orgId: orgId))
+        }
+        let names = Dictionary(users.map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
+        let titles = Dictionary(surveys.map { ($0.surveyId, $0.title) }, uniquingKeysWith: { a, _ in a })
+        let rows: [[String: TemplateValue]] = tasks.reversed().map { t in
+            var completed = ""
+            if let at = t.completedAt { completed = "by \(names[t.completedBy ?? ""] ?? t.completedBy ?? "?"), \(Self.time(at))" }
+            return ["title": .text(t.title), "taskId": .text(t.taskId), "survey": .text(titles[t.surveyId] ?? t.surveyId),
+                    "assignee": .text(names[t.assigneeUserId] ?? t.assigneeUserId), "due": .text(t.dueAt.map(Self.date) ?? "—"),
+                    "state": .text(t.state), "completed": .text(completed),
+                    "responseUrl": .text(t.responseId.map { "/console/orgs/\(orgId)/responses/\($0)" } ?? "")]
+        }
+        return pages.render("tasks", [
+            "tasks": .list(rows), "createUrl": .text("/console/orgs/\(orgId)/tasks"), "csrf": .text(v.csrf), "gatedOff": gatedOff(f),
+            "surveys": .list(surveys.map { ["id": .text($0.surveyId), "label": .text($0.title)] }),
+            "collectors": .list(users.filter { $0.active && $0.has(.collector) }.map { ["id": .text($0.userId), "label": .text($0.name)] }),
+        ], frame: f, status: status)
+    }
+
+    func createTask(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = try console.signedInForm(request)
+        let orgId = request.parameter("orgId")
+        let user = try admin(v, orgId)
+        do {
+            _ = try operations.tasks.create(orgId: orgId, by: user) {
+                let notes = (form["notes"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+                return FieldTasks.NewTask(title: form["title"] ?? "", surveyId: form["surveyId"] ?? "", assigneeUserId: form["assigneeUserId"] ?? "",
+                                          notes: notes.isEmpty ? nil : notes,
+                                          dueAt: (form["due"]).flatMap { $0.isEmpty ? nil : Timestamp.parse($0 + "T23:59:59Z") })
+            }
+            var f = frame("Field tasks", v, orgId, "tasks")
+            f.notice = "The task was assigned."
+            return try tasksPage(v, orgId, frame: f)
+        } catch let e as ApiError where [.validationFailed, .subscriptionExpired].contains(e.code) {
+            var f = frame("Field tasks", v, orgId, "tasks")
+            refused(e, &f)
+            return try tasksPage(v, orgId, frame: f, status: e.code.httpStatus)
+        }
+    }
+
+    // MARK: exports and the subscription
+
+    func exports(_ request: HTTPRequest) throws -> HTTPResponse {
+        let v = try console.signedIn(request)
+        let orgId = request.parameter("orgId"), surveyId = request.parameter("surveyId")
+        guard let user = v.caller.user else { throw ApiError.notFound() }
+        try operations.member(user, of: orgId, withAnyOf: [.reviewer, .admin])
+        let (survey, versions) = try operations.database.read { db in (try db.survey(orgId: orgId, surveyId: surveyId), try db.surveyVersions(surveyId: surveyId)) }
+        guard let survey else { throw ApiError.notFound() }
+        return pages.render("exports", [
+            "title": .text(survey.title), "surveyUrl": .text(user.has(.admin) ? "/console/orgs/\(orgId)/surveys/\(surveyId)" : "/console/orgs/\(orgId)/surveys/\(surveyId)/responses"),
+            "downloadUrl": .text("/console/orgs/\(orgId)/surveys/\(surveyId)/download"),
+            "states": .list(ReviewDesk.stateLabels.map { ["value": .text($0.0.rawValue), "label": .text($0.1)] }),
+            "versions": .list(versions.map { ["id": .text($0.surveyVersionId), "label": .text("Version \($0.number)")] }),
+        ], frame: frame("Export", v, orgId, "surveys"))
+    }
+
+    func subscription(_ request: HTTPRequest) throws -> HTTPResponse {
+        let v = try console.signedIn(request)
+        let orgId = request.parameter("orgId")
+        _ = try admin(v, orgId)
+        let org = try operations.organizations.organization(orgId)
+        let expired = operations.gate.isExpired(org)
+        return pages.render("subscription", [
+            "orgName": .text(org.name), "state": .text(expired ? "expired" : "active"), "expiryLabel": .text(expired ? "Ended" : "Ends"),
+            "expiresAt": .text(Self.time(org.expiresAt)),
+            "explain": .text(expired ? "Reading, exports and user management keep working; syncing, reviews and publishing wait until an operator renews it. Nothing collected is lost: apps keep their work and send it after renewal."
+                                     : "Your operator renews the subscription. Collected work is never refused for an expiry: apps keep it and send it after renewal."),
+        ], frame: frame("Subscription", v, orgId, "subscription"))
+    }
+}
