@@ -1,0 +1,116 @@
+import Foundation
+import SurveyDomain
+import SurveyStorage
+import Testing
+
+/// The console's admin and operator pages on a real server, without a browser: tenancy, publishing
+/// from a file, the export download through the session, and the operator's confirmation step.
+@Suite struct ConsoleAdminTests {
+    struct Session {
+        let f: Fixture
+        let id: String
+
+        /// Signed in with an API token.
+        init(_ f: Fixture, token: String) throws {
+            self.f = f
+            let r = try f.client.request("POST", "/console/sign-in", body: Array("token=\(token)".utf8),
+                                         headers: ["Content-Type": "application/x-www-form-urlencoded"])
+            guard r.status == 303, let c = r.header("set-cookie"), let v = c.split(separator: ";").first?.split(separator: "=").last else {
+                throw TestFailure("sign-in: \(r.status)")
+            }
+            id = String(v)
+        }
+
+        func get(_ path: String) throws -> Reply { try f.client.request("GET", path, headers: ["Cookie": "surveyd_session=\(id)"]) }
+
+        var csrf: String {
+            get throws {
+                let home = try get("/console/")  // an operator's home is their organizations page
+                let html = home.status == 303 ? try get(home.header("location") ?? "").text : home.text
+                guard let at = html.range(of: #"name="csrf" value=""#) else { throw TestFailure("no csrf") }
+                return String(html[at.upperBound...].prefix { $0 != "\"" })
+            }
+        }
+
+        func post(_ path: String, _ fields: [String: String]) throws -> Reply {
+            var fields = fields
+            fields["csrf"] = try csrf
+            let body = fields.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&")
+            return try f.client.request("POST", path, body: Array(body.utf8), headers: [
+                "Cookie": "surveyd_session=\(id)", "Content-Type": "application/x-www-form-urlencoded", "Origin": "http://127.0.0.1"])
+        }
+
+        /// A multipart form with one file field.
+        func upload(_ path: String, file: [UInt8]) throws -> Reply {
+            let boundary = "----surveyd-test-boundary"
+            var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n\(try csrf)\r\n".utf8)
+            body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"definition\"; filename=\"survey.json\"\r\nContent-Type: application/json\r\n\r\n".utf8)
+            body += file + Array("\r\n--\(boundary)--\r\n".utf8)
+            return try f.client.request("POST", path, body: body, headers: [
+                "Cookie": "surveyd_session=\(id)", "Content-Type": "multipart/form-data; boundary=\(boundary)", "Origin": "http://127.0.0.1"])
+        }
+    }
+
+    @Test func anAdminOfAnotherOrganizationReachesNothing() throws {
+        let a = try Fixture()
+        let survey = try a.publishSurvey()
+        let b = try Fixture(server: a.server)
+        let intruder = try Session(b, token: b.adminToken)
+        let own = try Session(a, token: a.adminToken)
+        for page in ["users", "surveys", "tasks", "subscription", "surveys/\(survey.surveyId)", "surveys/\(survey.surveyId)/exports",
+                     "surveys/\(survey.surveyId)/download?format=csv", "users/\(a.collectorId)"] {
+            let r = try intruder.get("/console/orgs/\(a.orgId)/\(page)")
+            #expect(r.status == 404, "\(page): \(r.status)")
+            #expect(!r.text.contains("Cole") && !r.text.contains("Household") && !r.text.contains("Field team"), "\(page) reveals something")
+            #expect(try own.get("/console/orgs/\(a.orgId)/\(page)").status == 200, "\(page) for its own admin")
+        }
+        // A form aimed at the other organization changes nothing there.
+        #expect(try intruder.post("/console/orgs/\(a.orgId)/users/\(a.collectorId)/deactivate", ["confirm": "yes"]).status == 404)
+        #expect(try a.server.count("SELECT COUNT(*) FROM users WHERE user_id = ? AND active = 1", [.text(a.collectorId)]) == 1)
+    }
+
+    @Test func aVersionIsPublishedFromAFileAndABrokenOneIsRefusedPerField() throws {
+        let f = try Fixture()
+        let survey = try f.publishSurvey()
+        let s = try Session(f, token: f.adminToken)
+        let path = "/console/orgs/\(f.orgId)/surveys/\(survey.surveyId)/versions"
+        let broken = try s.upload(path, file: Array(#"{"title":"x","questions":[{"id":"1bad","type":"integer"}]}"#.utf8))
+        #expect(broken.status == 422)
+        #expect(broken.text.contains("definition.questions[0].id") && broken.text.contains("definition.questions[0].label"))
+        #expect(try f.server.count("SELECT COUNT(*) FROM survey_versions WHERE survey_id = ?", [.text(survey.surveyId)]) == 1)
+        let good = try s.upload(path, file: Array(#"{"title":"x","questions":[{"id":"size","type":"integer","label":"Size"}]}"#.utf8))
+        #expect(good.status == 303 && good.header("location")?.hasSuffix("?published=2") == true)
+        let hash = try f.server.rows("SELECT content_hash FROM survey_versions WHERE survey_id = ? AND number = 2", [.text(survey.surveyId)]).first?.string(0)
+        let page = try s.get("/console/orgs/\(f.orgId)/surveys/\(survey.surveyId)").text
+        #expect(hash != nil && page.contains(hash ?? "-"))
+    }
+
+    @Test func theDownloadButtonIsTheExportThroughTheSession() throws {
+        let f = try Fixture()
+        let survey = try f.publishSurvey()
+        _ = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken, ResponseTests.submission("console-export-1", survey))
+        let r = try Session(f, token: f.reviewerToken).get("/console/orgs/\(f.orgId)/surveys/\(survey.surveyId)/download?format=csv&reviewState=&from=2000-01-01")
+        #expect(r.status == 200 && r.header("content-type") == "text/csv; charset=utf-8")
+        #expect(r.text.contains("console-export-1") && r.header("surveyd-export-cursor") != nil)
+        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'export.csv'") == 1)
+        // A collector's session gets the page of a refusal, not the data.
+        #expect(try Session(f, token: f.collectorToken).get("/console/orgs/\(f.orgId)/surveys/\(survey.surveyId)/download?format=csv").status == 403)
+    }
+
+    @Test func anOperatorRenewsAfterConfirming() throws {
+        let f = try Fixture()
+        try f.expire()
+        let s = try Session(f, token: f.server.operatorToken)
+        #expect(try s.get("/console/operator/orgs").text.contains("expired"))
+        let before = try f.server.rows("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(f.orgId)]).first?.int(0)
+        let ask = try s.post("/console/operator/orgs/\(f.orgId)/renew", ["expiresAt": "2099-12-31"])
+        #expect(ask.status == 200 && ask.text.contains("Renew"))
+        #expect(try f.server.rows("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(f.orgId)]).first?.int(0) == before)
+        let done = try s.post("/console/operator/orgs/\(f.orgId)/renew", ["expiresAt": "2099-12-31", "confirmed": "yes"])
+        #expect(done.status == 303)
+        #expect(try f.server.rows("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(f.orgId)]).first?.int(0) == Timestamp.parse("2099-12-31T23:59:59.999Z"))
+        #expect(try s.get("/console/operator/orgs").text.contains("state-active\">active"))
+        // An admin is no operator: the page is not theirs.
+        #expect(try Session(f, token: f.adminToken).get("/console/operator/orgs").status == 404)
+    }
+}
