@@ -106,7 +106,7 @@ struct AdminPages: Sendable {
             "roleChoices": .list(Role.allCases.map { ["value": .text($0.rawValue), "label": .text($0.rawValue.capitalized), "checked": .flag(user.has($0))] }),
             "tokens": .list(tokens.map { ["tokenId": .text($0.tokenId), "created": .text("created " + Self.time($0.createdAt)),
                                           "revoked": .text($0.revokedAt.map(Self.time) ?? "")] }),
-            "secrets": .list(secrets),
+            "secrets": .html(secrets.map { pages.fragment("secret", $0) }.joined()),
         ]
         return pages.render("user", values, frame: f, status: status)
     }

@@ -42,7 +42,7 @@ struct OperatorPages: Sendable {
              "expiresAt": .text(Timestamp.format(o.expiresAt)), "renewUrl": .text("/console/operator/orgs/\(o.orgId)/renew"),
              "endUrl": .text("/console/operator/orgs/\(o.orgId)/end")]
         }
-        return pages.render("orgs", ["orgs": .list(rows), "csrf": .text(v.csrf), "secrets": .list(secrets)], frame: frame, status: status)
+        return pages.render("orgs", ["orgs": .list(rows), "csrf": .text(v.csrf), "secrets": .html(secrets.map { pages.fragment("secret", $0) }.joined())], frame: frame, status: status)
     }
 
     func create(_ request: HTTPRequest) throws -> HTTPResponse {

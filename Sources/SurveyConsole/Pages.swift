@@ -11,7 +11,7 @@ final class Pages: Sendable {
     init() throws {
         var templates: [String: Template] = [:]
         for name in ["layout", "sign-in", "invitation", "message", "home", "queue", "response", "users", "user", "surveys", "survey",
-                     "tasks", "exports", "subscription", "orgs", "confirm"] {
+                     "tasks", "exports", "subscription", "orgs", "confirm", "secret"] {
             guard let url = Bundle.module.url(forResource: name, withExtension: "html", subdirectory: "Templates") else {
                 throw TemplateError("\(name).html is missing from the bundle")
             }
@@ -62,6 +62,11 @@ final class Pages: Sendable {
         let html = templates["layout"]!.render(layout)
         return HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + Self.securityHeaders + headers,
                             body: Array(html.utf8))
+    }
+
+    /// A piece of a page (a secret shown once, with its QR code), to go into another as `.html`.
+    func fragment(_ name: String, _ values: [String: TemplateValue]) -> String {
+        templates[name]!.render(values)
     }
 
     static func redirect(_ location: String, headers: [(String, String)] = []) -> HTTPResponse {
