@@ -3,11 +3,15 @@
 
     scripts/browser_tests.sh --screenshots      # installs what is missing, then runs this
 
-Writes sign-in-, queue- and response-{desktop,phone}.png: desktop is a 1280x900 viewport, phone
-a 375x812 one (a mobile viewport at device pixel ratio 2); each is the whole page, not just the
-first screen. The response shown has a location, a photo and a review comment in its history
-(returned for correction, resubmitted, in review again). For each phone page it also prints any
-element wider than the screen, so a horizontal overflow is seen without opening the file.
+Writes PAGE-{desktop,phone}.png for the reviewer's pages (sign-in, queue, response), the admin's
+(users, user, surveys, survey, tasks, exports, subscription) and the operator's (orgs): desktop
+is a 1280x900 viewport, phone a 375x812 one (a mobile viewport at device pixel ratio 2); each is
+the whole page, not just the first screen. The response shown has a location, a photo and a
+review comment in its history (returned for correction, resubmitted, in review again); the user
+page shows a new app token with its QR code; the survey page two versions; the tasks page open
+and completed tasks; the operator's page three organizations, one of them expired. For each
+phone page it also prints any element wider than the screen, so a horizontal overflow is seen
+without opening the file.
 
 Needs Selenium (the venv scripts/browser_tests.sh makes) and SURVEYD_BIN (default
 .build/debug/surveyd).
@@ -17,7 +21,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "Browser"))
 
-from test_console import DESKTOP, PHONE, ROOT, By, Server, browser, quit_browsers, set_viewport, sign_in_token, wait_loaded  # noqa: E402
+from test_console import DESKTOP, PHONE, ROOT, By, Server, browser, click_and_load, quit_browsers, set_viewport, sign_in_token, wait_loaded  # noqa: E402
+from test_console_admin import button, demo_user_id, new_survey, submission, submit_raw  # noqa: E402
 
 OUT = os.path.join(ROOT, "Docs", "console")
 
@@ -54,6 +59,52 @@ def seed(srv):
     return rid
 
 
+def seed_admin(srv):
+    """What the admin's and the operator's pages show: more users, a second version of the demo
+    survey and two more surveys, open and completed tasks, two more organizations (one expired)."""
+    for name, roles, email in (("Grace Mwangi", ["collector"], "grace.mwangi@example.org"),
+                               ("Samuel Otieno", ["collector", "reviewer"], "samuel.otieno@example.org"),
+                               ("Wanjiru Kamau", ["admin", "reviewer"], "wanjiru.kamau@example.org"),
+                               ("Peter Ouma", ["collector"], None)):
+        user = srv.create_user(name, roles)
+        if email:
+            srv.invite(user["userId"], email)
+        if name == "Peter Ouma":
+            srv.api("DELETE", f"/users/{user['userId']}", srv["ADMIN"])
+
+    sid = srv.survey_id()
+    definition = srv.api("GET", f"/survey-versions/{srv['VERSION']}", srv["ADMIN"])["definition"]
+    definition["questions"].insert(2, {"id": "treatment", "type": "select_multiple", "label": "How the water is treated",
+                                       "choices": ["boiling", "chlorine", "filter", "none"]})
+    srv.api("POST", f"/surveys/{sid}/versions", srv["ADMIN"], {"definition": definition}, expect=(201,))
+    latrine, version = new_survey(srv, "Latrine check", review=False)
+    srv.api("POST", "/surveys", srv["ADMIN"], {"title": "School sanitation (draft)", "reviewRequired": True}, expect=(201,))
+
+    cole = demo_user_id(srv, "Cole Collector")
+    grace = demo_user_id(srv, "Grace Mwangi")
+    done = srv.api("POST", "/tasks", srv["ADMIN"], {"title": "Latrines of block 2", "surveyId": latrine, "assigneeUserId": cole,
+                                                     "dueAt": "2026-12-10T23:59:59Z"}, expect=(201,))
+    status, _, out = submit_raw(srv, submission(version["surveyVersionId"], version["contentHash"],
+                                                {"household_size": 5, "water_source": "well"}, done["taskId"]))
+    assert status == 201, (status, out)
+    for title, survey, who, due, notes in (("Households along the river road", sid, cole, "2026-12-15T23:59:59Z", "Start at the school."),
+                                           ("Kisumu market stalls", sid, grace, "2026-12-20T23:59:59Z", None),
+                                           ("Re-visit block 4 (missing photos)", sid, grace, None, "Ask for the pump photo.")):
+        body = {"title": title, "surveyId": survey, "assigneeUserId": who}
+        if due:
+            body["dueAt"] = due
+        if notes:
+            body["notes"] = notes
+        srv.api("POST", "/tasks", srv["ADMIN"], body, expect=(201,))
+
+    for name, expires in (("Lakeside Health Volunteers", "2027-06-30T23:59:59Z"), ("Coastal Schools Pilot", "2026-01-31T23:59:59Z")):
+        status, _, org = srv.request("POST", "/v1/orgs", srv["OP"], {"name": name, "expiresAt": expires})
+        assert status == 201, (status, org)
+        status, _, _ = srv.request("POST", f"/v1/orgs/{org['orgId']}/users", srv["OP"], {"name": "First Admin", "roles": ["admin"]})
+        assert status == 201, status
+    return sid, cole
+
+
 def shoot(d, size, mobile, scale, name):
     """The whole page at this width, into Docs/console/NAME.png."""
     set_viewport(d, size, mobile, scale)
@@ -73,8 +124,12 @@ def main():
     srv = Server()
     try:
         rid = seed(srv)
-        pages = {"queue": f"{srv.base}/console/orgs/{srv['ORG']}/surveys/{srv.survey_id()}/responses",
-                 "response": f"{srv.base}/console/orgs/{srv['ORG']}/responses/{rid}"}
+        sid, cole = seed_admin(srv)
+        org = f"{srv.base}/console/orgs/{srv['ORG']}"
+        pages = {"queue": f"{org}/surveys/{sid}/responses",
+                 "response": f"{org}/responses/{rid}"}
+        admin_pages = {"users": f"{org}/users", "surveys": f"{org}/surveys", "survey": f"{org}/surveys/{sid}",
+                       "tasks": f"{org}/tasks", "exports": f"{org}/surveys/{sid}/exports", "subscription": f"{org}/subscription"}
         for kind, size, mobile, scale in (("desktop", DESKTOP, False, 1), ("phone", PHONE, True, 2)):
             d = browser(size, mobile, scale)
             d.get(srv.base + "/console/sign-in")
@@ -86,6 +141,25 @@ def main():
             d.get(pages["response"])
             assert d.find_elements(By.CSS_SELECTOR, ".history blockquote") and d.find_elements(By.CSS_SELECTOR, "img.photo")
             shoot(d, size, mobile, scale, f"response-{kind}")
+            d.delete_all_cookies()
+
+            sign_in_token(d, srv, srv["ADMIN"])
+            for name, url in admin_pages.items():
+                d.get(url)
+                assert d.find_element(By.TAG_NAME, "h1").text != "Not found", url
+                shoot(d, size, mobile, scale, f"{name}-{kind}")
+            # The user page as it is right after "New app token": the token and its QR code.
+            d.get(f"{org}/users/{cole}")
+            click_and_load(d, button(d, "New app token (shown once, with a QR code)"))
+            assert d.find_elements(By.CSS_SELECTOR, "section.secret svg.qr"), "no QR code on the user page"
+            shoot(d, size, mobile, scale, f"user-{kind}")
+            d.delete_all_cookies()
+
+            sign_in_token(d, srv, srv["OP"])
+            d.get(srv.base + "/console/operator/orgs")
+            assert len(d.find_elements(By.CSS_SELECTOR, "table tbody tr")) == 3
+            shoot(d, size, mobile, scale, f"orgs-{kind}")
+            quit_browsers()
     finally:
         quit_browsers()
         srv.stop()
