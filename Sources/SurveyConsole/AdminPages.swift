@@ -60,10 +60,12 @@ struct AdminPages: Sendable {
         let orgId = request.parameter("orgId")
         _ = try admin(v, orgId)
         do {
+            let email = (form["email"] ?? "").trimmingCharacters(in: .whitespaces)
+            if !email.isEmpty { _ = try operations.invitations.checkAvailable(email: email) }  // refused before the user exists
             let issued = try operations.users.create(orgId: orgId, by: v.caller) { (form["name"] ?? "", form.all("role")) }.unkeyed()
-            var secrets = [tokenSecret(issued.token, for: issued.user)]
+            var secrets = [tokenSecret(issued.token, id: issued.tokenId, for: issued.user)]
             var f = frame(issued.user.name, v, orgId, "users")
-            if let email = form["email"], !email.isEmpty {
+            if !email.isEmpty {
                 do {
                     secrets.insert(invitationSecret(try operations.invitations.invite(orgId: orgId, userId: issued.user.userId, by: v.caller) { email }.unkeyed(),
                                                     request), at: 0)
@@ -111,8 +113,8 @@ struct AdminPages: Sendable {
         return pages.render("user", values, frame: f, status: status)
     }
 
-    private func tokenSecret(_ token: String, for user: UserRecord) -> [String: TemplateValue] {
-        ["heading": .text("App token for \(user.name)"),
+    private func tokenSecret(_ token: String, id tokenId: String, for user: UserRecord) -> [String: TemplateValue] {
+        ["heading": .text("App token \(tokenId) for \(user.name)"),
          "explain": .text("Shown only now. Scan it with the collector's app, or copy it. If it is lost, make a new one and revoke this one."),
          "value": .text(token), "qr": .html(QRCode.svg(token, label: "QR code of the app token") ?? "")]
     }
@@ -154,7 +156,7 @@ struct AdminPages: Sendable {
         let (v, _) = try console.signedInForm(request)
         let orgId = request.parameter("orgId"), userId = request.parameter("userId")
         let issued = try operations.users.createToken(orgId: orgId, userId: userId, by: v.caller).unkeyed()
-        return try userPage(v, orgId, userId, frame: frame("User", v, orgId, "users"), secrets: [tokenSecret(issued.token, for: issued.user)])
+        return try userPage(v, orgId, userId, frame: frame("User", v, orgId, "users"), secrets: [tokenSecret(issued.token, id: issued.tokenId, for: issued.user)])
     }
 
     func revokeToken(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -295,7 +297,7 @@ struct AdminPages: Sendable {
         let rows: [[String: TemplateValue]] = tasks.reversed().map { t in
             var completed = ""
             if let at = t.completedAt { completed = "by \(names[t.completedBy ?? ""] ?? t.completedBy ?? "?"), \(Self.time(at))" }
-            return ["title": .text(t.title), "taskId": .text(t.taskId), "survey": .text(titles[t.surveyId] ?? t.surveyId),
+            return ["title": .text(t.title), "taskId": .text(t.taskId), "notes": .text(t.notes ?? ""), "survey": .text(titles[t.surveyId] ?? t.surveyId),
                     "assignee": .text(names[t.assigneeUserId] ?? t.assigneeUserId), "due": .text(t.dueAt.map(Self.date) ?? "—"),
                     "state": .text(t.state), "completed": .text(completed),
                     "responseUrl": .text(t.responseId.map { "/console/orgs/\(orgId)/responses/\($0)" } ?? "")]
@@ -337,7 +339,9 @@ struct AdminPages: Sendable {
         try operations.member(user, of: orgId, withAnyOf: [.reviewer, .admin])
         let (survey, versions) = try operations.database.read { db in (try db.survey(orgId: orgId, surveyId: surveyId), try db.surveyVersions(surveyId: surveyId)) }
         guard let survey else { throw ApiError.notFound() }
+        let hasPoint = try versions.contains { try operations.definitions.definition(of: $0).questions.contains { $0.type == .geopoint } }
         return pages.render("exports", [
+            "noPoint": .text(hasPoint ? "" : "GeoJSON needs a location (geopoint) question; this survey has none."),
             "title": .text(survey.title), "surveyUrl": .text(user.has(.admin) ? "/console/orgs/\(orgId)/surveys/\(surveyId)" : "/console/orgs/\(orgId)/surveys/\(surveyId)/responses"),
             "downloadUrl": .text("/console/orgs/\(orgId)/surveys/\(surveyId)/download"),
             "states": .list(ReviewDesk.stateLabels.map { ["value": .text($0.0.rawValue), "label": .text($0.1)] }),

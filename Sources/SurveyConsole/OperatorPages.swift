@@ -18,6 +18,11 @@ struct OperatorPages: Sendable {
         return (v, f)
     }
 
+    static func time(_ millis: Int64) -> String {
+        let s = Timestamp.format(millis)
+        return String(s.prefix(10)) + " " + String(s.dropFirst(11).prefix(5)) + " UTC"
+    }
+
     /// A date field as the end of that day (UTC): "until 31 December" includes the 31st.
     static func endOfDay(_ date: String?) -> Int64? {
         guard let date, date.count == 10 else { return nil }
@@ -39,8 +44,8 @@ struct OperatorPages: Sendable {
         let orgs = (try? operations.database.read { try $0.orgs() }) ?? []
         let rows: [[String: TemplateValue]] = orgs.map { o in
             ["name": .text(o.name), "orgId": .text(o.orgId), "state": .text(operations.gate.isExpired(o) ? "expired" : "active"),
-             "expiresAt": .text(Timestamp.format(o.expiresAt)), "renewUrl": .text("/console/operator/orgs/\(o.orgId)/renew"),
-             "endUrl": .text("/console/operator/orgs/\(o.orgId)/end")]
+             "expiresAt": .text(Self.time(o.expiresAt)), "renewUrl": .text("/console/operator/orgs/\(o.orgId)/renew"),
+             "endUrl": .text(operations.gate.isExpired(o) ? "" : "/console/operator/orgs/\(o.orgId)/end")]
         }
         return pages.render("orgs", ["orgs": .list(rows), "csrf": .text(v.csrf), "secrets": .html(secrets.map { pages.fragment("secret", $0) }.joined())], frame: frame, status: status)
     }
@@ -52,8 +57,15 @@ struct OperatorPages: Sendable {
             guard let expiresAt = Self.endOfDay(form["expiresAt"]) else {
                 throw ApiError(.validationFailed, "Choose the date the subscription ends.", errors: [FieldError(path: "expiresAt", message: "a date")])
             }
-            let adminName = form["adminName"] ?? "", email = form["adminEmail"] ?? ""
-            let org = try operations.organizations.create(by: v.caller) { (form["name"] ?? "", expiresAt) }.unkeyed()
+            let adminName = form["adminName"] ?? "", name = form["name"] ?? ""
+            // Everything the three steps check, checked before the first one writes: a refusal
+            // leaves no organization behind.
+            var errors: [FieldError] = []
+            if name.trimmingCharacters(in: .whitespaces).isEmpty { errors.append(FieldError(path: "name", message: "the organization's name")) }
+            if adminName.trimmingCharacters(in: .whitespaces).isEmpty { errors.append(FieldError(path: "adminName", message: "the first admin's name")) }
+            if !errors.isEmpty { throw ApiError(.validationFailed, "The organization was not created.", errors: errors) }
+            let email = try operations.invitations.checkAvailable(email: form["adminEmail"] ?? "")
+            let org = try operations.organizations.create(by: v.caller) { (name, expiresAt) }.unkeyed()
             let admin = try operations.users.create(orgId: org.orgId, by: v.caller) { (adminName, ["admin"]) }.unkeyed()
             let invitation = try operations.invitations.invite(orgId: org.orgId, userId: admin.user.userId, by: v.caller) { email }.unkeyed()
             let url = Console.origin(request) + "/console/invitations/" + invitation.token
@@ -80,8 +92,13 @@ struct OperatorPages: Sendable {
             f.problem = "Choose the new end date of \(org.name)'s subscription, then press Renew."
             return orgsPage(v, frame: f, status: 422)
         }
+        guard expiresAt > operations.clock.nowMillis() else {
+            var f = console.frame("Organizations", v, section: "orgs")
+            f.problem = "A renewal must end in the future; to end the subscription now, use End subscription."
+            return orgsPage(v, frame: f, status: 422)
+        }
         guard form["confirmed"] == "yes" else {
-            return confirm(v, heading: "Renew \(org.name)?", question: "The subscription of \(org.name) will end on \(Timestamp.format(expiresAt)) instead of \(Timestamp.format(org.expiresAt)).",
+            return confirm(v, heading: "Renew \(org.name)?", question: "The subscription of \(org.name) will end on \(Self.time(expiresAt)) instead of \(Self.time(org.expiresAt)).",
                            action: "/console/operator/orgs/\(orgId)/renew", fields: ["expiresAt": form["expiresAt"] ?? ""], label: "Renew", style: "good")
         }
         _ = try operations.organizations.setSubscription(orgId: orgId, by: v.caller) { expiresAt }
@@ -93,6 +110,7 @@ struct OperatorPages: Sendable {
         let (v, form) = try operatorVisitor(request, form: true)
         let orgId = request.parameter("orgId")
         let org = try operations.organizations.organization(orgId)
+        guard !operations.gate.isExpired(org) else { return Pages.redirect("/console/operator/orgs?done=ended") }
         guard form["confirmed"] == "yes" else {
             return confirm(v, heading: "End \(org.name)'s subscription?",
                            question: "From now on \(org.name) cannot sync, review or publish until it is renewed. Reads, exports and user management keep working, and apps keep collected work until then.",

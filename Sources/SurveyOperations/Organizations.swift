@@ -1,3 +1,4 @@
+import Foundation
 import SurveyDomain
 import SurveyStorage
 
@@ -13,7 +14,7 @@ public struct Organizations: Sendable {
         let clock = operations.clock
         return try operations.keyedSecurityWrite(scopeOrgId: "", orgId: { $0.orgId }, caller: caller.actorId, target: "", key: key, prepare: {
             let r = try request()
-            guard !r.name.isEmpty, r.name.count <= 200 else {
+            guard !r.name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, r.name.count <= 200 else {  // not blank
                 throw ApiError(.validationFailed, "`name` must be 1 to 200 characters.", errors: [FieldError(path: "name", message: "1 to 200 characters")])
             }
             return NewOrg(orgId: Ids.make("org", nowMillis: clock.nowMillis()), name: r.name, expiresAt: r.expiresAt)

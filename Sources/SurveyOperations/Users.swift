@@ -1,3 +1,4 @@
+import Foundation
 import SurveyDomain
 import SurveyStorage
 
@@ -21,7 +22,7 @@ public struct Users: Sendable {
         return try write(orgId: orgId, caller: caller, target: "", key: key, prepare: { () throws -> (String, [String]) in
             let r = try request()
             let roles = try Self.checked(roles: r.roles)
-            guard !r.name.isEmpty, r.name.count <= 200 else {
+            guard !r.name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, r.name.count <= 200 else {  // not blank
                 throw ApiError(.validationFailed, "`name` must be 1 to 200 characters.", errors: [FieldError(path: "name", message: "1 to 200 characters")])
             }
             return (r.name, roles)

@@ -61,6 +61,17 @@ public struct Invitations: Sendable {
 
     static let gone = ApiError(.notFound, "This invitation link has been used, replaced by a newer one, or has expired.")
 
+    /// The address an invitation would set, checked before anything else is created (a console
+    /// form that adds a user or an organization with an email): 422 when it is not an address
+    /// or another user already holds it.
+    public func checkAvailable(email: String) throws -> String {
+        let email = try Self.checked(email: email)
+        if try operations.database.read({ try $0.consoleAccount(email: email) }) != nil {
+            throw ApiError(.validationFailed, "Another user has this email address.", errors: [FieldError(path: "email", message: "already in use")])
+        }
+        return email
+    }
+
     /// Lowercased; a plausible address (something@something.something, no spaces), at most 254 bytes.
     static func checked(email raw: String) throws -> String {
         let email = raw.trimmingCharacters(in: .whitespaces).lowercased()
