@@ -22,7 +22,7 @@ public struct Users: Sendable {
         return try write(orgId: orgId, caller: caller, target: "", key: key, prepare: { () throws -> (String, [String]) in
             let r = try request()
             let roles = try Self.checked(roles: r.roles)
-            guard !r.name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, r.name.count <= 200 else {  // not blank
+            guard r.name.unicodeScalars.contains(where: { !" \t\r\n".unicodeScalars.contains($0) }), r.name.count <= 200 else {  // not blank (the schema's pattern)
                 throw ApiError(.validationFailed, "`name` must be 1 to 200 characters.", errors: [FieldError(path: "name", message: "1 to 200 characters")])
             }
             return (r.name, roles)
