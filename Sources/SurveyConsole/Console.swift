@@ -18,6 +18,14 @@ public struct Console: Sendable {
     }
 
     public func register(into router: inout Router) {
+        // The server's own refusals under /console (no such page, a method a page does not take,
+        // a form over the limit) are pages too.
+        let pages = self.pages
+        router.refusals(under: "/console") { error, status in
+            let (heading, sentence) = Console.sentence(error)
+            return pages.render("message", ["heading": .text(heading), "message": .text(sentence), "link": .text("/console/"),
+                                            "linkText": .text("Back to the console")], frame: Pages.Frame(title: heading), status: status)
+        }
         router.add("GET", "/console") { _ in Pages.redirect("/console/") }
         router.add("GET", "/console/assets/console.css") { _ in
             HTTPResponse(status: 200, headers: [("Content-Type", "text/css; charset=utf-8"), ("Cache-Control", "public, max-age=3600"),
@@ -193,6 +201,7 @@ public struct Console: Sendable {
         case .tooManyPendingRequests: ("Please wait", e.detail)
         case .unauthenticated: ("Sign in again", e.detail)
         case .storageUnavailable: ("Try again shortly", "The server cannot store anything right now; nothing was changed. Try again in a moment.")
+        case .payloadTooLarge: ("Too large", "What you sent is larger than this form takes (1 MiB for a definition file), so nothing was changed.")
         default: ("Something went wrong", e.detail)
         }
     }

@@ -170,15 +170,15 @@ public final class HTTPServer: @unchecked Sendable {
                 } else {
                     let limit = route.bodyLimit ?? configuration.maxBodyBytes
                     if let len = ex.headers["content-length"].flatMap(Int.init), len > limit {
-                        queue(ex, .problem(ApiError(.payloadTooLarge, "The body is \(len) bytes; the limit is \(limit)."),
-                                           headers: [("Connection", "close")]))
+                        queue(ex, router.refusal(ApiError(.payloadTooLarge, "The body is \(len) bytes; the limit is \(limit)."), path: url,
+                                                 headers: [("Connection", "close")]))
                     }
                 }
             case .methodNotAllowed(let allow):
-                ex.pending = .problem(ApiError(.notFound, "Method \(method) is not allowed here."), status: 405,
-                                      headers: [("Allow", allow.joined(separator: ", "))])
+                ex.pending = router.refusal(ApiError(.notFound, "Method \(method) is not allowed here."), status: 405, path: url,
+                                            headers: [("Allow", allow.joined(separator: ", "))])
             case .notFound:
-                ex.pending = .problem(ApiError(.notFound, "No route for \(url)."))
+                ex.pending = router.refusal(ApiError(.notFound, "No route for \(url)."), path: url)
             }
             return .YES
         }
@@ -206,8 +206,8 @@ public final class HTTPServer: @unchecked Sendable {
             let limit = ex.route?.bodyLimit ?? configuration.maxBodyBytes
             if ex.body.count + n > limit {
                 ex.body = []
-                ex.pending = .problem(ApiError(.payloadTooLarge, "The body is over the limit of \(limit) bytes."),
-                                      headers: [("Connection", "close")])
+                ex.pending = router.refusal(ApiError(.payloadTooLarge, "The body is over the limit of \(limit) bytes."), path: ex.path,
+                                            headers: [("Connection", "close")])
                 return .YES
             }
             ex.body.append(contentsOf: chunk)

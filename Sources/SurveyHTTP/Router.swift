@@ -44,6 +44,26 @@ public struct Router: Sendable {
     private var routes: [Route] = []
     public init() {}
 
+    /// How the server's own refusals (no such route, method not allowed, body too large) read
+    /// under a path prefix — the console's are pages, not problem+json.
+    public typealias RefusalPage = @Sendable (_ error: ApiError, _ status: Int) -> HTTPResponse
+    private var refusalPages: [(prefix: String, page: RefusalPage)] = []
+
+    public mutating func refusals(under prefix: String, _ page: @escaping RefusalPage) {
+        refusalPages.append((prefix, page))
+    }
+
+    /// The server's refusal of a request for `path`: a page where one is declared, else problem+json.
+    func refusal(_ error: ApiError, status: Int? = nil, path: String, headers: [(String, String)] = []) -> HTTPResponse {
+        guard let page = refusalPages.first(where: { path == $0.prefix || path.hasPrefix($0.prefix + "/") })?.page else {
+            return .problem(error, status: status, headers: headers)
+        }
+        var r = page(error, status ?? error.code.httpStatus)
+        r.headers += headers
+        r.errorCode = error.code.rawValue
+        return r
+    }
+
     /// `bodyLimit` overrides the server's JSON body limit for this route. By default GET and
     /// HEAD handlers (reads) run inline and every other method's on a blocking thread.
     public mutating func add(_ method: String, _ pattern: String, bodyLimit: Int? = nil, runs execution: Execution? = nil,

@@ -916,8 +916,7 @@ def test_refused_create_organization_leaves_nothing():
     assert org_name not in page_text(op), f"the refused form left the organization {org_name!r} behind (with an admin no one can invite)"
 
 
-@known_bug("a definition file over the 1 MiB form limit is answered with raw problem+json, not a console page")
-def test_bug_oversized_definition_file_gets_a_console_page():
+def test_oversized_definition_file_gets_a_console_page():
     srv = shared_server()
     big = os.path.join(scratch("definitions-"), "big.json")
     with open(big, "w") as f:
@@ -943,7 +942,7 @@ TESTS = [
     test_user_page_tokens_and_deactivation,
     test_operator_creates_organization_with_first_admin,
     test_refused_create_organization_leaves_nothing,
-    test_bug_oversized_definition_file_gets_a_console_page,
+    test_oversized_definition_file_gets_a_console_page,
 ]
 
 

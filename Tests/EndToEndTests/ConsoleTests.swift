@@ -176,6 +176,20 @@ import Testing
         #expect(page.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=&quot;alert(2)&quot;&gt;"))
     }
 
+    /// The server's own refusals under /console are pages; elsewhere they stay problem+json.
+    @Test func theServersRefusalsUnderTheConsoleArePages() throws {
+        let f = try Fixture()
+        let missing = try f.client.get("/console/no-such-page")
+        #expect(missing.status == 404 && missing.header("content-type")?.hasPrefix("text/html") == true && missing.text.contains("Not found"))
+        let method = try f.client.get("/console/sign-out")
+        #expect(method.status == 405 && method.header("allow") == "POST" && method.header("content-type")?.hasPrefix("text/html") == true)
+        let big = try f.client.request("POST", "/console/sign-in", body: [UInt8](repeating: 0x61, count: 2 << 20),
+                                       headers: ["Content-Type": "application/x-www-form-urlencoded"])
+        #expect(big.status == 413 && big.header("content-type")?.hasPrefix("text/html") == true && big.text.contains("nothing was changed"))
+        #expect(try f.client.get("/v1/no-such-thing").header("content-type") == "application/problem+json")
+        #expect(try f.client.get("/consolex").header("content-type") == "application/problem+json")
+    }
+
     @Test func signInAttemptsAreThrottled() throws {
         let w = try World()
         for _ in 0..<10 { _ = try w.form("POST", "/console/sign-in", ["email": World.email, "password": "guess guess guess"]) }
