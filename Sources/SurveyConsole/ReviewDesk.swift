@@ -105,6 +105,7 @@ struct ReviewDesk: Sendable {
         frame.problem = problem
         let values: [String: TemplateValue] = [
             "surveyTitle": .text(page.survey.title), "states": .list(states), "queueUrl": .text(base), "state": .text(state ?? ""),
+            "exportsUrl": .text("/console/orgs/\(orgId)/surveys/\(surveyId)/exports"),
             "filtering": .flag(["version", "submitter", "task", "from", "to"].contains { !(query[$0] ?? "").isEmpty }),
             "versions": .list(page.versions.map { ["id": .text($0.surveyVersionId), "label": .text("Version \($0.number)"),
                                                    "selected": .flag($0.surveyVersionId == filter.surveyVersionId)] }),
