@@ -27,7 +27,7 @@ final class Checkpointer: @unchecked Sendable {
 
     init(path: String, synchronous: String) throws {
         connection = try Connection(path: path, readOnly: false)
-        try connection.execute("PRAGMA synchronous=\(synchronous); PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=67108864")
+        try connection.execute("PRAGMA synchronous=\(synchronous); PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=\(Database.walSizeLimit)")
         let t = Thread { [unowned self] in
             Thread.current.name = "surveyd-ckpt"
             self.loop()
