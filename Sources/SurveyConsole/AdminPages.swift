@@ -24,11 +24,6 @@ struct AdminPages: Sendable {
         return f
     }
 
-    private static func date(_ millis: Int64) -> String { String(Timestamp.format(millis).prefix(10)) }
-    private static func time(_ millis: Int64) -> String {
-        let s = Timestamp.format(millis)
-        return String(s.prefix(10)) + " " + String(s.dropFirst(11).prefix(5)) + " UTC"
-    }
 
     /// A refusal of a form, shown on the page it came from: the operation's sentence and, for
     /// 1002, one line per field with its path.
@@ -106,8 +101,8 @@ struct AdminPages: Sendable {
             "name": .text(user.name), "userId": .text(user.userId), "email": .text(email ?? ""), "status": .text(user.active ? "active" : "deactivated"),
             "active": .flag(user.active), "baseUrl": .text(base), "usersUrl": .text("/console/orgs/\(orgId)/users"), "csrf": .text(v.csrf),
             "roleChoices": .list(Role.allCases.map { ["value": .text($0.rawValue), "label": .text($0.rawValue.capitalized), "checked": .flag(user.has($0))] }),
-            "tokens": .list(tokens.map { ["tokenId": .text($0.tokenId), "created": .text("created " + Self.time($0.createdAt)),
-                                          "revoked": .text($0.revokedAt.map(Self.time) ?? "")] }),
+            "tokens": .list(tokens.map { ["tokenId": .text($0.tokenId), "created": .text("created " + Pages.time($0.createdAt)),
+                                          "revoked": .text($0.revokedAt.map(Pages.time) ?? "")] }),
             "secrets": .html(secrets.map { pages.fragment("secret", $0) }.joined()),
         ]
         return pages.render("user", values, frame: f, status: status)
@@ -122,7 +117,7 @@ struct AdminPages: Sendable {
     private func invitationSecret(_ issued: Invitations.Issued, _ request: HTTPRequest) -> [String: TemplateValue] {
         let url = Console.origin(request) + "/console/invitations/" + issued.token
         return ["heading": .text("Invitation link for \(issued.email)"),
-                "explain": .text("Send this link to \(issued.user.name); it works once, until \(Self.date(issued.expiresAt)). A newer invitation replaces it."),
+                "explain": .text("Send this link to \(issued.user.name); it works once, until \(Pages.date(issued.expiresAt)). A newer invitation replaces it."),
                 "value": .text(url), "qr": .html(QRCode.svg(url, label: "QR code of the invitation link") ?? "")]
     }
 
@@ -236,7 +231,7 @@ struct AdminPages: Sendable {
         let base = "/console/orgs/\(orgId)/surveys/\(surveyId)"
         let shown: [[String: TemplateValue]] = try versions.sorted { $0.number > $1.number }.map { version in
             let definition = try operations.definitions.definition(of: version)
-            return ["number": .text(String(version.number)), "created": .text(Self.time(version.createdAt)), "versionId": .text(version.surveyVersionId),
+            return ["number": .text(String(version.number)), "created": .text(Pages.time(version.createdAt)), "versionId": .text(version.surveyVersionId),
                     "contentHash": .text(version.contentHash),
                     "questions": .list(definition.questions.map { q in
                         var rules: [String] = []
@@ -296,9 +291,9 @@ struct AdminPages: Sendable {
         let titles = Dictionary(surveys.map { ($0.surveyId, $0.title) }, uniquingKeysWith: { a, _ in a })
         let rows: [[String: TemplateValue]] = tasks.reversed().map { t in
             var completed = ""
-            if let at = t.completedAt { completed = "by \(names[t.completedBy ?? ""] ?? t.completedBy ?? "?"), \(Self.time(at))" }
+            if let at = t.completedAt { completed = "by \(names[t.completedBy ?? ""] ?? t.completedBy ?? "?"), \(Pages.time(at))" }
             return ["title": .text(t.title), "taskId": .text(t.taskId), "notes": .text(t.notes ?? ""), "survey": .text(titles[t.surveyId] ?? t.surveyId),
-                    "assignee": .text(names[t.assigneeUserId] ?? t.assigneeUserId), "due": .text(t.dueAt.map(Self.date) ?? "—"),
+                    "assignee": .text(names[t.assigneeUserId] ?? t.assigneeUserId), "due": .text(t.dueAt.map(Pages.date) ?? "—"),
                     "state": .text(t.state), "completed": .text(completed),
                     "responseUrl": .text(t.responseId.map { "/console/orgs/\(orgId)/responses/\($0)" } ?? "")]
         }
@@ -357,7 +352,7 @@ struct AdminPages: Sendable {
         let expired = operations.gate.isExpired(org)
         return pages.render("subscription", [
             "orgName": .text(org.name), "state": .text(expired ? "expired" : "active"), "expiryLabel": .text(expired ? "Ended" : "Ends"),
-            "expiresAt": .text(Self.time(org.expiresAt)),
+            "expiresAt": .text(Pages.time(org.expiresAt)),
             "explain": .text(expired ? "Reading, exports and user management keep working; syncing, reviews and publishing wait until an operator renews it. Nothing collected is lost: apps keep their work and send it after renewal."
                                      : "Your operator renews the subscription. Collected work is never refused for an expiry: apps keep it and send it after renewal."),
         ], frame: frame("Subscription", v, orgId, "subscription"))

@@ -23,8 +23,7 @@ public struct Console: Sendable {
         let pages = self.pages
         router.refusals(under: "/console") { error, status in
             let (heading, sentence) = Console.sentence(error)
-            return pages.render("message", ["heading": .text(heading), "message": .text(sentence), "link": .text("/console/"),
-                                            "linkText": .text("Back to the console")], frame: Pages.Frame(title: heading), status: status)
+            return pages.message(heading, sentence, frame: Pages.Frame(title: heading), status: status)
         }
         router.add("GET", "/console") { _ in Pages.redirect("/console/") }
         router.add("GET", "/console/assets/console.css") { _ in
@@ -33,7 +32,7 @@ public struct Console: Sendable {
         }
         let signIn = SignInPages(console: self)
         page(&router, "GET", "/console/sign-in", signIn.form)
-        page(&router, "POST", "/console/sign-in", signIn.signIn)
+        page(&router, "POST", "/console/sign-in", needsClientAddress: true, signIn.signIn)  // throttled per address
         page(&router, "POST", "/console/sign-out", signIn.signOut)
         page(&router, "GET", "/console/invitations/{invitationSecret}", signIn.invitation)
         page(&router, "POST", "/console/invitations/{invitationSecret}", signIn.acceptInvitation)
@@ -72,9 +71,10 @@ public struct Console: Sendable {
 
     /// A page route: a refusal becomes a page, and a page that needs a session without one goes
     /// to the sign-in page. Every POST passes the form checks first.
-    private func page(_ router: inout Router, _ method: String, _ pattern: String, _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
+    private func page(_ router: inout Router, _ method: String, _ pattern: String, needsClientAddress: Bool = false,
+                      _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
         let console = self
-        router.add(method, pattern, bodyLimit: 1 << 20) { request in
+        router.add(method, pattern, bodyLimit: 1 << 20, needsClientAddress: needsClientAddress) { request in
             do {
                 if method == "POST" { try console.checkOrigin(request) }
                 return try handler(request)
@@ -187,8 +187,7 @@ public struct Console: Sendable {
         var headers: [(String, String)] = []
         if let r = e.retryAfterSeconds { headers.append(("Retry-After", String(r))) }
         let (heading, sentence) = Self.sentence(e)
-        return pages.render("message", ["heading": .text(heading), "message": .text(sentence), "link": .text("/console/"), "linkText": .text("Back to the console")],
-                            frame: frame(heading, v), status: e.statusOverride ?? e.code.httpStatus, headers: headers)
+        return pages.message(heading, sentence, frame: frame(heading, v), status: e.statusOverride ?? e.code.httpStatus, headers: headers)
     }
 
     /// What a person reads for a refusal: the operation's own sentence, headed by what kind of

@@ -18,11 +18,6 @@ struct OperatorPages: Sendable {
         return (v, f)
     }
 
-    static func time(_ millis: Int64) -> String {
-        let s = Timestamp.format(millis)
-        return String(s.prefix(10)) + " " + String(s.dropFirst(11).prefix(5)) + " UTC"
-    }
-
     /// A date field as the end of that day (UTC): "until 31 December" includes the 31st.
     static func endOfDay(_ date: String?) -> Int64? {
         guard let date, date.count == 10 else { return nil }
@@ -44,7 +39,7 @@ struct OperatorPages: Sendable {
         let orgs = (try? operations.database.read { try $0.orgs() }) ?? []
         let rows: [[String: TemplateValue]] = orgs.map { o in
             ["name": .text(o.name), "orgId": .text(o.orgId), "state": .text(operations.gate.isExpired(o) ? "expired" : "active"),
-             "expiresAt": .text(Self.time(o.expiresAt)), "renewUrl": .text("/console/operator/orgs/\(o.orgId)/renew"),
+             "expiresAt": .text(Pages.time(o.expiresAt)), "renewUrl": .text("/console/operator/orgs/\(o.orgId)/renew"),
              "endUrl": .text(operations.gate.isExpired(o) ? "" : "/console/operator/orgs/\(o.orgId)/end")]
         }
         return pages.render("orgs", ["orgs": .list(rows), "csrf": .text(v.csrf), "secrets": .html(secrets.map { pages.fragment("secret", $0) }.joined())], frame: frame, status: status)
@@ -72,7 +67,7 @@ struct OperatorPages: Sendable {
             f.notice = "\(org.name) was created, with \(admin.user.name) as its first admin."
             return orgsPage(v, frame: f, secrets: [[
                 "heading": .text("Invitation link for \(invitation.email)"),
-                "explain": .text("Send it to \(admin.user.name): it works once, until \(String(Timestamp.format(invitation.expiresAt).prefix(10))), and lets them set a password and sign in as the organization's admin."),
+                "explain": .text("Send it to \(admin.user.name): it works once, until \(Pages.date(invitation.expiresAt)), and lets them set a password and sign in as the organization's admin."),
                 "value": .text(url), "qr": .html(QRCode.svg(url, label: "QR code of the invitation link") ?? ""),
             ]])
         } catch let e as ApiError where e.code == .validationFailed {
@@ -98,7 +93,7 @@ struct OperatorPages: Sendable {
             return orgsPage(v, frame: f, status: 422)
         }
         guard form["confirmed"] == "yes" else {
-            return confirm(v, heading: "Renew \(org.name)?", question: "The subscription of \(org.name) will end on \(Self.time(expiresAt)) instead of \(Self.time(org.expiresAt)).",
+            return confirm(v, heading: "Renew \(org.name)?", question: "The subscription of \(org.name) will end on \(Pages.time(expiresAt)) instead of \(Pages.time(org.expiresAt)).",
                            action: "/console/operator/orgs/\(orgId)/renew", fields: ["expiresAt": form["expiresAt"] ?? ""], label: "Renew", style: "good")
         }
         _ = try operations.organizations.setSubscription(orgId: orgId, by: v.caller) { expiresAt }

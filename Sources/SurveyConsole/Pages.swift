@@ -69,6 +69,20 @@ final class Pages: Sendable {
         templates[name]!.render(values)
     }
 
+    /// A server time as pages show it: `2026-12-01 18:24 UTC` (`date`: `2026-12-01`).
+    static func time(_ millis: Int64) -> String {
+        let s = Timestamp.format(millis)
+        return String(s.prefix(10)) + " " + String(s.dropFirst(11).prefix(5)) + " UTC"
+    }
+    static func date(_ millis: Int64) -> String { String(Timestamp.format(millis).prefix(10)) }
+
+    /// A page that only says something: a refusal, a link that no longer works.
+    func message(_ heading: String, _ sentence: String, link: String = "/console/", linkText: String = "Back to the console",
+                 frame: Frame, status: Int, headers: [(String, String)] = []) -> HTTPResponse {
+        render("message", ["heading": .text(heading), "message": .text(sentence), "link": .text(link), "linkText": .text(linkText)],
+               frame: frame, status: status, headers: headers)
+    }
+
     static func redirect(_ location: String, headers: [(String, String)] = []) -> HTTPResponse {
         HTTPResponse(status: 303, headers: [("Location", location)] + securityHeaders + headers)
     }

@@ -27,11 +27,6 @@ struct ReviewDesk: Sendable {
         return try operations.member(user, of: orgId)
     }
 
-    private static func time(_ millis: Int64) -> String {
-        let s = Timestamp.format(millis)  // 2026-12-01T18:24:26.018Z → 2026-12-01 18:24 UTC
-        return String(s.prefix(10)) + " " + String(s.dropFirst(11).prefix(5)) + " UTC"
-    }
-
     // MARK: home
 
     func home(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -98,7 +93,7 @@ struct ReviewDesk: Sendable {
         let rows: [[String: TemplateValue]] = page.rows.map { r in
             ["responseId": .text(r.responseId), "clientSubmissionId": .text(r.clientSubmissionId), "revision": .text(String(r.revision)),
              "url": .text("/console/orgs/\(orgId)/responses/\(r.responseId)"), "submitter": .text(names[r.submitter] ?? r.submitter),
-             "receivedAt": .text(Self.time(r.receivedAt)), "reviewState": .text(r.reviewState), "stateLabel": .text(Self.label(r.reviewState))]
+             "receivedAt": .text(Pages.time(r.receivedAt)), "reviewState": .text(r.reviewState), "stateLabel": .text(Self.label(r.reviewState))]
         }
         var frame = console.frame("Review queue", v)
         frame.expired = console.expiredNotice(orgId)
@@ -236,7 +231,7 @@ struct ReviewDesk: Sendable {
         let history = try operations.reviews.history(orgId: orgId, responseId: r.responseId, by: user).map { a -> [String: TemplateValue] in
             let detail = a.detail.flatMap { try? JSONParser.parse(Array($0.utf8)) }?.objectValue
             let what = Self.historyLabel(a.action, to: detail?["toState"]?.stringValue)
-            var item: [String: TemplateValue] = ["what": .text(what), "actor": .text(names[a.actor] ?? a.actor), "at": .text(Self.time(a.at))]
+            var item: [String: TemplateValue] = ["what": .text(what), "actor": .text(names[a.actor] ?? a.actor), "at": .text(Pages.time(a.at))]
             if let c = detail?["comment"]?.stringValue, !c.isEmpty { item["comment"] = .text(c) }
             return item
         }
@@ -249,8 +244,8 @@ struct ReviewDesk: Sendable {
         let values: [String: TemplateValue] = [
             "responseId": .text(r.responseId), "clientSubmissionId": .text(r.clientSubmissionId), "revision": .text(String(r.revision)),
             "reviewState": .text(r.reviewState), "stateLabel": .text(Self.label(r.reviewState)),
-            "submitter": .text(names[r.submitter] ?? r.submitter), "receivedAt": .text(Self.time(r.receivedAt)),
-            "capturedAt": .text(r.capturedAt.map(Self.time) ?? ""),
+            "submitter": .text(names[r.submitter] ?? r.submitter), "receivedAt": .text(Pages.time(r.receivedAt)),
+            "capturedAt": .text(r.capturedAt.map(Pages.time) ?? ""),
             "version": .text(version.map { "Version \($0.number)" } ?? r.surveyVersionId), "fieldTaskId": .text(r.fieldTaskId ?? ""),
             "surveyTitle": .text(survey?.title ?? "Survey"), "queueUrl": .text("/console/orgs/\(orgId)/surveys/\(r.surveyId)/responses"),
             "answers": .list(shown), "history": .list(history), "hasActions": .flag(!actions.isEmpty), "actions": .list(actions),

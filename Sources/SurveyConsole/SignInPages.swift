@@ -75,9 +75,8 @@ struct SignInPages: Sendable {
     }
 
     private func gone() -> HTTPResponse {
-        pages.render("message", ["heading": .text("This link no longer works"),
-                                 "message": .text("This invitation link has been used, replaced by a newer one, or has expired. Ask your organization's admin for a new one."),
-                                 "link": .text("/console/sign-in"), "linkText": .text("Go to sign in")],
-                     frame: Pages.Frame(title: "Invitation"), status: 404)
+        pages.message("This link no longer works",
+                      "This invitation link has been used, replaced by a newer one, or has expired. Ask your organization's admin for a new one.",
+                      link: "/console/sign-in", linkText: "Go to sign in", frame: Pages.Frame(title: "Invitation"), status: 404)
     }
 }

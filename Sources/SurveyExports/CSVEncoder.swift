@@ -41,12 +41,7 @@ public enum CSVEncoder {
                 break
             }
             if needsQuotes { out.append(UInt8(ascii: "\"")) }
-            if guardingFormulas {
-                switch first {
-                case UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "@"), 9, 13: out.append(UInt8(ascii: "'"))
-                default: break
-                }
-            }
+            if guardingFormulas && startsFormula(first) { out.append(UInt8(ascii: "'")) }
             if needsQuotes {
                 for b in bytes {
                     if b == UInt8(ascii: "\"") { out.append(b) }
@@ -57,6 +52,12 @@ public enum CSVEncoder {
                 out.append(contentsOf: bytes)
             }
         }
+    }
+
+    /// Whether a spreadsheet reads a cell starting with this byte as a formula (`=`, `+`, `-`,
+    /// `@`, tab, carriage return): such a text cell gets a leading `'`.
+    static func startsFormula(_ first: UInt8) -> Bool {
+        first == UInt8(ascii: "=") || first == UInt8(ascii: "+") || first == UInt8(ascii: "-") || first == UInt8(ascii: "@") || first == 9 || first == 13
     }
 
     /// Integers without a fraction, written digit by digit; other numbers as Swift's shortest

@@ -278,8 +278,7 @@ struct CSVRowWriter {
     private mutating func guardText(_ a: Int, quoting: Bool? = nil) -> (Int, Int) {
         let end = scratch.count
         guard end > a else { return (0, 0) }
-        let first = scratch[a]
-        let formula = first == UInt8(ascii: "=") || first == UInt8(ascii: "+") || first == UInt8(ascii: "-") || first == UInt8(ascii: "@") || first == 9 || first == 13
+        let formula = CSVEncoder.startsFormula(scratch[a])
         let quoted = quoting ?? scratch[a..<end].contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 10 || $0 == 13 }
         guard formula || quoted else { return (a, end) }
         let b = scratch.count

@@ -14,7 +14,6 @@ public final class ZipProducer: ExportProducer {
     private let columns: ExportColumns
     private var writer: CSVRowWriter
     private let blobs: BlobStore
-    private let described: [String: String]
     private let now: Int64
     private let archive: OpaquePointer
     /// Where libarchive's write callback puts the bytes it produces (the caller's buffer).
@@ -36,12 +35,11 @@ public final class ZipProducer: ExportProducer {
     final class Sink { var out: [UInt8] = [] }
 
     public init(_ export: Export, splitSelectMultiples: Bool, bom: Bool, blobs: BlobStore, tempDirectory: String,
-                filters: [String: String], now: Int64) throws {
+                now: Int64) throws {
         self.export = export
         self.columns = export.columns(splitSelectMultiples: splitSelectMultiples)
         writer = CSVRowWriter(columns)
         self.blobs = blobs
-        self.described = filters
         self.now = now
         csv = try TempText(directory: tempDirectory)
         manifestFiles = try TempText(directory: tempDirectory)
@@ -134,7 +132,7 @@ public final class ZipProducer: ExportProducer {
     /// The manifest around its file list.
     private func manifestEnds() -> ([UInt8], [UInt8]) {
         let meta: JSONValue = ["surveyId": .string(export.survey.surveyId), "exportCursor": .string(export.cursor),
-                               "generatedAt": .string(Timestamp.format(now)), "filters": .object(described.mapValues { .string($0) }),
+                               "generatedAt": .string(Timestamp.format(now)), "filters": .object(export.described.mapValues { .string($0) }),
                                "rows": .number(Double(rows)), "files": []]
         // Keys are sorted: `"files":[]` follows `exportCursor` (an `ec1.` value), so its first
         // occurrence is the key's — split there.

@@ -40,10 +40,10 @@ final class Exchange {
     }
 
     var head: RequestHead {
-        // The peer's address is asked of libmicrohttpd only for the console (its sign-in is
-        // throttled per address): the API's hot paths do without the call and the string.
+        // The peer's address is asked of libmicrohttpd only for routes that read it (console
+        // sign-in, throttled per address): the API's hot paths do without the call and the string.
         RequestHead(method: method, path: path, route: route?.pattern ?? "", pathParameters: params, query: query, headers: headers,
-                    clientAddress: route?.pattern.hasPrefix("/console") == true ? clientAddress : "")
+                    clientAddress: route?.needsClientAddress == true ? clientAddress : "")
     }
 }
 

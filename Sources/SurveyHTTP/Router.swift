@@ -32,6 +32,8 @@ public struct Router: Sendable {
         let bodyLimit: Int?
         let opener: SinkOpener?
         let execution: Execution
+        /// The handler reads `RequestHead.clientAddress` (asked of libmicrohttpd only then).
+        let needsClientAddress: Bool
         let handler: Handler
     }
 
@@ -66,17 +68,20 @@ public struct Router: Sendable {
 
     /// `bodyLimit` overrides the server's JSON body limit for this route. By default GET and
     /// HEAD handlers (reads) run inline and every other method's on a blocking thread.
+    /// `needsClientAddress`: the handler reads the peer's address (most do not, and asking for it
+    /// costs every request).
     public mutating func add(_ method: String, _ pattern: String, bodyLimit: Int? = nil, runs execution: Execution? = nil,
-                             _ handler: @escaping Handler) {
+                             needsClientAddress: Bool = false, _ handler: @escaping Handler) {
         routes.append(Route(method: method, pattern: pattern, segments: Self.patternSegments(pattern), bodyLimit: bodyLimit,
-                            opener: nil, execution: execution ?? Self.defaultExecution(method), handler: handler))
+                            opener: nil, execution: execution ?? Self.defaultExecution(method), needsClientAddress: needsClientAddress,
+                            handler: handler))
     }
 
     /// A streaming route: the body goes to the sink `opener` returns (on the polling thread: it
     /// must not wait), then `handler` runs with `request.sink` set, on a blocking thread.
     public mutating func add(_ method: String, _ pattern: String, streamingTo opener: @escaping SinkOpener, _ handler: @escaping Handler) {
         routes.append(Route(method: method, pattern: pattern, segments: Self.patternSegments(pattern), bodyLimit: nil,
-                            opener: opener, execution: .blocking, handler: handler))
+                            opener: opener, execution: .blocking, needsClientAddress: false, handler: handler))
     }
 
     static func defaultExecution(_ method: String) -> Execution { method == "GET" || method == "HEAD" ? .inline : .blocking }

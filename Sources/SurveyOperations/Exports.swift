@@ -73,7 +73,7 @@ public struct Exports: Sendable {
                 try tx.audit(action: action, targetType: "survey", targetId: surveyId, detail: auditDetail)
             }
             return Export(snapshot: snapshot, survey: survey, versions: versions, submitterNames: names, cursor: cursor,
-                          rowCount: rows, responses: try snapshot.exportRows(filter), orgId: orgId, described: request.described)
+                          responses: try snapshot.exportRows(filter), orgId: orgId, described: request.described)
         } catch {
             snapshot.close()
             throw error
@@ -91,7 +91,6 @@ public final class Export: @unchecked Sendable {
     public let versions: [(record: SurveyVersionRecord, definition: SurveyDefinition)]
     public let submitterNames: [String: String]
     public let cursor: String
-    public let rowCount: Int
     private let responses: ExportRows
     private let orgId: String
     /// The filters as the client gave them (for a manifest).
@@ -100,14 +99,13 @@ public final class Export: @unchecked Sendable {
                                                                   uniquingKeysWith: { a, _ in a })
 
     init(snapshot: Snapshot, survey: SurveyRecord, versions: [(SurveyVersionRecord, SurveyDefinition)], submitterNames: [String: String],
-         cursor: String, rowCount: Int, responses: ExportRows, orgId: String, described: [String: String]) {
+         cursor: String, responses: ExportRows, orgId: String, described: [String: String]) {
         self.described = described
         self.snapshot = snapshot
         self.survey = survey
         self.versions = versions.map { (record: $0.0, definition: $0.1) }
         self.submitterNames = submitterNames
         self.cursor = cursor
-        self.rowCount = rowCount
         self.responses = responses
         self.orgId = orgId
     }

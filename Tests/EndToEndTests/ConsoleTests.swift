@@ -101,7 +101,7 @@ import Testing
         #expect(try w.form("POST", w.path(second), ["password": "another good password"]).status == 200)
         #expect(try w.form("POST", w.path(second), ["password": "a third good password"]).status == 404)
         #expect(try w.signIn(World.email, "another good password").hasPrefix("ses_"))
-        // The secret never reaches the request log (path ids are logged, this one is not).
+        // Every invitation is audited: the set-up's and the two above.
         let audit = try w.f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'user.invite' AND target_id = ?", [.text(w.reviewerId)])
         #expect(audit == 3)
     }

@@ -88,7 +88,7 @@ struct ExportService {
             return file
         case .zip:
             do {
-                producer = try ZipProducer(export, splitSelectMultiples: split, bom: bom, blobs: services.blobs, tempDirectory: temp, filters: export.described, now: services.clock.nowMillis())
+                producer = try ZipProducer(export, splitSelectMultiples: split, bom: bom, blobs: services.blobs, tempDirectory: temp, now: services.clock.nowMillis())
             } catch {
                 export.close()
                 throw error
