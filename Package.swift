@@ -19,6 +19,8 @@ let package = Package(
         .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
         // QR codes of invitation links and app tokens in the console.
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        // Webhook deliveries: a maintained HTTP client (TLS verified, no redirects).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Pure rules, no I/O.
         .target(name: "SurveyDomain", dependencies: ["CCrypto"]),
@@ -34,17 +36,19 @@ let package = Package(
         // The web console: server-rendered pages, sessions and forms over the same operations.
         .target(name: "SurveyConsole", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyStorage", "SurveyDomain", "CQRencode"],
                 resources: [.copy("Templates"), .copy("Assets")]),
+        // Webhook deliveries from the transactional outbox, through libcurl; no HTTP server side.
+        .target(name: "SurveyWebhooks", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain", "CCurl"]),
         // The HTTP door: routes, decoding and rendering, the server's lifecycle.
-        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyExports", "SurveyConsole", "SurveyStorage", "SurveyDomain", "CCrypto"],
+        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyExports", "SurveyConsole", "SurveyWebhooks", "SurveyStorage", "SurveyDomain", "CCrypto"],
                 // The bundled OpenAPI document served at /v1/openapi.json (scripts/bundle_openapi.py).
                 resources: [.copy("Resources/openapi.json")]),
-        .executableTarget(name: "surveyd", dependencies: ["SurveyServer"]),
+        .executableTarget(name: "surveyd", dependencies: ["SurveyServer", "SurveyWebhooks"]),
 
         .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain"]),
         .testTarget(name: "SurveyStorageTests", dependencies: ["SurveyStorage", "SurveyDomain"]),
         .testTarget(name: "SurveyHTTPTests", dependencies: ["SurveyHTTP"]),
         .testTarget(name: "SurveyOperationsTests", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain"]),
         .testTarget(name: "SurveyExportsTests", dependencies: ["SurveyExports", "SurveyStorage", "SurveyDomain"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["SurveyServer", "SurveyOperations", "SurveyStorage", "SurveyDomain"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["SurveyServer", "SurveyOperations", "SurveyWebhooks", "SurveyStorage", "SurveyHTTP", "SurveyDomain"]),
     ]
 )

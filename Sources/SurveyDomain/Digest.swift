@@ -56,6 +56,21 @@ public struct Digest: ~Copyable {
     }
 }
 
+/// HMAC-SHA256 from libcrypto (webhook signatures).
+public enum HMAC {
+    public static func sha256(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var length = 0
+        let ok = key.withUnsafeBytes { k in
+            message.withUnsafeBytes { m in
+                EVP_Q_mac(nil, "HMAC", nil, "SHA256", nil, k.baseAddress, k.count, m.baseAddress, m.count, &out, out.count, &length)
+            }
+        }
+        precondition(ok != nil && length == 32, "HMAC-SHA256 failed in libcrypto")
+        return out
+    }
+}
+
 public enum Hex {
     public static func encode(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)

@@ -37,6 +37,18 @@ public struct JSONBody: Sendable {
         return b
     }
 
+    /// nil when absent or null.
+    public func optionalBool(_ key: String) throws(ApiError) -> Bool? {
+        guard let v = fields[key], !v.isNull else { return nil }
+        return try bool(key)
+    }
+
+    /// nil when absent or null.
+    public func optionalStringArray(_ key: String) throws(ApiError) -> [String]? {
+        guard let v = fields[key], !v.isNull else { return nil }
+        return try stringArray(key)
+    }
+
     public func int(_ key: String) throws(ApiError) -> Int {
         guard let v = fields[key] else { throw ApiError.malformed("`\(key)` is required.") }
         guard let i = v.intValue else { throw ApiError.malformed("`\(key)` must be an integer.") }

@@ -45,7 +45,7 @@ extension Operations {
         return .written(try database.securityWrite(orgId: orgId(prepared), actor: caller) { tx in
             let value = try write(prepared, tx)
             if tx.changedSomething {
-                try tx.storeAnswer(scope, Self.stored(try key.answer(value), scope, withoutSecrets: true))
+                try tx.storeAnswer(scope, Self.stored(try key.answer(value), scope))
             }
             return value
         })
@@ -60,17 +60,18 @@ extension Operations {
         return stored
     }
 
-    private static func stored(_ a: KeptAnswer, _ scope: IdempotencyScope, withoutSecrets: Bool = false) -> StoredAnswer {
-        StoredAnswer(status: a.status, location: a.location, body: withoutSecrets ? Self.withoutSecrets(a.body) : a.body,
+    private static func stored(_ a: KeptAnswer, _ scope: IdempotencyScope) -> StoredAnswer {
+        StoredAnswer(status: a.status, location: a.location, body: Self.withoutSecrets(a.body),
                      requestDigest: scope.digest)
     }
 
-    /// An answer as it is kept for replays: a new token or invitation link is shown once, never
-    /// stored in the clear, so it is left out (`tokenOmitted` / `invitationUrlOmitted: true` tell
-    /// a client that retried to make a new one).
+    /// An answer as it is kept for replays: a new token, invitation link or webhook secret is
+    /// shown once, never kept in an answer, so it is left out (`tokenOmitted`,
+    /// `invitationUrlOmitted`, `secretOmitted: true` tell a client that retried to make a new one).
     static func withoutSecrets(_ body: [UInt8]) -> [UInt8] {
-        guard case .object(var o)? = try? JSONParser.parse(body), o["token"] != nil || o["invitationUrl"] != nil else { return body }
-        for secret in ["token", "invitationUrl"] where o[secret] != nil {
+        let secrets = ["token", "invitationUrl", "secret"]
+        guard case .object(var o)? = try? JSONParser.parse(body), secrets.contains(where: { o[$0] != nil }) else { return body }
+        for secret in secrets where o[secret] != nil {
             o[secret] = nil
             o[secret + "Omitted"] = .bool(true)
         }

@@ -30,6 +30,9 @@ public struct Operations: Sendable {
         public var maxUnfinishedBytesPerCaller: Int64 = 1 << 30
         /// Keyed requests one caller may have in flight (1030 past it).
         public var maxKeyedInFlight: Int = 100
+        /// Webhook targets in private, loopback and link-local ranges are refused unless this is
+        /// set (on-premise receivers, tests).
+        public var webhooksAllowPrivate: Bool = false
         public init() {}
     }
 
@@ -54,4 +57,5 @@ public struct Operations: Sendable {
     public var invitations: Invitations { Invitations(operations: self) }
     public var reviewQueue: ReviewQueue { ReviewQueue(operations: self) }
     public var consoleSessions: ConsoleSessions { ConsoleSessions(operations: self) }
+    public var webhooks: Webhooks { Webhooks(operations: self) }
 }

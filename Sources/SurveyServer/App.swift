@@ -5,6 +5,7 @@ import SurveyDomain
 import SurveyHTTP
 import SurveyOperations
 import SurveyStorage
+import SurveyWebhooks
 
 /// The application: the store, the gate, the services and their routes, and the HTTP server.
 public final class App: Sendable {
@@ -25,6 +26,9 @@ public final class App: Sendable {
         /// Idempotency keys are kept at least this long (default 30 days), then purged.
         public var idempotencyRetentionDays: Int = 30
         public var logRequests: Bool = true
+        /// Webhook targets in private, loopback and link-local ranges (on-premise receivers, tests).
+        public var webhooksAllowPrivate: Bool = false
+        public var webhookRetrySchedule: RetrySchedule = .standard
         /// Server time (tests pass a `ManualClock` to move it).
         public var clock: any ServerClock = SystemClock()
         public init(dataDir: String) { self.dataDir = dataDir }
@@ -43,6 +47,8 @@ public final class App: Sendable {
     /// What `/readyz` answers from (tests count its commits).
     let readiness: ReadinessProbe
     private let server: HTTPServer
+    /// Delivers the webhook outbox, outside any request.
+    private let dispatcher: WebhookDispatcher
 
     /// Opens the data dir (creating it), migrates the database and prepares the routes.
     public init(_ configuration: Configuration) throws {
@@ -60,6 +66,7 @@ public final class App: Sendable {
         limits.maxFileBytes = configuration.maxFileBytes
         limits.maxUnfinishedBytesPerCaller = configuration.maxUnfinishedUploadBytes
         limits.maxKeyedInFlight = configuration.maxKeyedInFlight
+        limits.webhooksAllowPrivate = configuration.webhooksAllowPrivate
         operations = Operations(database: database, blobs: blobs, limits: limits)
         // Unfinished resumable uploads past their expiry, then leftovers of requests that never
         // committed (a crash, kill -9 mid-upload), go now.
@@ -70,6 +77,10 @@ public final class App: Sendable {
         if swept.temp + swept.blobs + swept.partials > 0 {
             StandardError.line("surveyd: removed \(swept.temp) temp, \(swept.blobs) unreferenced blob and \(swept.partials) stale partial files")
         }
+        var deliveries = WebhookDispatcher.Configuration()
+        deliveries.allowPrivate = configuration.webhooksAllowPrivate
+        deliveries.schedule = configuration.webhookRetrySchedule
+        dispatcher = WebhookDispatcher(database: database, configuration: deliveries)
         let database = self.database
         readiness = ReadinessProbe { database.isWritable() }
         var router = Router()
@@ -91,6 +102,7 @@ public final class App: Sendable {
 
     public func start() throws {
         try server.start()
+        dispatcher.start()
         scheduleHousekeeping()
     }
 
@@ -144,6 +156,7 @@ public final class App: Sendable {
     /// Answers in-flight requests, then closes connections and the database.
     public func stop() {
         server.stop()
+        dispatcher.stop()
         database.close()
         dataDirLock.release()
     }

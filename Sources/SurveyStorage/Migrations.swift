@@ -188,6 +188,48 @@ enum Migrations {
         );
         CREATE INDEX console_sessions_user ON console_sessions(user_id);
         """),
+        // Webhooks and their transactional outbox: an event's body is written with the write
+        // that caused it, one delivery per subscribed webhook; `seq` is commit order, which is
+        // the order a webhook's deliveries go out in.
+        ("webhooks", """
+        CREATE TABLE webhooks (
+            webhook_id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL REFERENCES orgs(org_id),
+            url TEXT NOT NULL,
+            events TEXT NOT NULL,
+            description TEXT,
+            enabled INTEGER NOT NULL,
+            disabled_reason TEXT,
+            secret TEXT NOT NULL,
+            previous_secret TEXT,
+            previous_secret_until INTEGER,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        );
+        CREATE INDEX webhooks_org ON webhooks(org_id, webhook_id);
+        CREATE TABLE webhook_events (
+            event_id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL,
+            type TEXT NOT NULL,
+            body BLOB NOT NULL,
+            created_at INTEGER NOT NULL
+        );
+        CREATE TABLE webhook_deliveries (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            delivery_id TEXT NOT NULL UNIQUE,
+            webhook_id TEXT NOT NULL,
+            event_id TEXT NOT NULL REFERENCES webhook_events(event_id),
+            status TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER,
+            last_attempt_at INTEGER,
+            last_status_code INTEGER,
+            last_error TEXT,
+            created_at INTEGER NOT NULL
+        );
+        CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries(webhook_id, seq);
+        CREATE INDEX webhook_deliveries_pending ON webhook_deliveries(webhook_id, seq) WHERE status = 'pending';
+        """),
     ]
 
     static func currentVersion(_ conn: Connection) throws(SQLiteError) -> Int {

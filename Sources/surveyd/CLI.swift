@@ -2,6 +2,7 @@ import Foundation
 import SurveyDomain
 import SurveyServer
 import SurveyStorage
+import SurveyWebhooks
 
 enum CLI {
     static let usage = """
@@ -12,6 +13,7 @@ enum CLI {
                    [--max-unfinished-upload-bytes N]
                    [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads N]
                    [--startup-check full|quick] [--no-log]
+                   [--webhooks-allow-private] [--webhook-retry-schedule 5s,5m,30m,2h,5h,10h,...]
       surveyd check                       verify every invariant; exit 1 on any violation
       surveyd backup --to DIR             online, consistent copy (database and blobs) into a new DIR
       surveyd admin create-operator
@@ -85,6 +87,13 @@ enum CLI {
             c.maxKeyedInFlight = n
         }
         c.logRequests = !options.flag("no-log")
+        c.webhooksAllowPrivate = options.flag("webhooks-allow-private")
+        if let r = options.value("webhook-retry-schedule") {
+            guard let schedule = RetrySchedule.parse(r) else {
+                throw CLIError("--webhook-retry-schedule must be delays with units, comma-separated, e.g. 5s,5m,30m,2h")
+            }
+            c.webhookRetrySchedule = schedule
+        }
         return c
     }
 

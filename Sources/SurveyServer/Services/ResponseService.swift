@@ -15,38 +15,6 @@ struct ResponseService {
         services.route(&router, "GET", "/v1/orgs/{orgId}/responses/{responseId}", .member(anyOf: []), get)
     }
 
-    static func receipt(_ r: ResponseRecord) -> JSONValue {
-        receipt(r, surveyVersionId: r.surveyVersionId, reviewState: r.reviewState, revision: r.revision)
-    }
-
-    /// The receipt exactly as the acceptance answered it, whatever happened since: revision 1,
-    /// the version it was accepted with, and the first review state (`submitted` when the survey
-    /// is reviewed, which every later state implies; `none` otherwise). For replays.
-    static func acceptedReceipt(_ r: ResponseRecord) -> JSONValue {
-        receipt(r, surveyVersionId: r.acceptedSurveyVersionId ?? r.surveyVersionId,
-                reviewState: r.reviewState == ReviewState.none.rawValue ? ReviewState.none.rawValue : ReviewState.submitted.rawValue,
-                revision: 1)
-    }
-
-    private static func receipt(_ r: ResponseRecord, surveyVersionId: String, reviewState: String, revision: Int64) -> JSONValue {
-        var o: [String: JSONValue] = [
-            "responseId": .string(r.responseId), "clientSubmissionId": .string(r.clientSubmissionId),
-            "surveyVersionId": .string(surveyVersionId), "status": "accepted", "reviewState": .string(reviewState),
-            "revision": .number(Double(revision)), "receivedAt": .string(Timestamp.format(r.receivedAt)),
-        ]
-        if let t = r.fieldTaskId { o["fieldTaskId"] = .string(t) }
-        return .object(o)
-    }
-
-    static func responseJSON(_ r: ResponseRecord) throws -> JSONValue {
-        var o = receipt(r).objectValue!
-        o["surveyId"] = .string(r.surveyId)
-        o["submittedBy"] = .string(r.submitter)
-        o["answers"] = try JSONParser.parse(Array(r.answers.utf8))
-        if let c = r.capturedAt { o["capturedAt"] = .string(Timestamp.format(c)) }
-        return .object(o)
-    }
-
     func submit(_ request: HTTPRequest) throws -> HTTPResponse {
         let command = SubmitResponse(orgId: request.parameter("orgId"), bearerToken: request.head.bearerToken,
                                      idempotencyKey: request.header("idempotency-key"), document: request.body)
@@ -64,10 +32,10 @@ struct ResponseService {
     private static func render(_ outcome: SubmissionOutcome) -> HTTPResponse {
         switch outcome {
         case .accepted(let stored):
-            return HTTPResponse.created("/v1/orgs/\(stored.orgId)/responses/\(stored.responseId)", receipt(stored))
+            return HTTPResponse.created("/v1/orgs/\(stored.orgId)/responses/\(stored.responseId)", stored.receipt)
                 .logging(["responseId": stored.responseId])
         case .replayed(let stored):
-            return HTTPResponse.replayed(.json(200, acceptedReceipt(stored), headers: [
+            return HTTPResponse.replayed(.json(200, stored.acceptedReceipt, headers: [
                 ("Location", "/v1/orgs/\(stored.orgId)/responses/\(stored.responseId)"),
             ])).logging(["responseId": stored.responseId])
         }
@@ -76,7 +44,7 @@ struct ResponseService {
     func get(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let user = try context.member()
-        return .json(200, try Self.responseJSON(try services.operations.visibleResponse(user, orgId: orgId, responseId: request.parameter("responseId"))))
+        return .json(200, try services.operations.visibleResponse(user, orgId: orgId, responseId: request.parameter("responseId")).document())
     }
 
     func list(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
@@ -87,7 +55,7 @@ struct ResponseService {
             guard ClientIdentifier.isValid(csid) else { throw ApiError(.invalidIdentifier, "clientSubmissionId is not a valid client id.") }
             guard let r = try services.database.read({ try $0.response(orgId: orgId, clientSubmissionId: csid) }),
                   r.submitter == user.userId else { throw ApiError.notFound() }
-            return .json(200, try Self.responseJSON(r))
+            return .json(200, try r.document())
         }
         let page = try Page(request)
         var state: String?
@@ -101,7 +69,7 @@ struct ResponseService {
         let rows = try services.database.read {
             try $0.responses(orgId: orgId, submitter: onlyOwn ? user.userId : nil, reviewState: state, after: page.after, limit: page.limit)
         }
-        return .json(200, page.render(rows, id: \.responseId, item: { (try? Self.responseJSON($0)) ?? .null }))
+        return .json(200, page.render(rows, id: \.responseId, item: { (try? $0.document()) ?? .null }))
     }
 }
 

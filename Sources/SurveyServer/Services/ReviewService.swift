@@ -42,7 +42,7 @@ struct ReviewService {
     }
 
     @Sendable static func render(_ updated: ResponseRecord) throws -> HTTPResponse {
-        .json(200, try ResponseService.responseJSON(updated)).logging(["responseId": updated.responseId])
+        .json(200, try updated.document()).logging(["responseId": updated.responseId])
     }
 
     func history(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {

@@ -30,6 +30,7 @@ struct Services: Sendable {
         ReviewService(services: self).register(into: &router)
         ChangesService(services: self).register(into: &router)
         ExportService(services: self).register(into: &router)
+        WebhookService(services: self).register(into: &router)
     }
 
     /// Step 1 from a request's `Authorization` header.

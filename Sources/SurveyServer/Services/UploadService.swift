@@ -15,12 +15,6 @@ struct UploadService {
         services.route(&router, "GET", "/v1/orgs/{orgId}/uploads/{clientUploadId}/content", .member(anyOf: []), content)
     }
 
-    static func uploadJSON(_ u: UploadRecord) -> JSONValue {
-        ["clientUploadId": .string(u.clientUploadId), "surveyVersionId": .string(u.surveyVersionId), "questionId": .string(u.questionId),
-         "contentType": .string(u.contentType), "size": .number(Double(u.size)), "sha256": .string(u.sha256),
-         "receivedAt": .string(Timestamp.format(u.receivedAt))]
-    }
-
     func open(_ head: RequestHead) throws -> any BodySink {
         let uploads = services.operations.uploads
         let target = try uploads.target(orgId: head.parameter("orgId"), clientUploadId: head.parameter("clientUploadId"),
@@ -36,9 +30,9 @@ struct UploadService {
         switch try services.operations.uploads.finish(sink.incoming) {
         case .replayed(let stored):
             // The same bytes and metadata again → the stored answer, even while expired.
-            return .replayed(.json(200, Self.uploadJSON(stored)))
+            return .replayed(.json(200, stored.document))
         case .written(let u):
-            return .created("/v1/orgs/\(u.orgId)/uploads/\(u.clientUploadId)", Self.uploadJSON(u))
+            return .created("/v1/orgs/\(u.orgId)/uploads/\(u.clientUploadId)", u.document)
         }
     }
 
@@ -47,7 +41,7 @@ struct UploadService {
     }
 
     func metadata(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
-        .json(200, Self.uploadJSON(try readable(context, request)))
+        .json(200, try readable(context, request).document)
     }
 
     func content(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {

@@ -57,6 +57,7 @@ extension GatedTransaction {
                   .optional(r.fieldTaskId), .optional(r.capturedAt), .int(r.receivedAt), .text(r.reviewState), .int(r.revision)])
         try audit(action: "response.accept", targetType: "response", targetId: r.responseId, revision: r.revision,
                   detail: CanonicalJSON.string(["toState": .string(r.reviewState), "clientSubmissionId": .string(r.clientSubmissionId)]))
+        try context.recordEvent("response.accepted") { try r.document() }
     }
 }
 
@@ -86,6 +87,15 @@ extension GatedTransaction {
         if let comment { detail["comment"] = .string(comment) }
         try audit(action: action, targetType: "response", targetId: responseId, revision: updated.revision,
                   detail: CanonicalJSON.string(.object(detail)))
+        let resubmitted = action == "response.resubmit"
+        try context.recordEvent(resubmitted ? "response.resubmitted" : "response.review") {
+            var review = detail
+            review["action"] = .string(resubmitted ? "resubmit" : String(action.dropFirst("review.".count)))
+            review["by"] = .string(context.actor)
+            var document = try updated.document().objectValue!
+            document["review"] = .object(review)
+            return .object(document)
+        }
         return updated
     }
 }

@@ -1,0 +1,61 @@
+import SurveyDomain
+
+/// The JSON documents of the records, as the API answers them. They live beside the records so
+/// that a webhook event, recorded inside the write's transaction, carries exactly the document
+/// the API would have answered at that moment.
+extension ResponseRecord {
+    /// The receipt of the response as it stands.
+    public var receipt: JSONValue { receipt(surveyVersionId: surveyVersionId, reviewState: reviewState, revision: revision) }
+
+    /// The receipt exactly as the acceptance answered it, whatever happened since: revision 1,
+    /// the version it was accepted with, and the first review state (`submitted` when the survey
+    /// is reviewed, which every later state implies; `none` otherwise). For replays.
+    public var acceptedReceipt: JSONValue {
+        receipt(surveyVersionId: acceptedSurveyVersionId ?? surveyVersionId,
+                reviewState: reviewState == ReviewState.none.rawValue ? ReviewState.none.rawValue : ReviewState.submitted.rawValue,
+                revision: 1)
+    }
+
+    private func receipt(surveyVersionId: String, reviewState: String, revision: Int64) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "responseId": .string(responseId), "clientSubmissionId": .string(clientSubmissionId),
+            "surveyVersionId": .string(surveyVersionId), "status": "accepted", "reviewState": .string(reviewState),
+            "revision": .number(Double(revision)), "receivedAt": .string(Timestamp.format(receivedAt)),
+        ]
+        if let t = fieldTaskId { o["fieldTaskId"] = .string(t) }
+        return .object(o)
+    }
+
+    /// The whole response: the receipt, who sent it and its answers.
+    public func document() throws -> JSONValue {
+        var o = receipt.objectValue!
+        o["surveyId"] = .string(surveyId)
+        o["submittedBy"] = .string(submitter)
+        o["answers"] = try JSONParser.parse(Array(answers.utf8))
+        if let c = capturedAt { o["capturedAt"] = .string(Timestamp.format(c)) }
+        return .object(o)
+    }
+}
+
+extension UploadRecord {
+    public var document: JSONValue {
+        ["clientUploadId": .string(clientUploadId), "surveyVersionId": .string(surveyVersionId), "questionId": .string(questionId),
+         "contentType": .string(contentType), "size": .number(Double(size)), "sha256": .string(sha256),
+         "receivedAt": .string(Timestamp.format(receivedAt))]
+    }
+}
+
+extension TaskRecord {
+    public var document: JSONValue {
+        var o: [String: JSONValue] = [
+            "taskId": .string(taskId), "title": .string(title), "surveyId": .string(surveyId),
+            "assigneeUserId": .string(assigneeUserId), "state": .string(state), "createdAt": .string(Timestamp.format(createdAt)),
+        ]
+        if let d = dueAt { o["dueAt"] = .string(Timestamp.format(d)) }
+        if let n = notes { o["notes"] = .string(n) }
+        if let c = completedAt { o["completedAt"] = .string(Timestamp.format(c)) }
+        if let b = completedBy { o["completedBy"] = .string(b) }
+        if let r = responseId { o["responseId"] = .string(r) }
+        return .object(o)
+    }
+}

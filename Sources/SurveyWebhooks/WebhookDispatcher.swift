@@ -1,0 +1,154 @@
+import Foundation
+import Synchronization
+import SurveyDomain
+import SurveyOperations
+import SurveyStorage
+
+/// Delivers the outbox. A loop finds each enabled webhook's oldest pending delivery that is due
+/// and hands it to a worker; a webhook has at most one delivery in flight, so its events arrive in
+/// commit order. Workers block in libcurl (at most `timeoutMillis`), never on a request thread:
+/// a receiver that hangs holds one worker, not the server. Everything it knows is in the
+/// database, so a restart (or kill -9) resumes where it was; an attempt cut off by one is made
+/// again (at-least-once: receivers deduplicate by `webhook-id`).
+public final class WebhookDispatcher: Sendable {
+    public struct Configuration: Sendable {
+        public var allowPrivate = false
+        public var schedule = RetrySchedule.standard
+        public var workers = 8
+        public var timeoutMillis = 15_000
+        /// How often the outbox is looked at when nothing woke the loop: the first attempt
+        /// follows its commit within about this long.
+        public var pollMillis = 200
+        public init() {}
+    }
+
+    private let database: Database
+    private let configuration: Configuration
+    private struct State {
+        var inFlight: Set<String> = []
+        var queue: [DueDelivery] = []
+        var stopping = false
+        var threads = 0
+    }
+    private let state = Mutex(State())
+    /// Wakes the loop (a delivery finished) and the workers (work queued).
+    private let wake = NSCondition()
+
+    public init(database: Database, configuration: Configuration = Configuration()) {
+        self.database = database
+        self.configuration = configuration
+        _ = ReceiverCall.initialized
+    }
+
+    public func start() {
+        for i in 0..<configuration.workers { spawn("surveyd-webhook-\(i)") { [self] in work() } }
+        spawn("surveyd-webhooks") { [self] in loop() }
+    }
+
+    /// Stops looking for work. Attempts in progress get two seconds to finish and be recorded;
+    /// one still waiting on its receiver after that is not recorded and is made again after the
+    /// restart (the same `webhook-id`).
+    public func stop() {
+        wake.lock()
+        state.withLock { $0.stopping = true }
+        wake.broadcast()
+        wake.unlock()
+        let deadline = Date(timeIntervalSinceNow: 2)
+        while state.withLock({ $0.threads }) > 0 && Date() < deadline { usleep(10_000) }
+    }
+
+    private func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        state.withLock { $0.threads += 1 }
+        let t = Thread { [self] in
+            Thread.current.name = name
+            body()
+            state.withLock { $0.threads -= 1 }
+        }
+        t.stackSize = 1 << 20
+        t.start()
+    }
+
+    private var stopping: Bool { state.withLock { $0.stopping } }
+
+    private func loop() {
+        while !stopping {
+            let due = (try? database.read { try $0.dueDeliveries(now: database.clock.nowMillis(), limit: 64) }) ?? []
+            wake.lock()
+            let queued = state.withLock { s -> Int in
+                var n = 0
+                for d in due where !s.inFlight.contains(d.webhook.webhookId) && s.inFlight.count < configuration.workers {
+                    s.inFlight.insert(d.webhook.webhookId)
+                    s.queue.append(d)
+                    n += 1
+                }
+                return n
+            }
+            if queued > 0 { wake.broadcast() }
+            if !stopping { _ = wake.wait(until: Date(timeIntervalSinceNow: Double(configuration.pollMillis) / 1000)) }
+            wake.unlock()
+        }
+    }
+
+    private func work() {
+        while true {
+            wake.lock()
+            var next: DueDelivery?
+            while next == nil {
+                let (item, stop) = state.withLock { s -> (DueDelivery?, Bool) in
+                    s.queue.isEmpty ? (nil, s.stopping) : (s.queue.removeFirst(), false)
+                }
+                if stop { wake.unlock(); return }
+                next = item
+                if next == nil { wake.wait() }
+            }
+            wake.unlock()
+            deliver(next!)
+            wake.lock()
+            state.withLock { _ = $0.inFlight.remove(next!.webhook.webhookId) }
+            wake.broadcast()  // the webhook's next delivery may go now
+            wake.unlock()
+        }
+    }
+
+    /// One attempt, and what became of it written down.
+    func deliver(_ due: DueDelivery) {
+        let d = due.delivery, w = due.webhook
+        let outcome = attempt(due)
+        let schedule = configuration.schedule
+        _ = try? database.deliveryWrite { tx in
+            if let status = outcome.statusCode, (200...299).contains(status) {
+                try tx.succeeded(d, statusCode: status)
+            } else if outcome.statusCode == 410 {
+                try tx.gone(d, orgId: w.orgId)
+            } else {
+                let retryAfter = outcome.retryAfter.flatMap { RetrySchedule.retryAfterMillis($0, now: tx.now) }
+                try tx.failed(d, statusCode: outcome.statusCode, error: outcome.error ?? "failed",
+                              nextAttemptAt: schedule.nextAttempt(afterFailedAttempts: Int(d.attempts) + 1, now: tx.now, retryAfterMillis: retryAfter))
+            }
+        }
+    }
+
+    private func attempt(_ due: DueDelivery) -> ReceiverCall.Outcome {
+        guard case .target(let target) = WebhookTarget.parse(due.webhook.url) else {
+            return ReceiverCall.Outcome(error: "the webhook's URL cannot be used")
+        }
+        let address: String
+        switch target.check(allowPrivate: configuration.allowPrivate) {
+        case .unresolved: return ReceiverCall.Outcome(error: "\(target.host) could not be resolved")
+        case .refused(let why): return ReceiverCall.Outcome(error: why)
+        case .allowed(let a): address = a
+        }
+        let now = database.clock.nowMillis()
+        let timestamp = now / 1000
+        let headers = [
+            "Content-Type: application/json",
+            "webhook-id: \(due.delivery.eventId)",
+            "webhook-timestamp: \(timestamp)",
+            "webhook-signature: " + WebhookSignature.header(secrets: due.webhook.signingSecrets(now: now), id: due.delivery.eventId,
+                                                            timestamp: timestamp, body: due.body),
+        ]
+        let literal = target.host == address
+        return ReceiverCall.post(url: target.url, host: target.host, port: target.port, address: literal ? nil : address,
+                                 headers: headers, body: due.body, timeoutMillis: configuration.timeoutMillis)
+    }
+}
