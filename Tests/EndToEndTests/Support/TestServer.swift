@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 @testable import SurveyStorage
 import SurveyDomain
 import SurveyServer
@@ -12,9 +13,14 @@ final class TestServer: @unchecked Sendable {
     let client: RawHTTPClient
     let operatorToken: String
 
-    init(configure: (inout App.Configuration) -> Void = { _ in }) throws {
-        dataDir = NSTemporaryDirectory() + "surveyd-test-" + UUID().uuidString
-        var config = App.Configuration(dataDir: dataDir)
+    private let ownsDataDir: Bool
+    private let stopped = Mutex(false)
+
+    /// `dataDir`: an existing data dir to serve (a restart); it is left in place afterwards.
+    init(dataDir: String? = nil, configure: (inout App.Configuration) -> Void = { _ in }) throws {
+        ownsDataDir = dataDir == nil
+        self.dataDir = dataDir ?? NSTemporaryDirectory() + "surveyd-test-" + UUID().uuidString
+        var config = App.Configuration(dataDir: self.dataDir)
         config.port = 0
         config.logRequests = false
         configure(&config)
@@ -24,9 +30,15 @@ final class TestServer: @unchecked Sendable {
         operatorToken = try AdminCommands(database: app.database).createOperator()
     }
 
-    deinit {
+    /// Stops the server (once), keeping its data dir until the end of the test.
+    func stop() {
+        guard !stopped.withLock({ was in defer { was = true }; return was }) else { return }
         app.stop()
-        try? FileManager.default.removeItem(atPath: dataDir)
+    }
+
+    deinit {
+        stop()
+        if ownsDataDir { try? FileManager.default.removeItem(atPath: dataDir) }
     }
 
     /// A fresh read-only look at the database file, as another process would see it.
