@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+import SurveyDomain
+@testable import SurveyStorage
+
+/// Issue 21, must-show 2: the outbox survives kill -9. A real `surveyd` process with 1,000
+/// undelivered events (the receiver answers 500) is killed; after the restart every event is
+/// delivered, and none twice to a receiver that answered 2xx (counted by `webhook-id`).
+@Suite(.serialized) struct WebhookCrashTests {
+    @Test func kill9WithAThousandUndeliveredEventsLosesNoneAndDoublesNone() throws {
+        let receiver = try WebhookReceiver()
+        receiver.standing(WebhookReceiver.Answer(status: 500))
+        let server = ServerProcess()
+        let schedule = ["--webhooks-allow-private", "--webhook-retry-schedule", Array(repeating: "300ms", count: 200).joined(separator: ",")]
+        try server.start(extra: schedule)
+        let seed = try server.seed()
+        let hook = try server.client.post("/v1/orgs/\(seed.orgId)/webhooks", token: seed.adminToken,
+                                          ["url": .string(receiver.url()), "events": ["response.accepted"]])
+        #expect(hook.status == 201)
+        let webhookId = try #require(hook.json?["webhookId"]?.stringValue)
+
+        var accepted: [String] = []
+        for i in 0..<1000 {
+            let r = try server.client.post("/v1/orgs/\(seed.orgId)/responses", token: seed.collectorToken,
+                                           ["clientSubmissionId": .string(String(format: "crash-%05d", i)), "surveyVersionId": .string(seed.versionId),
+                                            "contentHash": .string(seed.contentHash), "answers": ["n": .number(Double(i))]])
+            #expect(r.status == 201)
+            if let id = r.json?["responseId"]?.stringValue { accepted.append(id) }
+        }
+        // The head of the queue keeps failing; kill the server while it does.
+        #expect(receiver.wait(seconds: 10) { $0.count >= 3 })
+        server.kill9()
+        let db = server.dataDir + "/surveyd.sqlite"
+        func pending() throws -> Int64 {
+            try Connection(path: db, readOnly: true).query("SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'").first?.int(0) ?? -1
+        }
+        #expect(try pending() == 1000)
+
+        receiver.standing(WebhookReceiver.Answer(status: 200))
+        try server.start(extra: schedule)
+        #expect(receiver.wait(seconds: 120) { $0.filter { $0.status == 200 }.count >= 1000 })
+        Thread.sleep(forTimeInterval: 1)  // anything sent twice would arrive now
+        let ok = receiver.calls.filter { $0.status == 200 }
+        #expect(ok.count == 1000)
+        #expect(Set(ok.map(\.id)).count == 1000)
+        #expect(ok.compactMap { $0.json?["data"]?["responseId"]?.stringValue } == accepted)
+        #expect(try pending() == 0)
+        let listed = try server.client.get("/v1/orgs/\(seed.orgId)/webhooks/\(webhookId)/deliveries?limit=500", token: seed.adminToken)
+        #expect(listed.json?["items"]?.arrayValue?.allSatisfy { $0["status"]?.stringValue == "succeeded" } == true)
+        #expect(server.terminate() == 0)
+        let check = try ServerProcess.command(["check", "--data-dir", server.dataDir])
+        #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+    }
+}
