@@ -73,7 +73,7 @@ eval "$EXPORT_LINE"
 export ORG OP ADMIN COLLECTOR REVIEWER VERSION HASH
 echo "conformance: surveyd at $BASE (org $ORG)" >&2
 
-# --- seed: users, responses, a task and an upload to aim at; the spec's examples pointed at them ---
+# --- seed: users, webhooks, responses, a task and an upload to aim at; the spec's examples pointed at them ---
 # The generated cases reach past "not found" only with real ids: schemathesis takes them from the
 # dictionaries of the configuration written here (with a probability, so unknown ids are tried
 # too), and the examples phase from a copy of Schemas/ whose example ids (the fixed placeholders
@@ -102,6 +102,12 @@ def user(name, roles):
 everyone = user("Conformance All Roles", ["admin", "collector", "reviewer"])
 victim = user("Conformance Victim", ["collector"])      # path userId/tokenId: may be deactivated
 assignee = user("Conformance Assignee", ["collector"])  # body assigneeUserId: stays a collector
+# Webhooks, made before the writes below so that those record deliveries: one to aim every
+# webhook operation at, and one that only deleteWebhook aims at. Their host is under .invalid
+# (RFC 6761: never resolves), which creation accepts; every attempt fails and waits for its retry.
+EVENT_TYPES = ["response.accepted", "response.resubmitted", "response.review", "upload.completed", "task.completed"]
+hook = call("POST", f"/v1/orgs/{org}/webhooks", E["ADMIN"], {"url": "https://hooks.invalid/surveyd", "events": EVENT_TYPES, "description": "Conformance"}, expect=(201,))
+doomed = call("POST", f"/v1/orgs/{org}/webhooks", E["ADMIN"], {"url": "https://hooks.invalid/doomed", "events": ["task.completed"]}, expect=(201,))
 v = call("GET", f"/v1/orgs/{org}/survey-versions/{version}", E["ADMIN"])
 survey_id = v["surveyId"]
 file_questions = [q["id"] for q in v["definition"]["questions"] if q["type"] == "file"]
@@ -118,6 +124,9 @@ png = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
 upload_id = "conformance-upload-" + uuid.uuid4().hex[:12]
 call("PUT", f"/v1/orgs/{org}/uploads/{upload_id}", everyone["token"], raw=png,
      headers={"Content-Type": "image/png", "Survey-Version-Id": version, "Question-Id": file_questions[0]})
+deliveries = call("GET", f"/v1/orgs/{org}/webhooks/{hook['webhookId']}/deliveries", E["ADMIN"])["items"]
+if not deliveries:
+    sys.exit("conformance seed: the seeded writes recorded no webhook delivery")
 with open(os.path.join(work, "all.token"), "w") as f:
     f.write(everyone["token"])
 
@@ -144,6 +153,10 @@ lines += dictionary("versions", [version]) + dictionary("hashes", [hash_]) + dic
 lines += dictionary("responses", [r1["responseId"], r2["responseId"]]) + dictionary("csids", [r1["clientSubmissionId"], r2["clientSubmissionId"]])
 lines += dictionary("victims", [victim["userId"]]) + dictionary("tokens", [victim["tokenId"]]) + dictionary("assignees", [assignee["userId"], everyone["userId"]])
 lines += dictionary("tasks", [task["taskId"]]) + dictionary("uploads", [upload_id]) + dictionary("questions", file_questions)
+lines += dictionary("webhooks", [hook["webhookId"]]) + dictionary("doomedWebhooks", [doomed["webhookId"]])
+lines += dictionary("deliveries", [d["deliveryId"] for d in deliveries])
+# Receivers whose host never resolves: most generated webhooks point there rather than at random hosts.
+lines += dictionary("receivers", ["https://hooks.invalid/surveyd", "http://hooks.invalid:8080/in?source=surveyd"])
 # Fresh client ids and keys: without them most generated writes reuse an example's id with
 # another body and stop at 1004, never reaching validation or the write itself.
 lines += dictionary("fresh", [str(uuid.uuid4()) for _ in range(500)])
@@ -155,7 +168,8 @@ for key, name, p in [("path.surveyId", "surveys", 0.5), ("path.surveyVersionId",
                      ("body.surveyVersionId", "versions", 0.7), ("body.contentHash", "hashes", 0.7), ("body.surveyId", "surveys", 0.6),
                      ("body.assigneeUserId", "assignees", 0.6), ("body.fieldTaskId", "tasks", 0.3),
                      ("body.clientSubmissionId", "fresh", 0.8), ("header.Idempotency-Key", "fresh", 0.6),
-                     ("query.surveyVersionId", "versions", 0.5), ("query.fieldTaskId", "tasks", 0.5), ("query.submittedBy", "assignees", 0.5)]:
+                     ("query.surveyVersionId", "versions", 0.5), ("query.fieldTaskId", "tasks", 0.5), ("query.submittedBy", "assignees", 0.5),
+                     ("path.webhookId", "webhooks", 0.6), ("path.deliveryId", "deliveries", 0.6), ("body.url", "receivers", 0.7)]:
     lines.append(f'"{key}" = {{ dictionary = "{name}", probability = {p} }}')
 # --checks all: the answers a schema cannot predict, each with its reason (Docs/architecture.md).
 # tus demands 412 (not 400) for a missing or unsupported Tus-Resumable header, and 413 is the
@@ -174,9 +188,16 @@ for op, statuses in [("createTask", ["422"]), ("createToken", ["422"]), ("invite
                      # date-time no calendar has (a leap second) are 400 / 1031; a geoField that is
                      # not a geopoint question of the survey is 422 / 1002.
                      ("exportResponsesCsv", ["400"]), ("exportResponsesXlsx", ["400"]), ("exportResponsesZip", ["400"]),
-                     ("exportResponsesGeoJSON", ["400", "422"])]:
+                     ("exportResponsesGeoJSON", ["400", "422"]),
+                     # Webhooks: a URL whose host is or resolves to a private, loopback, link-local,
+                     # CGNAT, multicast or unspecified address (e.g. "http://0") is 422 / 1002, which
+                     # needs a DNS answer no schema has.
+                     ("createWebhook", ["422"]), ("updateWebhook", ["422"])]:
     lines += ["[[operations]]", f"include-operation-id = {q(op)}",
               "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "409", "429"] + statuses)]
+# deleteWebhook aims at its own webhook, so that the one every other webhook operation aims at stays.
+lines += ["[[operations]]", 'include-operation-id = "deleteWebhook"',
+          'parameters = { "path.webhookId" = { dictionary = "doomedWebhooks", probability = 0.5 } }']
 open(os.path.join(work, "schemathesis.toml"), "w").write("\n".join(lines) + "\n")
 PYEOF
 ALL="$(cat "$WORK/all.token")"

@@ -4,7 +4,7 @@
     scripts/browser_tests.sh --screenshots      # installs what is missing, then runs this
 
 Writes PAGE-{desktop,phone}.png for the reviewer's pages (sign-in, queue, response), the admin's
-(users, user, surveys, survey, tasks, exports, subscription) and the operator's (orgs): desktop
+(users, user, surveys, survey, tasks, exports, webhooks, webhook, subscription) and the operator's (orgs): desktop
 is a 1280x900 viewport, phone a 375x812 one (a mobile viewport at device pixel ratio 2); each is
 the whole page, not just the first screen. The response shown has a location, a photo and a
 review comment in its history (returned for correction, resubmitted, in review again); the user
@@ -22,7 +22,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "Browser"))
 
 from test_console import DESKTOP, PHONE, ROOT, By, Server, browser, click_and_load, quit_browsers, set_viewport, sign_in_token, wait_loaded  # noqa: E402
-from test_console_admin import button, demo_user_id, new_survey, submission, submit_raw  # noqa: E402
+from test_console_admin import Receiver, button, demo_user_id, new_survey, submission, submit_raw  # noqa: E402
 
 OUT = os.path.join(ROOT, "Docs", "console")
 
@@ -102,7 +102,21 @@ def seed_admin(srv):
         assert status == 201, (status, org)
         status, _, _ = srv.request("POST", f"/v1/orgs/{org['orgId']}/users", srv["OP"], {"name": "First Admin", "roles": ["admin"]})
         assert status == 201, status
-    return sid, cole
+
+    # Webhooks: one receiver on loopback that answers (its deliveries succeed), one whose host
+    # does not resolve here (its first delivery waits for a retry, with the reason).
+    receiver = Receiver()
+    hook = srv.api("POST", "/webhooks", srv["ADMIN"], {"url": receiver.url, "events": ["response.accepted", "response.review"],
+                                                       "description": "Case management system"}, expect=(201,))
+    srv.api("POST", "/webhooks", srv["ADMIN"], {"url": "https://warehouse.example.org/surveyd/events", "events": ["response.accepted"],
+                                                "description": "Data warehouse"}, expect=(201,))
+    for i, (size, source) in enumerate(((4, "well"), (6, "piped"), (2, "river"))):
+        status, _, out = submit_raw(srv, submission(srv["VERSION"], srv["HASH"], {"household_size": size, "water_source": source}))
+        assert status == 201, (status, out)
+        if i == 0:
+            srv.review(out["responseId"], "startReview", 1)
+    receiver.wait(4)
+    return sid, cole, hook["webhookId"]
 
 
 def shoot(d, size, mobile, scale, name):
@@ -124,12 +138,13 @@ def main():
     srv = Server()
     try:
         rid = seed(srv)
-        sid, cole = seed_admin(srv)
+        sid, cole, webhook = seed_admin(srv)
         org = f"{srv.base}/console/orgs/{srv['ORG']}"
         pages = {"queue": f"{org}/surveys/{sid}/responses",
                  "response": f"{org}/responses/{rid}"}
         admin_pages = {"users": f"{org}/users", "surveys": f"{org}/surveys", "survey": f"{org}/surveys/{sid}",
-                       "tasks": f"{org}/tasks", "exports": f"{org}/surveys/{sid}/exports", "subscription": f"{org}/subscription"}
+                       "tasks": f"{org}/tasks", "exports": f"{org}/surveys/{sid}/exports", "subscription": f"{org}/subscription",
+                       "webhooks": f"{org}/webhooks", "webhook": f"{org}/webhooks/{webhook}"}
         for kind, size, mobile, scale in (("desktop", DESKTOP, False, 1), ("phone", PHONE, True, 2)):
             d = browser(size, mobile, scale)
             d.get(srv.base + "/console/sign-in")

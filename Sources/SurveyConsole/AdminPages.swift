@@ -13,21 +13,20 @@ struct AdminPages: Sendable {
     var operations: Operations { console.operations }
 
     /// The signed-in admin of this organization (anyone else: 404 or 403, as in the API).
-    private func admin(_ v: Console.Visitor, _ orgId: String) throws -> UserRecord {
+    func admin(_ v: Console.Visitor, _ orgId: String) throws -> UserRecord {
         guard let user = v.caller.user else { throw ApiError.notFound() }
         return try operations.member(user, of: orgId, withAnyOf: [.admin])
     }
 
-    private func frame(_ title: String, _ v: Console.Visitor, _ orgId: String, _ section: String) -> Pages.Frame {
+    func frame(_ title: String, _ v: Console.Visitor, _ orgId: String, _ section: String) -> Pages.Frame {
         var f = console.frame(title, v, section: section)
         f.expired = console.expiredNotice(orgId)
         return f
     }
 
-
     /// A refusal of a form, shown on the page it came from: the operation's sentence and, for
     /// 1002, one line per field with its path.
-    private func refused(_ e: ApiError, _ f: inout Pages.Frame) {
+    func refused(_ e: ApiError, _ f: inout Pages.Frame) {
         f.problem = e.code == .forbidden || e.code == .validationFailed ? e.detail : Console.sentence(e).1
         f.problemDetails = e.errors.map { "\($0.path): \($0.message)" }
     }
@@ -181,7 +180,7 @@ struct AdminPages: Sendable {
         return try surveysPage(v, orgId, frame: frame("Surveys", v, orgId, "surveys"))
     }
 
-    private func gatedOff(_ f: Pages.Frame) -> TemplateValue {
+    func gatedOff(_ f: Pages.Frame) -> TemplateValue {
         .text(f.expired == nil ? "" : "The subscription has expired: creating and publishing wait until it is renewed.")
     }
 

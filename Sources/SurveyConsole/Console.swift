@@ -59,6 +59,14 @@ public struct Console: Sendable {
         page(&router, "GET", "/console/orgs/{orgId}/tasks", admin.tasks)
         page(&router, "POST", "/console/orgs/{orgId}/tasks", admin.createTask)
         page(&router, "GET", "/console/orgs/{orgId}/subscription", admin.subscription)
+        let webhooks = WebhookPages(admin: admin)
+        page(&router, "GET", "/console/orgs/{orgId}/webhooks", webhooks.list)
+        page(&router, "POST", "/console/orgs/{orgId}/webhooks", webhooks.create)
+        page(&router, "GET", "/console/orgs/{orgId}/webhooks/{webhookId}", webhooks.webhook)
+        page(&router, "POST", "/console/orgs/{orgId}/webhooks/{webhookId}/enabled", webhooks.setEnabled)
+        page(&router, "POST", "/console/orgs/{orgId}/webhooks/{webhookId}/rotate-secret", webhooks.rotate)
+        page(&router, "POST", "/console/orgs/{orgId}/webhooks/{webhookId}/delete", webhooks.delete)
+        page(&router, "POST", "/console/orgs/{orgId}/webhooks/{webhookId}/deliveries/{deliveryId}/retry", webhooks.retry)
         let operators = OperatorPages(console: self)
         page(&router, "GET", "/console/operator/orgs", operators.orgs)
         page(&router, "POST", "/console/operator/orgs", operators.create)
@@ -162,7 +170,8 @@ public struct Console: Sendable {
             if u.has(.reviewer) || u.has(.admin) { f.nav.append(("Review", "/console/", section == "review")) }
             if u.has(.admin) {
                 f.nav += [("Users", org + "/users", section == "users"), ("Surveys", org + "/surveys", section == "surveys"),
-                          ("Tasks", org + "/tasks", section == "tasks"), ("Subscription", org + "/subscription", section == "subscription")]
+                          ("Tasks", org + "/tasks", section == "tasks"), ("Webhooks", org + "/webhooks", section == "webhooks"),
+                          ("Subscription", org + "/subscription", section == "subscription")]
             }
         case nil:
             break

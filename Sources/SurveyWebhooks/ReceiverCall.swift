@@ -48,7 +48,7 @@ struct ReceiverCall {
         ccurl_set_list(h, CURLOPT_HTTPHEADER, list)
         ccurl_set_long(h, CURLOPT_POST, 1)
         ccurl_set_size(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
-        body.withUnsafeBufferPointer { ccurl_set_pointer(h, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress)) }
+        _ = body.withUnsafeBufferPointer { ccurl_set_pointer(h, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress)) }
         ccurl_set_callback(h, CURLOPT_HEADERFUNCTION, onHeader)
         ccurl_set_pointer(h, CURLOPT_HEADERDATA, context.toOpaque())
         ccurl_set_callback(h, CURLOPT_WRITEFUNCTION, onData)

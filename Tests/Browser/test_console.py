@@ -72,7 +72,8 @@ class Server:
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [SURVEYD_BIN, "serve", "--demo", "--port", str(self.port), "--data-dir", self.data_dir],
+            # --webhooks-allow-private: the webhook page's test delivers to a receiver on loopback.
+            [SURVEYD_BIN, "serve", "--demo", "--port", str(self.port), "--data-dir", self.data_dir, "--webhooks-allow-private"],
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
         self.env = self._wait_for_export_line()
 

@@ -20,7 +20,11 @@ are reported as XFAIL (not counted as failures) and as XPASS once fixed, when th
 It reuses test_console.py's helpers (Server, browser, sign-in ...). On a failure the page's
 screenshot and HTML are kept in .build/browser-artifacts/. The last line is "N passed, N failed".
 """
+import base64
 import csv
+import hashlib
+import hmac
+import http.server
 import io
 import json
 import os
@@ -28,6 +32,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import urllib.parse
@@ -289,7 +294,7 @@ def test_add_user_with_invitation_then_password_sign_in():
     srv = shared_server()
     d = browser()
     sign_in_token(d, srv, srv["ADMIN"])
-    assert nav_labels(d) == ["Review", "Users", "Surveys", "Tasks", "Subscription"], nav_labels(d)
+    assert nav_labels(d) == ["Review", "Users", "Surveys", "Tasks", "Webhooks", "Subscription"], nav_labels(d)
     nav_click(d, "Users")
     assert path_of(d) == f"/console/orgs/{srv['ORG']}/users", d.current_url
     for name in DEMO_USERS:
@@ -916,6 +921,119 @@ def test_refused_create_organization_leaves_nothing():
     assert org_name not in page_text(op), f"the refused form left the organization {org_name!r} behind (with an admin no one can invite)"
 
 
+class Receiver:
+    """A webhook receiver on loopback: records each call, answers `status`."""
+
+    def __init__(self):
+        self.calls = []
+        self.status = 200
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                outer.calls.append((dict((k.lower(), v) for k, v in self.headers.items()), body))
+                self.send_response(outer.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/events"
+
+    def wait(self, n, timeout=10):
+        deadline = time.time() + timeout
+        while len(self.calls) < n and time.time() < deadline:
+            time.sleep(0.05)
+        return len(self.calls) >= n
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def verified(headers, body, secret):
+    """The Standard Webhooks check as Docs/webhooks.md publishes it."""
+    key = base64.b64decode(secret[len("whsec_"):])
+    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
+    expected = "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    return any(hmac.compare_digest(expected, s) for s in headers["webhook-signature"].split(" "))
+
+
+def test_webhook_pages_add_deliver_disable_delete():
+    srv = shared_server()
+    receiver = Receiver()
+    try:
+        d = browser()
+        sign_in_token(d, srv, srv["ADMIN"])
+        nav_click(d, "Webhooks")
+        assert path_of(d) == f"/console/orgs/{srv['ORG']}/webhooks", d.current_url
+        # A URL that is not http(s) is refused with a sentence at its field; nothing is created.
+        fill(d, "Receiver URL", "ftp://files.example.org/in")
+        click_and_load(d, button(d, "Add webhook"))
+        assert "url: must be an http:// or https:// URL" in page_text(d), page_text(d)[:400]
+        assert srv.api("GET", "/webhooks", srv["ADMIN"])["items"] == []
+
+        fill(d, "Receiver URL", receiver.url)
+        set_checked(checkbox(d, "A response is reviewed (started, returned, approved, rejected)"), True)
+        labelled(d, "Description").send_keys("Case system")
+        click_and_load(d, button(d, "Add webhook"))
+        text = page_text(d)
+        assert "Signing secret" in text and "The webhook was added" in text, text[:400]
+        secret = re.search(r"whsec_[A-Za-z0-9+/=]+", text).group(0)
+        hooks = srv.api("GET", "/webhooks", srv["ADMIN"])["items"]
+        assert len(hooks) == 1 and hooks[0]["url"] == receiver.url and hooks[0]["events"] == ["response.accepted", "response.review"], hooks
+        assert "secret" not in hooks[0]
+
+        # A collector's sync is delivered, signed; the page lists the delivery.
+        status, _, out = submit_raw(srv, submission(srv["VERSION"], srv["HASH"], {"household_size": 2, "water_source": "well"}))
+        assert status == 201, out
+        assert receiver.wait(1), "no delivery"
+        headers, body = receiver.calls[0]
+        assert verified(headers, body, secret), headers
+        assert json.loads(body)["data"]["responseId"] == out["responseId"]
+        # The page the form answered is the POST's: open the webhook's own page.
+        hook_page = f"{srv.base}/console/orgs/{srv['ORG']}/webhooks/{hooks[0]['webhookId']}"
+        d.get(hook_page)
+        wait_loaded(d)
+        rows = d.find_elements(By.XPATH, "//section[h2='Deliveries']//tbody/tr")
+        assert len(rows) == 1, len(rows)
+        cells = [td.text for td in rows[0].find_elements(By.TAG_NAME, "td")]
+        assert cells[0].startswith("response.accepted") and cells[1] == "succeeded" and cells[2] == "1", cells
+        assert cells[3].startswith("answered 200"), cells
+
+        # A receiver that fails: the delivery waits, with the reason, and is tried again.
+        receiver.status = 500
+        srv.review(out["responseId"], "startReview", 1)
+        assert receiver.wait(2), "no second delivery"
+        time.sleep(0.3)
+        d.get(hook_page)
+        wait_loaded(d)
+        cells = [td.text for td in d.find_elements(By.XPATH, "//section[h2='Deliveries']//tbody/tr")[0].find_elements(By.TAG_NAME, "td")]
+        assert cells[0].startswith("response.review") and cells[1] == "pending", cells
+        assert "the receiver answered 500" in cells[3] and "next" in cells[3], cells
+
+        # Disable: stated on the page and through the API.
+        click_and_load(d, button(d, "Disable"))
+        assert "The webhook is disabled" in page_text(d)
+        hook = srv.api("GET", f"/webhooks/{hooks[0]['webhookId']}", srv["ADMIN"])
+        assert hook["enabled"] is False and hook["disabledReason"] == "disabled by an admin", hook
+        receiver.status = 200
+        click_and_load(d, button(d, "Enable"))
+        assert "The webhook is enabled" in page_text(d)
+        assert receiver.wait(3, timeout=20), "the waiting delivery was not sent after enabling"
+
+        # Delete, after the confirmation tick: the webhook is gone.
+        set_checked(checkbox(d, "Yes, delete this webhook"), True)
+        click_and_load(d, button(d, "Delete"))
+        assert "The webhook was deleted" in page_text(d)
+        assert srv.api("GET", "/webhooks", srv["ADMIN"])["items"] == []
+    finally:
+        receiver.stop()
+
+
 def test_oversized_definition_file_gets_a_console_page():
     srv = shared_server()
     big = os.path.join(scratch("definitions-"), "big.json")
@@ -942,6 +1060,7 @@ TESTS = [
     test_user_page_tokens_and_deactivation,
     test_operator_creates_organization_with_first_admin,
     test_refused_create_organization_leaves_nothing,
+    test_webhook_pages_add_deliver_disable_delete,
     test_oversized_definition_file_gets_a_console_page,
 ]
 

@@ -130,6 +130,9 @@ import SurveyDomain
         let w = try World()
         let f = w.f
         let a = try w.submit("exp-fil-0001", w.first, ["size": 1])
+        // A millisecond apart on both sides: `receivedTo` is exclusive, and a fast answer can
+        // come back within the millisecond `a` was stamped in.
+        Thread.sleep(forTimeInterval: 0.01)
         let between = Timestamp.nowMillis()
         Thread.sleep(forTimeInterval: 0.01)
         let b = try w.submit("exp-fil-0002", w.second, ["size": 2])

@@ -23,7 +23,7 @@ public struct WebhookTarget: Sendable, Equatable {
     /// The URL if it is one a delivery can go to, else the sentence that says why not.
     public static func parse(_ url: String) -> Parsed {
         func refuse(_ message: String) -> Parsed { .refused(FieldError(path: "url", message: message)) }
-        guard url.count <= maxURLLength else { return refuse("at most \(maxURLLength) characters") }
+        guard url.unicodeScalars.count <= maxURLLength else { return refuse("at most \(maxURLLength) characters") }
         guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             return refuse("must be an http:// or https:// URL")
         }

@@ -95,6 +95,14 @@ extension ReadContext {
             """, [.text(webhookId), .text(after ?? ""), .text(webhookId), .int(Int64(limit))]).map(Self.delivery)
     }
 
+    /// The newest deliveries first (the console's view).
+    public func latestDeliveries(webhookId: String, limit: Int) throws -> [DeliveryRecord] {
+        try conn.query("""
+            SELECT \(Self.deliveryColumns) FROM webhook_deliveries d JOIN webhook_events e ON e.event_id = d.event_id
+            WHERE d.webhook_id = ? ORDER BY d.seq DESC LIMIT ?
+            """, [.text(webhookId), .int(Int64(limit))]).map(Self.delivery)
+    }
+
     public func delivery(webhookId: String, deliveryId: String) throws -> DeliveryRecord? {
         try conn.query("""
             SELECT \(Self.deliveryColumns) FROM webhook_deliveries d JOIN webhook_events e ON e.event_id = d.event_id
