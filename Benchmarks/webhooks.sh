@@ -11,7 +11,8 @@
 # enough). Each round runs the three modes on the same data dir: start the server, create the
 # webhook (hang, fast), warm up 3 s, measure $SECS s (8) of wrk submissions at 64 connections,
 # delete the webhook (its undelivered deliveries go with it), stop. Prints accepted/s and server
-# CPU µs per request per mode, and the ratios hang/none and fast/none over all rounds.
+# CPU µs per request per mode, and the ratios hang/none and fast/none over all rounds. The modes'
+# order turns from round to round (use a multiple of 3 rounds).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${BENCH_DIR:-/tmp/surveyd-bench}
@@ -78,8 +79,14 @@ one() {  # mode -> "rate us_per_req"
 
 tn=0; th=0; tf=0
 for r in $(seq 1 "$ROUNDS"); do
-    read -r rn pn <<< "$(one none)"; read -r rh ph <<< "$(one hang)"; read -r rf pf <<< "$(one fast)"
-    echo "round $r: none $rn/s ${pn}us   hang $rh/s ${ph}us   fast $rf/s ${pf}us"
+    # The order turns each round: the data dir grows and the machine warms, and neither should
+    # favour one mode.
+    order=(none hang fast); shift=$(( (r - 1) % 3 )); order=("${order[@]:$shift}" "${order[@]:0:$shift}")
+    for mode in "${order[@]}"; do
+        read -r rate us <<< "$(one "$mode")"
+        case $mode in none) rn=$rate pn=$us ;; hang) rh=$rate ph=$us ;; fast) rf=$rate pf=$us ;; esac
+    done
+    echo "round $r (${order[*]}): none $rn/s ${pn}us   hang $rh/s ${ph}us   fast $rf/s ${pf}us"
     tn=$((tn + rn)); th=$((th + rh)); tf=$((tf + rf))
 done
 echo "mean: none $((tn / ROUNDS))/s   hang $((th / ROUNDS))/s   fast $((tf / ROUNDS))/s   hang/none $(awk -v a=$tn -v b=$th 'BEGIN {printf "%.3f", b / a}')   fast/none $(awk -v a=$tn -v b=$tf 'BEGIN {printf "%.3f", b / a}')"

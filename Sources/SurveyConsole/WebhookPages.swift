@@ -76,7 +76,7 @@ struct WebhookPages: Sendable {
                              secret: String = "") throws -> HTTPResponse {
         let user = try admin.admin(v, orgId)
         let w = try operations.webhooks.get(orgId: orgId, webhookId: webhookId, by: user)
-        let deliveries = try operations.database.read { try $0.latestDeliveries(webhookId: webhookId, limit: 50) }
+        let (deliveries, waiting) = try operations.database.read { try $0.latestDeliveries(of: w, limit: 50) }
         let base = "/console/orgs/\(orgId)/webhooks/\(webhookId)"
         var f = frame
         f.title = w.description ?? w.url
@@ -95,6 +95,7 @@ struct WebhookPages: Sendable {
             "disabledReason": .text(w.enabled ? "" : w.disabledReason ?? ""), "created": .text(Pages.time(w.createdAt)),
             "listUrl": .text("/console/orgs/\(orgId)/webhooks"), "baseUrl": .text(base), "csrf": .text(v.csrf), "gatedOff": admin.gatedOff(f),
             "deliveries": .list(rows), "secret": .html(secret),
+            "waiting": .text(waiting == 0 ? "" : "\(waiting >= 1_000 ? "1,000 or more" : String(waiting)) event\(waiting == 1 ? "" : "s") waiting to be sent."),
         ], frame: f, status: status)
     }
 

@@ -188,9 +188,12 @@ enum Migrations {
         );
         CREATE INDEX console_sessions_user ON console_sessions(user_id);
         """),
-        // Webhooks and their transactional outbox: an event's body is written with the write
-        // that caused it, one delivery per subscribed webhook; `seq` is commit order, which is
-        // the order a webhook's deliveries go out in.
+        // Webhooks. Their outbox is the audit log: every event (an acceptance, a review step, a
+        // resubmission, a completed upload or task) already appends its audit entry in the
+        // write's own transaction, in commit order, so a webhook keeps only a cursor into it.
+        // A delivery row exists from an event's first attempt (or a manual retry) on. A response
+        // about to change is kept as it was (a snapshot) while a webhook has not yet sent the
+        // events it describes. `webhook_identity` makes event ids unique to this database.
         ("webhooks", """
         CREATE TABLE webhooks (
             webhook_id TEXT PRIMARY KEY,
@@ -203,32 +206,32 @@ enum Migrations {
             secret TEXT NOT NULL,
             previous_secret TEXT,
             previous_secret_until INTEGER,
+            cursor INTEGER NOT NULL,
             created_at INTEGER NOT NULL,
             updated_at INTEGER NOT NULL
         );
         CREATE INDEX webhooks_org ON webhooks(org_id, webhook_id);
-        CREATE TABLE webhook_events (
-            event_id TEXT PRIMARY KEY,
-            org_id TEXT NOT NULL,
-            type TEXT NOT NULL,
-            body BLOB NOT NULL,
-            created_at INTEGER NOT NULL
-        );
         CREATE TABLE webhook_deliveries (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            delivery_id TEXT NOT NULL UNIQUE,
             webhook_id TEXT NOT NULL,
-            event_id TEXT NOT NULL REFERENCES webhook_events(event_id),
+            event_seq INTEGER NOT NULL,
             status TEXT NOT NULL,
-            attempts INTEGER NOT NULL DEFAULT 0,
+            attempts INTEGER NOT NULL,
             next_attempt_at INTEGER,
             last_attempt_at INTEGER,
             last_status_code INTEGER,
             last_error TEXT,
-            created_at INTEGER NOT NULL
-        );
-        CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries(webhook_id, seq);
-        CREATE INDEX webhook_deliveries_pending ON webhook_deliveries(webhook_id, seq) WHERE status = 'pending';
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (webhook_id, event_seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX webhook_deliveries_pending ON webhook_deliveries(webhook_id, event_seq) WHERE status = 'pending';
+        CREATE TABLE webhook_snapshots (
+            response_id TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            document BLOB NOT NULL,
+            PRIMARY KEY (response_id, revision)
+        ) WITHOUT ROWID;
+        CREATE TABLE webhook_identity (id INTEGER PRIMARY KEY CHECK (id = 1), salt BLOB NOT NULL);
+        INSERT INTO webhook_identity(id, salt) VALUES (1, randomblob(8));
         """),
     ]
 

@@ -28,12 +28,24 @@ extension ResponseRecord {
 
     /// The whole response: the receipt, who sent it and its answers.
     public func document() throws -> JSONValue {
+        var o = documentMembers
+        o["answers"] = try JSONParser.parse(Array(answers.utf8))
+        return .object(o)
+    }
+
+    /// `document()` as canonical bytes, with `extra` members beside (a review's transition). The
+    /// answers are stored canonical, so they go in as they are, never parsed: this is built on
+    /// the writer, for every event a webhook listens to.
+    public func encodedDocument(adding extra: [String: JSONValue] = [:]) -> [UInt8] {
+        CanonicalJSON.encode(documentMembers.merging(extra) { a, _ in a }, adding: "answers", encoded: Array(answers.utf8))
+    }
+
+    private var documentMembers: [String: JSONValue] {
         var o = receipt.objectValue!
         o["surveyId"] = .string(surveyId)
         o["submittedBy"] = .string(submitter)
-        o["answers"] = try JSONParser.parse(Array(answers.utf8))
         if let c = capturedAt { o["capturedAt"] = .string(Timestamp.format(c)) }
-        return .object(o)
+        return o
     }
 }
 

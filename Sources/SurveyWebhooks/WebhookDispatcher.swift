@@ -71,19 +71,34 @@ public final class WebhookDispatcher: Sendable {
     private var stopping: Bool { state.withLock { $0.stopping } }
 
     private func loop() {
+        // Per webhook (and its list of events): up to where the audit log holds nothing for it
+        // beyond its cursor, so the next look starts there instead of at the cursor.
+        var scanned: [String: Int64] = [:]
         while !stopping {
-            let due = (try? database.read { try $0.dueDeliveries(now: database.clock.nowMillis(), limit: 64) }) ?? []
-            wake.lock()
-            let queued = state.withLock { s -> Int in
-                var n = 0
-                for d in due where !s.inFlight.contains(d.webhook.webhookId) && s.inFlight.count < configuration.workers {
-                    s.inFlight.insert(d.webhook.webhookId)
-                    s.queue.append(d)
-                    n += 1
+            let busy = state.withLock { $0.inFlight }
+            var due: [DueDelivery] = []
+            if busy.count < configuration.workers {
+                let now = database.clock.nowMillis()
+                _ = try? database.read { db in
+                    for w in try db.enabledWebhooks() where !busy.contains(w.webhookId) {
+                        let key = w.webhookId + " " + w.events.joined(separator: " ")
+                        let (next, scannedTo) = try db.nextDelivery(of: w, now: now, scanFrom: scanned[key] ?? 0)
+                        scanned[key] = scannedTo
+                        if let next { due.append(next) }
+                        if busy.count + due.count >= configuration.workers { break }
+                    }
                 }
-                return n
             }
-            if queued > 0 { wake.broadcast() }
+            wake.lock()
+            if !due.isEmpty {
+                state.withLock { s in
+                    for d in due {
+                        s.inFlight.insert(d.webhook.webhookId)
+                        s.queue.append(d)
+                    }
+                }
+                wake.broadcast()
+            }
             if !stopping { _ = wake.wait(until: Date(timeIntervalSinceNow: Double(configuration.pollMillis) / 1000)) }
             wake.unlock()
         }
@@ -120,6 +135,8 @@ public final class WebhookDispatcher: Sendable {
                 try tx.succeeded(d, statusCode: status)
             } else if outcome.statusCode == 410 {
                 try tx.gone(d, orgId: w.orgId)
+            } else if due.body == nil {
+                try tx.failed(d, statusCode: nil, error: outcome.error ?? "failed", nextAttemptAt: nil)
             } else {
                 let retryAfter = outcome.retryAfter.flatMap { RetrySchedule.retryAfterMillis($0, now: tx.now) }
                 try tx.failed(d, statusCode: outcome.statusCode, error: outcome.error ?? "failed",
@@ -129,6 +146,10 @@ public final class WebhookDispatcher: Sendable {
     }
 
     private func attempt(_ due: DueDelivery) -> ReceiverCall.Outcome {
+        guard let body = due.body else {
+            // Kept as a failure with its reason (never retried: the data will not come back).
+            return ReceiverCall.Outcome(error: "the event's data could not be read")
+        }
         guard case .target(let target) = WebhookTarget.parse(due.webhook.url) else {
             return ReceiverCall.Outcome(error: "the webhook's URL cannot be used")
         }
@@ -145,10 +166,10 @@ public final class WebhookDispatcher: Sendable {
             "webhook-id: \(due.delivery.eventId)",
             "webhook-timestamp: \(timestamp)",
             "webhook-signature: " + WebhookSignature.header(secrets: due.webhook.signingSecrets(now: now), id: due.delivery.eventId,
-                                                            timestamp: timestamp, body: due.body),
+                                                            timestamp: timestamp, body: body),
         ]
         let literal = target.host == address
         return ReceiverCall.post(url: target.url, host: target.host, port: target.port, address: literal ? nil : address,
-                                 headers: headers, body: due.body, timeoutMillis: configuration.timeoutMillis)
+                                 headers: headers, body: body, timeoutMillis: configuration.timeoutMillis)
     }
 }

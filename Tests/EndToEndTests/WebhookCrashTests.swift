@@ -31,8 +31,11 @@ import SurveyDomain
         #expect(receiver.wait(seconds: 10) { $0.count >= 3 })
         server.kill9()
         let db = server.dataDir + "/surveyd.sqlite"
+        // Events not yet done with: behind the webhook's cursor in the audit log.
         func pending() throws -> Int64 {
-            try Connection(path: db, readOnly: true).query("SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'").first?.int(0) ?? -1
+            try Connection(path: db, readOnly: true).query("""
+                SELECT COUNT(*) FROM audit a JOIN webhooks w ON w.org_id = a.org_id WHERE a.seq > w.cursor AND a.action = 'response.accept'
+                """).first?.int(0) ?? -1
         }
         #expect(try pending() == 1000)
 

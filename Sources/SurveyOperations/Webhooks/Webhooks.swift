@@ -37,7 +37,7 @@ public struct Webhooks: Sendable {
             let now = ops.clock.nowMillis()
             return WebhookRecord(webhookId: Ids.make("wh", nowMillis: now), orgId: orgId, url: url, events: events, description: s.description,
                                  enabled: true, disabledReason: nil, secret: Self.newSecret(), previousSecret: nil, previousSecretUntil: nil,
-                                 createdAt: now, updatedAt: now)
+                                 cursor: 0, createdAt: now, updatedAt: now)
         }, write: { webhook, tx in
             try tx.createWebhook(webhook)
             return try tx.read.webhook(orgId: orgId, webhookId: webhook.webhookId)!
@@ -103,17 +103,18 @@ public struct Webhooks: Sendable {
         }
     }
 
+    /// In the order they go out: those made so far, then the events still waiting.
     public func deliveries(orgId: String, webhookId: String, by user: UserRecord, after: String?, limit: Int) throws -> [DeliveryRecord] {
-        _ = try get(orgId: orgId, webhookId: webhookId, by: user)
-        return try operations.database.read { try $0.deliveries(webhookId: webhookId, after: after, limit: limit) }
+        let w = try get(orgId: orgId, webhookId: webhookId, by: user)
+        return try operations.database.read { try $0.deliveries(of: w, after: after, limit: limit) }
     }
 
     public func retry(orgId: String, webhookId: String, deliveryId: String, by user: UserRecord,
                       key: IdempotencyKey<DeliveryRecord>? = nil) throws -> KeyedOutcome<DeliveryRecord> {
-        _ = try get(orgId: orgId, webhookId: webhookId, by: user)
-        guard try operations.database.read({ try $0.delivery(webhookId: webhookId, deliveryId: deliveryId) }) != nil else { throw ApiError.notFound() }
+        let w = try get(orgId: orgId, webhookId: webhookId, by: user)
+        guard let d = try operations.database.read({ try $0.delivery(of: w, deliveryId: deliveryId) }) else { throw ApiError.notFound() }
         return try operations.keyedWrite(orgId: orgId, caller: user.userId, target: deliveryId, key: key, prepare: {}) { _, tx in
-            try tx.retryDelivery(webhookId: webhookId, deliveryId: deliveryId)
+            try tx.retryDelivery(d)
         }
     }
 

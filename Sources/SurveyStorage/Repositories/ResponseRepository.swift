@@ -57,7 +57,6 @@ extension GatedTransaction {
                   .optional(r.fieldTaskId), .optional(r.capturedAt), .int(r.receivedAt), .text(r.reviewState), .int(r.revision)])
         try audit(action: "response.accept", targetType: "response", targetId: r.responseId, revision: r.revision,
                   detail: CanonicalJSON.string(["toState": .string(r.reviewState), "clientSubmissionId": .string(r.clientSubmissionId)]))
-        try context.recordEvent("response.accepted") { try r.document() }
     }
 }
 
@@ -66,6 +65,7 @@ extension GatedTransaction {
     /// (1021 otherwise, carrying the current state). Audited with the transition.
     public func applyReview(responseId: String, expectedRevision: Int64, from: String, to: String, action: String,
                             comment: String?, answers: (surveyVersionId: String, text: String)? = nil) throws -> ResponseRecord {
+        try context.keepForWebhooks(responseId: responseId)
         if let answers {
             try context.conn.run("""
                 UPDATE responses SET review_state = ?, revision = revision + 1, survey_version_id = ?, answers = ?,
@@ -87,15 +87,6 @@ extension GatedTransaction {
         if let comment { detail["comment"] = .string(comment) }
         try audit(action: action, targetType: "response", targetId: responseId, revision: updated.revision,
                   detail: CanonicalJSON.string(.object(detail)))
-        let resubmitted = action == "response.resubmit"
-        try context.recordEvent(resubmitted ? "response.resubmitted" : "response.review") {
-            var review = detail
-            review["action"] = .string(resubmitted ? "resubmit" : String(action.dropFirst("review.".count)))
-            review["by"] = .string(context.actor)
-            var document = try updated.document().objectValue!
-            document["review"] = .object(review)
-            return .object(document)
-        }
         return updated
     }
 }

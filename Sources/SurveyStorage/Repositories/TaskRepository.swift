@@ -43,9 +43,5 @@ extension GatedTransaction {
             """, [.int(now), .text(completedBy), .text(responseId), .text(taskId), .text(orgId)])
         guard context.conn.changes == 1 else { throw ApiError(.taskAlreadyCompleted, "The field task \(taskId) is already completed.") }
         try audit(action: "task.complete", targetType: "task", targetId: taskId, detail: #"{"taskState":"completed","responseId":"\#(responseId)"}"#)
-        try context.recordEvent("task.completed") {
-            guard let task = try read.task(orgId: orgId, taskId: taskId) else { throw ApiError(.internalError) }
-            return task.document
-        }
     }
 }

@@ -98,13 +98,6 @@ extension GatedTransaction {
             """, [.text(orgId), .text(u.clientUploadId), .text(u.uploader), .text(u.surveyVersionId), .text(u.questionId),
                   .text(u.contentType), .int(u.size), .text(u.sha256), .int(now)])
         try audit(action: "upload.commit", targetType: "upload", targetId: u.clientUploadId, detail: "sha256=\(u.sha256) size=\(u.size)")
-        try context.recordEvent("upload.completed") {
-            var document = UploadRecord(orgId: orgId, clientUploadId: u.clientUploadId, uploader: u.uploader, surveyVersionId: u.surveyVersionId,
-                                        questionId: u.questionId, contentType: u.contentType, size: u.size, sha256: u.sha256,
-                                        receivedAt: now).document.objectValue!
-            document["uploadedBy"] = .string(u.uploader)
-            return .object(document)
-        }
     }
 
     /// Creates the upload. An unfinished upload under the same clientUploadId that has expired
