@@ -192,6 +192,12 @@ public final class SyncEngine: Sendable {
             c.state = .waitingForRenewal
             c.lastAnswer = "HTTP 402 errorCode 1001"
             try store.setRenewalRequired(true, server: c.owner.server, organization: c.owner.organization)
+            // Everything else queued for the organization waits too: it would meet the same gate.
+            for var other in try store.commands(of: c.owner) where other.id != c.id && (other.state == .savedOnDevice || other.state == .waitingToSync) {
+                other.state = .waitingForRenewal
+                other.updatedAt = moment
+                try store.update(other)
+            }
         case .signInRequired:
             report.reachedServer = true
             c.lastAnswer = "HTTP 401"
