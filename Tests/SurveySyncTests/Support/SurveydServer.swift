@@ -62,7 +62,7 @@ final class FaultProxy {
     func setRules(_ rules: [String]) throws {
         let temporary = rulesFile.appendingPathExtension("new")
         try Data((rules.joined(separator: "\n") + "\n").utf8).write(to: temporary)
-        _ = try FileManager.default.replaceItemAt(rulesFile, withItemAt: temporary)
+        guard rename(temporary.path, rulesFile.path) == 0 else { throw TestFailure("rename rules: \(errno)") }
     }
 
     /// Airplane mode: every connection is reset before anything reaches the server.
