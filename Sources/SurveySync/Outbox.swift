@@ -37,13 +37,23 @@ public final class Outbox: Sendable {
             store = try OutboxStore(path: url.path, maxPageCount: configuration.maxStorePages)
         } catch let error as SQLiteError where error.isFull {
             throw OutboxError.storageFull
-        } catch OutboxError.newerStore(let version) {
-            throw OutboxError.newerStore(version: version)
-        } catch {
+        } catch let error where Self.isDamage(error) {
+            // Kept aside whole, never written over; a new store takes new work.
             _ = try QuarantinedStore.quarantine(storePath: url.path, reason: String(describing: error), root: quarantineDirectory)
             store = try OutboxStore(path: url.path, maxPageCount: configuration.maxStorePages)
+        } catch let error as OutboxError {
+            throw error
+        } catch {
+            throw OutboxError.unavailable(String(describing: error))
         }
         try FileManager.default.createDirectory(at: filesDirectory, withIntermediateDirectories: true)
+    }
+
+    /// Damage means the file's content cannot be trusted; anything else (a locked or busy file) is not.
+    private static func isDamage(_ error: any Error) -> Bool {
+        if let error = error as? SQLiteError { return error.isDamage }
+        if case OutboxError.unreadable = error { return true }
+        return false
     }
 
     /// Closes the database; the object must not be used afterwards.

@@ -10,6 +10,9 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidCapture(String)
     /// No one is signed in: there is no queue to capture into.
     case notSignedIn
+    /// The store cannot be opened right now (a locked device's data protection, a permission):
+    /// not damage, so nothing is moved aside; the next open tries again.
+    case unavailable(String)
 
     public var message: String {
         switch self {
@@ -23,6 +26,8 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
             "This could not be saved: \(why)."
         case .notSignedIn:
             "Sign in to save your work."
+        case .unavailable:
+            "Your saved work cannot be opened right now. Nothing was lost; unlock the device or try again in a moment."
         }
     }
 

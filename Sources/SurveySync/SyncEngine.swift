@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Sends the signed-in person's outbox. There is no hidden timer: the app calls `syncNow()` when it
 /// comes to the foreground, when the network returns, from a background task, or when the person
@@ -7,6 +8,7 @@ public final class SyncEngine: Sendable {
     let outbox: Outbox
     let transport: any HTTPTransport
     let configuration: SyncConfiguration
+    private let passRunning = Mutex(false)
 
     public init(outbox: Outbox, transport: any HTTPTransport, configuration: SyncConfiguration = SyncConfiguration()) {
         self.outbox = outbox
@@ -21,6 +23,15 @@ public final class SyncEngine: Sendable {
     /// responses that cite them, a few at a time), then follow the changes feed.
     public func syncNow() async -> SyncReport {
         var report = SyncReport()
+        // One pass at a time: a foreground pass and a background task must not send a command twice at once.
+        guard passRunning.withLock({ running in
+            defer { running = true }
+            return !running
+        }) else {
+            report.alreadyRunning = true
+            return report
+        }
+        defer { passRunning.withLock { $0 = false } }
         guard let session = outbox.currentSession else {
             report.notSignedIn = true
             return report
@@ -209,6 +220,13 @@ public final class SyncEngine: Sendable {
             c.ambiguous = false
             c.attention = sentences
             c.lastAnswer = note
+            // A response whose file was refused cannot go either: say so on the response, too.
+            for var dependent in try store.commands(of: c.owner) where dependent.dependsOn.contains(c.id) && dependent.state.isQueued {
+                dependent.state = .needsAttention
+                dependent.attention = ["A file attached to this response could not be sent."] + sentences
+                dependent.updatedAt = moment
+                try store.update(dependent)
+            }
         }
         try store.update(c)
     }
