@@ -89,6 +89,21 @@ def _read_request(sock: socket.socket, limit_s: float = 30.0) -> tuple[bytes, in
     return bytes(data), head_len, cl
 
 
+def _read_whole_request(sock: socket.socket) -> tuple[bytes, bool]:
+    """One request head and its Content-Length body: (bytes read, complete). b"" if no head came."""
+    data, head_len, cl = _read_request(sock)
+    if head_len < 0:
+        return b"", False
+    request = bytearray(data)
+    sock.settimeout(30)
+    while len(request) < head_len + cl:
+        c = sock.recv(min(65536, head_len + cl - len(request)))
+        if not c:
+            return bytes(request), False
+        request += c
+    return bytes(request), True
+
+
 class FaultProxy:
     def __init__(self, upstream_port: int, weights: Optional[dict[str, float]] = None, seed: int = 1,
                  listen_port: int = 0, max_delay: float = 1.5, policy: Optional[Callable[[int, random.Random], str]] = None,
@@ -229,15 +244,9 @@ class FaultProxy:
         _rst(client)
 
     def _duplicate_request(self, client: socket.socket, upstream: socket.socket) -> None:
-        data, head_len, cl = _read_request(client)
-        if head_len < 0:
+        request, complete = _read_whole_request(client)
+        if not complete:
             return
-        request = bytearray(data)
-        while len(request) < head_len + cl:
-            c = client.recv(65536)
-            if not c:
-                return
-            request += c
         self._count("duplicate_request")
         upstream.sendall(bytes(request))
         upstream.settimeout(60)
@@ -345,18 +354,9 @@ class FaultProxy:
         _rst(client)
 
     def _delay(self, client: socket.socket, upstream: socket.socket) -> None:
-        data, head_len, cl = _read_request(client)
-        if head_len < 0:
+        body, _ = _read_whole_request(client)
+        if not body:
             return
-        body = bytearray(data)
-        need = head_len + cl - len(data)
-        client.settimeout(30)
-        while need > 0:
-            c = client.recv(min(65536, need))
-            if not c:
-                break
-            body += c
-            need -= len(c)
         self._count("delay")
         with self.rng_lock:
             d = self.rng.uniform(0.05, self.max_delay)

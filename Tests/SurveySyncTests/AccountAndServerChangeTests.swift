@@ -7,8 +7,7 @@ import Testing
 @Suite struct AccountAndServerChangeTests {
     @Test func tokenExpiryKeepsTheQueueAndAsksToSignIn() async throws {
         let f = try await SyncFixture()
-        let outbox = try f.device("phone")
-        let engine = f.engine(outbox)
+        let (outbox, engine) = try f.phone()
         let captured = try f.capture(outbox, size: 4)
         let revoked = try await f.api("DELETE", "/v1/orgs/\(f.org)/users/\(f.collector.userId)/tokens/\(f.collector.tokenId)", token: f.adminToken)
         #expect(revoked.status == 204)
@@ -32,8 +31,7 @@ import Testing
 
     @Test func roleRevocationNeedsAttentionAndIsNotRetriedBlindly() async throws {
         let f = try await SyncFixture()
-        let outbox = try f.device("phone")
-        let engine = f.engine(outbox)
+        let (outbox, engine) = try f.phone()
         let captured = try f.capture(outbox, size: 4)
         let roles = try await f.api("PUT", "/v1/orgs/\(f.org)/users/\(f.collector.userId)/roles", token: f.adminToken, ["roles": ["reviewer"]])
         #expect(roles.status == 200)
@@ -51,8 +49,7 @@ import Testing
     /// The app validated against its own (older, laxer) rules; the server's rules say 50 at most.
     @Test func serverValidationChangeNeedsAttentionWithTheFieldsSentence() async throws {
         let f = try await SyncFixture()
-        let outbox = try f.device("phone")
-        let engine = f.engine(outbox)
+        let (outbox, engine) = try f.phone()
         let fine = try f.capture(outbox, size: 12)
         let tooMany = try f.capture(outbox, size: 80)
 
@@ -114,8 +111,7 @@ import Testing
 
     @Test func subscriptionExpiringMidCollectionWaitsForRenewalThenSendsEachOnce() async throws {
         let f = try await SyncFixture()
-        let outbox = try f.device("phone")
-        let engine = f.engine(outbox)
+        let (outbox, engine) = try f.phone()
         let before = try f.capture(outbox, size: 2)
         _ = await engine.syncNow()
         #expect(try outbox.command(before.id)?.stateLabel == "Submitted")

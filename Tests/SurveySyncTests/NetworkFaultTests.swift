@@ -7,8 +7,7 @@ import Testing
 @Suite struct NetworkFaultTests {
     @Test func airplaneModeBeforeSubmit() async throws {
         let f = try await SyncFixture()
-        let outbox = try f.device("phone")
-        let engine = f.engine(outbox)
+        let (outbox, engine) = try f.phone()
         try f.proxy.goOffline()
 
         let captured = try f.capture(outbox, size: 4)
@@ -73,8 +72,7 @@ import Testing
 
     @Test func acceptanceWithTheAnswerLostIsReconciledNotDuplicated() async throws {
         let f = try await SyncFixture()
-        let outbox = try f.device("phone")
-        let engine = f.engine(outbox)
+        let (outbox, engine) = try f.phone()
         let captured = try f.capture(outbox, size: 5)
         try f.proxy.setRules(["drop_response POST /v1/orgs/\(f.org)/responses"])
 
@@ -96,8 +94,7 @@ import Testing
 
     @Test func duplicateDeliveryIsAcceptedOnce() async throws {
         let f = try await SyncFixture()
-        let outbox = try f.device("phone")
-        let engine = f.engine(outbox)
+        let (outbox, engine) = try f.phone()
         let captured = try f.capture(outbox, size: 6)
         try f.proxy.setRules(["duplicate_request POST /v1/orgs/\(f.org)/responses"])
 

@@ -14,19 +14,6 @@ enum PackagePaths {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
-
-    /// A port nobody listens on right now.
-    static func freePort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        return UInt16(bigEndian: addr.sin_port)
-    }
 }
 
 struct TestFailure: Error, CustomStringConvertible {
@@ -34,53 +21,78 @@ struct TestFailure: Error, CustomStringConvertible {
     init(_ d: String) { description = d }
 }
 
-/// Runs a command to completion and returns its stdout (stderr to a file, so no pipe fills).
+/// Runs a command to completion and returns its stdout.
 @discardableResult
 func runToCompletion(_ executable: String, _ args: [String]) throws -> String {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: executable)
-    p.arguments = args
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else { throw TestFailure("\(executable) \(args) exited \(p.terminationStatus)") }
-    return String(decoding: data, as: UTF8.self)
+    let child = try KillableChild(executable, args)
+    let text = child.lines.readToEnd()
+    child.process.waitUntilExit()
+    guard child.process.terminationStatus == 0 else { throw TestFailure("\(executable) \(args) exited \(child.process.terminationStatus)") }
+    return text
 }
 
-/// A `surveysync` child that a test reads line by line and then kills with SIGKILL.
-final class KillableChild {
-    let process = Process()
-    private let output = Pipe()
+/// Reads a child's output line by line as it comes.
+final class LineReader {
+    private let handle: FileHandle
     private var buffer = Data()
 
-    init(_ executable: String, _ args: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = args
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+    init(_ pipe: Pipe) { handle = pipe.fileHandleForReading }
+
+    /// Everything up to the end of the stream.
+    func readToEnd() -> String {
+        buffer.append(handle.readDataToEndOfFile())
+        return String(decoding: buffer, as: UTF8.self)
     }
 
-    /// Blocks until a line containing `text` arrives (or the child exits / the time is up).
+    /// Blocks until a line containing `text` arrives (or the stream ends / the time is up).
     func waitForLine(containing text: String, timeout: TimeInterval = 20) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            let chunk = output.fileHandleForReading.availableData
+            if let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n").first(where: { $0.contains(text) }) {
+                return String(line)
+            }
+            let chunk = handle.availableData
             if chunk.isEmpty { break }
             buffer.append(chunk)
-            let lines = String(decoding: buffer, as: UTF8.self).split(separator: "\n")
-            if let line = lines.first(where: { $0.contains(text) }) { return String(line) }
         }
         throw TestFailure("no line containing \(text); got: \(String(decoding: buffer, as: UTF8.self))")
     }
+}
+
+/// A child process a test reads and then kills with SIGKILL (a phone killing an app, a server
+/// stopped at the end of a test).
+final class KillableChild {
+    let process = Process()
+    private let output = Pipe()
+    let lines: LineReader
+
+    /// `readStandardError`: read stderr instead of stdout (surveyd says where it serves on stderr).
+    init(_ executable: String, _ args: [String], readStandardError: Bool = false) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = args
+        process.standardOutput = readStandardError ? FileHandle.nullDevice : output
+        process.standardError = readStandardError ? output : FileHandle.nullDevice
+        lines = LineReader(output)
+        try process.run()
+    }
+
+    func waitForLine(containing text: String, timeout: TimeInterval = 20) throws -> String {
+        try lines.waitForLine(containing: text, timeout: timeout)
+    }
+
+    /// The port in a line like "... 127.0.0.1:PORT ...".
+    func waitForPort(after text: String) throws -> UInt16 {
+        let line = try waitForLine(containing: text)
+        guard let range = line.range(of: "127.0.0.1:"),
+              let port = UInt16(line[range.upperBound...].prefix(while: \.isNumber)) else { throw TestFailure("no port in \(line)") }
+        return port
+    }
 
     func killNow() {
+        guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 
-    deinit { if process.isRunning { killNow() } }
+    deinit { killNow() }
 }

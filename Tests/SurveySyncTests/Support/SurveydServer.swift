@@ -1,22 +1,16 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
-/// A real `surveyd serve` on a free loopback port with its own temporary data dir.
+/// A real `surveyd serve` on a loopback port the system chose, with its own temporary data dir.
 final class SurveydServer {
     let dataDir: URL
     let port: UInt16
-    private let process = Process()
+    private let child: KillableChild
 
     init() throws {
         dataDir = try PackagePaths.temporaryDirectory("surveysync-server")
-        port = PackagePaths.freePort()
-        process.executableURL = URL(fileURLWithPath: PackagePaths.surveyd)
-        process.arguments = ["serve", "--data-dir", dataDir.path, "--port", String(port), "--no-log"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        child = try KillableChild(PackagePaths.surveyd, ["serve", "--data-dir", dataDir.path, "--port", "0", "--no-log"],
+                                  readStandardError: true)
+        port = try child.waitForPort(after: "surveyd: serving")
     }
 
     var base: String { "http://127.0.0.1:\(port)" }
@@ -28,10 +22,7 @@ final class SurveydServer {
     }
 
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        child.killNow()
         try? FileManager.default.removeItem(at: dataDir)
     }
 
@@ -42,18 +33,14 @@ final class SurveydServer {
 final class FaultProxy {
     let port: UInt16
     let rulesFile: URL
-    private let process = Process()
+    private let child: KillableChild
 
     init(upstream: UInt16, directory: URL) throws {
-        port = PackagePaths.freePort()
         rulesFile = directory.appendingPathComponent("proxy-rules")
         try Data().write(to: rulesFile)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", PackagePaths.faultProxy, "--upstream", String(upstream), "--listen", String(port),
-                             "--weights", "pass=1", "--rules", rulesFile.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        child = try KillableChild("/usr/bin/env", ["python3", PackagePaths.faultProxy, "--upstream", String(upstream), "--listen", "0",
+                                                   "--weights", "pass=1", "--rules", rulesFile.path])
+        port = try child.waitForPort(after: "fault proxy on")
     }
 
     var base: String { "http://127.0.0.1:\(port)" }
@@ -81,12 +68,7 @@ final class FaultProxy {
     /// How many requests reached the server (not refused) whose request line contains `text`.
     func delivered(_ text: String) -> Int { log.filter { $0.mode != "refuse" && $0.request.contains(text) }.count }
 
-    func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
+    func stop() { child.killNow() }
 
     deinit { stop() }
 }

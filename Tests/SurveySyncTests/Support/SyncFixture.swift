@@ -81,6 +81,12 @@ final class SyncFixture {
         return outbox
     }
 
+    /// The collector's phone: its outbox, signed in, and its engine.
+    func phone() throws -> (Outbox, SyncEngine) {
+        let outbox = try device("phone")
+        return (outbox, engine(outbox))
+    }
+
     /// The engine as an app configures it, with no backoff wait (each `syncNow()` retries what is
     /// due) and the real URLSession transport through the proxy, one connection per request.
     func engine(_ outbox: Outbox, chunkSize: Int = 1 << 20) -> SyncEngine {
