@@ -19,8 +19,8 @@ struct ResumableUpload: Sendable {
         do {
             // After an unclear earlier attempt the file may be complete already (its last answer lost).
             if c.attempts > 0 || c.ambiguous {
-                let probe = try await send("GET", path: "/v1/orgs/\(c.owner.organization)/uploads/\(c.id)")
-                if probe.status == 200 { return .held(.completed, responseId: nil, revision: nil, note: "found complete on the server") }
+                let probe = try await send("GET", path: metadataPath(c))
+                if probe.status == 200 { return verified(c, probe, note: "found complete on the server") }
                 if probe.status != 404 { return AttemptOutcome.of(probe) }
             }
             var resumedFrom: Int64?
@@ -70,11 +70,23 @@ struct ResumableUpload: Sendable {
                     return AttemptOutcome.of(answer)
                 }
             }
-            return .held(.completed, responseId: nil, revision: nil,
-                         note: resumedFrom.map { "uploaded; resumed at byte \($0)" } ?? "uploaded")
+            let stored = try await send("GET", path: metadataPath(c))
+            guard stored.status == 200 else { return AttemptOutcome.of(stored) }
+            return verified(c, stored, note: resumedFrom.map { "uploaded; resumed at byte \($0)" } ?? "uploaded")
         } catch {
             return .ambiguous("no answer: \(error.localizedDescription)")
         }
+    }
+
+    private func metadataPath(_ c: OutboxCommand) -> String { "/v1/orgs/\(c.owner.organization)/uploads/\(c.id)" }
+
+    /// The server's record of the upload must name the bytes this device holds.
+    private func verified(_ c: OutboxCommand, _ metadata: IncomingAnswer, note: String) -> AttemptOutcome {
+        struct Metadata: Decodable { let sha256: String? }
+        let held = (try? JSONDecoder().decode(Metadata.self, from: Data(metadata.body)))?.sha256
+        guard let expected = c.fileSHA256, held != expected else { return .held(.completed, responseId: nil, revision: nil, note: note) }
+        return .refused(["The server holds other bytes for this file than this device has. Attach the file again in a new copy."],
+                        note: "sha256 \(held ?? "missing") on the server, \(expected) here")
     }
 
     private func send(_ method: String, path: String, headers: [String: String] = [:], body: [UInt8] = []) async throws -> IncomingAnswer {

@@ -37,6 +37,8 @@ public struct SyncReport: Sendable, Equatable {
     /// Nothing was sent because nobody is signed in, or the person must sign in again.
     public var signInRequired = false
     public var notSignedIn = false
+    /// The device's store failed while recording (e.g. the disk filled); what was recorded stands.
+    public var storeError: String?
     /// Another pass was running; this call did nothing.
     public var alreadyRunning = false
     /// Writes for this organization wait for its subscription's renewal.

@@ -55,6 +55,7 @@ public final class SyncEngine: Sendable {
         } catch {
             // The store failed under us (disk full while recording). Everything recorded so far is
             // committed; the next pass starts from there.
+            report.storeError = String(describing: error)
         }
         return report
     }
