@@ -61,12 +61,9 @@ public final class Outbox: Sendable {
 
     // MARK: who is signed in
 
-    /// The person whose queue is shown and sent. Signing in again as the same owner (with a new
-    /// token) resumes their queue and lifts a "sign in again" request.
-    public func signIn(_ newSession: Session) throws {
-        var record = try store.ownerRecord(newSession.owner)
-        record.needsSignIn = false
-        try store.saveOwnerRecord(newSession.owner, record)
+    /// The person whose queue is shown and sent. Signing in again as the same owner resumes their
+    /// queue; a token other than the one the server refused lifts a "sign in again" request.
+    public func signIn(_ newSession: Session) {
         session.withLock { $0 = newSession }
     }
 
@@ -227,8 +224,8 @@ public final class Outbox: Sendable {
 
     /// The signed-in person must sign in again before anything is sent (the server refused the token).
     public var signInRequired: Bool {
-        guard let owner = currentSession?.owner else { return false }
-        return (try? store.ownerRecord(owner).needsSignIn) ?? false
+        guard let session = currentSession else { return false }
+        return (try? store.ownerRecord(session.owner).refusedTokenSHA256) == session.tokenSHA256
     }
 
     /// The signed-in person's organization must renew its subscription before anything is sent.

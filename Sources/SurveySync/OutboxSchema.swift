@@ -24,7 +24,7 @@ enum OutboxSchema {
     CREATE INDEX commands_response ON commands(response_id);
     CREATE TABLE owners(
         server TEXT NOT NULL, organization TEXT NOT NULL, user TEXT NOT NULL,
-        changes_cursor TEXT, needs_sign_in INTEGER NOT NULL DEFAULT 0, last_sync_at REAL,
+        changes_cursor TEXT, refused_token_sha256 TEXT, last_sync_at REAL,
         PRIMARY KEY(server, organization, user));
     CREATE TABLE organizations(
         server TEXT NOT NULL, organization TEXT NOT NULL, renewal_required INTEGER NOT NULL DEFAULT 0,

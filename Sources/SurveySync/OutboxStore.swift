@@ -113,16 +113,18 @@ final class OutboxStore: Sendable {
 
     struct OwnerRecord: Sendable {
         var changesCursor: String?
-        var needsSignIn: Bool
+        /// SHA-256 of the token the server refused (401), never the token: that token will not be
+        /// used again; signing in with another lifts it.
+        var refusedTokenSHA256: String?
         var lastSyncAt: Date?
     }
 
     func ownerRecord(_ owner: Owner) throws -> OwnerRecord {
         try db.withLock { db in
-            let row = try db.query("SELECT changes_cursor, needs_sign_in, last_sync_at FROM owners WHERE server = ? AND organization = ? AND user = ?",
+            let row = try db.query("SELECT changes_cursor, refused_token_sha256, last_sync_at FROM owners WHERE server = ? AND organization = ? AND user = ?",
                                    [.text(owner.server), .text(owner.organization), .text(owner.user)]).first
-            guard let row else { return OwnerRecord(changesCursor: nil, needsSignIn: false, lastSyncAt: nil) }
-            return OwnerRecord(changesCursor: row[0].string, needsSignIn: row[1].int == 1,
+            guard let row else { return OwnerRecord(changesCursor: nil, refusedTokenSHA256: nil, lastSyncAt: nil) }
+            return OwnerRecord(changesCursor: row[0].string, refusedTokenSHA256: row[1].string,
                                lastSyncAt: row[2].double.map { Date(timeIntervalSince1970: $0) })
         }
     }
@@ -130,11 +132,11 @@ final class OutboxStore: Sendable {
     func saveOwnerRecord(_ owner: Owner, _ record: OwnerRecord) throws {
         try db.withLock { db in
             _ = try db.query("""
-                INSERT INTO owners(server, organization, user, changes_cursor, needs_sign_in, last_sync_at) VALUES(?, ?, ?, ?, ?, ?)
+                INSERT INTO owners(server, organization, user, changes_cursor, refused_token_sha256, last_sync_at) VALUES(?, ?, ?, ?, ?, ?)
                 ON CONFLICT(server, organization, user) DO UPDATE SET changes_cursor = excluded.changes_cursor,
-                    needs_sign_in = excluded.needs_sign_in, last_sync_at = excluded.last_sync_at
+                    refused_token_sha256 = excluded.refused_token_sha256, last_sync_at = excluded.last_sync_at
                 """, [.text(owner.server), .text(owner.organization), .text(owner.user), record.changesCursor.map(SQLValue.text) ?? .null,
-                      .integer(record.needsSignIn ? 1 : 0), record.lastSyncAt.map { .real($0.timeIntervalSince1970) } ?? .null])
+                      record.refusedTokenSHA256.map(SQLValue.text) ?? .null, record.lastSyncAt.map { .real($0.timeIntervalSince1970) } ?? .null])
         }
     }
 

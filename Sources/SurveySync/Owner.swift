@@ -26,4 +26,7 @@ public struct Session: Sendable {
         self.owner = owner
         self.token = token
     }
+
+    /// What the store keeps to recognise a refused token (never the token itself).
+    var tokenSHA256: String { SHA256Digest.hex(Array(token.utf8)) }
 }

@@ -38,7 +38,7 @@ public final class SyncEngine: Sendable {
         }
         let owner = session.owner
         do {
-            if try store.ownerRecord(owner).needsSignIn {
+            if try store.ownerRecord(owner).refusedTokenSHA256 == session.tokenSHA256 {
                 report.signInRequired = true
                 return report
             }
@@ -68,7 +68,7 @@ public final class SyncEngine: Sendable {
         let owner = session.owner
         guard let answer = try? await send(session, "GET", "/v1/orgs/\(owner.organization)/subscription") else { return false }
         report.reachedServer = true
-        if answer.status == 401 { try markSignInRequired(owner, &report); return false }
+        if answer.status == 401 { try markSignInRequired(session, &report); return false }
         struct Subscription: Decodable { let status: String }
         guard answer.status == 200, (try? JSONDecoder().decode(Subscription.self, from: Data(answer.body)))?.status == "active" else {
             report.renewalRequired = true
@@ -213,7 +213,7 @@ public final class SyncEngine: Sendable {
         case .signInRequired:
             report.reachedServer = true
             c.lastAnswer = "HTTP 401"
-            try markSignInRequired(c.owner, &report)
+            try markSignInRequired(session, &report)
         case .refused(let sentences, let note):
             report.reachedServer = true
             c.state = .needsAttention
@@ -232,10 +232,11 @@ public final class SyncEngine: Sendable {
         try store.update(c)
     }
 
-    private func markSignInRequired(_ owner: Owner, _ report: inout SyncReport) throws {
+    private func markSignInRequired(_ session: Session, _ report: inout SyncReport) throws {
         report.signInRequired = true
+        let owner = session.owner
         var record = try store.ownerRecord(owner)
-        record.needsSignIn = true
+        record.refusedTokenSHA256 = session.tokenSHA256
         try store.saveOwnerRecord(owner, record)
     }
 
@@ -255,7 +256,7 @@ public final class SyncEngine: Sendable {
             var path = "/v1/orgs/\(owner.organization)/changes?limit=200"
             if let cursor = record.changesCursor { path += "&after=\(cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor)" }
             guard let answer = try? await send(session, "GET", path) else { return }
-            if answer.status == 401 { try markSignInRequired(owner, &report); return }
+            if answer.status == 401 { try markSignInRequired(session, &report); return }
             guard answer.status == 200, let page = try? JSONDecoder().decode(Page.self, from: Data(answer.body)) else { return }
             report.reachedServer = true
             let commands = try store.commands(of: owner)

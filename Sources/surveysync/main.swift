@@ -57,13 +57,13 @@ func openOutbox(_ a: Arguments) throws -> Outbox {
 func signIn(_ outbox: Outbox, _ a: Arguments) throws {
     let owner = Owner(server: try a.value("server"), organization: try a.value("org"), user: try a.value("user"))
     let token = a.values["token"]?.last ?? ProcessInfo.processInfo.environment["SURVEYSYNC_TOKEN"] ?? ""
-    try outbox.signIn(Session(owner: owner, token: token))
+    outbox.signIn(Session(owner: owner, token: token))
 }
 
 func printStatus(_ outbox: Outbox) throws {
     for notice in outbox.notices() { print("! \(notice)") }
     for c in try outbox.commands() {
-        print("\(c.id)\t\(c.kind.rawValue)\t\(c.stateLabel)\t\(c.lastAnswer ?? "")")
+        print("\(c.id)\t\(c.kind.rawValue)\t\(c.title)\t\(c.stateLabel)\t\(c.lastAnswer ?? "")")
         for sentence in c.attention { print("  - \(sentence)") }
     }
     let m = try outbox.metrics()

@@ -49,7 +49,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let clock = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
         let outbox = try Outbox(at: dir.appendingPathComponent("o.sqlite"), configuration: .init(now: { clock.withLock { $0 } }))
-        try outbox.signIn(Session(owner: Owner(server: "http://127.0.0.1:9", organization: "org-1", user: "u-1"), token: "t"))
+        outbox.signIn(Session(owner: Owner(server: "http://127.0.0.1:9", organization: "org-1", user: "u-1"), token: "t"))
         let c = try outbox.captureResponse(surveyVersionId: "v", contentHash: "h", answers: ["a": 1])
         let busy = IncomingAnswer(status: 503, headers: ["retry-after": "120"], body: Array(#"{"errorCode":1040,"retryable":true}"#.utf8))
         let stored = IncomingAnswer(status: 201, headers: [:], body: Array(#"{"responseId":"r-1","reviewState":"none","revision":1}"#.utf8))

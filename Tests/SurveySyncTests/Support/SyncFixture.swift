@@ -77,7 +77,7 @@ final class SyncFixture {
     func device(_ name: String, user: User? = nil, configuration: Outbox.Configuration = .init()) throws -> Outbox {
         let outbox = try Outbox(at: storeURL(name), configuration: configuration)
         let user = user ?? collector
-        try outbox.signIn(Session(owner: owner(user), token: user.token))
+        outbox.signIn(Session(owner: owner(user), token: user.token))
         return outbox
     }
 
