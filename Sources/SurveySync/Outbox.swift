@@ -212,6 +212,17 @@ public final class Outbox: Sendable {
         return c
     }
 
+    /// A person fixed the cause elsewhere (a role given back, the survey downloaded again) and
+    /// asks to send a command that needs attention again, identical; it goes on the next pass.
+    public func retry(_ id: String) throws {
+        guard var c = try command(id), c.state == .needsAttention else { return }
+        c.state = .waitingToSync
+        c.attention = []
+        c.nextAttemptAt = configuration.now()
+        c.updatedAt = c.nextAttemptAt
+        try store.update(c)
+    }
+
     /// A person discarded a command that needs attention (the app asks for confirmation first).
     public func discard(_ id: String) throws {
         guard let c = try command(id), c.state == .needsAttention else { return }

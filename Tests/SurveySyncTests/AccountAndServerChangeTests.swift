@@ -47,6 +47,15 @@ import Testing
         #expect(f.proxy.delivered("POST /v1/orgs/\(f.org)/responses") == 1, "not retried")
         #expect(try outbox.command(captured.id)?.stateLabel == "Needs attention")
         #expect(try await f.acceptedCount() == 0)
+
+        // The admin gives the role back; the person asks to try again: the identical request, once.
+        let restored = try await f.api("PUT", "/v1/orgs/\(f.org)/users/\(f.collector.userId)/roles", token: f.adminToken, ["roles": ["collector"]])
+        #expect(restored.status == 200)
+        try outbox.retry(captured.id)
+        #expect(try outbox.command(captured.id)?.stateLabel == "Waiting to sync")
+        _ = await engine.syncNow()
+        #expect(try outbox.command(captured.id)?.stateLabel == "Submitted")
+        #expect(try await f.acceptedCount() == 1)
     }
 
     /// The app validated against its own (older, laxer) rules; the server's rules say 50 at most.
