@@ -34,8 +34,3 @@ enum AttemptOutcome: Sendable {
         }
     }
 }
-
-extension SyncWords {
-    static let knownCodes: Set<Int> = [1001, 1002, 1003, 1004, 1005, 1006, 1007, 1010, 1011, 1012, 1013, 1014, 1015,
-                                       1020, 1021, 1022, 1030, 1031, 1032, 1040, 1099]
-}

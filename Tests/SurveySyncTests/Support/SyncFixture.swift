@@ -60,7 +60,7 @@ final class SyncFixture {
     }
 
     private func waitUntilHealthy(_ base: String) async throws {
-        for _ in 0..<100 {
+        for _ in 0..<300 {
             if let (_, r) = try? await session.data(from: URL(string: base + "/healthz")!), (r as? HTTPURLResponse)?.statusCode == 200 { return }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -94,7 +94,7 @@ final class SyncFixture {
         configuration.initialBackoff = 0
         configuration.maxBackoff = 0
         configuration.uploadChunkSize = chunkSize
-        return SyncEngine(outbox: outbox, transport: URLSessionTransport(timeout: 10, closeConnections: true), configuration: configuration)
+        return SyncEngine(outbox: outbox, transport: URLSessionTransport(timeout: 30, closeConnections: true), configuration: configuration)
     }
 
     /// Captures a household response for the signed-in collector.
