@@ -66,4 +66,32 @@ import Testing
         #expect(await engine.syncNow().attempted == 1)
         #expect(try outbox.command(c.id)?.stateLabel == "Completed", "a survey without review is complete on acceptance")
     }
+
+    /// Counts how many requests are in flight at once; every write is stored (201).
+    final class SlowTransport: HTTPTransport {
+        let inFlight = Mutex((now: 0, most: 0, posts: 0))
+        func send(_ request: OutgoingRequest) async throws -> IncomingAnswer {
+            inFlight.withLock { $0.now += 1; $0.most = max($0.most, $0.now); if request.method == "POST" { $0.posts += 1 } }
+            try await Task.sleep(for: .milliseconds(30))
+            inFlight.withLock { $0.now -= 1 }
+            if request.method == "GET" { return IncomingAnswer(status: 200, headers: [:], body: Array(#"{"items":[],"nextCursor":null}"#.utf8)) }
+            return IncomingAnswer(status: 201, headers: [:], body: Array(#"{"responseId":"r","reviewState":"submitted","revision":1}"#.utf8))
+        }
+    }
+
+    @Test func concurrencyIsBounded() async throws {
+        let dir = try PackagePaths.temporaryDirectory("surveysync-pacing")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let outbox = try Outbox(at: dir.appendingPathComponent("o.sqlite"))
+        outbox.signIn(Session(owner: Owner(server: "http://127.0.0.1:9", organization: "org-1", user: "u-1"), token: "t"))
+        for n in 1...6 { try outbox.captureResponse(surveyVersionId: "v", contentHash: "h", answers: ["n": n]) }
+        let transport = SlowTransport()
+        var configuration = SyncConfiguration()
+        configuration.maxConcurrentRequests = 2
+        let report = await SyncEngine(outbox: outbox, transport: transport, configuration: configuration).syncNow()
+        #expect(report.attempted == 6)
+        #expect(transport.inFlight.withLock { $0.most } == 2)
+        #expect(transport.inFlight.withLock { $0.posts } == 6)
+        #expect(try outbox.commands().allSatisfy { $0.stateLabel == "Submitted" })
+    }
 }
