@@ -3,9 +3,12 @@ import PackageDescription
 
 let package = Package(
     name: "surveyd",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .executable(name: "surveyd", targets: ["surveyd"]),
+        // The client library collectors' apps embed (Docs/sdk.md) and its command-line example.
+        .library(name: "SurveySync", targets: ["SurveySync"]),
+        .executable(name: "surveysync", targets: ["surveysync"]),
     ],
     targets: [
         // C libraries from Debian packages; nothing is fetched.
@@ -44,11 +47,20 @@ let package = Package(
                 resources: [.copy("Resources/openapi.json")]),
         .executableTarget(name: "surveyd", dependencies: ["SurveyServer", "SurveyWebhooks"]),
 
+        // SurveySync: Foundation, URLSession and SQLite only, no server module. Apple platforms have
+        // SQLite3 and CryptoKit; elsewhere the Debian libraries through the same system targets.
+        .target(name: "SurveySync", dependencies: [
+            .target(name: "CSQLite", condition: .when(platforms: [.linux])),
+            .target(name: "CCrypto", condition: .when(platforms: [.linux])),
+        ]),
+        .executableTarget(name: "surveysync", dependencies: ["SurveySync"]),
+
         .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain"]),
         .testTarget(name: "SurveyStorageTests", dependencies: ["SurveyStorage", "SurveyDomain"]),
         .testTarget(name: "SurveyHTTPTests", dependencies: ["SurveyHTTP"]),
         .testTarget(name: "SurveyOperationsTests", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain"]),
         .testTarget(name: "SurveyExportsTests", dependencies: ["SurveyExports", "SurveyStorage", "SurveyDomain"]),
+        .testTarget(name: "SurveySyncTests", dependencies: ["SurveySync"]),
         .testTarget(name: "EndToEndTests", dependencies: ["SurveyServer", "SurveyOperations", "SurveyWebhooks", "SurveyStorage", "SurveyHTTP", "SurveyDomain"]),
     ]
 )

@@ -13,6 +13,15 @@ Each accepted connection gets one mode, drawn by the proxy's policy:
   delay              read the whole request, hold it for a while (possibly longer than the
                      client's timeout, so a retry can overtake it), then forward it and pass the
                      answer back if the client is still there
+  refuse             reset the client's connection before forwarding anything (airplane mode)
+  duplicate_request  deliver the whole request to the server twice, one after the other, and
+                     pass the second answer back (a network that delivers a request twice)
+
+With --rules FILE (used by the SurveySync tests) the mode of each connection is chosen by its
+request line instead, so a test puts one fault on exactly the request it means. Each line of FILE
+is `MODE [sticky] PATTERN`: the first line whose PATTERN (`*` for any) occurs in the request line
+decides; a line without `sticky` is used once and removed. No matching line: pass. Every
+connection is logged to FILE.log as `MODE<TAB>request line`.
 
 Used by test_faults.py; can also run standalone in front of a server you started:
 
@@ -22,6 +31,7 @@ Used by test_faults.py; can also run standalone in front of a server you started
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import socket
 import struct
@@ -30,7 +40,7 @@ import threading
 import time
 from typing import Callable, Optional
 
-MODES = ("pass", "drop_response", "truncate_response", "reset_mid_upload", "delay")
+MODES = ("pass", "drop_response", "truncate_response", "reset_mid_upload", "delay", "refuse", "duplicate_request")
 
 
 def _rst(sock: Optional[socket.socket]) -> None:
@@ -79,15 +89,32 @@ def _read_request(sock: socket.socket, limit_s: float = 30.0) -> tuple[bytes, in
     return bytes(data), head_len, cl
 
 
+def _read_whole_request(sock: socket.socket) -> tuple[bytes, bool]:
+    """One request head and its Content-Length body: (bytes read, complete). b"" if no head came."""
+    data, head_len, cl = _read_request(sock)
+    if head_len < 0:
+        return b"", False
+    request = bytearray(data)
+    sock.settimeout(30)
+    while len(request) < head_len + cl:
+        c = sock.recv(min(65536, head_len + cl - len(request)))
+        if not c:
+            return bytes(request), False
+        request += c
+    return bytes(request), True
+
+
 class FaultProxy:
     def __init__(self, upstream_port: int, weights: Optional[dict[str, float]] = None, seed: int = 1,
-                 listen_port: int = 0, max_delay: float = 1.5, policy: Optional[Callable[[int, random.Random], str]] = None):
+                 listen_port: int = 0, max_delay: float = 1.5, policy: Optional[Callable[[int, random.Random], str]] = None,
+                 rules_file: Optional[str] = None):
         self.upstream_port = upstream_port
         self.weights = weights or {"pass": 1.0}
         self.rng = random.Random(seed)
         self.rng_lock = threading.Lock()
         self.max_delay = max_delay
         self.policy = policy
+        self.rules_file = rules_file
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", listen_port))
@@ -160,6 +187,8 @@ class FaultProxy:
     def _handle(self, client: socket.socket, mode: str) -> None:
         upstream = None
         try:
+            if self.rules_file:
+                mode = self._mode_by_rules(client)
             upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=30)
             getattr(self, "_" + mode)(client, upstream)
         except OSError:
@@ -170,6 +199,70 @@ class FaultProxy:
             with self.active_cv:
                 self.active -= 1
                 self.active_cv.notify_all()
+
+    def _mode_by_rules(self, client: socket.socket) -> str:
+        """Peeks at the request line (nothing is consumed) and applies the rules file."""
+        client.settimeout(10)
+        line = ""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                data = client.recv(4096, socket.MSG_PEEK)
+            except OSError:
+                break
+            if not data:
+                break
+            if b"\r\n" in data or len(data) >= 4096:
+                line = data.split(b"\r\n", 1)[0].decode("latin-1")
+                break
+            time.sleep(0.002)
+        mode = "pass"
+        with self.rng_lock:
+            try:
+                with open(self.rules_file, encoding="utf-8") as f:
+                    rules = [r for r in f.read().splitlines() if r.strip()]
+            except OSError:
+                rules = []
+            for i, rule in enumerate(rules):
+                parts = rule.split(" ", 1)
+                sticky = len(parts) > 1 and parts[1].startswith("sticky ")
+                pattern = parts[1][len("sticky "):] if sticky else (parts[1] if len(parts) > 1 else "*")
+                if parts[0] in MODES and (pattern == "*" or pattern in line):
+                    mode = parts[0]
+                    if not sticky:
+                        del rules[i]
+                        with open(self.rules_file + ".tmp", "w", encoding="utf-8") as f:
+                            f.write("\n".join(rules) + ("\n" if rules else ""))
+                        os.replace(self.rules_file + ".tmp", self.rules_file)
+                    break
+            with open(self.rules_file + ".log", "a", encoding="utf-8") as f:
+                f.write(f"{mode}\t{line}\n")
+        return mode
+
+    def _refuse(self, client: socket.socket, upstream: socket.socket) -> None:
+        self._count("refuse")
+        _rst(client)
+
+    def _duplicate_request(self, client: socket.socket, upstream: socket.socket) -> None:
+        request, complete = _read_whole_request(client)
+        if not complete:
+            return
+        self._count("duplicate_request")
+        upstream.sendall(bytes(request))
+        upstream.settimeout(60)
+        while True:  # the first delivery's answer goes nowhere
+            try:
+                if not upstream.recv(65536):
+                    break
+            except OSError:
+                break
+        second = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=30)
+        try:
+            second.sendall(bytes(request))
+            self._pump(second, client)
+            _shutdown(client)
+        finally:
+            _close(second)
 
     @staticmethod
     def _pump(src: socket.socket, dst: socket.socket, limit: Optional[int] = None) -> int:
@@ -261,18 +354,9 @@ class FaultProxy:
         _rst(client)
 
     def _delay(self, client: socket.socket, upstream: socket.socket) -> None:
-        data, head_len, cl = _read_request(client)
-        if head_len < 0:
+        body, _ = _read_whole_request(client)
+        if not body:
             return
-        body = bytearray(data)
-        need = head_len + cl - len(data)
-        client.settimeout(30)
-        while need > 0:
-            c = client.recv(min(65536, need))
-            if not c:
-                break
-            body += c
-            need -= len(c)
         self._count("delay")
         with self.rng_lock:
             d = self.rng.uniform(0.05, self.max_delay)
@@ -307,8 +391,9 @@ def main() -> int:
     p.add_argument("--listen", type=int, default=0)
     p.add_argument("--weights", default="pass=2,drop_response=1,truncate_response=1,reset_mid_upload=1,delay=1")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--rules", default=None, help="choose each connection's mode by its request line (see above)")
     a = p.parse_args()
-    proxy = FaultProxy(a.upstream, parse_weights(a.weights), seed=a.seed, listen_port=a.listen).start()
+    proxy = FaultProxy(a.upstream, parse_weights(a.weights), seed=a.seed, listen_port=a.listen, rules_file=a.rules).start()
     print(f"fault proxy on 127.0.0.1:{proxy.port} -> 127.0.0.1:{a.upstream}", flush=True)
     try:
         while True:

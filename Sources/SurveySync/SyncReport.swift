@@ -1,0 +1,18 @@
+/// What one `syncNow()` pass did.
+public struct SyncReport: Sendable, Equatable {
+    /// Commands attempted in this pass.
+    public var attempted = 0
+    /// Commands the server holds now that it did not before this pass.
+    public var nowHeld = 0
+    /// The pass reached the server at least once.
+    public var reachedServer = false
+    /// Nothing was sent because nobody is signed in, or the person must sign in again.
+    public var signInRequired = false
+    public var notSignedIn = false
+    /// The device's store failed while recording (e.g. the disk filled); what was recorded stands.
+    public var storeError: String?
+    /// Another pass was running; this call did nothing.
+    public var alreadyRunning = false
+    /// Writes for this organization wait for its subscription's renewal.
+    public var renewalRequired = false
+}

@@ -1,0 +1,98 @@
+import Foundation
+
+/// Where the package's binaries and harness are, and small process helpers.
+enum PackagePaths {
+    static var root: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+    static var surveyd: String { root.appendingPathComponent(".build/debug/surveyd").path }
+    static var surveysync: String { root.appendingPathComponent(".build/debug/surveysync").path }
+    static var faultProxy: String { root.appendingPathComponent("Harness/fault_proxy.py").path }
+
+    static func temporaryDirectory(_ prefix: String) throws -> URL {
+        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}
+
+/// Runs a command to completion and returns its stdout.
+@discardableResult
+func runToCompletion(_ executable: String, _ args: [String]) throws -> String {
+    let child = try KillableChild(executable, args)
+    let text = child.lines.readToEnd()
+    child.process.waitUntilExit()
+    guard child.process.terminationStatus == 0 else { throw TestFailure("\(executable) \(args) exited \(child.process.terminationStatus)") }
+    return text
+}
+
+/// Reads a child's output line by line as it comes.
+final class LineReader {
+    private let handle: FileHandle
+    private var buffer = Data()
+
+    init(_ pipe: Pipe) { handle = pipe.fileHandleForReading }
+
+    /// Everything up to the end of the stream.
+    func readToEnd() -> String {
+        buffer.append(handle.readDataToEndOfFile())
+        return String(decoding: buffer, as: UTF8.self)
+    }
+
+    /// Blocks until a line containing `text` arrives (or the stream ends / the time is up).
+    func waitForLine(containing text: String, timeout: TimeInterval = 20) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n").first(where: { $0.contains(text) }) {
+                return String(line)
+            }
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+        }
+        throw TestFailure("no line containing \(text); got: \(String(decoding: buffer, as: UTF8.self))")
+    }
+}
+
+/// A child process a test reads and then kills with SIGKILL (a phone killing an app, a server
+/// stopped at the end of a test).
+final class KillableChild {
+    let process = Process()
+    private let output = Pipe()
+    let lines: LineReader
+
+    /// `readStandardError`: read stderr instead of stdout (surveyd says where it serves on stderr).
+    init(_ executable: String, _ args: [String], readStandardError: Bool = false) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = args
+        process.standardOutput = readStandardError ? FileHandle.nullDevice : output
+        process.standardError = readStandardError ? output : FileHandle.nullDevice
+        lines = LineReader(output)
+        try process.run()
+    }
+
+    func waitForLine(containing text: String, timeout: TimeInterval = 20) throws -> String {
+        try lines.waitForLine(containing: text, timeout: timeout)
+    }
+
+    /// The port in a line like "... 127.0.0.1:PORT ...".
+    func waitForPort(after text: String) throws -> UInt16 {
+        let line = try waitForLine(containing: text)
+        guard let range = line.range(of: "127.0.0.1:"),
+              let port = UInt16(line[range.upperBound...].prefix(while: \.isNumber)) else { throw TestFailure("no port in \(line)") }
+        return port
+    }
+
+    func killNow() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { killNow() }
+}
