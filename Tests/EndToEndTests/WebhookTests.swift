@@ -276,6 +276,12 @@ import SurveyWebhooks
         #expect(bad.status == 422 && bad.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "events[1]")
         let wrongType = try w.f.client.post("/v1/orgs/\(w.f.orgId)/webhooks", token: w.f.adminToken, ["url": 5, "events": ["response.accepted"]])
         #expect(wrongType.status == 400 && wrongType.json?["errorCode"]?.intValue == 1031)
+        let kept = try w.webhook(w.receiver.url())
+        let nullURL = try w.f.client.request("PATCH", "/v1/orgs/\(w.f.orgId)/webhooks/\(kept.id)", token: w.f.adminToken,
+                                             json: ["url": .null, "enabled": false])
+        #expect(nullURL.status == 400 && nullURL.json?["errorCode"]?.intValue == 1031)
+        let unchanged = try w.f.client.get("/v1/orgs/\(w.f.orgId)/webhooks/\(kept.id)", token: w.f.adminToken)
+        #expect(unchanged.json?["enabled"]?.boolValue == true && unchanged.json?["url"]?.stringValue == w.receiver.url())
     }
 
     /// A receiver that hangs holds one worker until the timeout; other webhooks and the API go on.

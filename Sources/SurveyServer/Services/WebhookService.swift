@@ -45,6 +45,10 @@ struct WebhookService {
     /// The body of a create or a change: wrong types are 1031, values are checked by the operation.
     private static func settings(_ request: HTTPRequest) throws -> Webhooks.Settings {
         let body = try JSONBody(request.body)
+        // Absent means "unchanged"; null is not a value any of them can take.
+        for key in ["url", "events", "description", "enabled"] where body.fields[key]?.isNull == true {
+            throw ApiError.malformed("`\(key)` must not be null; leave it out to keep it as it is.")
+        }
         return Webhooks.Settings(url: try body.optionalString("url"), events: try body.optionalStringArray("events"),
                                  description: try body.optionalString("description"), enabled: try body.optionalBool("enabled"))
     }
