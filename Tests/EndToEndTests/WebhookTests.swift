@@ -173,6 +173,26 @@ import SurveyWebhooks
         #expect(done.count == 2)
     }
 
+    /// A receiver's Retry-After replaces the schedule's wait; a redirect is a failure, never followed.
+    @Test func retryAfterIsHonouredAndRedirectsAreNotFollowed() throws {
+        let w = try World(schedule: [3_600_000, 3_600_000, 3_600_000])
+        let hook = try w.webhook(w.receiver.url())
+        w.receiver.script([WebhookReceiver.Answer(status: 503, headers: [("Retry-After", "1")])])
+        _ = try w.submit("wh-ra-0001")
+        // The schedule says an hour; the receiver asked for a second.
+        #expect(w.receiver.wait(seconds: 6) { $0.count == 2 })
+        #expect(w.receiver.calls.map(\.status) == [503, 200])
+
+        w.receiver.script([WebhookReceiver.Answer(status: 302, headers: [("Location", w.receiver.url("/other"))])])
+        _ = try w.submit("wh-ra-0002")
+        let d = try w.waitForDeliveries(hook.id) { $0.count == 2 && $0.last?["attempts"]?.intValue == 1 }
+        #expect(d.last?["status"]?.stringValue == "pending")
+        #expect(d.last?["lastStatusCode"]?.intValue == 302)
+        #expect(d.last?["lastError"]?.stringValue == "the receiver answered 302 (redirects are not followed)")
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(!w.receiver.calls.contains { $0.path == "/other" })
+    }
+
     @Test func rotationSignsWithBothSecretsAndAReplayNeverShowsASecret() throws {
         let w = try World()
         let hook = try w.webhook(w.receiver.url(), key: "wh-create-key-1")
