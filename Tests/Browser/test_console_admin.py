@@ -880,7 +880,7 @@ def test_operator_creates_organization_with_first_admin():
     click_and_load(a, button(a, "Set password"))
     sign_in_password(a, srv, email, password)
     assert path_of(a) == "/console/", f"{a.current_url}: {problem_text(a)}"
-    assert org_name in page_text(a) and nav_labels(a) == ["Review", "Users", "Surveys", "Tasks", "Subscription"], (nav_labels(a), page_text(a)[:300])
+    assert org_name in page_text(a) and nav_labels(a) == ["Review", "Users", "Surveys", "Tasks", "Webhooks", "Subscription"], (nav_labels(a), page_text(a)[:300])
     nav_click(a, "Users")
     assert path_of(a) == f"/console/orgs/{org_id}/users", a.current_url
     rows = a.find_elements(By.CSS_SELECTOR, "table tbody tr")
