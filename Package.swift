@@ -22,13 +22,15 @@ let package = Package(
         .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
         // QR codes of invitation links and app tokens in the console.
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        // PostgreSQL (issue 20, in progress): libpq.
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // Webhook deliveries: a maintained HTTP client (TLS verified, no redirects).
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Pure rules, no I/O.
         .target(name: "SurveyDomain", dependencies: ["CCrypto"]),
         // SQLite, the single writer, the reader pool, migrations, repositories.
-        .target(name: "SurveyStorage", dependencies: ["CSQLite", "SurveyDomain"]),
+        .target(name: "SurveyStorage", dependencies: ["CSQLite", "CPostgres", "SurveyDomain"]),
         // The HTTP engine over libmicrohttpd; knows nothing about surveys.
         .target(name: "SurveyHTTP", dependencies: ["CMicroHTTPD", "SurveyDomain"]),
         // The operations every door calls (API, console, exports, webhooks): typed commands in,

@@ -1,0 +1,167 @@
+import CPostgres
+import Foundation
+import SurveyDomain
+
+/// A failed libpq call: the SQLSTATE (`23505` unique violation, `40001` serialization failure,
+/// `08…` connection trouble), the server's message and the SQL.
+public struct PostgresError: Error, Sendable, CustomStringConvertible {
+    public let sqlState: String
+    public let message: String
+    public let sql: String?
+
+    public var description: String { "PostgreSQL error \(sqlState): \(message)" + (sql.map { " [\($0)]" } ?? "") }
+    public var isUniqueViolation: Bool { sqlState == "23505" }
+    /// The server cannot be reached or the connection broke: retryable, nothing was written.
+    public var isConnectionLost: Bool { sqlState.hasPrefix("08") || sqlState.isEmpty }
+}
+
+/// One libpq connection: the first piece of the PostgreSQL engine (issue 20), with the same
+/// shape as the SQLite `Connection` — `execute`, `query` and `run` with `?` placeholders, results as
+/// `Row`s of `SQLValue` — so that the repositories' SQL can run on both. `?` becomes `$n` here
+/// (never inside a quoted literal); each distinct statement is prepared once per connection.
+/// A connection is used by one thread at a time (libpq's rule); the engine keeps a pool of them.
+public final class PostgresConnection: @unchecked Sendable {
+    // @unchecked: a connection is used by one thread at a time; it is handed from thread to
+    // thread (a pool, a test's second writer), never shared.
+    private let handle: OpaquePointer
+    private var prepared: [String: String] = [:]
+    /// Rows the last `run` changed (PQcmdTuples).
+    public private(set) var changes = 0
+
+    /// `url`: a libpq connection URI or key=value string (`postgresql:///db?host=/run/pg&port=5433`).
+    public init(url: String) throws(PostgresError) {
+        guard let h = PQconnectdb(url) else { throw PostgresError(sqlState: "", message: "out of memory", sql: nil) }
+        guard PQstatus(h) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(h)).trimmingCharacters(in: .whitespacesAndNewlines)
+            PQfinish(h)
+            throw PostgresError(sqlState: "08001", message: message, sql: nil)
+        }
+        handle = h
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// Statements without parameters, several at once (a migration step).
+    public func execute(_ sql: String) throws(PostgresError) {
+        let result = PQexec(handle, sql)
+        defer { PQclear(result) }
+        try check(result, sql)
+    }
+
+    public func query(_ sql: String, _ args: [SQLValue] = []) throws(PostgresError) -> [Row] {
+        let result = try perform(sql, args)
+        defer { PQclear(result) }
+        return rows(of: result)
+    }
+
+    public func run(_ sql: String, _ args: [SQLValue] = []) throws(PostgresError) {
+        let result = try perform(sql, args)
+        defer { PQclear(result) }
+        changes = Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    /// `?` → `$1, $2, …`, outside single-quoted literals and double-quoted names.
+    static func numberedPlaceholders(_ sql: String) -> String {
+        var out = "", n = 0
+        var quote: Character?
+        for c in sql {
+            if let q = quote {
+                if c == q { quote = nil }
+                out.append(c)
+            } else if c == "'" || c == "\"" {
+                quote = c
+                out.append(c)
+            } else if c == "?" {
+                n += 1
+                out += "$\(n)"
+            } else {
+                out.append(c)
+            }
+        }
+        return out
+    }
+
+    private func perform(_ sql: String, _ args: [SQLValue]) throws(PostgresError) -> OpaquePointer? {
+        let name: String
+        if let known = prepared[sql] {
+            name = known
+        } else {
+            name = "s\(prepared.count + 1)"
+            let result = PQprepare(handle, name, Self.numberedPlaceholders(sql), 0, nil)
+            defer { PQclear(result) }
+            try check(result, sql)
+            prepared[sql] = name
+        }
+        // Text parameters, but blobs as binary (no escaping); the server infers each type.
+        var buffers: [[CChar]?] = []
+        var lengths: [Int32] = [], formats: [Int32] = []
+        for a in args {
+            switch a {
+            case .null: buffers.append(nil); lengths.append(0); formats.append(0)
+            case .int(let i): buffers.append(Array(String(i).utf8CString)); lengths.append(0); formats.append(0)
+            case .double(let d): buffers.append(Array("\(d)".utf8CString)); lengths.append(0); formats.append(0)
+            case .text(let s): buffers.append(Array(s.utf8CString)); lengths.append(0); formats.append(0)
+            case .blob(let b): buffers.append(b.map { CChar(bitPattern: $0) }); lengths.append(Int32(b.count)); formats.append(1)
+            }
+        }
+        let result = withPointers(buffers) { values in
+            PQexecPrepared(handle, name, Int32(args.count), values, lengths, formats, 0)
+        }
+        do { try check(result, sql) } catch { PQclear(result); throw error }
+        return result
+    }
+
+    private func withPointers<T>(_ buffers: [[CChar]?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
+        func go(_ i: Int, _ acc: [UnsafePointer<CChar>?]) -> T {
+            if i == buffers.count { return body(acc) }
+            guard let b = buffers[i] else { return go(i + 1, acc + [nil]) }
+            return b.withUnsafeBufferPointer { go(i + 1, acc + [$0.baseAddress]) }
+        }
+        return go(0, [])
+    }
+
+    private func check(_ result: OpaquePointer?, _ sql: String) throws(PostgresError) {
+        let status = PQresultStatus(result)
+        guard status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK else { return }
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+        let message = result.map { String(cString: PQresultErrorMessage($0)) } ?? String(cString: PQerrorMessage(handle))
+        throw PostgresError(sqlState: state, message: message.trimmingCharacters(in: .whitespacesAndNewlines), sql: sql)
+    }
+
+    /// Values by column type: integers as `.int`, floats as `.double`, `bytea` as `.blob`, the rest
+    /// as `.text` (text-format results; `PQgetvalue` gives "" for NULL, so `PQgetisnull` decides).
+    private func rows(of result: OpaquePointer?) -> [Row] {
+        let n = PQntuples(result), columns = PQnfields(result)
+        let types = (0..<columns).map { PQftype(result, $0) }
+        var out: [Row] = []
+        out.reserveCapacity(Int(n))
+        for r in 0..<n {
+            var values: [SQLValue] = []
+            for c in 0..<columns {
+                if PQgetisnull(result, r, c) == 1 { values.append(.null); continue }
+                let text = String(cString: PQgetvalue(result, r, c))
+                switch types[Int(c)] {
+                case 20, 21, 23: values.append(.int(Int64(text) ?? 0))  // int8, int2, int4
+                case 700, 701, 1700: values.append(.double(Double(text) ?? 0))  // float4, float8, numeric
+                case 16: values.append(.int(text == "t" ? 1 : 0))  // bool
+                case 17: values.append(.blob(Self.bytea(text)))
+                default: values.append(.text(text))
+                }
+            }
+            out.append(Row(values: values))
+        }
+        return out
+    }
+
+    /// `bytea` in its hex text form (`\x0a1b…`).
+    static func bytea(_ text: String) -> [UInt8] {
+        let u = Array(text.utf8)
+        guard u.count >= 2, u[0] == UInt8(ascii: "\\"), u[1] == UInt8(ascii: "x") else { return u }
+        func nibble(_ c: UInt8) -> UInt8 { c <= 57 ? c - 48 : (c | 0x20) - 87 }
+        var out: [UInt8] = []
+        out.reserveCapacity((u.count - 2) / 2)
+        var i = 2
+        while i + 1 < u.count { out.append(nibble(u[i]) << 4 | nibble(u[i + 1])); i += 2 }
+        return out
+    }
+}

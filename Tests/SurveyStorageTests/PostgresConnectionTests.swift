@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+@testable import SurveyStorage
+
+/// The libpq connection (issue 20's first piece) against a real throwaway PostgreSQL 15 cluster
+/// (`scripts/pg_cluster.sh`), and the two database behaviours the engine will rest on: insert-or-read
+/// for exactly-once, and `FOR SHARE` for the subscription gate across processes.
+@Suite struct PostgresConnectionTests {
+    /// A cluster for one test: started before `body`, stopped after it.
+    static func withCluster(_ body: (String) throws -> Void) throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let script = root.appendingPathComponent("scripts/pg_cluster.sh").path
+        let dir = "/tmp/surveyd-pg-" + UUID().uuidString.prefix(8)
+        let port = 20_000 + Int.random(in: 0..<20_000)
+        let urlFile = dir + ".url"
+        guard shell("\"\(script)\" start \(dir) \(port) > \(urlFile)") == 0 else {
+            throw PostgresError(sqlState: "", message: "the cluster did not start", sql: nil)
+        }
+        defer { _ = shell("\"\(script)\" stop \(dir)"); try? FileManager.default.removeItem(atPath: urlFile) }
+        try body((try String(contentsOfFile: urlFile, encoding: .utf8)).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// `sh -c command` through posix_spawn and waitpid. Not Foundation's Process: the server the
+    /// script starts outlives it and keeps the descriptor Process watches, so Process would wait
+    /// for the cluster to stop.
+    static func shell(_ command: String) -> Int32 {
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(command), nil]
+        defer { for a in argv { free(a) } }
+        guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { return -1 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return status
+    }
+
+    @Test func everyValueKindRoundTripsAndPlaceholdersSkipLiterals() throws {
+        try Self.withCluster { url in
+            let c = try PostgresConnection(url: url)
+            try c.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT, data BYTEA, score DOUBLE PRECISION, note TEXT)")
+            let bytes: [UInt8] = [0, 1, 0x7F, 0x80, 0xFF, 10, 13]
+            try c.run("INSERT INTO t(id, name, data, score, note) VALUES (?, ?, ?, ?, ?)",
+                      [.int(9_007_199_254_740_993), .text("Wanjiru 'Kamau' ? ünïcode"), .blob(bytes), .double(2.5), .null])
+            #expect(c.changes == 1)
+            let row = try #require(try c.query("SELECT id, name, data, score, note FROM t WHERE id = ?", [.int(9_007_199_254_740_993)]).first)
+            #expect(row.int(0) == 9_007_199_254_740_993)
+            #expect(row.string(1) == "Wanjiru 'Kamau' ? ünïcode")
+            #expect(row.blob(2) == bytes)
+            #expect(row.values[3] == .double(2.5))
+            #expect(row.values[4] == .null)
+            // A `?` inside a literal is text, not a parameter.
+            let q = try #require(try c.query("SELECT '?' AS mark, ? AS given", [.text("x")]).first)
+            #expect(q.string(0) == "?" && q.string(1) == "x")
+            try c.run("UPDATE t SET score = score + 1 WHERE id > ?", [.int(0)])
+            #expect(c.changes == 1)
+        }
+    }
+
+    @Test func aTakenKeyIsAUniqueViolationAndABadServerIsConnectionLost() throws {
+        try Self.withCluster { url in
+            let c = try PostgresConnection(url: url)
+            try c.execute("CREATE TABLE k (org TEXT, client_id TEXT, PRIMARY KEY (org, client_id))")
+            try c.run("INSERT INTO k VALUES (?, ?)", [.text("o"), .text("a")])
+            #expect(throws: PostgresError.self) { try c.run("INSERT INTO k VALUES (?, ?)", [.text("o"), .text("a")]) }
+            do { try c.run("INSERT INTO k VALUES (?, ?)", [.text("o"), .text("a")]) } catch let e as PostgresError { #expect(e.isUniqueViolation) }
+        }
+        do {
+            _ = try PostgresConnection(url: "postgresql:///postgres?host=/nonexistent&port=1&connect_timeout=2")
+            Issue.record("connected to nothing")
+        } catch {
+            #expect(error.isConnectionLost)
+        }
+    }
+
+    /// Exactly-once across processes: two writers insert the same client id at once; the second
+    /// one's insert waits for the first one's commit, inserts nothing, and reads the first one's row.
+    @Test func insertOrReadWaitsForTheOtherWriterAndReadsItsRow() throws {
+        try Self.withCluster { url in
+            let a = try PostgresConnection(url: url), b = try PostgresConnection(url: url)
+            try a.execute("CREATE TABLE responses (org TEXT, client_id TEXT, response_id TEXT, PRIMARY KEY (org, client_id))")
+            let insert = "INSERT INTO responses VALUES (?, ?, ?) ON CONFLICT (org, client_id) DO NOTHING RETURNING response_id"
+            try a.execute("BEGIN")
+            #expect(try a.query(insert, [.text("o"), .text("c-1"), .text("rsp_A")]).first?.string(0) == "rsp_A")
+            let answered = DispatchSemaphore(value: 0)
+            nonisolated(unsafe) var bAnswer: String?
+            nonisolated(unsafe) var bInserted = true
+            Thread {
+                try? b.execute("BEGIN")
+                bInserted = (try? b.query(insert, [.text("o"), .text("c-1"), .text("rsp_B")]))?.isEmpty == false
+                bAnswer = try? b.query("SELECT response_id FROM responses WHERE org = ? AND client_id = ?", [.text("o"), .text("c-1")]).first?.string(0)
+                try? b.execute("COMMIT")
+                answered.signal()
+            }.start()
+            // B waits on A's uncommitted row.
+            #expect(answered.wait(timeout: .now() + 0.5) == .timedOut)
+            try a.execute("COMMIT")
+            #expect(answered.wait(timeout: .now() + 10) == .success)
+            #expect(!bInserted)
+            #expect(bAnswer == "rsp_A")
+            #expect(try a.query("SELECT COUNT(*) FROM responses").first?.int(0) == 1)
+        }
+    }
+
+    /// The gate across processes: a write reads the subscription `FOR SHARE` in its transaction,
+    /// so a renewal or an expiry waits for the write to finish and never interleaves with it.
+    @Test func aSharedSubscriptionReadMakesARenewalWait() throws {
+        try Self.withCluster { url in
+            let writer = try PostgresConnection(url: url), operatorSide = try PostgresConnection(url: url)
+            try writer.execute("CREATE TABLE orgs (org_id TEXT PRIMARY KEY, expires_at BIGINT NOT NULL)")
+            try writer.run("INSERT INTO orgs VALUES (?, ?)", [.text("o"), .int(100)])
+            try writer.execute("BEGIN")
+            #expect(try writer.query("SELECT expires_at FROM orgs WHERE org_id = ? FOR SHARE", [.text("o")]).first?.int(0) == 100)
+            let renewed = DispatchSemaphore(value: 0)
+            Thread {
+                try? operatorSide.run("UPDATE orgs SET expires_at = ? WHERE org_id = ?", [.int(200), .text("o")])
+                renewed.signal()
+            }.start()
+            #expect(renewed.wait(timeout: .now() + 0.5) == .timedOut)
+            try writer.execute("COMMIT")
+            #expect(renewed.wait(timeout: .now() + 10) == .success)
+            #expect(try writer.query("SELECT expires_at FROM orgs WHERE org_id = ?", [.text("o")]).first?.int(0) == 200)
+        }
+    }
+}
