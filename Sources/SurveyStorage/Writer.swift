@@ -118,10 +118,12 @@ final class Writer: @unchecked Sendable {
             cond.unlock()
 
             let group = runGroup(first)
-            for job in group { job.finished(job) }
+            // Counted before the callers are answered: a caller that reads the counters after
+            // its answer sees its own commit.
             commits += 1
             commitsMade.add(1, ordering: .relaxed)
             jobsCommitted.add(group.count, ordering: .relaxed)
+            for job in group { job.finished(job) }
             // The checkpointer copies frames as they come; a checkpoint by the writer itself, right
             // after a commit, finishes the copy so that the next transaction can restart the WAL.
             if commits % 64 == 0 {
