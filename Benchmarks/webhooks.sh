@@ -12,7 +12,7 @@
 # webhook (hang, fast), warm up 3 s, measure $SECS s (8) of wrk submissions at 64 connections,
 # delete the webhook (its undelivered deliveries go with it), stop. Prints accepted/s and server
 # CPU µs per request per mode, and the ratios hang/none and fast/none over all rounds. The modes'
-# order turns from round to round (use a multiple of 3 rounds).
+# order turns from round to round: use a multiple of 3 rounds.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${BENCH_DIR:-/tmp/surveyd-bench}

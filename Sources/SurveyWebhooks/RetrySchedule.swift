@@ -4,7 +4,7 @@ import Foundation
 /// ±10 % jitter, so receivers that went down together are not hit together when they come
 /// back); past the last delay the delivery is abandoned. A receiver's `Retry-After` replaces
 /// the delay (at most 10 h).
-public struct RetrySchedule: Sendable, Equatable, CustomStringConvertible {
+public struct RetrySchedule: Sendable, Equatable {
     public let delaysMillis: [Int64]
 
     public init(delaysMillis: [Int64]) { self.delaysMillis = delaysMillis }
@@ -46,12 +46,5 @@ public struct RetrySchedule: Sendable, Equatable, CustomStringConvertible {
         f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = f.date(from: v) else { return nil }
         return Int64(date.timeIntervalSince1970 * 1_000) - now
-    }
-
-    public var description: String {
-        delaysMillis.map { ms in
-            ms % 3_600_000 == 0 && ms > 0 ? "\(ms / 3_600_000)h" : ms % 60_000 == 0 && ms > 0 ? "\(ms / 60_000)m"
-                : ms % 1_000 == 0 ? "\(ms / 1_000)s" : "\(ms)ms"
-        }.joined(separator: ",")
     }
 }

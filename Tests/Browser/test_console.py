@@ -511,32 +511,28 @@ def test_bulk_start_review_and_approve():
     sign_in_token(d, srv, srv["REVIEWER"])
     queue = f"{srv.base}/console/orgs/{srv['ORG']}/surveys/{srv.survey_id()}/responses"
 
-    d.get(queue + "?state=submitted")
-    for rid in rids:
-        checkbox_for(d, rid).click()
-    click_and_load(d, button(d, "Start review of selected"))
-    results = results_by_response(d)
+    def bulk(state, label):
+        """Ticks `rids` in the queue's `state` tab, presses `label`, returns the results listed."""
+        d.get(queue + "?state=" + state)
+        for rid in rids:
+            checkbox_for(d, rid).click()
+        click_and_load(d, button(d, label))
+        return results_by_response(d)
+
+    results = bulk("submitted", "Start review of selected")
     assert set(results) == set(rids), results
     for rid in rids:
         assert results[rid] == ("ok", "review started"), results[rid]
         assert srv.state(rid) == ("in_review", 2), srv.state(rid)
 
-    d.get(queue + "?state=in_review")
-    for rid in rids:
-        checkbox_for(d, rid).click()
-    click_and_load(d, button(d, "Approve selected"))
-    results = results_by_response(d)
+    results = bulk("in_review", "Approve selected")
     assert set(results) == set(rids), results
     for rid in rids:
         assert results[rid] == ("ok", "approved"), results[rid]
         assert srv.state(rid) == ("approved", 3), srv.state(rid)
 
     # Approving them again: each refused, each said so, nothing changes.
-    d.get(queue + "?state=approved")
-    for rid in rids:
-        checkbox_for(d, rid).click()
-    click_and_load(d, button(d, "Approve selected"))
-    results = results_by_response(d)
+    results = bulk("approved", "Approve selected")
     for rid in rids:
         assert results[rid][0] == "refused", results[rid]
         assert srv.state(rid) == ("approved", 3)

@@ -266,12 +266,6 @@ extension ReadContext {
         }
         return CanonicalJSON.encode(["type": .string(e.type), "timestamp": .string(Timestamp.format(e.at))], adding: "data", encoded: data)
     }
-
-    /// Events waiting in all (tests, metrics): those behind each webhook's cursor and the re-queued.
-    public func waitingEventCount(webhookId: String) throws -> Int {
-        guard let row = try conn.query("SELECT \(Self.webhookColumns) FROM webhooks w WHERE w.webhook_id = ?", [.text(webhookId)]).first else { return 0 }
-        return try latestDeliveries(of: Self.webhook(row), limit: 0, countUpTo: 1_000_000).waiting
-    }
 }
 
 /// Event ids: a time-ordered UUID made from the audit entry (its time and sequence) and this
