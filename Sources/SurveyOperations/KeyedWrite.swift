@@ -19,7 +19,7 @@ extension Operations {
         let prepared = try prepare()
         return try gate.write(orgId: orgId, actor: caller, replay: { db in
             try Self.kept(try db.storedAnswer(scope), scope).map { KeyedOutcome<V>.replayed($0) }
-        }) { tx in
+        }, turn: Self.turn(scope)) { tx in
             let value = try write(prepared, tx)
             try tx.storeAnswer(scope, Self.stored(try key.answer(value), scope))
             return KeyedOutcome<V>.written(value)
@@ -42,13 +42,20 @@ extension Operations {
         defer { turns.leave(scope) }
         if let kept = try Self.kept(try database.read { try $0.storedAnswer(scope) }, scope) { return .replayed(kept) }
         let prepared = try prepare()
-        return .written(try database.securityWrite(orgId: orgId(prepared), actor: caller) { tx in
+        return try database.securityWrite(orgId: orgId(prepared), actor: caller, turn: Self.turn(scope)) { tx in
+            // Another process may have answered this key while this one was on its way here.
+            if let kept = try Self.kept(try tx.read.storedAnswer(scope), scope) { return KeyedOutcome<V>.replayed(kept) }
             let value = try write(prepared, tx)
             if tx.changedSomething {
                 try tx.storeAnswer(scope, Self.stored(try key.answer(value), scope))
             }
-            return value
-        })
+            return .written(value)
+        }
+    }
+
+    /// The name under which requests with one key take turns across processes (see `WriteGate.write`).
+    private static func turn(_ s: IdempotencyScope) -> String {
+        "idempotency\u{1}" + [s.orgId, s.caller, s.method, s.route, s.target, s.key].joined(separator: "\u{1}")
     }
 
     /// A kept answer for this scope: its replay when the request is the same, else 1004.

@@ -14,6 +14,9 @@ public final class App: Sendable {
         public var host: String = "127.0.0.1"
         public var port: UInt16 = 8080
         public var synchronous: String = "FULL"
+        /// A PostgreSQL URI: the database lives there (several processes may share it) and the
+        /// data dir keeps only this process's files. Nil: the SQLite file in the data dir.
+        public var databaseURL: String?
         public var maxBodyBytes: Int = 1 << 20
         public var maxFileBytes: Int = 100 << 20
         /// Declared bytes of unfinished resumable uploads one collector may hold (1030 past it).
@@ -60,6 +63,7 @@ public final class App: Sendable {
         var storage = Database.Configuration(path: configuration.layout.database, synchronous: configuration.synchronous)
         storage.startupCheck = configuration.startupCheck
         storage.clock = configuration.clock
+        storage.databaseURL = configuration.databaseURL
         database = try Database(storage)
         blobs = try BlobStore(configuration.layout)
         var limits = Operations.Limits()

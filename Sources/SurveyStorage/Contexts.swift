@@ -2,21 +2,27 @@ import SurveyDomain
 
 /// Reads, on a pooled reader or inside a write transaction.
 public struct ReadContext {
-    let conn: Connection
-    init(_ conn: Connection) { self.conn = conn }
+    let conn: any SQLConnection
+    /// The last audit entry this read may follow a cursor up to (`AuditHorizon`): nil when every
+    /// entry it can see is in commit order already (SQLite, or a read that moves no cursor).
+    let auditHorizon: Int64?
+    init(_ conn: any SQLConnection, auditHorizon: Int64? = nil) {
+        self.conn = conn
+        self.auditHorizon = auditHorizon
+    }
 }
 
 /// What every write transaction carries: the writer's connection, the organization and actor it
 /// acts for, server time, and whether an audit entry has been appended.
 final class WriteContext {
-    let conn: Connection
+    let conn: any SQLConnection
     let orgId: String
     let actor: String
     let now: Int64
     let undo: UndoLog
     private(set) var audited = false
 
-    init(_ conn: Connection, orgId: String, actor: String, now: Int64, undo: UndoLog = UndoLog()) {
+    init(_ conn: any SQLConnection, orgId: String, actor: String, now: Int64, undo: UndoLog = UndoLog()) {
         self.conn = conn
         self.undo = undo
         self.orgId = orgId
@@ -24,7 +30,8 @@ final class WriteContext {
         self.now = now
     }
 
-    func audit(action: String, targetType: String, targetId: String, revision: Int64?, detail: String?) throws(SQLiteError) {
+    func audit(action: String, targetType: String, targetId: String, revision: Int64?, detail: String?) throws {
+        if !audited { try AuditHorizon.enter(conn) }
         try conn.run("""
             INSERT INTO audit(org_id, actor, action, target_type, target_id, revision, detail, at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)

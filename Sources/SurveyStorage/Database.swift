@@ -21,6 +21,11 @@ public final class Database: Sendable {
         public var startupCheck: StartupCheck = .full
         /// Server time for every check and stamp of a write.
         public var clock: any ServerClock = SystemClock()
+        /// A PostgreSQL connection URI: the database lives there instead of at `path` (several
+        /// surveyd processes may share it). Nil: the embedded SQLite file.
+        public var databaseURL: String?
+        /// PostgreSQL: connections writing at once (each write is a transaction of its own).
+        public var writers: Int = 8
         public init(path: String, synchronous: String = "FULL", readers: Int = 4) {
             self.path = path
             self.synchronous = synchronous
@@ -28,25 +33,34 @@ public final class Database: Sendable {
         }
     }
 
-    let writer: Writer
-    let readers: ReaderPool
+    let writer: any WriteExecutor
+    let readers: any ReadPool
+    let dialect: SQLDialect
     public let configuration: Configuration
     public var clock: any ServerClock { configuration.clock }
 
     /// Opens (creating if needed) and migrates the database. Refuses a newer schema.
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
+        if let url = configuration.databaseURL {
+            try Migrations.run(on: try PostgresConnection(url: url))
+            dialect = .postgres
+            writer = try PostgresWriters(url: url, count: configuration.writers)
+            readers = try PostgresReaders(url: url, count: configuration.readers)
+            return
+        }
+        dialect = .sqlite
         if FileManager.default.fileExists(atPath: configuration.path) {
             try Self.refuseIfDamaged(configuration.path, check: configuration.startupCheck)
         }
         let conn = try Connection(path: configuration.path, readOnly: false)
         let mode = try conn.pragma("journal_mode=WAL")
         guard mode?.lowercased() == "wal" else {
-            throw SQLiteError(code: SQLITE_ERROR, message: "could not enable WAL (journal_mode=\(mode ?? "?"))", sql: nil)
+            throw StorageError.misconfigured("could not enable WAL (journal_mode=\(mode ?? "?"))")
         }
         let sync = configuration.synchronous.uppercased()
         guard ["FULL", "NORMAL", "EXTRA", "OFF"].contains(sync) else {
-            throw SQLiteError(code: SQLITE_MISUSE, message: "synchronous must be FULL, NORMAL, EXTRA or OFF", sql: nil)
+            throw StorageError.misconfigured("synchronous must be FULL, NORMAL, EXTRA or OFF")
         }
         // temp_store=MEMORY: each job's SAVEPOINT keeps a statement journal; as a temp file it cost
         // a third of the writer's throughput at group sizes 32-128 (Benchmarks/floor, savepoints mode).
@@ -95,22 +109,26 @@ public final class Database: Sendable {
         writer.stop()
     }
 
-    /// Runs `body` in one read snapshot on a pooled read-only connection.
-    public func read<T>(_ body: (ReadContext) throws -> T) throws -> T {
+    /// Runs `body` in one read snapshot on a pooled read-only connection. `followingAudit`: the
+    /// read moves a cursor along the audit log (the changes feed, webhook deliveries), so on
+    /// PostgreSQL it sees the log only up to where every entry is committed (`AuditHorizon`).
+    public func read<T>(followingAudit: Bool = false, _ body: (ReadContext) throws -> T) throws -> T {
         try readers.withConnection { conn in
-            try conn.run("BEGIN")  // prepared once per connection (sqlite3_exec would parse it each time)
+            let horizon = followingAudit && dialect == .postgres ? try AuditHorizon.settled(conn) : nil
+            try conn.run(readers.beginRead)  // prepared once per connection (sqlite3_exec would parse it each time)
             defer { try? conn.run("COMMIT") }
-            return try body(ReadContext(conn))
+            return try body(ReadContext(conn, auditHorizon: horizon))
         }
     }
 
     /// Security actions that the contract never gates (users, tokens, roles, subscriptions).
     /// Each change must append its audit entry; the transaction is refused otherwise. One that
     /// turns out to change nothing (revoking a revoked token) writes nothing, audit included.
-    public func securityWrite<T: Sendable>(orgId: String, actor: String,
+    public func securityWrite<T: Sendable>(orgId: String, actor: String, turn: String? = nil,
                                            _ body: @escaping @Sendable (SecurityTransaction) throws -> T) throws -> T {
         let clock = self.clock
         return try writer.submit { conn in
+            if let turn { try conn.takeTurn(turn) }
             let tx = SecurityTransaction(WriteContext(conn, orgId: orgId, actor: actor, now: clock.nowMillis()))
             let before = conn.totalChanges
             let result = try body(tx)
@@ -122,6 +140,11 @@ public final class Database: Sendable {
     /// True when a real write reaches the disk: a committed (and fsynced) no-op update, plus at
     /// least `minimumFreeBytes` free beside the database.
     public func isWritable(minimumFreeBytes: UInt64 = 1 << 20) -> Bool {
+        if dialect == .postgres {
+            return (try? writer.submit { conn in
+                try conn.run("UPDATE schema_migrations SET applied_at = applied_at WHERE version = (SELECT MAX(version) FROM schema_migrations)")
+            }) != nil
+        }
         var fs = statvfs()
         let dir = (configuration.path as NSString).deletingLastPathComponent
         guard statvfs(dir.isEmpty ? "." : dir, &fs) == 0, UInt64(fs.f_bavail) * UInt64(fs.f_frsize) >= minimumFreeBytes else { return false }
@@ -135,5 +158,6 @@ public final class Database: Sendable {
 public func storageApiError(_ error: any Error) -> ApiError {
     if let e = error as? ApiError { return e }
     if let e = error as? SQLiteError { return e.apiError }
+    if let e = error as? PostgresError { return e.apiError }
     return ApiError(.internalError)
 }

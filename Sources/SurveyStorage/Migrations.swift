@@ -1,4 +1,4 @@
-import CSQLite
+import Foundation
 
 /// Ordered, named schema steps. Each runs in its own IMMEDIATE transaction and records itself in
 /// `schema_migrations`; a database that has steps this build does not know is refused.
@@ -235,31 +235,45 @@ enum Migrations {
         """),
     ]
 
-    static func currentVersion(_ conn: Connection) throws(SQLiteError) -> Int {
-        let exists = try conn.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'")
+    static func currentVersion(_ conn: any SQLConnection) throws -> Int {
+        let exists = try conn.query(conn.dialect == .postgres
+            ? "SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'"
+            : "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'")
         guard !exists.isEmpty else { return 0 }
         return Int(try conn.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").first?.int(0) ?? 0)
     }
 
-    static func run(on conn: Connection) throws(SQLiteError) {
-        try conn.execute("""
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)
-            """)
-        let current = try currentVersion(conn)
-        if current > steps.count {
-            throw SQLiteError(code: SQLITE_ERROR, message: """
-                the database has schema version \(current) but this surveyd knows only up to \(steps.count); \
-                it was written by a newer surveyd. Refusing to start (nothing was changed): run the newer \
-                surveyd or restore a backup made by this version.
-                """, sql: nil)
+    /// Each step in a transaction of its own. On PostgreSQL several processes may start at once:
+    /// an advisory lock makes them take turns, and each looks at the version again inside it.
+    static func run(on conn: any SQLConnection) throws {
+        let postgres = conn.dialect == .postgres
+        try conn.execute(postgres ? "BEGIN; SELECT pg_advisory_xact_lock(\(AdvisoryLock.migrations));" : "BEGIN IMMEDIATE")
+        do {
+            try conn.execute(conn.dialect.ddl("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)
+                """))
+            let current = try currentVersion(conn)
+            if current > steps.count {
+                throw StorageError.newerSchema("""
+                    the database has schema version \(current) but this surveyd knows only up to \(steps.count); \
+                    it was written by a newer surveyd. Refusing to start (nothing was changed): run the newer \
+                    surveyd or restore a backup made by this version.
+                    """)
+            }
+            try conn.execute("COMMIT")
+        } catch {
+            try? conn.execute("ROLLBACK")
+            throw error
         }
-        for (i, step) in steps.enumerated() where i + 1 > current {
-            try conn.execute("BEGIN IMMEDIATE")
+        for (i, step) in steps.enumerated() {
+            try conn.execute(postgres ? "BEGIN; SELECT pg_advisory_xact_lock(\(AdvisoryLock.migrations));" : "BEGIN IMMEDIATE")
             do {
-                try conn.execute(step.sql)
-                try conn.run("INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, strftime('%s','now'))",
-                             [.int(Int64(i + 1)), .text(step.name)])
+                if try currentVersion(conn) < i + 1 {
+                    try conn.execute(conn.dialect.ddl(step.sql))
+                    try conn.run("INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+                                 [.int(Int64(i + 1)), .text(step.name), .int(Int64(Date().timeIntervalSince1970))])
+                }
                 try conn.execute("COMMIT")
             } catch {
                 try? conn.execute("ROLLBACK")

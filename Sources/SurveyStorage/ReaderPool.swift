@@ -1,8 +1,14 @@
 import Foundation
 import SurveyDomain
 
-/// Read-only connections handed out one per read.
-final class ReaderPool: @unchecked Sendable {
+/// Connections for reads, handed out one per read; `beginRead` starts a read's snapshot.
+protocol ReadPool: AnyObject, Sendable {
+    var beginRead: String { get }
+    func withConnection<T>(_ body: (any SQLConnection) throws -> T) throws -> T
+}
+
+/// SQLite's read-only connections handed out one per read.
+final class ReaderPool: ReadPool, @unchecked Sendable {
     // @unchecked: `idle` is guarded by `cond`; a connection is used by one thread while checked out.
     private var idle: [Connection]
     private let cond = NSCondition()
@@ -15,7 +21,9 @@ final class ReaderPool: @unchecked Sendable {
         }
     }
 
-    func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
+    let beginRead = "BEGIN"
+
+    func withConnection<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         cond.lock()
         while idle.isEmpty { cond.wait() }
         let conn = idle.removeLast()

@@ -7,21 +7,48 @@ import SurveyDomain
 /// past the snapshot's start until it is closed.
 public final class Snapshot: @unchecked Sendable {
     // @unchecked: one thread at a time uses it (a request's, then the connection's callbacks in turn).
-    let conn: Connection
+    let conn: any SQLConnection
     private var open = true
+    private var cursors = 0
     public var read: ReadContext { ReadContext(conn) }
 
     init(path: String) throws {
-        conn = try Connection(path: path, readOnly: true)
-        try conn.execute("PRAGMA query_only=ON")
-        try conn.execute("BEGIN")
+        let sqlite = try Connection(path: path, readOnly: true)
+        try sqlite.execute("PRAGMA query_only=ON")
+        try sqlite.execute("BEGIN")
+        conn = sqlite
     }
 
-    /// Rows of `sql` one at a time, on a statement of their own.
+    /// PostgreSQL: one REPEATABLE READ transaction on a connection of its own.
+    init(url: String) throws {
+        let pg = try PostgresConnection(url: url)
+        try pg.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        conn = pg
+    }
+
+    /// Rows of `sql` one at a time: on SQLite a statement of their own, on PostgreSQL a cursor
+    /// fetched a few hundred rows at a time (never the whole result in memory).
     public func rows(_ sql: String, _ args: [SQLValue]) throws -> RowCursor {
-        let statement = try Statement(connection: conn, sql: sql)
-        try statement.bind(args)
-        return RowCursor(statement)
+        if let sqlite = conn as? Connection {
+            let statement = try Statement(connection: sqlite, sql: sql)
+            try statement.bind(args)
+            return RowCursor { try statement.next() }
+        }
+        cursors += 1
+        let name = "rows\(cursors)", conn = self.conn
+        try conn.run("DECLARE \(name) NO SCROLL CURSOR FOR \(sql)", args)
+        var batch: [Row] = [], index = 0, done = false
+        return RowCursor {
+            if index == batch.count {
+                guard !done else { return nil }
+                batch = try conn.query("FETCH 256 FROM \(name)")
+                index = 0
+                if batch.count < 256 { done = true }
+                if batch.isEmpty { return nil }
+            }
+            index += 1
+            return batch[index - 1]
+        }
     }
 
     /// Ends the snapshot (idempotent).
@@ -36,12 +63,15 @@ public final class Snapshot: @unchecked Sendable {
 
 /// A query's rows, stepped one at a time.
 public final class RowCursor {
-    private let statement: Statement
-    init(_ statement: Statement) { self.statement = statement }
-    public func next() throws -> Row? { try statement.next() }
+    private let step: () throws -> Row?
+    init(_ step: @escaping () throws -> Row?) { self.step = step }
+    public func next() throws -> Row? { try step() }
 }
 
 extension Database {
     /// A long-lived read snapshot on its own connection (see `Snapshot`).
-    public func snapshot() throws -> Snapshot { try Snapshot(path: configuration.path) }
+    public func snapshot() throws -> Snapshot {
+        if let url = configuration.databaseURL { return try Snapshot(url: url) }
+        return try Snapshot(path: configuration.path)
+    }
 }

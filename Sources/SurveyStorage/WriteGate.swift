@@ -49,13 +49,17 @@ public struct WriteGate: Sendable {
         case replayed(T)
     }
 
+    /// `turn`: a key whose requests take turns across processes (an idempotency key's scope):
+    /// on PostgreSQL a second transaction with it waits here, before its replay check, until the
+    /// first has committed — and then finds its answer. One process already orders them (`KeyTurns`).
     public func write<T: Sendable>(
         orgId: String, actor: String,
         replay: @escaping @Sendable (ReadContext) throws -> T? = { _ in nil }, replayCheck: ReplayCheck = .beforeWrite,
+        turn: String? = nil,
         _ body: @escaping @Sendable (GatedTransaction) throws -> T
     ) throws -> Outcome<T> {
         if let answer = try answerWhileExpired(orgId: orgId, replay: replay) { return answer }
-        return try database.writer.submit(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, onRefusal: onRefusal, clock: database.clock, body))
+        return try database.writer.submit(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, turn: turn, onRefusal: onRefusal, clock: database.clock, body))
     }
 
     /// `write` for a caller that must not wait (an HTTP polling thread): `then` gets the outcome
@@ -65,6 +69,7 @@ public struct WriteGate: Sendable {
     public func writeAsync<T: Sendable>(
         orgId: String, actor: String, organization: OrgRecord? = nil,
         replay: @escaping @Sendable (ReadContext) throws -> T? = { _ in nil }, replayCheck: ReplayCheck = .beforeWrite,
+        turn: String? = nil,
         _ body: @escaping @Sendable (GatedTransaction) throws -> T,
         then: @escaping @Sendable (Result<Outcome<T>, any Error>) -> Void
     ) {
@@ -73,7 +78,7 @@ public struct WriteGate: Sendable {
         } catch {
             return then(.failure(error))
         }
-        database.writer.submitAsync(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, onRefusal: onRefusal, clock: database.clock, body), then: then)
+        database.writer.submitAsync(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, turn: turn, onRefusal: onRefusal, clock: database.clock, body), then: then)
     }
 
     /// While expired, a refusal needs no write lock: answer it (or a replay) from a reader. The
@@ -96,12 +101,13 @@ public struct WriteGate: Sendable {
     }
 
     /// The transaction every gated write runs on the writer: replay, subscription, write, audit.
-    private static func job<T>(orgId: String, actor: String, replay: @escaping (ReadContext) throws -> T?, replayCheck: ReplayCheck,
-                               onRefusal: @escaping @Sendable () -> Void, clock: any ServerClock, _ body: @escaping (GatedTransaction) throws -> T) -> (Connection, UndoLog) throws -> Outcome<T> {
+    private static func job<T>(orgId: String, actor: String, replay: @escaping (ReadContext) throws -> T?, replayCheck: ReplayCheck, turn: String?,
+                               onRefusal: @escaping @Sendable () -> Void, clock: any ServerClock, _ body: @escaping (GatedTransaction) throws -> T) -> (any SQLConnection, UndoLog) throws -> Outcome<T> {
         { conn, undo in
+            if let turn { try conn.takeTurn(turn) }
             if replayCheck == .beforeWrite, let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
-            let now = clock.nowMillis()
-            let rows = try conn.query("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(orgId)])
+            let rows = try conn.query("SELECT expires_at FROM orgs WHERE org_id = ?" + conn.dialect.lockForShare, [.text(orgId)])
+            let now = clock.nowMillis()  // after the lock: a write that waited for a renewal is judged by its end
             guard let expiresAt = rows.first?.int(0) else { throw ApiError.notFound() }
             guard now < expiresAt else {
                 if replayCheck == .onConflict, let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
@@ -113,12 +119,13 @@ public struct WriteGate: Sendable {
                 let result = try body(GatedTransaction(context))
                 try context.requireAudit()
                 return .written(result)
-            } catch let e as SQLiteError where replayCheck == .onConflict && e.isUniqueViolation {
-                // Taken since the caller's snapshot: undo whatever the write did, then answer
-                // the stored one.
-                try Writer.undoJob(conn, undo)
+            } catch where replayCheck == .onConflict && isUniqueViolation(error) {
+                // Taken since the caller's snapshot (on PostgreSQL the insert waited for the
+                // other transaction to commit): undo whatever the write did, then answer the
+                // stored one.
+                try undoJob(conn, undo)
                 if let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
-                throw e
+                throw error
             }
         }
     }

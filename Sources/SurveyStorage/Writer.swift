@@ -6,7 +6,7 @@ import SurveyDomain
 /// blocking (`submit`) or by a completion (`submitAsync`, for HTTP threads that must not wait):
 /// each job runs inside its own SAVEPOINT (a failing job rolls back alone), the group shares one
 /// COMMIT and so one fsync, then every caller is answered. This is group commit.
-final class Writer: @unchecked Sendable {
+final class Writer: WriteExecutor, @unchecked Sendable {
     // @unchecked: `connection` is touched only by the writer thread; the queue is guarded by `cond`.
     private let connection: Connection
     private let cond = NSCondition()
@@ -22,11 +22,11 @@ final class Writer: @unchecked Sendable {
     final class Job: @unchecked Sendable {
         // @unchecked: `run`, `failure` and `finished` are used on the writer thread only;
         // `finished` hands the outcome over to the caller after the commit.
-        let run: (Connection, UndoLog) throws -> Void
+        let run: (any SQLConnection, UndoLog) throws -> Void
         let undo = UndoLog()
         var failure: (any Error)?
         let finished: (Job) -> Void
-        init(_ run: @escaping (Connection, UndoLog) throws -> Void, finished: @escaping (Job) -> Void) {
+        init(_ run: @escaping (any SQLConnection, UndoLog) throws -> Void, finished: @escaping (Job) -> Void) {
             self.run = run
             self.finished = finished
         }
@@ -48,22 +48,9 @@ final class Writer: @unchecked Sendable {
         t.start()
     }
 
-    func submit<T>(_ body: @escaping (Connection) throws -> T) throws -> T {
-        try submit { conn, _ in try body(conn) }
-    }
-
-    /// `body` may register file-system undo actions, run if its work does not commit.
-    func submit<T>(_ body: @escaping (Connection, UndoLog) throws -> T) throws -> T {
-        let outcome = ResultBox<Result<T, any Error>>()
-        let done = DispatchSemaphore(value: 0)
-        submitAsync(body) { outcome.value = $0; done.signal() }
-        done.wait()
-        return try outcome.value!.get()
-    }
-
     /// Like `submit`, without waiting: `then` runs on the writer thread after the group's COMMIT
     /// (or at once, on this thread, when the writer is stopping). It must only hand the result on.
-    func submitAsync<T>(_ body: @escaping (Connection, UndoLog) throws -> T, then: @escaping (Result<T, any Error>) -> Void) {
+    func submitAsync<T>(_ body: @escaping (any SQLConnection, UndoLog) throws -> T, then: @escaping (Result<T, any Error>) -> Void) {
         let box = ResultBox<T>()
         do {
             try enqueue(Job({ conn, undo in box.value = try body(conn, undo) },
@@ -143,13 +130,6 @@ final class Writer: @unchecked Sendable {
         return more
     }
 
-    /// Takes back everything the running job did: its rows (to its savepoint, which stays open,
-    /// so the job may go on: `WriteGate.ReplayCheck.onConflict`) and its file-system steps.
-    static func undoJob(_ connection: Connection, _ undo: UndoLog) throws {
-        undo.run()
-        try connection.execute("ROLLBACK TO job")
-    }
-
     /// Runs `first` and every job that arrives while they run (up to `maxGroupSize`) in one
     /// transaction, and returns them all: jobs queued during the group's work join its COMMIT
     /// instead of waiting for a commit of their own — bigger groups without any added wait.
@@ -176,7 +156,7 @@ final class Writer: @unchecked Sendable {
                         succeeded.append(job)
                     } catch {
                         job.failure = error
-                        try Self.undoJob(connection, job.undo)
+                        try undoJob(connection, job.undo)
                         try connection.execute("RELEASE job")
                     }
                 } catch {
@@ -198,22 +178,5 @@ final class Writer: @unchecked Sendable {
             for job in succeeded { job.failure = error; job.undo.run() }
         }
         return group
-    }
-}
-
-/// Carries a value from one thread to another: written before the hand-over (the job's completion,
-/// a semaphore) and read after it, which orders the accesses.
-final class ResultBox<T>: @unchecked Sendable {
-    var value: T?
-}
-
-/// File-system steps to take back when a job's transaction does not commit (a blob renamed into
-/// place for an upload row that was rolled back). Used only on the writer thread.
-final class UndoLog: @unchecked Sendable {
-    private var actions: [() -> Void] = []
-    func add(_ action: @escaping () -> Void) { actions.append(action) }
-    func run() {
-        for a in actions.reversed() { a() }
-        actions = []
     }
 }

@@ -31,12 +31,15 @@ public final class WebhookDispatcher: Sendable {
         var threads = 0
     }
     private let state = Mutex(State())
+    /// Several processes on one PostgreSQL database: only the lease holder delivers.
+    private let lease: Lease
     /// Wakes the loop (a delivery finished) and the workers (work queued).
     private let wake = NSCondition()
 
     public init(database: Database, configuration: Configuration = Configuration()) {
         self.database = database
         self.configuration = configuration
+        self.lease = database.webhookDispatchLease()
         _ = ReceiverCall.initialized
     }
 
@@ -55,6 +58,7 @@ public final class WebhookDispatcher: Sendable {
         wake.unlock()
         let deadline = Date(timeIntervalSinceNow: 2)
         while state.withLock({ $0.threads }) > 0 && Date() < deadline { usleep(10_000) }
+        lease.release()
     }
 
     private func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
@@ -77,9 +81,9 @@ public final class WebhookDispatcher: Sendable {
         while !stopping {
             let busy = state.withLock { $0.inFlight }
             var due: [DueDelivery] = []
-            if busy.count < configuration.workers {
+            if busy.count < configuration.workers && lease.isHeld {
                 let now = database.clock.nowMillis()
-                _ = try? database.read { db in
+                _ = try? database.read(followingAudit: true) { db in
                     for w in try db.enabledWebhooks() where !busy.contains(w.webhookId) {
                         let key = w.webhookId + " " + w.events.joined(separator: " ")
                         let (next, scannedTo) = try db.nextDelivery(of: w, now: now, scanFrom: scanned[key] ?? 0)

@@ -58,6 +58,12 @@ enum CLI {
             c.port = n
         }
         if let s = options.value("synchronous") { c.synchronous = s }
+        if let u = options.value("database-url") {
+            guard u.hasPrefix("postgres://") || u.hasPrefix("postgresql://") else {
+                throw CLIError("--database-url must be a PostgreSQL URI (postgresql://user@host:port/db or postgresql:///db?host=/socket/dir)")
+            }
+            c.databaseURL = u
+        }
         if let m = options.value("max-file-bytes") {
             guard let n = Int(m), n > 0 else { throw CLIError("--max-file-bytes must be a positive integer") }
             c.maxFileBytes = n
@@ -106,7 +112,7 @@ enum CLI {
         let app = try App(config)
         try app.start()
         let base = "http://\(config.host):\(app.port)"
-        StandardError.line("surveyd: serving \(base) (data dir \(config.dataDir))")
+        StandardError.line("surveyd: serving \(base) (" + (config.databaseURL == nil ? "data dir \(config.dataDir)" : "PostgreSQL, files in \(config.dataDir)") + ")")
         if options.flag("demo") { try Demo.seed(app: app, base: base) }
         // Graceful shutdown: in-flight requests are answered, then the process exits 0.
         signal(SIGINT, SIG_IGN)
@@ -136,6 +142,7 @@ enum CLI {
         // Admin commands run beside a live server: the quick check is enough (serve does the full one).
         var storage = Database.Configuration(path: config.layout.database, synchronous: config.synchronous)
         storage.startupCheck = .quick
+        storage.databaseURL = config.databaseURL
         let database = try Database(storage)
         defer { database.close() }
         let admin = AdminCommands(database: database)

@@ -83,12 +83,12 @@ final class TempDir {
         let dir = TempDir()
         let db = try Database(.init(path: dir.db))
         #expect(db.configuration.synchronous == "FULL")
-        let sync = try db.writer.submit { conn in try conn.pragma("synchronous") }
+        let sync = try db.writer.submit { conn in try (conn as! Connection).pragma("synchronous") }
         #expect(sync == "2")  // FULL
         db.close()
         let normal = try Database(.init(path: dir.db, synchronous: "NORMAL"))
-        #expect(try normal.writer.submit { conn in try conn.pragma("synchronous") } == "1")
+        #expect(try normal.writer.submit { conn in try (conn as! Connection).pragma("synchronous") } == "1")
         normal.close()
-        #expect(throws: SQLiteError.self) { _ = try Database(.init(path: dir.db, synchronous: "SOMETIMES")) }
+        #expect(throws: StorageError.self) { _ = try Database(.init(path: dir.db, synchronous: "SOMETIMES")) }
     }
 }

@@ -25,7 +25,7 @@ struct ChangesService {
             after = n
         }
         let all = user.has(.reviewer) || user.has(.admin)
-        let rows = try services.database.read { try $0.changes(orgId: orgId, userId: all ? nil : user.userId, after: after, limit: page.limit) }
+        let rows = try services.database.read(followingAudit: true) { try $0.changes(orgId: orgId, userId: all ? nil : user.userId, after: after, limit: page.limit) }
         return .json(200, page.render(rows, id: { String($0.seq) }, item: Self.item))
     }
 

@@ -12,7 +12,18 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public var description: String { "PostgreSQL error \(sqlState): \(message)" + (sql.map { " [\($0)]" } ?? "") }
     public var isUniqueViolation: Bool { sqlState == "23505" }
     /// The server cannot be reached or the connection broke: retryable, nothing was written.
-    public var isConnectionLost: Bool { sqlState.hasPrefix("08") || sqlState.isEmpty }
+    public var isConnectionLost: Bool { sqlState.hasPrefix("08") || sqlState.isEmpty || sqlState == "57P01" }
+    /// The server undid the transaction to break a deadlock or a serialization conflict: running
+    /// it again is safe.
+    public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+
+    /// How the contract reports it: an unreachable or restarting database is a retryable 1040.
+    public var apiError: ApiError {
+        if isConnectionLost || sqlState.hasPrefix("53") || sqlState.hasPrefix("57") {
+            return ApiError(.storageUnavailable, "The database is unavailable; nothing was written.", retryAfterSeconds: 1)
+        }
+        return ApiError(.internalError, "Storage error; nothing partial was written.")
+    }
 }
 
 /// One libpq connection: the first piece of the PostgreSQL engine (issue 20), with the same
@@ -25,8 +36,9 @@ public final class PostgresConnection: @unchecked Sendable {
     // thread (a pool, a test's second writer), never shared.
     private let handle: OpaquePointer
     private var prepared: [String: String] = [:]
-    /// Rows the last `run` changed (PQcmdTuples).
+    /// Rows the last `run` changed (PQcmdTuples), and every statement's so far.
     public private(set) var changes = 0
+    public private(set) var totalChanges: Int64 = 0
 
     /// `url`: a libpq connection URI or key=value string (`postgresql:///db?host=/run/pg&port=5433`).
     public init(url: String) throws(PostgresError) {
@@ -48,6 +60,9 @@ public final class PostgresConnection: @unchecked Sendable {
         try check(result, sql)
     }
 
+    /// True while the connection is usable (false once the server went away).
+    public var isOpen: Bool { PQstatus(handle) == CONNECTION_OK }
+
     public func query(_ sql: String, _ args: [SQLValue] = []) throws(PostgresError) -> [Row] {
         let result = try perform(sql, args)
         defer { PQclear(result) }
@@ -56,8 +71,7 @@ public final class PostgresConnection: @unchecked Sendable {
 
     public func run(_ sql: String, _ args: [SQLValue] = []) throws(PostgresError) {
         let result = try perform(sql, args)
-        defer { PQclear(result) }
-        changes = Int(String(cString: PQcmdTuples(result))) ?? 0
+        PQclear(result)
     }
 
     /// `?` → `$1, $2, …`, outside single-quoted literals and double-quoted names.
@@ -81,16 +95,32 @@ public final class PostgresConnection: @unchecked Sendable {
         return out
     }
 
+    /// A parameter's type as the server is told it: integers, floats and blobs by their own
+    /// type (so `SELECT ?` or `CASE … THEN ?` is an int8, never text), text and NULL left for
+    /// the server to infer from where they stand.
+    private static func typeOID(_ v: SQLValue) -> UInt32 {
+        switch v {
+        case .int: 20
+        case .double: 701
+        case .blob: 17
+        case .text, .null: 0
+        }
+    }
+
     private func perform(_ sql: String, _ args: [SQLValue]) throws(PostgresError) -> OpaquePointer? {
+        // A statement is prepared once per connection and per parameter types (a NULL in one
+        // call and an integer in the next are different statements to the server).
+        let types = args.map(Self.typeOID)
+        let key = types.contains(where: { $0 != 0 }) ? sql + "\u{0}" + types.map(String.init).joined(separator: ",") : sql
         let name: String
-        if let known = prepared[sql] {
+        if let known = prepared[key] {
             name = known
         } else {
             name = "s\(prepared.count + 1)"
-            let result = PQprepare(handle, name, Self.numberedPlaceholders(sql), 0, nil)
+            let result = types.withUnsafeBufferPointer { PQprepare(handle, name, Self.numberedPlaceholders(sql), Int32(types.count), $0.baseAddress) }
             defer { PQclear(result) }
             try check(result, sql)
-            prepared[sql] = name
+            prepared[key] = name
         }
         // Text parameters, but blobs as binary (no escaping); the server infers each type.
         var buffers: [[CChar]?] = []
@@ -108,6 +138,11 @@ public final class PostgresConnection: @unchecked Sendable {
             PQexecPrepared(handle, name, Int32(args.count), values, lengths, formats, 0)
         }
         do { try check(result, sql) } catch { PQclear(result); throw error }
+        let command = String(cString: PQcmdStatus(result))
+        if command.hasPrefix("INSERT") || command.hasPrefix("UPDATE") || command.hasPrefix("DELETE") {
+            changes = Int(String(cString: PQcmdTuples(result))) ?? 0
+            totalChanges += Int64(changes)
+        }  // else unchanged, as in SQLite: a SELECT between an UPDATE and its check keeps its count
         return result
     }
 
@@ -115,6 +150,8 @@ public final class PostgresConnection: @unchecked Sendable {
         func go(_ i: Int, _ acc: [UnsafePointer<CChar>?]) -> T {
             if i == buffers.count { return body(acc) }
             guard let b = buffers[i] else { return go(i + 1, acc + [nil]) }
+            // An empty blob still needs an address: a nil one would be sent as NULL.
+            if b.isEmpty { return [CChar(0)].withUnsafeBufferPointer { go(i + 1, acc + [$0.baseAddress]) } }
             return b.withUnsafeBufferPointer { go(i + 1, acc + [$0.baseAddress]) }
         }
         return go(0, [])
@@ -142,7 +179,9 @@ public final class PostgresConnection: @unchecked Sendable {
                 let text = String(cString: PQgetvalue(result, r, c))
                 switch types[Int(c)] {
                 case 20, 21, 23: values.append(.int(Int64(text) ?? 0))  // int8, int2, int4
-                case 700, 701, 1700: values.append(.double(Double(text) ?? 0))  // float4, float8, numeric
+                case 1700:  // numeric: what SUM of integers gives
+                    values.append(Int64(text).map(SQLValue.int) ?? .double(Double(text) ?? 0))
+                case 700, 701: values.append(.double(Double(text) ?? 0))  // float4, float8
                 case 16: values.append(.int(text == "t" ? 1 : 0))  // bool
                 case 17: values.append(.blob(Self.bytea(text)))
                 default: values.append(.text(text))
@@ -164,4 +203,8 @@ public final class PostgresConnection: @unchecked Sendable {
         while i + 1 < u.count { out.append(nibble(u[i]) << 4 | nibble(u[i + 1])); i += 2 }
         return out
     }
+}
+
+extension PostgresConnection: SQLConnection {
+    var dialect: SQLDialect { .postgres }
 }

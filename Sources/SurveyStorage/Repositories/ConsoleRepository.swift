@@ -94,7 +94,7 @@ extension SecurityTransaction {
 /// Console session bookkeeping: not data of the organization, so neither gated nor audited
 /// (a sign-in is logged; the actions taken in a session are audited as the signed-in user's).
 public struct SessionTransaction {
-    let conn: Connection
+    let conn: any SQLConnection
     public let now: Int64
 
     public func createSession(hash: [UInt8], userId: String?, tokenId: String?, csrfToken: String) throws {

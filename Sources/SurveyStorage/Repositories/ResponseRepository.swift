@@ -51,9 +51,9 @@ extension GatedTransaction {
         try context.conn.run("""
             INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
                 request_digest, request_body, request_sha256, answers, field_task_id, captured_at, received_at, review_state, revision)
-            VALUES (?, ?, ?, ?, ?, ?, ?, X'', ?, ?, ?, ?, ?, ?, ?)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(r.responseId), .text(orgId), .text(r.clientSubmissionId), .text(r.submitter), .text(r.surveyId),
-                  .text(r.surveyVersionId), .text(r.requestDigest), .blob(r.requestSHA256), .text(r.answers),
+                  .text(r.surveyVersionId), .text(r.requestDigest), .blob([]), .blob(r.requestSHA256), .text(r.answers),
                   .optional(r.fieldTaskId), .optional(r.capturedAt), .int(r.receivedAt), .text(r.reviewState), .int(r.revision)])
         try audit(action: "response.accept", targetType: "response", targetId: r.responseId, revision: r.revision,
                   detail: CanonicalJSON.string(["toState": .string(r.reviewState), "clientSubmissionId": .string(r.clientSubmissionId)]))
@@ -105,6 +105,10 @@ extension ReadContext {
             args += [.text(orgId), .text(userId), .text(orgId), .text(userId)]
         } else {
             sql += " AND a.target_type IN ('response', 'task')"
+        }
+        if let auditHorizon {
+            sql += " AND a.seq <= ?"
+            args.append(.int(auditHorizon))
         }
         sql += " ORDER BY a.seq LIMIT ?"
         args.append(.int(Int64(limit)))

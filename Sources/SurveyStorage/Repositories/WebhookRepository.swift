@@ -129,8 +129,8 @@ extension ReadContext {
     /// audit entries looked at (other actions are skipped over): `scannedTo` is where a next
     /// look may start when nothing was found.
     func events(for w: WebhookRecord, after: Int64, limit: Int, scan: Int = 2_000) throws -> (events: [EventEntry], scannedTo: Int64) {
-        let rows = try conn.query("SELECT \(EventEntry.columns) FROM audit WHERE org_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                                  [.text(w.orgId), .int(after), .int(Int64(scan))])
+        let rows = try conn.query("SELECT \(EventEntry.columns) FROM audit WHERE org_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                                  [.text(w.orgId), .int(after), .int(auditHorizon ?? .max), .int(Int64(scan))])
         let actions = w.actions
         let events = Array(rows.lazy.map(EventEntry.init).filter { actions.contains($0.action) }.prefix(limit))
         let scannedTo = events.count == limit ? events.last!.seq : rows.last.map { $0.int(0) } ?? after
@@ -393,7 +393,7 @@ extension SecurityTransaction {
 /// the webhook exists: a manual retry or a delete that came meanwhile wins. An event that is done
 /// with (sent, given up on, 410) moves the webhook's cursor past it.
 public struct DeliveryTransaction {
-    let conn: Connection
+    let conn: any SQLConnection
     public let now: Int64
 
     public func succeeded(_ d: DeliveryRecord, statusCode: Int) throws {
@@ -435,7 +435,8 @@ public struct DeliveryTransaction {
             guard conn.changes == 1 else { return false }
         }
         if status != "pending" {
-            try conn.run("UPDATE webhooks SET cursor = MAX(cursor, ?) WHERE webhook_id = ?", [.int(d.eventSeq), .text(d.webhookId)])
+            try conn.run("UPDATE webhooks SET cursor = CASE WHEN cursor < ? THEN ? ELSE cursor END WHERE webhook_id = ?",
+                         [.int(d.eventSeq), .int(d.eventSeq), .text(d.webhookId)])
         }
         return true
     }

@@ -57,8 +57,12 @@ final class Connection {
     var totalChanges: Int64 { Int64(sqlite3_total_changes64(handle)) }
 
     func pragma(_ name: String) throws(SQLiteError) -> String? {
-        try query("PRAGMA \(name)").first?.values.first.flatMap {
+        try query("PRAGMA \(name)", []).first?.values.first.flatMap {
             switch $0 { case .text(let s): s; case .int(let i): String(i); default: nil }
         }
     }
+}
+
+extension Connection: SQLConnection {
+    var dialect: SQLDialect { .sqlite }
 }

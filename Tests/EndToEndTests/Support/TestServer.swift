@@ -23,6 +23,7 @@ final class TestServer: @unchecked Sendable {
         var config = App.Configuration(dataDir: self.dataDir)
         config.port = 0
         config.logRequests = false
+        config.databaseURL = try TestEngine.database(for: self.dataDir)
         configure(&config)
         app = try App(config)
         try app.start()
@@ -43,8 +44,7 @@ final class TestServer: @unchecked Sendable {
 
     /// A fresh read-only look at the database file, as another process would see it.
     func rows(_ sql: String, _ args: [SQLValue] = []) throws -> [Row] {
-        let conn = try Connection(path: dataDir + "/surveyd.sqlite", readOnly: true)
-        return try conn.query(sql, args)
+        try TestEngine.rows(dataDir: dataDir, sql, args)
     }
 
     func count(_ sql: String, _ args: [SQLValue] = []) throws -> Int64 {

@@ -1,0 +1,126 @@
+import Foundation
+import Synchronization
+import SurveyDomain
+
+/// The PostgreSQL write path: a pool of connections, each on a thread of its own, taking jobs
+/// from one queue. Every job is its own READ COMMITTED transaction (the server commits
+/// concurrent transactions together, so group commit needs nothing from us), inside a savepoint
+/// `job` so that the gate can take a conflicting insert back and answer the stored row. Other
+/// processes write to the same database meanwhile: what the single SQLite writer gave by being
+/// alone — the gate never interleaving with a renewal, one row per client id, one answer per
+/// idempotency key, the audit log read in commit order — is made here by locks (see `WriteGate`,
+/// `AuditHorizon`).
+final class PostgresWriters: WriteExecutor, @unchecked Sendable {
+    // @unchecked: `queue` and `stopping` are guarded by `cond`; each connection belongs to its thread.
+    private let url: String
+    private let cond = NSCondition()
+    private var queue: [Job] = []
+    private var stopping = false
+    private var running: Int
+    let commitsMade = Atomic<Int>(0)
+    let jobsCommitted = Atomic<Int>(0)
+
+    final class Job: @unchecked Sendable {
+        // @unchecked: run on one writer thread; the outcome is handed over by `finished`.
+        let run: (any SQLConnection, UndoLog) throws -> Void
+        let finished: (Result<Void, any Error>) -> Void
+        init(_ run: @escaping (any SQLConnection, UndoLog) throws -> Void, finished: @escaping (Result<Void, any Error>) -> Void) {
+            self.run = run
+            self.finished = finished
+        }
+    }
+
+    /// Opens `count` connections now, so a server that cannot reach its database refuses to start.
+    init(url: String, count: Int) throws {
+        self.url = url
+        let connections = try (0..<max(1, count)).map { _ in try PostgresConnection(url: url) }
+        running = connections.count
+        for (i, conn) in connections.enumerated() {
+            let t = Thread { [unowned self] in
+                Thread.current.name = "surveyd-pgwrite\(i)"
+                self.loop(conn)
+            }
+            t.stackSize = 4 << 20
+            t.start()
+        }
+    }
+
+    func submitAsync<T>(_ body: @escaping (any SQLConnection, UndoLog) throws -> T, then: @escaping (Result<T, any Error>) -> Void) {
+        let box = ResultBox<T>()
+        let job = Job({ conn, undo in box.value = try body(conn, undo) },
+                      finished: { result in then(result.map { box.value! }) })
+        cond.lock()
+        if stopping {
+            cond.unlock()
+            return then(.failure(ApiError(.storageUnavailable, "The server is shutting down; nothing was written.")))
+        }
+        queue.append(job)
+        cond.signal()
+        cond.unlock()
+    }
+
+    var queuedJobs: Int {
+        cond.lock()
+        defer { cond.unlock() }
+        return queue.count
+    }
+
+    func stop() {
+        cond.lock()
+        stopping = true
+        cond.broadcast()
+        while running > 0 { cond.wait() }
+        cond.unlock()
+    }
+
+    private func loop(_ first: PostgresConnection) {
+        var conn: PostgresConnection? = first
+        while true {
+            cond.lock()
+            while queue.isEmpty && !stopping { cond.wait() }
+            if queue.isEmpty {
+                running -= 1
+                cond.broadcast()
+                cond.unlock()
+                return
+            }
+            let job = queue.removeFirst()
+            cond.unlock()
+
+            // A connection that broke (the server restarted) is opened again for the next job.
+            if conn == nil || conn?.isOpen == false { conn = try? PostgresConnection(url: url) }
+            guard let c = conn else {
+                job.finished(.failure(ApiError(.storageUnavailable, "The database cannot be reached; nothing was written.", retryAfterSeconds: 1)))
+                continue
+            }
+            let result = Self.runJob(job, on: c)
+            if case .success = result {
+                commitsMade.add(1, ordering: .relaxed)
+                jobsCommitted.add(1, ordering: .relaxed)
+            }
+            job.finished(result)
+        }
+    }
+
+    /// One job in one transaction. A deadlock or serialization failure (the server chose this
+    /// transaction to undo) runs the job again, a few times.
+    private static func runJob(_ job: Job, on conn: PostgresConnection) -> Result<Void, any Error> {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let undo = UndoLog()
+            do {
+                try conn.run("BEGIN")
+                try conn.run("SAVEPOINT job")
+                try job.run(conn, undo)
+                try conn.run("COMMIT")
+                return .success(())
+            } catch {
+                undo.run()
+                try? conn.execute("ROLLBACK")
+                if let e = error as? PostgresError, e.isRetryable, attempt < 4 { continue }
+                return .failure(error)
+            }
+        }
+    }
+}
