@@ -2,7 +2,8 @@
 # The whole test suite on a fresh machine:
 #   1. install what is missing (Debian packages), build everything;
 #   2. unit and end-to-end tests (Swift Testing) against real servers on loopback, recording
-#      every answer they see;
+#      every answer they see; then the end-to-end suite again on PostgreSQL 15 (a throwaway
+#      cluster on a Unix socket, a database of its own for every test server);
 #   3. every recorded answer validated against Schemas/ (JSON Schema 2020-12);
 #   4. conformance: schemathesis over every operation of Schemas/openapi.json on a seeded server;
 #   5. every curl example in README.md and Docs/ run against a demo server;
@@ -16,6 +17,11 @@ swift build --build-tests
 mkdir -p .build
 rm -f .build/responses.jsonl
 SURVEYD_RECORD_RESPONSES="$PWD/.build/responses.jsonl" swift test --skip-build
+PG_DIR="$(mktemp -d /tmp/surveyd-pg.XXXXXX)"
+trap './scripts/pg_cluster.sh stop "$PG_DIR"' EXIT
+SURVEYD_TEST_POSTGRES="$(./scripts/pg_cluster.sh start "$PG_DIR" 54329)" swift test --skip-build --filter EndToEndTests
+./scripts/pg_cluster.sh stop "$PG_DIR"
+trap - EXIT
 export SURVEYD_BIN="$PWD/.build/debug/surveyd"
 ./scripts/conformance.sh
 .build/venv/bin/python scripts/validate_recorded.py .build/responses.jsonl --require

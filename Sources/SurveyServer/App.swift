@@ -17,6 +17,8 @@ public final class App: Sendable {
         /// A PostgreSQL URI: the database lives there (several processes may share it) and the
         /// data dir keeps only this process's files. Nil: the SQLite file in the data dir.
         public var databaseURL: String?
+        /// PostgreSQL: connections writing at once.
+        public var databaseWriters = 8
         public var maxBodyBytes: Int = 1 << 20
         public var maxFileBytes: Int = 100 << 20
         /// Declared bytes of unfinished resumable uploads one collector may hold (1030 past it).
@@ -64,6 +66,7 @@ public final class App: Sendable {
         storage.startupCheck = configuration.startupCheck
         storage.clock = configuration.clock
         storage.databaseURL = configuration.databaseURL
+        storage.writers = configuration.databaseWriters
         database = try Database(storage)
         blobs = try BlobStore(configuration.layout)
         var limits = Operations.Limits()

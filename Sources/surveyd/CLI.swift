@@ -171,7 +171,7 @@ enum CLI {
 
     static func check(_ options: Options) throws {
         let dataDir = options.value("data-dir") ?? "./data"
-        let report = try IntegrityCheck.run(dataDir: dataDir)
+        let report = try IntegrityCheck.run(dataDir: dataDir, databaseURL: try configuration(options).databaseURL)
         print(report.text, terminator: "")
         if !report.ok { exit(1) }
     }

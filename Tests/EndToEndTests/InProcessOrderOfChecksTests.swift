@@ -18,7 +18,7 @@ import SurveyDomain
         var org = "", admin = "", collector = "", reviewer = "", stranger = "", version = "", hash = ""
 
         init() throws {
-            var config = App.Configuration(dataDir: dir)
+            var config = try TestEngine.configuration(dataDir: dir)
             config.clock = clock
             config.logRequests = false
             app = try App(config)

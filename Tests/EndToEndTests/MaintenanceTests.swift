@@ -22,7 +22,7 @@ import SurveyDomain
         return w
     }
 
-    @Test func checkPassesOnAHealthyDataDirAndNamesEachViolation() throws {
+    @Test(.enabled(if: !TestEngine.isPostgres, "edits the SQLite file to make violations")) func checkPassesOnAHealthyDataDirAndNamesEachViolation() throws {
         let w = try Self.busyWorld()
         let dir = w.f.server.dataDir
         let (ok, report) = try Self.surveyd(["check", "--data-dir", dir])
@@ -48,7 +48,7 @@ import SurveyDomain
         #expect(try Self.surveyd(["check", "--data-dir", dir]).1.contains("response \(w.responseId): revision 3 but 2 audit entries"))
     }
 
-    @Test func backupWhileServingIsACompleteDataDir() throws {
+    @Test(.enabled(if: !TestEngine.isPostgres, "backup of a SQLite data dir")) func backupWhileServingIsACompleteDataDir() throws {
         let w = try Self.busyWorld()
         let dest = NSTemporaryDirectory() + "surveyd-backup-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: dest) }
@@ -77,7 +77,7 @@ import SurveyDomain
     }
 
     /// A backup that cannot finish leaves nothing behind that looks like a data dir.
-    @Test func aFailedBackupTakesBackWhatItCreated() throws {
+    @Test(.enabled(if: !TestEngine.isPostgres, "backup of a SQLite data dir")) func aFailedBackupTakesBackWhatItCreated() throws {
         let fm = FileManager.default
         let base = NSTemporaryDirectory() + "surveyd-backup-fail-" + UUID().uuidString
         defer { try? fm.removeItem(atPath: base) }
@@ -113,7 +113,7 @@ import SurveyDomain
         #expect(try w.review("startReview", 1, key: "maint-key-0001").errorCode == ErrorCode.staleRevision.rawValue)
     }
 
-    @Test func aDamagedDatabaseIsRefusedAndLeftUntouched() throws {
+    @Test(.enabled(if: !TestEngine.isPostgres, "a damaged SQLite file")) func aDamagedDatabaseIsRefusedAndLeftUntouched() throws {
         let server = ServerProcess()
         try server.start()
         _ = try server.seed()

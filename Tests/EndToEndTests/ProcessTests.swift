@@ -40,7 +40,7 @@ import SurveyDomain
         close(fd)
         try server.start()
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []).isEmpty)
-        let conn = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: true)
+        let conn = try TestEngine.Reader(dataDir: server.dataDir)
         #expect(try conn.query("SELECT COUNT(*) FROM uploads").first?.int(0) == 0)
         #expect(ServerProcess.regularFiles(under: server.dataDir + "/blobs").isEmpty)
         // The same upload afterwards succeeds.
@@ -67,7 +67,7 @@ import SurveyDomain
         p.waitUntilExit()
         #expect(reply.status == 201, "\(reply.text)")
         #expect(p.terminationReason == .exit && p.terminationStatus == 0, "stderr: \(server.stderrText.suffix(4000))")
-        let conn = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: true)
+        let conn = try TestEngine.Reader(dataDir: server.dataDir)
         #expect(try conn.query("SELECT COUNT(*) FROM uploads").first?.int(0) == 1)
     }
 
@@ -105,7 +105,7 @@ import SurveyDomain
         #expect(p.terminationReason == .exit && p.terminationStatus == 0,
                 "status \(p.terminationStatus) (\(p.terminationReason == .exit ? "exit" : "signal")); stderr: \(server.stderrText.suffix(4000))")
         let answered = accepted.withLock { $0 }
-        let conn = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: true)
+        let conn = try TestEngine.Reader(dataDir: server.dataDir)
         let stored = Dictionary(uniqueKeysWithValues: try conn.query(
             "SELECT client_submission_id, response_id FROM responses WHERE client_submission_id LIKE 'burst-%'").map { ($0.string(0), $0.string(1)) })
         #expect(answered.count >= 200)
@@ -141,7 +141,7 @@ import SurveyDomain
             statuses.withLock { $0 += [submitted?.status ?? 0, survey?.status ?? 0] }
         }
         #expect(statuses.withLock { $0 } == [Int](repeating: 201, count: 80))
-        let conn = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: true)
+        let conn = try TestEngine.Reader(dataDir: server.dataDir)
         #expect(try conn.query("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'half-closed-%'").first?.int(0) == 40)
     }
 
@@ -291,7 +291,7 @@ import SurveyDomain
         let port = ServerProcess.freePort()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
-        p.arguments = ["serve", "--data-dir", dir, "--port", String(port)]
+        p.arguments = ["serve", "--data-dir", dir, "--port", String(port)] + (try TestEngine.urlArguments(dataDir: dir))
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
@@ -327,7 +327,7 @@ import SurveyDomain
         let port = ServerProcess.freePort()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
-        p.arguments = ["serve", "--data-dir", dir, "--port", String(port)]
+        p.arguments = ["serve", "--data-dir", dir, "--port", String(port)] + (try TestEngine.urlArguments(dataDir: dir))
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice

@@ -133,7 +133,7 @@ import SurveyServer
         #expect(try f.client.delete(path, token: f.adminToken).status == 204)
         #expect(try f.client.delete(path, token: f.adminToken).status == 204)
         #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'token.revoke' AND target_id = ?", [.text(tokenId)]) == 1)
-        #expect(try IntegrityCheck.run(dataDir: f.server.dataDir).ok)
+        #expect(try TestEngine.check(dataDir: f.server.dataDir).ok)
     }
 }
 

@@ -121,7 +121,7 @@ import SurveyDomain
         // At start: a new server on the same data dir sweeps before it serves.
         try app.database.testOnlyExpireResumable(ids[2])
         app.stop()
-        let restarted = try App(App.Configuration(dataDir: t.s.f.server.dataDir))
+        let restarted = try App(try TestEngine.configuration(dataDir: t.s.f.server.dataDir))
         defer { restarted.stop() }
         #expect(try Self.offsetInDatabase(t, ids[1]) == nil)
         #expect(try Self.offsetInDatabase(t, ids[2]) == nil)
@@ -202,11 +202,11 @@ import SurveyDomain
         let t = Tus(s: try UploadTests.Setup())
         let file = Files.jpeg(3_000)
         let location = try Self.finishedUpload(t, "stray-0001", file)
-        #expect(try IntegrityCheck.run(dataDir: t.s.f.server.dataDir).ok)
+        #expect(try TestEngine.check(dataDir: t.s.f.server.dataDir).ok)
         // The partial name of a finished upload, back as zeros (what the old empty PATCH did).
         let stray = t.s.f.server.dataDir + "/partial/" + Self.uploadId(location)
         #expect(FileManager.default.createFile(atPath: stray, contents: Data(count: file.count)))
-        let report = try IntegrityCheck.run(dataDir: t.s.f.server.dataDir)
+        let report = try TestEngine.check(dataDir: t.s.f.server.dataDir)
         #expect(!report.ok)
         #expect(report.violations.contains { $0.contains("partial/\(Self.uploadId(location))") }, "\(report.text)")
     }
@@ -290,13 +290,15 @@ import SurveyDomain
         let r = try t.patch(location, offset: 0, Array(file[0..<1_000]))
         P.expectProblem(r, .notFound)
         #expect(t.s.f.server.files(in: "partial").isEmpty)
-        #expect(try IntegrityCheck.run(dataDir: t.s.f.server.dataDir).ok)
+        #expect(try TestEngine.check(dataDir: t.s.f.server.dataDir).ok)
     }
 
     /// Two collectors creating with one clientUploadId at once: both find nothing in their
     /// snapshot, then meet in the writer's queue. The second used to be handed the first's Location.
     @Test func twoCollectorsCreatingOneClientUploadIdAtOnce() throws {
-        let t = Tus(s: try UploadTests.Setup())
+        // One writer, so that holding it holds every write (PostgreSQL has a pool of them).
+        let one = try Fixture(server: try TestServer { $0.databaseWriters = 1 })
+        let t = Tus(s: UploadTests.Setup(f: one, v: try one.publishSurvey()))
         let f = t.s.f
         let other = try f.client.post("/v1/orgs/\(f.orgId)/users", token: f.adminToken, ["name": "Col", "roles": ["collector"]])
         let otherToken = try #require(other.json?["token"]?.stringValue)
@@ -346,7 +348,7 @@ import SurveyDomain
         #expect(try t.offset(location) == file.count)
         #expect(try t.s.f.server.count("SELECT COUNT(*) FROM uploads") == 1)
         #expect(t.s.f.server.files(in: "partial").isEmpty)
-        #expect(try IntegrityCheck.run(dataDir: t.s.f.server.dataDir).ok)
+        #expect(try TestEngine.check(dataDir: t.s.f.server.dataDir).ok)
         // Different bytes under the id: 1004, and the chunk is kept for the offset it had.
         let other = Files.jpeg(3_000, seed: 9)
         let location2 = try #require(try t.create("both-ways-0002", length: other.count).header("location"))

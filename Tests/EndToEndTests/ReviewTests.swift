@@ -236,15 +236,8 @@ import SurveyServer
         #expect(try w.f.server.count("SELECT COUNT(*) FROM surveys WHERE title = 'Keyed'") == 1)
     }
 
-    /// Holds SQLite's write lock from outside so the server's writes queue up, in flight.
-    final class WriteLock {
-        let conn: Connection
-        init(_ server: TestServer) throws {
-            conn = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: false)
-            try conn.execute("BEGIN IMMEDIATE")
-        }
-        func release() { try? conn.execute("ROLLBACK") }
-    }
+    /// Holds the writes of the server from outside so they queue up, in flight.
+    typealias WriteLock = TestEngine.WriteLock
 
     /// Sends `n` requests at once, each on its own thread (not the shared pool, which may start
     /// them late), so that all are in flight together; wait on the group for their replies.

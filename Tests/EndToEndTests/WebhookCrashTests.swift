@@ -30,10 +30,9 @@ import SurveyDomain
         // The head of the queue keeps failing; kill the server while it does.
         #expect(receiver.wait(seconds: 10) { $0.count >= 3 })
         server.kill9()
-        let db = server.dataDir + "/surveyd.sqlite"
         // Events not yet done with: behind the webhook's cursor in the audit log.
         func pending() throws -> Int64 {
-            try Connection(path: db, readOnly: true).query("""
+            try TestEngine.Reader(dataDir: server.dataDir).query("""
                 SELECT COUNT(*) FROM audit a JOIN webhooks w ON w.org_id = a.org_id WHERE a.seq > w.cursor AND a.action = 'response.accept'
                 """).first?.int(0) ?? -1
         }
@@ -51,7 +50,7 @@ import SurveyDomain
         let listed = try server.client.get("/v1/orgs/\(seed.orgId)/webhooks/\(webhookId)/deliveries?limit=500", token: seed.adminToken)
         #expect(listed.json?["items"]?.arrayValue?.allSatisfy { $0["status"]?.stringValue == "succeeded" } == true)
         #expect(server.terminate() == 0)
-        let check = try ServerProcess.command(["check", "--data-dir", server.dataDir])
+        let check = try ServerProcess.command(["check", "--data-dir", server.dataDir] + TestEngine.urlArguments(dataDir: server.dataDir))
         #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
     }
 }

@@ -20,23 +20,32 @@ public enum IntegrityCheck {
         }
     }
 
-    public static func run(dataDir: String) throws -> Report {
+    /// `databaseURL`: the database is on PostgreSQL (the data dir then holds the files only).
+    public static func run(dataDir: String, databaseURL: String? = nil) throws -> Report {
         let layout = DataDirectory(dataDir)
-        let dbPath = layout.database
-        guard FileManager.default.fileExists(atPath: dbPath) else {
-            throw MaintenanceError("no database at \(dbPath)")
-        }
-        let conn = try Connection(path: dbPath, readOnly: true)
-        try conn.execute("BEGIN")  // one snapshot for every query below
-        defer { try? conn.execute("COMMIT") }
+        let conn: any SQLConnection
         var r = Report()
-
-        // 1. SQLite's own view of the file.
-        let integrity = try conn.query("PRAGMA integrity_check").map { $0.string(0) }
-        if integrity != ["ok"] { r.violations += integrity.map { "integrity_check: \($0)" } }
-        for fk in try conn.query("PRAGMA foreign_key_check") {
-            r.violations.append("foreign key: table \(fk.string(0)) rowid \(fk.int(1)) → \(fk.string(2))")
+        if let databaseURL {
+            let pg = try PostgresConnection(url: databaseURL)
+            try pg.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")  // one snapshot for every query below
+            conn = pg
+            // 1. PostgreSQL checks its pages and enforces foreign keys itself (nothing to ask here).
+        } else {
+            let dbPath = layout.database
+            guard FileManager.default.fileExists(atPath: dbPath) else {
+                throw MaintenanceError("no database at \(dbPath)")
+            }
+            let sqlite = try Connection(path: dbPath, readOnly: true)
+            try sqlite.execute("BEGIN")  // one snapshot for every query below
+            conn = sqlite
+            // 1. SQLite's own view of the file.
+            let integrity = try sqlite.query("PRAGMA integrity_check").map { $0.string(0) }
+            if integrity != ["ok"] { r.violations += integrity.map { "integrity_check: \($0)" } }
+            for fk in try sqlite.query("PRAGMA foreign_key_check") {
+                r.violations.append("foreign key: table \(fk.string(0)) rowid \(fk.int(1)) → \(fk.string(2))")
+            }
         }
+        defer { try? conn.execute("COMMIT") }
         let version = try Migrations.currentVersion(conn)
         if version != Migrations.steps.count { r.violations.append("schema version \(version), this surveyd knows \(Migrations.steps.count)") }
 

@@ -130,7 +130,7 @@ public final class PostgresConnection: @unchecked Sendable {
             case .null: buffers.append(nil); lengths.append(0); formats.append(0)
             case .int(let i): buffers.append(Array(String(i).utf8CString)); lengths.append(0); formats.append(0)
             case .double(let d): buffers.append(Array("\(d)".utf8CString)); lengths.append(0); formats.append(0)
-            case .text(let s): buffers.append(Array(s.utf8CString)); lengths.append(0); formats.append(0)
+            case .text(let s): buffers.append(Array(Self.storable(s).utf8CString)); lengths.append(0); formats.append(0)
             case .blob(let b): buffers.append(b.map { CChar(bitPattern: $0) }); lengths.append(Int32(b.count)); formats.append(1)
             }
         }
@@ -184,10 +184,32 @@ public final class PostgresConnection: @unchecked Sendable {
                 case 700, 701: values.append(.double(Double(text) ?? 0))  // float4, float8
                 case 16: values.append(.int(text == "t" ? 1 : 0))  // bool
                 case 17: values.append(.blob(Self.bytea(text)))
-                default: values.append(.text(text))
+                default: values.append(.text(Self.readable(text)))
                 }
             }
             out.append(Row(values: values))
+        }
+        return out
+    }
+
+    /// PostgreSQL text cannot hold U+0000, which SQLite stores and the API reads back whole. So a
+    /// NUL is kept as U+10FFFF followed by "0", and U+10FFFF itself (a noncharacter no text
+    /// needs) as two of them; `readable` undoes it. Text without either goes as it is.
+    static let escape: Character = "\u{10FFFF}"
+    static func storable(_ s: String) -> String {
+        guard s.utf8.contains(0) || s.utf8.contains(0xF4) else { return s }
+        var out = ""
+        for c in s {
+            if c == "\u{0}" { out.append(escape); out.append("0") } else if c == escape { out.append(escape); out.append(escape) } else { out.append(c) }
+        }
+        return out
+    }
+
+    static func readable(_ s: String) -> String {
+        guard s.utf8.contains(0xF4), s.contains(escape) else { return s }
+        var out = "", pending = false
+        for c in s {
+            if pending { out.append(c == "0" ? "\u{0}" : c); pending = false } else if c == escape { pending = true } else { out.append(c) }
         }
         return out
     }

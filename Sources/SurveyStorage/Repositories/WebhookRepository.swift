@@ -301,7 +301,7 @@ extension WriteContext {
             SELECT 1 FROM webhooks WHERE org_id = ? AND events LIKE '%response.%' AND cursor < (SELECT COALESCE(MAX(seq), 0) FROM audit) LIMIT 1
             """, [.text(orgId)]).isEmpty,
               let current = try ReadContext(conn).response(orgId: orgId, responseId: responseId) else { return }
-        try conn.run("INSERT OR IGNORE INTO webhook_snapshots(response_id, revision, document) VALUES (?, ?, ?)",
+        try conn.run("INSERT INTO webhook_snapshots(response_id, revision, document) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                      [.text(responseId), .int(current.revision), .blob(current.encodedDocument())])
     }
 }

@@ -35,7 +35,7 @@ final class ServerProcess: @unchecked Sendable {
     func run(_ args: [String]) throws -> String {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = args + ["--data-dir", dataDir]
+        p.arguments = args + ["--data-dir", dataDir] + (try TestEngine.urlArguments(dataDir: dataDir))
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
@@ -107,6 +107,7 @@ final class ServerProcess: @unchecked Sendable {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.binary)
         p.arguments = ["serve", "--data-dir", dataDir, "--port", String(port), "--no-log"] + extra
+            + (try TestEngine.urlArguments(dataDir: dataDir))
         p.standardOutput = FileHandle.nullDevice
         // stderr is kept beside the data dir: a crash's message is what a failing test must show.
         FileManager.default.createFile(atPath: stderrPath, contents: nil)

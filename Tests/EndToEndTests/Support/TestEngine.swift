@@ -1,4 +1,5 @@
 import Foundation
+import SurveyServer
 @testable import SurveyStorage
 
 /// Which engine the end-to-end tests run on. `scripts/test.sh` runs the suite twice: on SQLite,
@@ -23,11 +24,57 @@ enum TestEngine {
         return url
     }
 
+    /// A server's configuration on `dataDir`, on the engine under test.
+    static func configuration(dataDir: String) throws -> App.Configuration {
+        var config = App.Configuration(dataDir: dataDir)
+        config.databaseURL = try database(for: dataDir)
+        return config
+    }
+
     /// Rows of `sql` as another process would see them, on whichever engine holds `dataDir`'s data.
     static func rows(dataDir: String, _ sql: String, _ args: [SQLValue]) throws -> [Row] {
-        if isPostgres, let url = try? String(contentsOfFile: dataDir + "/test-database-url", encoding: .utf8) {
-            return try PostgresConnection(url: url).query(sql, args)
+        try Reader(dataDir: dataDir).query(sql, args)
+    }
+
+    /// `surveyd check` of a server's data, on the engine under test.
+    static func check(dataDir: String) throws -> IntegrityCheck.Report {
+        try IntegrityCheck.run(dataDir: dataDir, databaseURL: isPostgres ? try database(for: dataDir) : nil)
+    }
+
+    /// `--database-url URL` for a surveyd command on `dataDir`, on the engine under test.
+    static func urlArguments(dataDir: String) throws -> [String] {
+        try database(for: dataDir).map { ["--database-url", $0] } ?? []
+    }
+
+    /// A connection of the test's own to a server's database, for reads.
+    struct Reader {
+        let conn: any SQLConnection
+        init(dataDir: String) throws {
+            if isPostgres, let url = try? String(contentsOfFile: dataDir + "/test-database-url", encoding: .utf8) {
+                conn = try PostgresConnection(url: url)
+            } else {
+                conn = try Connection(path: dataDir + "/surveyd.sqlite", readOnly: true)
+            }
         }
-        return try Connection(path: dataDir + "/surveyd.sqlite", readOnly: true).query(sql, args)
+        func query(_ sql: String, _ args: [SQLValue] = []) throws -> [Row] { try conn.query(sql, args) }
+    }
+
+    /// Holds every write of a server from outside, as another process could, until `release`:
+    /// SQLite's write lock, or on PostgreSQL a lock on the audit log that every write appends to
+    /// (reads go on).
+    final class WriteLock {
+        private let conn: any SQLConnection
+        init(_ server: TestServer) throws {
+            if isPostgres, let url = try? String(contentsOfFile: server.dataDir + "/test-database-url", encoding: .utf8) {
+                let pg = try PostgresConnection(url: url)
+                try pg.execute("BEGIN; LOCK TABLE audit IN EXCLUSIVE MODE")
+                conn = pg
+            } else {
+                let sqlite = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: false)
+                try sqlite.execute("BEGIN IMMEDIATE")
+                conn = sqlite
+            }
+        }
+        func release() { try? conn.execute("ROLLBACK") }
     }
 }
