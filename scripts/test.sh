@@ -19,7 +19,7 @@ rm -f .build/responses.jsonl
 SURVEYD_RECORD_RESPONSES="$PWD/.build/responses.jsonl" swift test --skip-build
 PG_DIR="$(mktemp -d /tmp/surveyd-pg.XXXXXX)"
 trap './scripts/pg_cluster.sh stop "$PG_DIR"' EXIT
-SURVEYD_TEST_POSTGRES="$(./scripts/pg_cluster.sh start "$PG_DIR" 54329)" swift test --skip-build --filter EndToEndTests
+SURVEYD_TEST_POSTGRES="$(PG_CLUSTER_OPTIONS="-c track_commit_timestamp=on" ./scripts/pg_cluster.sh start "$PG_DIR" 54329)" swift test --skip-build --filter EndToEndTests
 ./scripts/pg_cluster.sh stop "$PG_DIR"
 trap - EXIT
 export SURVEYD_BIN="$PWD/.build/debug/surveyd"

@@ -16,7 +16,7 @@ extension Operations {
         try turns.enter(scope)
         defer { turns.leave(scope) }
         if let kept = try Self.kept(try database.read { try $0.storedAnswer(scope) }, scope) { return .replayed(kept) }
-        let prepared = try prepare()
+        guard let prepared = try preparedUnlessAnswered(prepare, scope) else { return try replayOf(scope) }
         return try gate.write(orgId: orgId, actor: caller, replay: { db in
             try Self.kept(try db.storedAnswer(scope), scope).map { KeyedOutcome<V>.replayed($0) }
         }, turn: Self.turn(scope)) { tx in
@@ -41,7 +41,7 @@ extension Operations {
         try turns.enter(scope)
         defer { turns.leave(scope) }
         if let kept = try Self.kept(try database.read { try $0.storedAnswer(scope) }, scope) { return .replayed(kept) }
-        let prepared = try prepare()
+        guard let prepared = try preparedUnlessAnswered(prepare, scope) else { return try replayOf(scope) }
         return try database.securityWrite(orgId: orgId(prepared), actor: caller, turn: Self.turn(scope)) { tx in
             // Another process may have answered this key while this one was on its way here.
             if let kept = try Self.kept(try tx.read.storedAnswer(scope), scope) { return KeyedOutcome<V>.replayed(kept) }
@@ -56,6 +56,25 @@ extension Operations {
     /// The name under which requests with one key take turns across processes (see `WriteGate.write`).
     private static func turn(_ s: IdempotencyScope) -> String {
         "idempotency\u{1}" + [s.orgId, s.caller, s.method, s.route, s.target, s.key].joined(separator: "\u{1}")
+    }
+
+    /// `prepare`, whose checks read the committed state: another process may have committed
+    /// this key's action (and its answer, in the same transaction) since the look above, and the
+    /// checks then refuse what is in fact a retry (the review already moved on: 1021). A refusal
+    /// is therefore answered by the kept answer when there now is one.
+    /// Nil: there is a kept answer now (`replayOf`).
+    private func preparedUnlessAnswered<P>(_ prepare: () throws -> P, _ scope: IdempotencyScope) throws -> P? {
+        do {
+            return try prepare()
+        } catch {
+            if try database.read({ try $0.storedAnswer(scope) }) != nil { return nil }
+            throw error
+        }
+    }
+
+    private func replayOf<V>(_ scope: IdempotencyScope) throws -> KeyedOutcome<V> {
+        guard let kept = try Self.kept(try database.read { try $0.storedAnswer(scope) }, scope) else { throw ApiError(.internalError) }
+        return .replayed(kept)
     }
 
     /// A kept answer for this scope: its replay when the request is the same, else 1004.

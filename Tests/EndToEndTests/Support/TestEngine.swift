@@ -24,6 +24,12 @@ enum TestEngine {
         return url
     }
 
+    /// Makes `dataDir` serve the database at `url` too (several processes on one database).
+    static func share(_ url: String, with dataDir: String) throws {
+        try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+        try url.write(toFile: dataDir + "/test-database-url", atomically: true, encoding: .utf8)
+    }
+
     /// A server's configuration on `dataDir`, on the engine under test.
     static func configuration(dataDir: String) throws -> App.Configuration {
         var config = App.Configuration(dataDir: dataDir)

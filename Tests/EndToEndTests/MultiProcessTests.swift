@@ -1,0 +1,193 @@
+import Foundation
+import Synchronization
+import Testing
+import SurveyDomain
+@testable import SurveyStorage
+
+/// Three `surveyd` processes on three ports sharing one PostgreSQL database, as behind a load
+/// balancer: the promises that one process keeps with its single writer must hold across them.
+/// PostgreSQL only (SQLite is one process by design).
+@Suite(.serialized, .enabled(if: TestEngine.isPostgres, "several processes need PostgreSQL"))
+struct MultiProcessTests {
+    /// Three servers on one database, an organization with an admin, a collector and a reviewer,
+    /// and a survey whose responses wait for review.
+    final class Cluster: @unchecked Sendable {
+        // @unchecked: set up in init, then read (the processes are only killed by the test thread).
+        let servers: [ServerProcess]
+        let orgId, operatorToken, adminToken, collectorToken, reviewerToken, versionId, contentHash: String
+
+        init() throws {
+            let first = ServerProcess()
+            try first.start()
+            let url = try #require(try TestEngine.database(for: first.dataDir))
+            let others = try (0..<2).map { _ in
+                let s = ServerProcess()
+                try TestEngine.share(url, with: s.dataDir)
+                try s.start()
+                return s
+            }
+            servers = [first] + others
+            let seed = try first.seed()
+            orgId = seed.orgId
+            operatorToken = seed.operatorToken
+            adminToken = seed.adminToken
+            collectorToken = seed.collectorToken
+            let c = first.client
+            let reviewer = try c.post("/v1/orgs/\(orgId)/users", token: adminToken, ["name": "R", "roles": ["reviewer"]])
+            reviewerToken = try #require(reviewer.json?["token"]?.stringValue, "\(reviewer.text)")
+            let survey = try c.post("/v1/orgs/\(orgId)/surveys", token: adminToken, ["title": "Wells", "reviewRequired": true])
+            let surveyId = try #require(survey.json?["surveyId"]?.stringValue, "\(survey.text)")
+            let v = try c.post("/v1/orgs/\(orgId)/surveys/\(surveyId)/versions", token: adminToken,
+                               ["definition": ["title": "Wells", "questions": [["id": "n", "type": "integer", "label": "N"]]]])
+            versionId = try #require(v.json?["surveyVersionId"]?.stringValue, "\(v.text)")
+            contentHash = try #require(v.json?["contentHash"]?.stringValue)
+        }
+
+        func client(_ i: Int) -> RawHTTPClient { servers[i % servers.count].client }
+
+        func submission(_ id: String, _ n: Int = 1) -> JSONValue {
+            ["clientSubmissionId": .string(id), "surveyVersionId": .string(versionId), "contentHash": .string(contentHash), "answers": ["n": .number(Double(n))]]
+        }
+
+        func submit(_ i: Int, _ id: String) -> Reply? {
+            try? client(i).post("/v1/orgs/\(orgId)/responses", token: collectorToken, submission(id))
+        }
+
+        func count(_ sql: String, _ args: [SQLValue] = []) throws -> Int64 {
+            try TestEngine.rows(dataDir: servers[0].dataDir, sql, args).first?.int(0) ?? -1
+        }
+
+        func setExpiry(_ millis: Int64) throws -> Reply {
+            try servers[0].client.request("PUT", "/v1/orgs/\(orgId)/subscription", token: operatorToken,
+                                          json: ["expiresAt": .string(Timestamp.format(millis))])
+        }
+    }
+
+    /// Runs `body(i)` for i in 0..<n on `threads` threads at once; the answers by i.
+    static func parallel(_ n: Int, threads: Int = 48, _ body: @escaping @Sendable (Int) -> Reply?) -> [Reply?] {
+        let results = Mutex([Reply?](repeating: nil, count: n))
+        let next = Atomic(0)
+        let group = DispatchGroup()
+        for _ in 0..<threads {
+            group.enter()
+            Thread.detachNewThread {
+                while true {
+                    let i = next.add(1, ordering: .relaxed).oldValue
+                    guard i < n else { break }
+                    let r = body(i)
+                    results.withLock { $0[i] = r }
+                }
+                group.leave()
+            }
+        }
+        group.wait()
+        return results.withLock { $0 }
+    }
+
+    @Test func aThousandSubmissionsOfAHundredIdsMakeAHundredRowsWithOneReceiptEach() throws {
+        let c = try Cluster()
+        let replies = Self.parallel(1_000) { i in c.submit(i, "multi-sub-\(i % 100)") }
+        #expect(replies.allSatisfy { $0?.status == 201 || $0?.status == 200 }, "\(replies.compactMap { $0 }.filter { $0.status >= 300 }.prefix(3).map(\.text))")
+        #expect(try c.count("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'multi-sub-%'") == 100)
+        #expect(try c.count("SELECT COUNT(*) FROM audit WHERE action = 'response.accept'") == 100)
+        // Every answer for one id is the same receipt: one 201, the rest replays of it.
+        for id in 0..<100 {
+            let answers = stride(from: id, to: 1_000, by: 100).compactMap { replies[$0] }
+            #expect(answers.count == 10)
+            #expect(Set(answers.map { $0.json?["responseId"]?.stringValue ?? "?" }).count == 1)
+            #expect(Set(answers.map { CanonicalJSON.string($0.json ?? .null) }).count == 1, "id multi-sub-\(id)")
+            #expect(answers.filter { $0.status == 201 }.count == 1, "id mp-\(id): \(answers.map(\.status))")
+        }
+        // The changes feed, read through any process, lists each acceptance once, in order.
+        let feed = try c.client(2).get("/v1/orgs/\(c.orgId)/changes?limit=500", token: c.reviewerToken)
+        let items = feed.json?["items"]?.arrayValue ?? []
+        #expect(items.count == 100)
+        let cursors = items.compactMap { $0["cursor"]?.stringValue }.compactMap { Int64($0) }
+        #expect(cursors.count == 100 && cursors == cursors.sorted())
+    }
+
+    @Test func twoHundredKeyedReviewRequestsRunEachActionOnce() throws {
+        let c = try Cluster()
+        var responseIds: [String] = []
+        for i in 0..<20 {
+            let r = try #require(c.submit(i, "keyed-sub-\(i)"))
+            responseIds.append(try #require(r.json?["responseId"]?.stringValue, "\(r.text)"))
+        }
+        let ids = responseIds
+        // 20 responses, each asked to start review 10 times with one key, through all three processes.
+        let replies = Self.parallel(200) { i in
+            let target = i % 20
+            return try? c.client(i / 20).post("/v1/orgs/\(c.orgId)/responses/\(ids[target])/review", token: c.reviewerToken,
+                                              ["action": "startReview", "expectedRevision": 1], headers: ["Idempotency-Key": "mp-review-key-\(target)"])
+        }
+        #expect(replies.allSatisfy { $0?.status == 200 }, "\(replies.compactMap { $0 }.filter { $0.status != 200 }.prefix(3).map(\.text))")
+        for target in 0..<20 {
+            let answers = stride(from: target, to: 200, by: 20).compactMap { replies[$0] }
+            #expect(Set(answers.map(\.body)).count == 1)
+            #expect(answers.filter { $0.header("idempotent-replayed") == "true" }.count == 9)
+        }
+        #expect(try c.count("SELECT COUNT(*) FROM audit WHERE action = 'review.startReview'") == 20)
+        #expect(try c.count("SELECT COUNT(*) FROM responses WHERE revision = 2") == 20)
+        #expect(try c.count("SELECT COUNT(*) FROM idempotency_keys WHERE idempotency_key LIKE 'mp-review-key-%'") == 20)
+    }
+
+    @Test func anExpiryRacingABurstLetsNoWriteCommitAfterIt() throws {
+        let c = try Cluster()
+        let expiredAt = Mutex<Int64?>(nil)
+        let replies = Self.parallel(600, threads: 24) { i in
+            if i == 300 {
+                // Midway, the operator ends the subscription now (an expiry is a renewal to the past).
+                let at = Timestamp.nowMillis()
+                let r = try? c.setExpiry(at)
+                expiredAt.withLock { $0 = at }
+                return r
+            }
+            return c.submit(i, "race-sub-\(i)")
+        }
+        let at = try #require(expiredAt.withLock { $0 })
+        #expect(replies[300]?.status == 200)
+        let accepted = (0..<600).filter { $0 != 300 && replies[$0]?.status == 201 }
+        let refused = (0..<600).filter { $0 != 300 && replies[$0]?.status != 201 }
+        #expect(refused.allSatisfy { replies[$0]?.json?["errorCode"]?.intValue == 1001 }, "\(refused.prefix(3).map { replies[$0]?.text ?? "no answer" })")
+        #expect(!accepted.isEmpty && !refused.isEmpty)
+        // Every acknowledged write is there, and none committed after the expiry did (commit
+        // times: the test cluster runs with track_commit_timestamp). A write that was already
+        // through the gate when the expiry came may be stamped after `at`: it holds the
+        // organization row, so the expiry waited for its commit.
+        #expect(try c.count("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'race-sub-%'") == Int64(accepted.count))
+        #expect(try c.count("""
+            SELECT COUNT(*) FROM responses r, orgs o WHERE o.org_id = ? AND r.client_submission_id LIKE 'race-sub-%'
+              AND pg_xact_commit_timestamp(r.xmin) > pg_xact_commit_timestamp(o.xmin)
+            """, [.text(c.orgId)]) == 0)
+        #expect(try c.count("SELECT COUNT(*) FROM orgs WHERE org_id = ? AND expires_at = ?", [.text(c.orgId), .int(at)]) == 1)
+        // Renewed: each refused request, sent again unchanged, is accepted exactly once.
+        #expect(try c.setExpiry(Timestamp.nowMillis() + 86_400_000).status == 200)
+        let again = Self.parallel(refused.count) { k in c.submit(k, "race-sub-\(refused[k])") }
+        #expect(again.allSatisfy { $0?.status == 201 })
+        #expect(try c.count("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'race-sub-%'") == 599)
+    }
+
+    @Test func killingOneProcessMidLoadLosesNoAcknowledgedWrite() throws {
+        let c = try Cluster()
+        let killed = Atomic(false)
+        let replies = Self.parallel(900, threads: 24) { i in
+            if i == 300, !killed.exchange(true, ordering: .relaxed) { c.servers[2].kill9() }
+            return c.submit(i, "kill-sub-\(i)")
+        }
+        let acknowledged = (0..<900).filter { replies[$0]?.status == 201 }
+        // The two survivors answered everything sent to them.
+        let survivors = (0..<900).filter { $0 % 3 != 2 }
+        #expect(survivors.allSatisfy { replies[$0]?.status == 201 }, "\(survivors.compactMap { replies[$0] }.filter { $0.status != 201 }.prefix(3).map(\.text))")
+        #expect(acknowledged.count >= survivors.count)
+        let stored = Set(try TestEngine.rows(dataDir: c.servers[0].dataDir, "SELECT client_submission_id FROM responses WHERE client_submission_id LIKE 'kill-sub-%'", [])
+            .map { $0.string(0) })
+        #expect(acknowledged.allSatisfy { stored.contains("kill-sub-\($0)") })
+        // What the killed process never answered is sent again to a survivor: accepted once.
+        let unanswered = (0..<900).filter { replies[$0]?.status != 201 }
+        let again = Self.parallel(unanswered.count) { k in try? c.client(k % 2).post("/v1/orgs/\(c.orgId)/responses", token: c.collectorToken, c.submission("kill-sub-\(unanswered[k])")) }
+        #expect(again.allSatisfy { $0?.status == 201 || $0?.status == 200 })
+        #expect(try c.count("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'kill-sub-%'") == 900)
+        let check = try ServerProcess.command(["check", "--data-dir", c.servers[0].dataDir] + TestEngine.urlArguments(dataDir: c.servers[0].dataDir))
+        #expect(check.status == 0, "\(check.stdout)")
+    }
+}
