@@ -18,7 +18,7 @@ case $cmd in
     mkdir -p "$dir"
     if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
     as_postgres "$BIN/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-locale > "$dir/initdb.log" 2>&1
-    as_postgres "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-k $dir -p $port -c listen_addresses='' -c max_connections=500 ${PG_CLUSTER_OPTIONS:-}" -w start > /dev/null
+    as_postgres "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-k $dir -p $port -c listen_addresses='' -c max_connections=1000 ${PG_CLUSTER_OPTIONS:-}" -w start > /dev/null
     echo "postgresql:///postgres?host=$dir&port=$port&user=postgres"
     ;;
   down)
@@ -26,7 +26,7 @@ case $cmd in
     ;;
   up)
     port=${3:?port}
-    as_postgres "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-k $dir -p $port -c listen_addresses='' -c max_connections=500 ${PG_CLUSTER_OPTIONS:-}" -w start > /dev/null
+    as_postgres "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-k $dir -p $port -c listen_addresses='' -c max_connections=1000 ${PG_CLUSTER_OPTIONS:-}" -w start > /dev/null
     ;;
   stop)
     as_postgres "$BIN/pg_ctl" -D "$dir/data" -m immediate -w stop > /dev/null 2>&1 || true

@@ -296,7 +296,7 @@ struct ReviewDesk: Sendable {
         let user = try member(v, orgId)
         let u = try operations.readableUpload(user, orgId: orgId, clientUploadId: request.parameter("clientUploadId"))
         let inline = ["image/jpeg", "image/png", "image/gif", "image/webp"].contains(u.contentType)
-        guard let r = HTTPResponse.file(path: operations.blobs.path(sha256: u.sha256), headers: [
+        guard let r = HTTPResponse.storedFile(operations.blobs, sha256: u.sha256, size: u.size, headers: [
             ("Content-Type", u.contentType), ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "private, no-store"),
             ("Content-Security-Policy", "default-src 'none'; sandbox"),
             ("Content-Disposition", inline ? "inline" : "attachment; filename=\"\(u.clientUploadId)\""),

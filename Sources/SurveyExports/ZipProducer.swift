@@ -25,9 +25,9 @@ public final class ZipProducer: ExportProducer {
     private enum Phase { case rows, csv, manifest, done }
     private var phase = Phase.rows
     /// A file being copied into the archive across calls.
-    private var copying: (fd: Int32, remaining: Int)?
+    private var copying: (reader: any ByteReader, remaining: Int)?
     /// The current row's files, waiting for their turn in the archive.
-    private var queued: [(path: String, blob: String, size: Int)] = []
+    private var queued: [(path: String, sha256: String, size: Int)] = []
     /// A failure met while a row's cells were made, thrown once the row is done.
     private var failure: (any Error)?
     private var closed = false
@@ -68,9 +68,11 @@ public final class ZipProducer: ExportProducer {
             }
             if !queued.isEmpty {
                 let next = queued.removeFirst()
-                let fd = open(next.blob, O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else { throw ApiError(.storageUnavailable, "The file \(next.path) cannot be read.") }
-                copying = (fd, next.size)
+                let reader: any ByteReader
+                do { reader = try blobs.reader(sha256: next.sha256) } catch {
+                    throw ApiError(.storageUnavailable, "The file \(next.path) cannot be read.")
+                }
+                copying = (reader, next.size)
                 try startEntry(next.path, size: next.size, compressed: false)
                 continue
             }
@@ -80,7 +82,7 @@ public final class ZipProducer: ExportProducer {
                     export.close()
                     phase = .csv
                     try startEntry("responses.csv", size: csv.size, compressed: true)
-                    copying = (try csv.reopen(), csv.size)
+                    copying = (FileByteReader(descriptor: try csv.reopen()), csv.size)
                     continue
                 }
                 rows += 1
@@ -94,7 +96,7 @@ public final class ZipProducer: ExportProducer {
                 let (head, tail) = manifestEnds()
                 try startEntry("manifest.json", size: head.count + manifestFiles.size + tail.count, compressed: true)
                 try data(head)
-                copying = (try manifestFiles.reopen(), manifestFiles.size)
+                copying = (FileByteReader(descriptor: try manifestFiles.reopen()), manifestFiles.size)
                 manifestTail = tail
             case .manifest:
                 try data(manifestTail)
@@ -117,7 +119,7 @@ public final class ZipProducer: ExportProducer {
         do {
             guard let upload = try export.upload(clientUploadId: clientUploadId) else { return clientUploadId }
             let path = "files/\(responseId)/\(questionId)-\(clientUploadId).\(Self.fileExtension(upload.contentType))"
-            queued.append((path, blobs.path(sha256: upload.sha256), Int(upload.size)))
+            queued.append((path, upload.sha256, Int(upload.size)))
             let entry: JSONValue = ["path": .string(path), "size": .number(Double(upload.size)), "sha256": .string(upload.sha256),
                                     "contentType": .string(upload.contentType)]
             try manifestFiles.append((fileCount == 0 ? [] : [UInt8(ascii: ",")]) + CanonicalJSON.encode(entry))
@@ -142,25 +144,25 @@ public final class ZipProducer: ExportProducer {
         return (Array(text[..<(at + marker.count)]), Array(text[(at + marker.count)...]))
     }
 
-    private func copy(_ c: (fd: Int32, remaining: Int)) throws {
+    private func copy(_ c: (reader: any ByteReader, remaining: Int)) throws {
         guard c.remaining > 0 else {  // an empty entry (a manifest without files): nothing to read
-            closeDescriptor(c.fd)
+            c.reader.close()
             copying = nil
             return
         }
         var buffer = [UInt8](repeating: 0, count: min(c.remaining, chunk))
-        let n = buffer.withUnsafeMutableBytes { read(c.fd, $0.baseAddress, $0.count) }
+        let n = try buffer.withUnsafeMutableBytes { try c.reader.read(into: $0) }
         guard n > 0 else {
-            closeDescriptor(c.fd)
+            c.reader.close()
             copying = nil
             throw ApiError(.storageUnavailable, "A file ended early while it was archived.")
         }
         try data(Array(buffer[0..<n]))
         if c.remaining - n == 0 {
-            closeDescriptor(c.fd)
+            c.reader.close()
             copying = nil
         } else {
-            copying = (c.fd, c.remaining - n)
+            copying = (c.reader, c.remaining - n)
         }
     }
 
@@ -191,7 +193,7 @@ public final class ZipProducer: ExportProducer {
         guard !closed else { return }
         closed = true
         export.close()
-        if let c = copying { closeDescriptor(c.fd) }
+        if let c = copying { c.reader.close() }
         copying = nil
         archive_write_free(archive)
         csv.remove()
@@ -250,5 +252,3 @@ final class TempText {
     }
 }
 
-/// `close(2)`, for types that have a `close()` of their own.
-private func closeDescriptor(_ fd: Int32) { _ = close(fd) }

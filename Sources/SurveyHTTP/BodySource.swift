@@ -11,9 +11,11 @@ public protocol BodySource: AnyObject, Sendable {
 
 extension HTTPResponse {
     /// A 200 whose body `source` produces while it is sent.
-    public static func stream(_ source: any BodySource, headers: [(String, String)]) -> HTTPResponse {
+    /// `size`: when known, sent as Content-Length (else the body is chunked).
+    public static func stream(_ source: any BodySource, size: Int? = nil, headers: [(String, String)]) -> HTTPResponse {
         var r = HTTPResponse(status: 200, headers: headers)
         r.stream = source
+        r.streamSize = size
         return r
     }
 }

@@ -12,6 +12,7 @@ public struct HTTPResponse: Sendable {
     public var file: (descriptor: Int32, size: Int)?
     /// A body produced while it is sent (`stream`).
     public var stream: (any BodySource)?
+    public var streamSize: Int?
     /// Set by `later`: the real answer comes when this completes.
     public var deferred: DeferredResponse?
 

@@ -284,7 +284,7 @@ public final class HTTPServer: @unchecked Sendable {
             r = MHD_create_response_from_fd(file.size, file.descriptor)
         } else if let source = response.stream {
             let box = Unmanaged.passRetained(StreamBox(source)).toOpaque()
-            r = MHD_create_response_from_callback(UInt64.max, 64 * 1024, readStream, box, freeStream)
+            r = MHD_create_response_from_callback(response.streamSize.map(UInt64.init) ?? UInt64.max, 64 * 1024, readStream, box, freeStream)
             if r == nil { freeStream(box) }
         } else {
             r = response.body.withUnsafeBytes { buf in

@@ -68,7 +68,7 @@ public final class App: Sendable {
         storage.databaseURL = configuration.databaseURL
         storage.writers = configuration.databaseWriters
         database = try Database(storage)
-        blobs = try BlobStore(configuration.layout)
+        blobs = try BlobStore(configuration.layout, database: database)
         var limits = Operations.Limits()
         limits.maxFileBytes = configuration.maxFileBytes
         limits.maxUnfinishedBytesPerCaller = configuration.maxUnfinishedUploadBytes

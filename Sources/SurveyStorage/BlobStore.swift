@@ -11,14 +11,38 @@ public final class BlobStore: Sendable {
     var tempDir: String { layout.temp }
     var partialDir: String { layout.partial }
 
-    public init(_ layout: DataDirectory) throws {
+    /// PostgreSQL: files are rows of the database (`PostgresFiles`), shared by every process;
+    /// the data dir keeps only request bodies on their way in (`tmp/`).
+    private let database: Database?
+    public var keepsFilesInDatabase: Bool { database != nil }
+
+    public init(_ layout: DataDirectory, database: Database? = nil) throws {
         self.layout = layout
+        self.database = database?.dialect == .postgres ? database : nil
         for d in layout.fileDirectories {
             try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
         }
     }
 
     public func path(sha256: String) -> String { layout.blob(sha256: sha256) }
+
+    /// A file on disk that can be sent as it is (sendfile), or nil when files are in the database.
+    public func localPath(sha256: String) -> String? { keepsFilesInDatabase ? nil : path(sha256: sha256) }
+
+    /// The stored file's bytes, front to back.
+    public func reader(sha256: String) throws -> any ByteReader {
+        if let database { return database.blobRows(sha256: sha256) }
+        return try FileByteReader(path: path(sha256: sha256))
+    }
+
+    /// An empty file under `tmp/` for one PATCH body on its way into the database.
+    public func createStaging() throws -> String {
+        let path = "\(tempDir)/\(Ids.make("chunk", nowMillis: Timestamp.nowMillis()))"
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Self.ioError("create", errno) }
+        close(fd)
+        return path
+    }
 
     public func partialPath(uploadId: String) -> String { layout.partial(uploadId: uploadId) }
 

@@ -110,11 +110,9 @@ enum CLI {
         signal(SIGPIPE, SIG_IGN)
         let config = try configuration(options)
         let app = try App(config)
-        try app.start()
-        let base = "http://\(config.host):\(app.port)"
-        StandardError.line("surveyd: serving \(base) (" + (config.databaseURL == nil ? "data dir \(config.dataDir)" : "PostgreSQL, files in \(config.dataDir)") + ")")
-        if options.flag("demo") { try Demo.seed(app: app, base: base) }
-        // Graceful shutdown: in-flight requests are answered, then the process exits 0.
+        // Graceful shutdown: in-flight requests are answered, then the process exits 0. Set up
+        // before the server answers anything: a SIGTERM that came between the first answer and
+        // the handler used to be ignored (and lost), and the process never stopped.
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         let queue = DispatchQueue(label: "surveyd.signals")
@@ -133,6 +131,10 @@ enum CLI {
             source.resume()
             sources.append(source)
         }
+        try app.start()
+        let base = "http://\(config.host):\(app.port)"
+        StandardError.line("surveyd: serving \(base) (" + (config.databaseURL == nil ? "data dir \(config.dataDir)" : "PostgreSQL, files in \(config.dataDir)") + ")")
+        if options.flag("demo") { try Demo.seed(app: app, base: base) }
         withExtendedLifetime(sources) { dispatchMain() }
     }
 
@@ -143,6 +145,8 @@ enum CLI {
         var storage = Database.Configuration(path: config.layout.database, synchronous: config.synchronous)
         storage.startupCheck = .quick
         storage.databaseURL = config.databaseURL
+        storage.writers = 1  // one command, one write at a time: no pool of connections to hold
+        storage.readers = 1
         let database = try Database(storage)
         defer { database.close() }
         let admin = AdminCommands(database: database)

@@ -15,15 +15,18 @@ struct MultiProcessTests {
         // @unchecked: set up in init, then read (the processes are only killed by the test thread).
         let servers: [ServerProcess]
         let orgId, operatorToken, adminToken, collectorToken, reviewerToken, versionId, contentHash: String
+        /// The seed's survey, whose `video` question takes large files.
+        let mediaVersionId: String
 
         init() throws {
             let first = ServerProcess()
-            try first.start()
+            let big = ["--max-file-bytes", String(2 << 30)]  // the gibibyte test
+            try first.start(extra: big)
             let url = try #require(try TestEngine.database(for: first.dataDir))
             let others = try (0..<2).map { _ in
                 let s = ServerProcess()
                 try TestEngine.share(url, with: s.dataDir)
-                try s.start()
+                try s.start(extra: big)
                 return s
             }
             servers = [first] + others
@@ -32,6 +35,7 @@ struct MultiProcessTests {
             operatorToken = seed.operatorToken
             adminToken = seed.adminToken
             collectorToken = seed.collectorToken
+            mediaVersionId = seed.versionId
             let c = first.client
             let reviewer = try c.post("/v1/orgs/\(orgId)/users", token: adminToken, ["name": "R", "roles": ["reviewer"]])
             reviewerToken = try #require(reviewer.json?["token"]?.stringValue, "\(reviewer.text)")
@@ -189,5 +193,53 @@ struct MultiProcessTests {
         #expect(try c.count("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'kill-sub-%'") == 900)
         let check = try ServerProcess.command(["check", "--data-dir", c.servers[0].dataDir] + TestEngine.urlArguments(dataDir: c.servers[0].dataDir))
         #expect(check.status == 0, "\(check.stdout)")
+    }
+
+    /// Must-show 3: a gibibyte uploaded through one process is read back, byte for byte, through
+    /// another; neither process holds it in memory.
+    @Test func aGibibyteUploadedThroughOneProcessIsReadBackThroughAnother() throws {
+        let c = try Cluster()
+        let total = 1 << 30
+        let before = (c.servers[0].memoryKB("VmRSS"), c.servers[1].memoryKB("VmRSS"))
+        let up = try ProcessTests.streamUpload(c.servers[0].client, path: "/v1/orgs/\(c.orgId)/uploads/gib-shared-0001", token: c.collectorToken,
+                                               versionId: c.mediaVersionId, total: total)
+        var patience = timeval(tv_sec: 300, tv_usec: 0)
+        setsockopt(up, SOL_SOCKET, SO_RCVTIMEO, &patience, socklen_t(MemoryLayout<timeval>.size))
+        let stored = try RawHTTPClient.readReply(up)
+        close(up)
+        #expect(stored.status == 201, "\(stored.text)")
+        let sha = try #require(stored.json?["sha256"]?.stringValue)
+
+        // Read back through the second process, hashing as the bytes arrive.
+        let fd = try c.servers[1].client.connect()
+        defer { close(fd) }
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, socklen_t(MemoryLayout<timeval>.size))
+        RawHTTPClient.sendAll(fd, Array("GET /v1/orgs/\(c.orgId)/uploads/gib-shared-0001/content HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(c.reviewerToken)\r\nConnection: close\r\n\r\n".utf8))
+        var head: [UInt8] = [], digest = Digest(.sha256), received = 0, pastHead = false
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            if pastHead {
+                buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                received += n
+                continue
+            }
+            head += buffer[0..<n]
+            if let split = head.indices.dropLast(3).first(where: { head[$0] == 13 && head[$0 + 1] == 10 && head[$0 + 2] == 13 && head[$0 + 3] == 10 }) {
+                let body = Array(head[(split + 4)...])
+                head = Array(head[..<split])
+                digest.update(body)
+                received += body.count
+                pastHead = true
+            }
+        }
+        let status = String(decoding: head.prefix(12), as: UTF8.self)
+        #expect(status.hasPrefix("HTTP/1.1 200"), "\(status)")
+        #expect(received == total)
+        #expect(Hex.encode(digest.finalize()) == sha)
+        let peaks = (c.servers[0].memoryKB("VmHWM"), c.servers[1].memoryKB("VmHWM"))
+        print("1 GiB through two processes: RSS before \(before), peak \(peaks) kB")
+        #expect(peaks.0 < 150 * 1024 && peaks.1 < 150 * 1024)
     }
 }

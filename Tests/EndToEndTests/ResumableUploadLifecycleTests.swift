@@ -13,7 +13,7 @@ import SurveyDomain
     static func uploadId(_ location: String) -> String { String(location.split(separator: "/").last!) }
 
     static func partialSize(_ t: Tus, _ uploadId: String) -> Int? {
-        (try? FileManager.default.attributesOfItem(atPath: t.s.f.server.dataDir + "/partial/" + uploadId)[.size] as? Int) ?? nil
+        (try? t.s.f.server.receivedBytes(uploadId: uploadId))??.count ?? nil
     }
 
     static func offsetInDatabase(_ t: Tus, _ uploadId: String) throws -> Int64? {
@@ -252,7 +252,8 @@ import SurveyDomain
     /// A PATCH that read the row before another PATCH committed used to truncate the committed
     /// bytes back to its stale offset. The other PATCH's commit is made to land exactly in the gap
     /// between a request's row read and its claim (the claim hook runs first thing in `claim`).
-    @Test func aStaleReadCannotTruncateCommittedBytes() throws {
+    @Test(.enabled(if: !TestEngine.isPostgres, "writes the partial file on disk; on PostgreSQL received bytes are rows appended with their offset"))
+    func aStaleReadCannotTruncateCommittedBytes() throws {
         let (t, file, location, id, path) = try Self.newUpload("stale-read-0001")
         let app = t.s.f.server.app
         let committed = Array(file[0..<1_000])

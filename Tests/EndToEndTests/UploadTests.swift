@@ -106,8 +106,7 @@ import SurveyDomain
         #expect(s.f.server.files(in: "blobs") .count == 1)
         #expect(s.f.server.files(in: "tmp").isEmpty)
         // The stored file is exactly the bytes sent, at its content address.
-        let blob = try Data(contentsOf: URL(fileURLWithPath: s.f.server.dataDir + "/blobs/" + s.f.server.files(in: "blobs")[0]))
-        #expect(Array(blob) == bytes)
+        #expect(try s.f.server.storedBytes(blob: s.f.server.files(in: "blobs")[0]) == bytes)
     }
 
     @Test func readingMetadataAndContent() throws {

@@ -51,25 +51,25 @@ extension ResumableUploadService {
         }
     }
 
-    /// Reads the finished partial file once: size, SHA-256, the signature of its first bytes and,
-    /// for text, every byte.
-    static func verifyComplete(_ r: ResumableUploadRecord, path: String, now: Int64) throws -> UploadRecord {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw ApiError(.storageUnavailable, "The partial file is missing.") }
-        defer { try? handle.close() }
+    /// Reads the finished upload's bytes once: size, SHA-256, the signature of its first bytes
+    /// and, for text, every byte.
+    static func verifyComplete(_ r: ResumableUploadRecord, bytes: any ByteReader, now: Int64) throws -> UploadRecord {
+        defer { bytes.close() }
         var digest = Digest(.sha256)
         var text = FileSignature.isTextType(r.contentType) ? TextStreamCheck() : nil
         var prefix: [UInt8] = []
         var size = 0
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while true {
-            // The throwing read: `readData(ofLength:)` traps on a read error (a bad sector) instead of reporting it.
-            let chunk: Data
-            do { chunk = try handle.read(upToCount: 1 << 20) ?? Data() } catch {
-                throw ApiError(.storageUnavailable, "The partial file cannot be read.")
+            let n: Int
+            do { n = try buffer.withUnsafeMutableBytes { try bytes.read(into: $0) } } catch {
+                throw ApiError(.storageUnavailable, "The received bytes cannot be read.")
             }
-            if chunk.isEmpty { break }
+            if n == 0 { break }
+            let chunk = buffer[0..<n]
             if prefix.count < FileSignature.prefixLength { prefix += chunk.prefix(FileSignature.prefixLength - prefix.count) }
             chunk.withUnsafeBytes { digest.update($0); text?.update($0) }
-            size += chunk.count
+            size += n
         }
         guard Int64(size) == r.length else { throw ApiError(.storageUnavailable, "The partial file has \(size) of \(r.length) bytes.") }
         guard FileSignature.matches(contentType: r.contentType, prefix: prefix, totalSize: size), text?.isValidText ?? true else {

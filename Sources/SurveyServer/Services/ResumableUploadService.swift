@@ -78,7 +78,7 @@ struct ResumableUploadService {
             // it (creating could revive the file of an upload deleted meanwhile). If the row does
             // not commit, it goes below; after a crash, the start-up sweep removes it.
             let partial = services.blobs.partialPath(uploadId: record.uploadId)
-            try services.blobs.createPartial(uploadId: record.uploadId)
+            if !services.blobs.keepsFilesInDatabase { try services.blobs.createPartial(uploadId: record.uploadId) }
             let quota = services.limits.maxUnfinishedBytesPerCaller
             let outcome: WriteGate.Outcome<(ResumableUploadRecord, replaced: String?)>
             do {
@@ -182,7 +182,9 @@ struct ResumableUploadService {
                 }
                 // Refuse early while expired: no byte is read. The gate checks again at commit.
                 if let org = try services.database.read({ try $0.org(r.orgId) }) { try services.gate.refuseIfExpired(org) }
-                return try ChunkSink(record: r, path: services.blobs.partialPath(uploadId: r.uploadId), checksum: checksum, busy: busy)
+                let blobs = services.blobs
+                return try ChunkSink(record: r, path: blobs.keepsFilesInDatabase ? try blobs.createStaging() : blobs.partialPath(uploadId: r.uploadId),
+                                     staged: blobs.keepsFilesInDatabase, checksum: checksum, busy: busy)
             } catch {
                 busy.release(uploadId)
                 throw error
@@ -207,14 +209,21 @@ struct ResumableUploadService {
             }
             let newOffset = r.receivedBytes + Int64(sink.written)
             let done = [("Upload-Offset", String(newOffset)), ("Upload-Expires", Self.httpDate(r.expiresAt))]
+            let path = sink.path
             guard newOffset == r.length else {
-                _ = try gatedWrite(r) { tx in try Self.advance(r, to: newOffset, tx) }
+                _ = try gatedWrite(r) { tx in
+                    try Self.advance(r, to: newOffset, tx)
+                    try tx.appendResumableChunk(uploadId: r.uploadId, start: r.receivedBytes, path: path)
+                }
                 sink.committed = true
                 return HTTPResponse(status: 204, headers: Self.tusHeaders + done)
             }
             // The last chunk: the whole file is checked and committed like a plain upload.
-            let record = try Self.verifyComplete(r, path: sink.path, now: services.clock.nowMillis())
-            let blobs = services.blobs, path = sink.path
+            let whole: any ByteReader = sink.staged
+                ? ChainedByteReader([services.database.partialRows(uploadId: r.uploadId), try FileByteReader(path: path)])
+                : try FileByteReader(path: path)
+            let record = try Self.verifyComplete(r, bytes: whole, now: services.clock.nowMillis())
+            let blobs = services.blobs
             let stored = try gatedWrite(r) { tx -> UploadRecord? in
                 try Self.advance(r, to: newOffset, tx)
                 // A plain PUT of the same id may have stored the file meanwhile: the same bytes
@@ -225,9 +234,10 @@ struct ResumableUploadService {
                           e.questionId == record.questionId, e.contentType == record.contentType else {
                         throw ApiError(.idempotencyConflict, "This clientUploadId was already used for a different upload.")
                     }
+                    try tx.dropResumableChunks(uploadId: r.uploadId)
                     return nil
                 }
-                try tx.commitUpload(record, tempPath: path, blobs: blobs)
+                try tx.commitResumableUpload(record, uploadId: r.uploadId, lastChunkPath: path, lastChunkStart: r.receivedBytes, blobs: blobs)
                 return record
             }
             if let stored { services.metrics.add(.uploadBytes, Int(stored.size)) }

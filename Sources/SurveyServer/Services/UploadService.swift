@@ -1,5 +1,6 @@
 import Foundation
 import SurveyDomain
+import SurveyConsole
 import SurveyHTTP
 import SurveyOperations
 import SurveyStorage
@@ -46,7 +47,7 @@ struct UploadService {
 
     func content(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
         let u = try readable(context, request)
-        guard let r = HTTPResponse.file(path: services.blobs.path(sha256: u.sha256), headers: [
+        guard let r = HTTPResponse.storedFile(services.blobs, sha256: u.sha256, size: u.size, headers: [
             ("Content-Type", u.contentType), ("X-Content-Type-Options", "nosniff"),
             ("Content-Disposition", "attachment; filename=\"\(u.clientUploadId)\""), ("Cache-Control", "private, no-store"),
         ]) else { throw ApiError(.storageUnavailable, "The file cannot be read.") }

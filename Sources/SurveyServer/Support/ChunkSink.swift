@@ -4,13 +4,18 @@ import SurveyHTTP
 import SurveyOperations
 import SurveyStorage
 
-/// Appends one PATCH body at the upload's offset. Until `committed`, `abort` truncates the
-/// partial file back to the offset it started from.
+/// Appends one PATCH body at the upload's offset: into the partial file (SQLite's data dir),
+/// or into a staging file of its own that the offset's transaction copies into the database
+/// (PostgreSQL, `staged`). Until `committed`, `abort` truncates the partial file back to the
+/// offset it started from; a staging file always goes.
 final class ChunkSink: BodySink, @unchecked Sendable {
     // @unchecked: libmicrohttpd calls one connection's handler sequentially; `abort` comes last.
     let record: ResumableUploadRecord
     let path: String
     let checksum: ChunkChecksum?
+    /// Where in `path` this chunk starts: the offset (partial file) or 0 (staging file).
+    private let base: Int64
+    let staged: Bool
     private let fd: Int32
     private var hasher: Digest
     private(set) var written = 0
@@ -18,9 +23,11 @@ final class ChunkSink: BodySink, @unchecked Sendable {
     private var closed = false
     private let busy: BusySet
 
-    init(record: ResumableUploadRecord, path: String, checksum: ChunkChecksum?, busy: BusySet) throws {
+    init(record: ResumableUploadRecord, path: String, staged: Bool, checksum: ChunkChecksum?, busy: BusySet) throws {
         self.record = record
         self.path = path
+        self.staged = staged
+        base = staged ? 0 : record.receivedBytes
         self.checksum = checksum
         self.busy = busy
         hasher = Digest(checksum?.algorithm ?? .sha256)
@@ -29,7 +36,7 @@ final class ChunkSink: BodySink, @unchecked Sendable {
         fd = open(path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ApiError(.storageUnavailable, "The partial file of this upload is missing.") }
         // Anything past the recorded offset is a chunk that never committed.
-        ftruncate(fd, off_t(record.receivedBytes))
+        ftruncate(fd, off_t(base))
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws {
@@ -39,7 +46,7 @@ final class ChunkSink: BodySink, @unchecked Sendable {
         hasher.update(bytes)
         var off = 0
         while off < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + off, bytes.count - off, off_t(record.receivedBytes) + off_t(written + off))
+            let n = pwrite(fd, bytes.baseAddress! + off, bytes.count - off, off_t(base) + off_t(written + off))
             if n < 0 {
                 if errno == EINTR { continue }
                 throw ApiError(.storageUnavailable, errno == ENOSPC ? "The disk is full; the offset is unchanged." : "Writing the chunk failed.")
@@ -58,8 +65,9 @@ final class ChunkSink: BodySink, @unchecked Sendable {
     func abort() {
         guard !closed else { return }
         closed = true
-        if !committed { ftruncate(fd, off_t(record.receivedBytes)) }
+        if !committed && !staged { ftruncate(fd, off_t(base)) }
         close(fd)
+        if staged { unlink(path) }
         busy.release(record.uploadId)
     }
 }

@@ -25,6 +25,8 @@ public enum IntegrityCheck {
         let layout = DataDirectory(dataDir)
         let conn: any SQLConnection
         var r = Report()
+        /// PostgreSQL keeps the files too (`PostgresFiles`).
+        let databaseFiles = databaseURL != nil
         if let databaseURL {
             let pg = try PostgresConnection(url: databaseURL)
             try pg.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")  // one snapshot for every query below
@@ -58,14 +60,20 @@ public enum IntegrityCheck {
             referenced.insert(sha)
             guard sha.utf8.count == 64 else { r.violations.append("upload \(u.string(1)): malformed sha256"); continue }
             let path = layout.blob(sha256: sha)
-            guard let (size, hash) = hashFile(path) else {
-                r.violations.append("upload \(u.string(0))/\(u.string(1)): file \(path) is missing")
+            guard let (size, hash) = databaseFiles ? try hashRows(conn, sha256: sha) : hashFile(path) else {
+                r.violations.append("upload \(u.string(0))/\(u.string(1)): file \(databaseFiles ? "blob_chunks " + sha : path) is missing")
                 continue
             }
             if Int64(size) != u.int(2) { r.violations.append("upload \(u.string(1)): file has \(size) bytes, row says \(u.int(2))") }
             if hash != sha { r.violations.append("upload \(u.string(1)): file hash \(hash) differs from row \(sha)") }
         }
         var blobFiles = 0
+        if databaseFiles {
+            for b in try conn.query("SELECT DISTINCT sha256 FROM blob_chunks") {
+                blobFiles += 1
+                if !referenced.contains(b.string(0)) { r.violations.append("blob_chunks \(b.string(0)) has no upload row") }
+            }
+        }
         if let walker = FileManager.default.enumerator(atPath: root) {
             while let rel = walker.nextObject() as? String {
                 var isDir: ObjCBool = false
@@ -139,8 +147,15 @@ public enum IntegrityCheck {
             if u.int(2) < u.int(1) && u.int(3) <= Timestamp.nowMillis() { expired += 1 }
             if u.int(2) < u.int(1) && u.int(3) > Timestamp.nowMillis() {
                 let path = layout.partial(uploadId: u.string(0))
-                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? -1
+                let size = databaseFiles
+                    ? Int(try conn.query("SELECT COALESCE(SUM(length(bytes)), 0) FROM partial_chunks WHERE upload_id = ?", [.text(u.string(0))]).first?.int(0) ?? 0)
+                    : (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? -1
                 if size < Int(u.int(2)) { r.violations.append("resumable upload \(u.string(0)): \(max(size, 0)) bytes on disk, offset \(u.int(2))") }
+            }
+        }
+        if databaseFiles {
+            for p in try conn.query("SELECT DISTINCT upload_id FROM partial_chunks") where !unfinished.contains(p.string(0)) {
+                r.violations.append("partial_chunks of \(p.string(0)) belong to no unfinished resumable upload")
             }
         }
         for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.partial)) ?? [] where !unfinished.contains(name) {
@@ -154,6 +169,18 @@ public enum IntegrityCheck {
         }
         r.counts.append(("blob files", blobFiles))
         return r
+    }
+
+    /// Size and hex SHA-256 of a blob kept in PostgreSQL, read a piece at a time; nil when it has none.
+    static func hashRows(_ conn: any SQLConnection, sha256: String) throws -> (Int, String)? {
+        var d = Digest(.sha256)
+        var size = 0, n: Int64 = 0
+        while let piece = try conn.query("SELECT bytes FROM blob_chunks WHERE sha256 = ? AND n = ?", [.text(sha256), .int(n)]).first?.blob(0) {
+            piece.withUnsafeBytes { d.update($0) }
+            size += piece.count
+            n += 1
+        }
+        return n == 0 ? nil : (size, Hex.encode(d.finalize()))
     }
 
     /// Size and hex SHA-256 of a file, streamed.

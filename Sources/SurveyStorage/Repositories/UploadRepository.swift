@@ -88,10 +88,39 @@ extension GatedTransaction {
     /// Links the verified file to its content-addressed place and records the upload, in this
     /// transaction: if the transaction does not commit, a newly placed link is removed again.
     public func commitUpload(_ u: UploadRecord, tempPath: String, blobs: BlobStore) throws {
-        if try blobs.place(tempPath: tempPath, sha256: u.sha256) {
+        if context.conn.dialect == .postgres {
+            try PostgresFiles.storeBlob(context.conn, path: tempPath, sha256: u.sha256)
+        } else if try blobs.place(tempPath: tempPath, sha256: u.sha256) {
             let sha = u.sha256
             context.undo.add { blobs.remove(sha256: sha) }
         }
+        try recordUpload(u)
+    }
+
+    /// The last chunk of a resumable upload finishes it: on PostgreSQL its received pieces, with
+    /// `lastChunkPath` appended at `lastChunkStart`, become the blob; on SQLite the partial file
+    /// (`lastChunkPath` is then the whole file) is linked into place like a plain upload's.
+    public func commitResumableUpload(_ u: UploadRecord, uploadId: String, lastChunkPath: String, lastChunkStart: Int64, blobs: BlobStore) throws {
+        guard context.conn.dialect == .postgres else { return try commitUpload(u, tempPath: lastChunkPath, blobs: blobs) }
+        try PostgresFiles.appendPartial(context.conn, uploadId: uploadId, start: lastChunkStart, path: lastChunkPath)
+        try PostgresFiles.blobFromPartial(context.conn, uploadId: uploadId, sha256: u.sha256)
+        try recordUpload(u)
+    }
+
+    /// On PostgreSQL, a PATCH's bytes join the upload's received pieces in the transaction that
+    /// moves its offset (on SQLite they are in the partial file already).
+    public func appendResumableChunk(uploadId: String, start: Int64, path: String) throws {
+        guard context.conn.dialect == .postgres else { return }
+        try PostgresFiles.appendPartial(context.conn, uploadId: uploadId, start: start, path: path)
+    }
+
+    /// The received pieces of an upload that a plain upload of the same bytes finished.
+    public func dropResumableChunks(uploadId: String) throws {
+        guard context.conn.dialect == .postgres else { return }
+        try PostgresFiles.dropPartial(context.conn, uploadId: uploadId)
+    }
+
+    private func recordUpload(_ u: UploadRecord) throws {
         try context.conn.run("""
             INSERT INTO uploads(org_id, client_upload_id, uploader, survey_version_id, question_id, content_type, size, sha256, received_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -132,6 +161,7 @@ extension GatedTransaction {
     public func deleteResumableUpload(uploadId: String, action: String) throws -> Bool {
         try context.conn.run("DELETE FROM resumable_uploads WHERE upload_id = ? AND org_id = ?", [.text(uploadId), .text(orgId)])
         guard context.conn.changes == 1 else { return false }
+        try dropResumableChunks(uploadId: uploadId)
         try audit(action: action, targetType: "resumable_upload", targetId: uploadId)
         return true
     }
@@ -142,6 +172,7 @@ extension WriteContext {
     /// create under the same clientUploadId both call this). Its partial file is the caller's.
     func removeExpiredResumableUpload(uploadId: String, clientUploadId: String) throws {
         try conn.run("DELETE FROM resumable_uploads WHERE upload_id = ?", [.text(uploadId)])
+        if conn.dialect == .postgres { try PostgresFiles.dropPartial(conn, uploadId: uploadId) }
         try audit(action: "upload.resumable.expire", targetType: "resumable_upload", targetId: uploadId,
                   revision: nil, detail: "clientUploadId=\(clientUploadId)")
     }

@@ -1,8 +1,35 @@
 import Foundation
 
 extension TestServer {
-    /// Regular files under a directory of the data dir, recursively.
-    func files(in sub: String) -> [String] { ServerProcess.regularFiles(under: dataDir + "/" + sub) }
+    /// Regular files under a directory of the data dir, recursively. On PostgreSQL, files are rows:
+    /// "blobs" lists the stored files' hashes, "partial" the unfinished resumable uploads that
+    /// hold received bytes (as each has a partial file on disk with SQLite).
+    func files(in sub: String) -> [String] {
+        if TestEngine.isPostgres && sub == "blobs" {
+            return ((try? rows("SELECT DISTINCT sha256 FROM blob_chunks")) ?? []).map { $0.string(0) }
+        }
+        if TestEngine.isPostgres && sub == "partial" {
+            return ((try? rows("""
+                SELECT upload_id FROM resumable_uploads WHERE received_bytes < length UNION SELECT upload_id FROM partial_chunks
+                """)) ?? []).map { $0.string(0) }
+        }
+        return ServerProcess.regularFiles(under: dataDir + "/" + sub)
+    }
+
+    /// The bytes of a stored file, by its name in `files(in: "blobs")`.
+    func storedBytes(blob name: String) throws -> [UInt8] {
+        guard TestEngine.isPostgres else { return Array(try Data(contentsOf: URL(fileURLWithPath: dataDir + "/blobs/" + name))) }
+        return try rows("SELECT bytes FROM blob_chunks WHERE sha256 = ? ORDER BY n", [.text(name)]).flatMap { $0.blob(0) }
+    }
+
+    /// The bytes received so far of an unfinished resumable upload; nil when it keeps none.
+    func receivedBytes(uploadId: String) throws -> [UInt8]? {
+        guard TestEngine.isPostgres else {
+            return (try? Data(contentsOf: URL(fileURLWithPath: dataDir + "/partial/" + uploadId))).map(Array.init)
+        }
+        guard files(in: "partial").contains(uploadId) else { return nil }
+        return try rows("SELECT bytes FROM partial_chunks WHERE upload_id = ? ORDER BY start", [.text(uploadId)]).flatMap { $0.blob(0) }
+    }
 }
 
 enum Files {
