@@ -16,14 +16,19 @@ enum CLI {
                    [--webhooks-allow-private] [--webhook-retry-schedule 5s,5m,30m,2h,5h,10h,...]
       surveyd check                       verify every invariant; exit 1 on any violation
       surveyd backup --to DIR             online, consistent copy (database and blobs) into a new DIR
+                                          (with --database-url: a copy of the PostgreSQL database as a SQLite data dir)
+      surveyd migrate --from-data-dir DIR --to-database-url URL
+                                          everything of a SQLite data dir into an empty PostgreSQL database, checked
       surveyd admin create-operator
       surveyd admin create-org --name NAME --expires-at ISO8601
       surveyd admin renew --org ORG_ID --until ISO8601
       surveyd admin create-user --org ORG_ID --name NAME --roles admin,collector,reviewer
 
     Every command takes --data-dir DIR (default ./data; the database is DIR/surveyd.sqlite, blobs
-    live in DIR/blobs). Every flag can also be given as SURVEYD_<FLAG> in the environment, e.g.
-    SURVEYD_DATA_DIR, SURVEYD_PORT.
+    live in DIR/blobs) and --database-url postgresql://... (the database and files are then in
+    PostgreSQL, which several surveyd processes may share; DIR keeps request bodies on their way in).
+    Every flag can also be given as SURVEYD_<FLAG> in the environment, e.g. SURVEYD_DATA_DIR,
+    SURVEYD_PORT, SURVEYD_DATABASE_URL.
     """
 
     static func main(_ args: [String]) {
@@ -36,6 +41,7 @@ enum CLI {
             case "admin": try admin(options)
             case "check": try check(options)
             case "backup": try backup(options)
+            case "migrate": try migrate(options)
             case nil, "help": print(usage)
             case let other?: throw CLIError("unknown command \(other)\n\n\(usage)")
             }
@@ -183,9 +189,23 @@ enum CLI {
     static func backup(_ options: Options) throws {
         let dataDir = options.value("data-dir") ?? "./data"
         let dest = try options.required("to")
-        let summary = try Backup.run(dataDir: dataDir, to: dest)
-        print("backup of \(dataDir) written to \(dest): database, \(summary.blobs) blob file(s) (\(summary.bytes) bytes), \(summary.partials) partial upload(s)")
+        let url = try configuration(options).databaseURL
+        let summary = try url.map { try BackupFromPostgres.run(databaseURL: $0, to: dest) } ?? Backup.run(dataDir: dataDir, to: dest)
+        print("backup of \(url == nil ? dataDir : "the PostgreSQL database") written to \(dest): database, \(summary.blobs) blob file(s) (\(summary.bytes) bytes), \(summary.partials) partial upload(s)")
         print("serve it with: surveyd serve --data-dir \(dest)")
+    }
+
+    /// Everything of a SQLite data dir into an empty PostgreSQL database, then `check` on it.
+    static func migrate(_ options: Options) throws {
+        let from = try options.required("from-data-dir")
+        let url = try options.required("to-database-url")
+        guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else { throw CLIError("--to-database-url must be a PostgreSQL URI") }
+        let summary = try MigrateToPostgres.run(dataDir: from, to: url)
+        for (table, count) in summary.rows where count > 0 { print("  \(table): \(count) row(s)") }
+        print("  files: \(summary.files), unfinished resumable uploads: \(summary.partials)")
+        print(summary.check.text, terminator: "")
+        guard summary.check.ok else { throw CLIError("the migrated database did not pass check (above); the data dir is unchanged") }
+        print("migrated \(from) to PostgreSQL; serve it with: surveyd serve --database-url URL --data-dir NEW_DIR")
     }
 
     static func timestamp(_ s: String, flag: String) throws -> Int64 {

@@ -1,4 +1,5 @@
 import Foundation
+import SurveyServer
 import Testing
 import SurveyDomain
 @testable import SurveyStorage
@@ -12,8 +13,8 @@ import SurveyDomain
     }
 
     /// A data dir with every kind of row: responses through review, a completed task, uploads, keys.
-    static func busyWorld() throws -> ReviewTests.World {
-        let w = try ReviewTests.World()
+    static func busyWorld(configure: (inout App.Configuration) -> Void = { _ in }) throws -> ReviewTests.World {
+        let w = try ReviewTests.World(configure: configure)
         #expect(try w.review("startReview", 1, key: "maint-key-0001").status == 200)
         #expect(try w.review("approve", 2).status == 200)
         let s = UploadTests.Setup(f: w.f, v: w.v)

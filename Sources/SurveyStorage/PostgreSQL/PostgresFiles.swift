@@ -20,8 +20,8 @@ enum PostgresFiles {
     }
 
     /// Appends the file at `path` (one PATCH body) to the upload's received bytes at `start`.
-    static func appendPartial(_ conn: any SQLConnection, uploadId: String, start: Int64, path: String) throws {
-        try forEachPiece(of: path) { index, piece in
+    static func appendPartial(_ conn: any SQLConnection, uploadId: String, start: Int64, path: String, upTo limit: Int64? = nil) throws {
+        try forEachPiece(of: path, upTo: limit) { index, piece in
             try conn.run("INSERT INTO partial_chunks(upload_id, start, bytes) VALUES (?, ?, ?)",
                          [.text(uploadId), .int(start + Int64(index * pieceSize)), .blob(piece)])
         }
@@ -44,22 +44,26 @@ enum PostgresFiles {
         try conn.run("DELETE FROM partial_chunks WHERE upload_id = ?", [.text(uploadId)])
     }
 
-    private static func forEachPiece(of path: String, _ body: (Int, [UInt8]) throws -> Void) throws {
+    /// `limit`: the bytes to take at most (a partial file may hold bytes past its recorded offset).
+    private static func forEachPiece(of path: String, upTo limit: Int64? = nil, _ body: (Int, [UInt8]) throws -> Void) throws {
         let reader = try FileByteReader(path: path)
         defer { reader.close() }
         var buffer = [UInt8](repeating: 0, count: pieceSize)
         var index = 0
-        while true {
+        var left = limit ?? .max
+        while left > 0 {
             var filled = 0
-            while filled < pieceSize {
-                let n = try buffer.withUnsafeMutableBytes { try reader.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
+            let want = Int(min(Int64(pieceSize), left))
+            while filled < want {
+                let n = try buffer.withUnsafeMutableBytes { try reader.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled..<want])) }
                 if n == 0 { break }
                 filled += n
             }
             if filled == 0 { return }
             try body(index, Array(buffer[0..<filled]))
             index += 1
-            if filled < pieceSize { return }
+            left -= Int64(filled)
+            if filled < want { return }
         }
     }
 }

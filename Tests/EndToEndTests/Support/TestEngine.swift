@@ -8,6 +8,8 @@ import SurveyServer
 enum TestEngine {
     static let postgresURL: String? = ProcessInfo.processInfo.environment["SURVEYD_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
     static var isPostgres: Bool { postgresURL != nil }
+    /// Stands for "a database of its own" in a configuration until the server is made.
+    static let pending = "postgresql://pending"
 
     /// A new, empty database on the test cluster; its URL. The data dir remembers it, so a
     /// server restarted on that data dir finds its database again.

@@ -23,8 +23,11 @@ final class TestServer: @unchecked Sendable {
         var config = App.Configuration(dataDir: self.dataDir)
         config.port = 0
         config.logRequests = false
-        config.databaseURL = try TestEngine.database(for: self.dataDir)
+        // On PostgreSQL a database is made for the server unless `configure` asks for SQLite
+        // (sets `databaseURL` to nil).
+        config.databaseURL = TestEngine.isPostgres ? TestEngine.pending : nil
         configure(&config)
+        if config.databaseURL == TestEngine.pending { config.databaseURL = try TestEngine.database(for: self.dataDir) }
         app = try App(config)
         try app.start()
         client = RawHTTPClient(port: app.port)
@@ -71,6 +74,16 @@ struct Fixture {
             ["id": "photo", "type": "file", "label": "Photo", "accept": ["image/jpeg", "image/png"], "maxBytes": 1_000_000],
         ],
     ]
+
+    /// The same organization and people as `other`, served by `server` (a migrated copy).
+    init(server: TestServer, from other: Fixture) {
+        self.server = server
+        orgId = other.orgId
+        adminToken = other.adminToken
+        collectorToken = other.collectorToken
+        collectorId = other.collectorId
+        reviewerToken = other.reviewerToken
+    }
 
     init(server: TestServer? = nil) throws {
         let server = try server ?? TestServer()

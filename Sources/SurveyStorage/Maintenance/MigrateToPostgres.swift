@@ -1,0 +1,85 @@
+import Foundation
+import SurveyDomain
+
+/// `surveyd migrate --from-data-dir DIR --to-database-url URL`: everything of a SQLite data dir
+/// — every row of every table and every file, unfinished resumable uploads included — into an
+/// empty PostgreSQL database, in one transaction (a failed migration leaves the target empty),
+/// then `check` on the result. The source is read in one snapshot and never changed; stop the
+/// server on it first, or writes made meanwhile stay behind.
+public enum MigrateToPostgres {
+    public struct Summary: Sendable {
+        public let rows: [(table: String, count: Int)]
+        public let files: Int
+        public let partials: Int
+        public let check: IntegrityCheck.Report
+    }
+
+    /// Every table, parents before children (foreign keys are checked row by row).
+    static let tables = [
+        "orgs", "users", "tokens", "audit", "surveys", "survey_versions", "responses", "uploads", "resumable_uploads", "tasks",
+        "idempotency_keys", "invitations", "console_sessions", "webhooks", "webhook_deliveries", "webhook_snapshots", "webhook_identity",
+    ]
+
+    public static func run(dataDir: String, to url: String) throws -> Summary {
+        let layout = DataDirectory(dataDir)
+        guard FileManager.default.fileExists(atPath: layout.database) else { throw MaintenanceError("no database at \(layout.database); nothing was written.") }
+        let source = try Connection(path: layout.database, readOnly: true)
+        try source.execute("BEGIN")  // one snapshot for everything copied
+        defer { try? source.execute("COMMIT") }
+        let version = try Migrations.currentVersion(source)
+        guard version == Migrations.steps.count else {
+            throw MaintenanceError("the data dir has schema version \(version); start this surveyd on it once (it migrates), then migrate it. Nothing was written.")
+        }
+
+        let target = try PostgresConnection(url: url)
+        try Migrations.run(on: target)
+        try target.execute("BEGIN")
+        var rows: [(String, Int)] = []
+        var files = 0, partials = 0
+        do {
+            for table in tables {
+                guard try target.query("SELECT 1 FROM \(table) LIMIT 1").isEmpty || table == "webhook_identity" else {
+                    throw MaintenanceError("the target database already holds \(table); migrate into an empty database. Nothing was written.")
+                }
+            }
+            // The target's own event-id salt goes: events keep the ids their receivers have seen.
+            try target.run("DELETE FROM webhook_identity")
+            for table in tables { rows.append((table, try copy(table, from: source, to: target))) }
+            // The audit sequence goes on after the last entry copied.
+            try target.query("SELECT setval(pg_get_serial_sequence('audit', 'seq'), MAX(seq)) FROM audit HAVING MAX(seq) IS NOT NULL")
+            for u in try source.query("SELECT DISTINCT sha256 FROM uploads") {
+                try PostgresFiles.storeBlob(target, path: layout.blob(sha256: u.string(0)), sha256: u.string(0))
+                files += 1
+            }
+            for u in try source.query("SELECT upload_id, received_bytes FROM resumable_uploads WHERE received_bytes < length AND received_bytes > 0") {
+                try PostgresFiles.appendPartial(target, uploadId: u.string(0), start: 0, path: layout.partial(uploadId: u.string(0)), upTo: u.int(1))
+                partials += 1
+            }
+            try target.execute("COMMIT")
+        } catch {
+            try? target.execute("ROLLBACK")
+            throw error
+        }
+        return Summary(rows: rows, files: files, partials: partials, check: try IntegrityCheck.run(dataDir: dataDir, databaseURL: url))
+    }
+
+    /// Copies every row of `table`, column by column as SQLite holds them (bytes stay bytes).
+    private static func copy(_ table: String, from source: Connection, to target: PostgresConnection) throws -> Int {
+        let columns = try source.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { $0.string(0) }
+        let binary = Set(try target.query("""
+            SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND data_type = 'bytea'
+            """, [.text(table)]).map { $0.string(0) })
+        let insert = "INSERT INTO \(table)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+        let statement = try Statement(connection: source, sql: "SELECT \(columns.joined(separator: ", ")) FROM \(table)")
+        var count = 0
+        while let row = try statement.next() {
+            let values = zip(columns, row.values).map { name, value -> SQLValue in
+                if binary.contains(name), case .text(let s) = value { return .blob(Array(s.utf8)) }
+                return value
+            }
+            try target.run(insert, values)
+            count += 1
+        }
+        return count
+    }
+}
