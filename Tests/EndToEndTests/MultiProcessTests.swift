@@ -18,9 +18,9 @@ struct MultiProcessTests {
         /// The seed's survey, whose `video` question takes large files.
         let mediaVersionId: String
 
-        init() throws {
+        init(extra: [String] = []) throws {
             let first = ServerProcess()
-            let big = ["--max-file-bytes", String(2 << 30)]  // the gibibyte test
+            let big = ["--max-file-bytes", String(2 << 30)] + extra  // the gibibyte test
             try first.start(extra: big)
             let url = try #require(try TestEngine.database(for: first.dataDir))
             let others = try (0..<2).map { _ in
@@ -241,5 +241,36 @@ struct MultiProcessTests {
         let peaks = (c.servers[0].memoryKB("VmHWM"), c.servers[1].memoryKB("VmHWM"))
         print("1 GiB through two processes: RSS before \(before), peak \(peaks) kB")
         #expect(peaks.0 < 150 * 1024 && peaks.1 < 150 * 1024)
+    }
+
+    /// One process delivers webhooks at a time (a lease): every event reaches the receiver, in the
+    /// audit log's order, even when a process is killed mid-stream — whichever one it was.
+    @Test func webhookEventsArriveOnceEachInOrderWhileAProcessDies() throws {
+        let receiver = try WebhookReceiver()
+        let c = try Cluster(extra: ["--webhooks-allow-private"])
+        let hook = try c.client(1).post("/v1/orgs/\(c.orgId)/webhooks", token: c.adminToken,
+                                        ["url": .string(receiver.url()), "events": ["response.accepted"]])
+        #expect(hook.status == 201, "\(hook.text)")
+        let killed = Atomic(false)
+        let replies = Self.parallel(300, threads: 12) { i in
+            if i == 150, !killed.exchange(true, ordering: .relaxed) { c.servers[0].kill9() }
+            return c.submit(i % 2 == 0 ? 1 : 2, "hooked-\(i)")  // the survivors take the submissions
+        }
+        #expect(replies.allSatisfy { $0?.status == 201 })
+        #expect(receiver.wait(seconds: 60) { Set($0.filter { $0.status == 200 }.map(\.id)).count >= 300 })
+        Thread.sleep(forTimeInterval: 1)
+        let delivered = receiver.calls.filter { $0.status == 200 }
+        // Each event once (an attempt cut off by the kill may be repeated with its own id).
+        #expect(Set(delivered.map(\.id)).count == 300)
+        // Only one process sends: at most the one attempt the killed process had in flight comes twice.
+        #expect(delivered.count <= 301, "\(delivered.count) deliveries of 300 events")
+        var firstSeen: [String] = []
+        var seen = Set<String>()
+        for call in delivered where seen.insert(call.id).inserted {
+            firstSeen.append(call.json?["data"]?["responseId"]?.stringValue ?? "?")
+        }
+        let logOrder = try TestEngine.rows(dataDir: c.servers[1].dataDir,
+                                           "SELECT target_id FROM audit WHERE action = 'response.accept' ORDER BY seq", []).map { $0.string(0) }
+        #expect(firstSeen == logOrder)
     }
 }
