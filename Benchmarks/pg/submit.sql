@@ -1,0 +1,34 @@
+-- pgbench script: the write transaction surveyd runs for one new submission on PostgreSQL,
+-- statement for statement as the server sends it (read from a cluster started with
+-- log_statement=all; PostgresWriters runs each job in its own READ COMMITTED transaction inside
+-- a savepoint, the gate locks the org row, AuditHorizon takes the shared advisory lock before
+-- the audit entry). Run with -M prepared, as the server prepares its statements. (No colons in
+-- literals here: pgbench would take ":abc" inside a string for a variable.)
+--
+-- Variables (pgbench -D; Benchmarks/postgres.sh sets them from the seeded data):
+--   org user survey version   the seeded organization, collector, survey and version ids
+--   answers                   the canonical answers JSON (Benchmarks/fixtures/answers.json)
+--   digest sha256             a request digest ("sha256:<hex>") and the same 32 bytes ("\x<hex>")
+--   base                      a round's starting number: ids are base + n*100 + client_id
+--   now                       ms since the epoch, for received_at and the audit time
+--   n                         0 at start; each client counts its transactions in it
+--
+-- Ids: the response id grows with time (as surveyd's UUIDv7 ids do); the client submission id
+-- starts with a hash, so it lands all over the (org_id, client_submission_id) index (as the wrk
+-- script's scrambled ids and real phones' random UUIDs do).
+\set n :n + 1
+\set rid :base + :n * 100 + :client_id
+\set scramble hash(:rid)
+\set at :now + :n
+BEGIN;
+SAVEPOINT job;
+SELECT expires_at FROM orgs WHERE org_id = :org FOR SHARE;
+INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
+    request_digest, request_body, request_sha256, answers, field_task_id, captured_at, received_at, review_state, revision)
+VALUES ('rsp_' || :rid::text, :org, :scramble::text || '-pgbench-' || :rid::text, :user, :survey, :version,
+    :digest, '\x', :sha256, :answers, NULL, 1748764800000, :at, 'submitted', 1);
+SELECT pg_advisory_xact_lock_shared(91625918693378);
+INSERT INTO audit(org_id, actor, action, target_type, target_id, revision, detail, at)
+VALUES (:org, :user, 'response.accept', 'response', 'rsp_' || :rid::text, 1,
+    '{"clientSubmissionId":"' || :scramble::text || '-pgbench-' || :rid::text || '","toState":"submitted"}', :at);
+COMMIT;
