@@ -43,7 +43,7 @@ public struct Operations: Sendable {
         self.metrics = metrics
         self.blobs = blobs
         self.limits = limits
-        self.turns = KeyTurns(limit: limits.maxKeyedInFlight)
+        self.turns = KeyTurns(limit: limits.maxKeyedInFlight, shared: database.isShared ? database.keyedInFlight : nil)
     }
 
     public var submissions: Submissions { Submissions(operations: self) }

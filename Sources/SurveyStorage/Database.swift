@@ -38,6 +38,8 @@ public final class Database: Sendable {
     let dialect: SQLDialect
     public let configuration: Configuration
     public var clock: any ServerClock { configuration.clock }
+    /// Several processes may write to this database (PostgreSQL).
+    public var isShared: Bool { dialect == .postgres }
 
     /// Opens (creating if needed) and migrates the database. Refuses a newer schema.
     public init(_ configuration: Configuration) throws {

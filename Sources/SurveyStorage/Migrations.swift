@@ -242,6 +242,13 @@ enum Migrations {
         CREATE TABLE partial_chunks (upload_id TEXT NOT NULL, start BIGINT NOT NULL, bytes BYTEA NOT NULL, PRIMARY KEY (upload_id, start));
         ALTER TABLE partial_chunks ALTER COLUMN bytes SET STORAGE EXTERNAL;
         """),
+        // Keyed requests in flight, counted across processes (`KeyedInFlight`); SQLite counts them
+        // in memory.
+        ("keyed-in-flight", """
+        -- postgres only
+        CREATE TABLE keyed_in_flight (claim_id TEXT PRIMARY KEY, caller TEXT NOT NULL, started_at BIGINT NOT NULL);
+        CREATE INDEX keyed_in_flight_caller ON keyed_in_flight(caller, started_at);
+        """),
     ]
 
     static func currentVersion(_ conn: any SQLConnection) throws -> Int {

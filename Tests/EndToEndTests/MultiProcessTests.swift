@@ -273,4 +273,29 @@ struct MultiProcessTests {
                                            "SELECT target_id FROM audit WHERE action = 'response.accept' ORDER BY seq", []).map { $0.string(0) }
         #expect(firstSeen == logOrder)
     }
+
+    /// `--max-keyed-in-flight` counts a caller's keyed requests in every process: with a limit of
+    /// 3, two requests held in one process and two in another make one 1030, and the refused one,
+    /// sent again once the others are done, is applied.
+    @Test func theKeyedInFlightLimitCountsEveryProcess() throws {
+        let c = try Cluster(extra: ["--max-keyed-in-flight", "3"])
+        let lock = try TestEngine.WriteLock(dataDir: c.servers[0].dataDir)
+        // The writes wait on the lock, their claims held, until it goes 1.5 s from now.
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 1.5)
+            lock.release()
+        }
+        let replies = Self.parallel(4, threads: 4) { i in
+            try? c.client(i % 2).post("/v1/orgs/\(c.orgId)/surveys", token: c.adminToken, ["title": .string("Held \(i)")],
+                                      headers: ["Idempotency-Key": "held-key-000\(i)"])
+        }
+        #expect(replies.filter { $0?.status == 201 }.count == 3, "\(replies.map { $0?.status ?? 0 })")
+        let refused = try #require(replies.firstIndex { $0?.json?["errorCode"]?.intValue == 1030 })
+        #expect(replies[refused]?.header("retry-after") != nil)
+        let again = try c.client(2).post("/v1/orgs/\(c.orgId)/surveys", token: c.adminToken, ["title": .string("Held \(refused)")],
+                                         headers: ["Idempotency-Key": "held-key-000\(refused)"])
+        #expect(again.status == 201, "\(again.text)")
+        #expect(try c.count("SELECT COUNT(*) FROM surveys WHERE title LIKE 'Held %'") == 4)
+        #expect(try c.count("SELECT COUNT(*) FROM keyed_in_flight") == 0)
+    }
 }

@@ -70,15 +70,18 @@ enum TestEngine {
     /// Holds every write of a server from outside, as another process could, until `release`:
     /// SQLite's write lock, or on PostgreSQL a lock on the audit log that every write appends to
     /// (reads go on).
-    final class WriteLock {
+    final class WriteLock: @unchecked Sendable {
+        // @unchecked: held by one thread, released by another after it (never at once).
         private let conn: any SQLConnection
-        init(_ server: TestServer) throws {
-            if isPostgres, let url = try? String(contentsOfFile: server.dataDir + "/test-database-url", encoding: .utf8) {
+        convenience init(_ server: TestServer) throws { try self.init(dataDir: server.dataDir) }
+
+        init(dataDir: String) throws {
+            if isPostgres, let url = try? String(contentsOfFile: dataDir + "/test-database-url", encoding: .utf8) {
                 let pg = try PostgresConnection(url: url)
                 try pg.execute("BEGIN; LOCK TABLE audit IN EXCLUSIVE MODE")
                 conn = pg
             } else {
-                let sqlite = try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: false)
+                let sqlite = try Connection(path: dataDir + "/surveyd.sqlite", readOnly: false)
                 try sqlite.execute("BEGIN IMMEDIATE")
                 conn = sqlite
             }
