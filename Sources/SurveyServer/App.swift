@@ -115,13 +115,15 @@ public final class App: Sendable {
 
     private let housekeeping = DispatchQueue(label: "surveyd.housekeeping")
 
-    /// Idempotency keys are kept for the retention period, then purged: now and every hour.
+    /// Idempotency keys are kept for the retention period, then purged: now and every hour (with
+    /// the in-flight claims a killed process left on PostgreSQL).
     private func scheduleHousekeeping() {
         let database = self.database
         let queue = housekeeping
         let retention = Int64(configuration.idempotencyRetentionDays) * 86_400_000
         @Sendable func purge() {
             _ = try? database.purgeIdempotencyKeys(olderThan: database.clock.nowMillis() - retention)
+            try? database.keyedInFlight.purgeStale(now: database.clock.nowMillis())
             queue.asyncAfter(deadline: .now() + 3600) { purge() }
         }
         queue.async { purge() }

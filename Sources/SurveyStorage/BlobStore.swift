@@ -38,18 +38,19 @@ public final class BlobStore: Sendable {
     /// An empty file under `tmp/` for one PATCH body on its way into the database.
     public func createStaging() throws -> String {
         let path = "\(tempDir)/\(Ids.make("chunk", nowMillis: Timestamp.nowMillis()))"
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Self.ioError("create", errno) }
-        close(fd)
+        try Self.createEmpty(path)
         return path
     }
 
     public func partialPath(uploadId: String) -> String { layout.partial(uploadId: uploadId) }
 
     /// The empty partial file of a new resumable upload (refused if the name exists).
-    public func createPartial(uploadId: String) throws {
-        let fd = open(partialPath(uploadId: uploadId), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Self.ioError("create", errno) }
+    public func createPartial(uploadId: String) throws { try Self.createEmpty(partialPath(uploadId: uploadId)) }
+
+    /// A new empty file (refused if the name exists).
+    private static func createEmpty(_ path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ioError("create", errno) }
         close(fd)
     }
 

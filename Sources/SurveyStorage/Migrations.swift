@@ -263,37 +263,37 @@ enum Migrations {
     /// an advisory lock makes them take turns, and each looks at the version again inside it.
     static func run(on conn: any SQLConnection) throws {
         let postgres = conn.dialect == .postgres
-        try conn.execute(postgres ? "BEGIN; SELECT pg_advisory_xact_lock(\(AdvisoryLock.migrations));" : "BEGIN IMMEDIATE")
-        do {
+        func inTurn<T>(_ body: () throws -> T) throws -> T {
+            try conn.execute(postgres ? "BEGIN; SELECT pg_advisory_xact_lock(\(AdvisoryLock.migrations));" : "BEGIN IMMEDIATE")
+            do {
+                let result = try body()
+                try conn.execute("COMMIT")
+                return result
+            } catch {
+                try? conn.execute("ROLLBACK")
+                throw error
+            }
+        }
+        let current = try inTurn { () -> Int in
             try conn.execute(conn.dialect.ddl("""
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)
                 """))
-            let current = try currentVersion(conn)
-            if current > steps.count {
-                throw StorageError.newerSchema("""
-                    the database has schema version \(current) but this surveyd knows only up to \(steps.count); \
-                    it was written by a newer surveyd. Refusing to start (nothing was changed): run the newer \
-                    surveyd or restore a backup made by this version.
-                    """)
-            }
-            try conn.execute("COMMIT")
-        } catch {
-            try? conn.execute("ROLLBACK")
-            throw error
+            return try currentVersion(conn)
         }
-        for (i, step) in steps.enumerated() {
-            try conn.execute(postgres ? "BEGIN; SELECT pg_advisory_xact_lock(\(AdvisoryLock.migrations));" : "BEGIN IMMEDIATE")
-            do {
-                if try currentVersion(conn) < i + 1 {
-                    if !step.sql.hasPrefix("-- postgres only") || postgres { try conn.execute(conn.dialect.ddl(step.sql)) }
-                    try conn.run("INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
-                                 [.int(Int64(i + 1)), .text(step.name), .int(Int64(Date().timeIntervalSince1970))])
-                }
-                try conn.execute("COMMIT")
-            } catch {
-                try? conn.execute("ROLLBACK")
-                throw error
+        if current > steps.count {
+            throw StorageError.newerSchema("""
+                the database has schema version \(current) but this surveyd knows only up to \(steps.count); \
+                it was written by a newer surveyd. Refusing to start (nothing was changed): run the newer \
+                surveyd or restore a backup made by this version.
+                """)
+        }
+        for (i, step) in steps.enumerated() where i + 1 > current {
+            try inTurn {
+                guard try currentVersion(conn) < i + 1 else { return }  // another process applied it meanwhile
+                if !step.sql.hasPrefix("-- postgres only") || postgres { try conn.execute(conn.dialect.ddl(step.sql)) }
+                try conn.run("INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+                             [.int(Int64(i + 1)), .text(step.name), .int(Int64(Date().timeIntervalSince1970))])
             }
         }
     }

@@ -33,8 +33,8 @@ public final class KeyedInFlight: Sendable {
         _ = try? database.writer.submit { conn in try conn.run("DELETE FROM keyed_in_flight WHERE claim_id = ?", [.text(claim)]) }
     }
 
-    /// Rows a killed process left behind.
-    func purgeStale(now: Int64) throws {
+    /// Rows a killed process left behind (housekeeping, hourly).
+    public func purgeStale(now: Int64) throws {
         guard database.dialect == .postgres else { return }
         try database.writer.submit { conn in try conn.run("DELETE FROM keyed_in_flight WHERE started_at < ?", [.int(now - Self.staleAfterMillis)]) }
     }

@@ -197,7 +197,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// needs) as two of them; `readable` undoes it. Text without either goes as it is.
     static let escape: Character = "\u{10FFFF}"
     static func storable(_ s: String) -> String {
-        guard s.utf8.contains(0) || s.utf8.contains(0xF4) else { return s }
+        guard s.utf8.contains(where: { $0 == 0 || $0 == 0xF4 }) else { return s }
         var out = ""
         for c in s {
             if c == "\u{0}" { out.append(escape); out.append("0") } else if c == escape { out.append(escape); out.append(escape) } else { out.append(c) }

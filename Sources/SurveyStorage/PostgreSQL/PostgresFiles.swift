@@ -9,11 +9,9 @@ import SurveyDomain
 enum PostgresFiles {
     static let pieceSize = 1 << 20
 
-    /// Stores the file at `path` as the blob `sha256`, unless it is stored already. Two uploads of
-    /// the same bytes take turns, so a blob is always one upload's pieces.
+    /// Stores the file at `path` as the blob `sha256`, unless it is stored already.
     static func storeBlob(_ conn: any SQLConnection, path: String, sha256: String) throws {
-        try conn.takeTurn("blob\u{1}" + sha256)
-        guard try conn.query("SELECT 1 FROM blob_chunks WHERE sha256 = ? AND n = 0", [.text(sha256)]).isEmpty else { return }
+        guard try !isStored(conn, sha256: sha256) else { return }
         try forEachPiece(of: path) { index, piece in
             try conn.run("INSERT INTO blob_chunks(sha256, n, bytes) VALUES (?, ?, ?)", [.text(sha256), .int(Int64(index)), .blob(piece)])
         }
@@ -30,14 +28,20 @@ enum PostgresFiles {
     /// The finished upload's bytes become the blob `sha256` (copied inside the server, in
     /// order), and its pieces go.
     static func blobFromPartial(_ conn: any SQLConnection, uploadId: String, sha256: String) throws {
-        try conn.takeTurn("blob\u{1}" + sha256)
-        if try conn.query("SELECT 1 FROM blob_chunks WHERE sha256 = ? AND n = 0", [.text(sha256)]).isEmpty {
+        if try !isStored(conn, sha256: sha256) {
             try conn.run("""
                 INSERT INTO blob_chunks(sha256, n, bytes)
                 SELECT ?, row_number() OVER (ORDER BY start) - 1, bytes FROM partial_chunks WHERE upload_id = ?
                 """, [.text(sha256), .text(uploadId)])
         }
         try dropPartial(conn, uploadId: uploadId)
+    }
+
+    /// Whether the blob is stored. Writers of one blob take turns from here to their commit,
+    /// so a blob is always one upload's pieces.
+    private static func isStored(_ conn: any SQLConnection, sha256: String) throws -> Bool {
+        try conn.takeTurn("blob\u{1}" + sha256)
+        return try !conn.query("SELECT 1 FROM blob_chunks WHERE sha256 = ? AND n = 0", [.text(sha256)]).isEmpty
     }
 
     static func dropPartial(_ conn: any SQLConnection, uploadId: String) throws {

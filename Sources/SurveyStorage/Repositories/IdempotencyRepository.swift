@@ -37,8 +37,7 @@ extension Database {
     /// Housekeeping, not a survey-domain write: forgets keys older than the retention period.
     @discardableResult
     public func purgeIdempotencyKeys(olderThan cutoff: Int64) throws -> Int {
-        try keyedInFlight.purgeStale(now: clock.nowMillis())  // the same hourly round
-        return try writer.submit { conn in
+        try writer.submit { conn in
             try conn.run("DELETE FROM idempotency_keys WHERE created_at < ?", [.int(cutoff)])
             return conn.changes
         }
