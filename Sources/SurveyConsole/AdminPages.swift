@@ -257,10 +257,10 @@ struct AdminPages: Sendable {
         let user = try admin(v, orgId)
         do {
             let version = try operations.surveys.publish(orgId: orgId, surveyId: surveyId, by: user) {
-                guard let file = form.files["definition"], !file.isEmpty else {
+                guard let file = form.files["definition"], file.size > 0 else {
                     throw ApiError(.validationFailed, "Choose a definition file to publish.", errors: [FieldError(path: "definition", message: "no file")])
                 }
-                do { return try JSONParser.parse(file) } catch {
+                do { return try JSONParser.parse(try file.bytes()) } catch {
                     throw ApiError(.validationFailed, "The file is not valid JSON: \(error).", errors: [FieldError(path: "definition", message: "not JSON")])
                 }
             }.unkeyed()

@@ -11,6 +11,9 @@ public struct Console: Sendable {
     let operations: Operations
     let pages: Pages
     static let cookie = "surveyd_session"
+    /// A console form: at most 1 MiB in all (a definition file is the largest part), 2,000
+    /// fields (a bulk review of 500 responses sends one each), 256 KiB a field.
+    static let formLimits = FormDecoder.Limits(maxBytes: 1 << 20)
 
     public init(operations: Operations) throws {
         self.operations = operations
@@ -82,7 +85,8 @@ public struct Console: Sendable {
     private func page(_ router: inout Router, _ method: String, _ pattern: String, needsClientAddress: Bool = false,
                       _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
         let console = self
-        router.add(method, pattern, bodyLimit: 1 << 20, needsClientAddress: needsClientAddress) { request in
+        // Every console POST is a form: decoded as it streams in, within the form limits.
+        router.add(method, pattern, form: method == "POST" ? Self.formLimits : nil, needsClientAddress: needsClientAddress) { request in
             do {
                 if method == "POST" { try console.checkOrigin(request) }
                 return try handler(request)
@@ -125,7 +129,7 @@ public struct Console: Sendable {
     }
 
     /// A form of a signed-in visitor: its CSRF token must be theirs.
-    func signedInForm(_ request: HTTPRequest) throws -> (Visitor, Form) {
+    func signedInForm(_ request: HTTPRequest) throws -> (Visitor, FormFields) {
         let v = try signedIn(request)
         let form = request.form
         guard let token = form["csrf"], Digest.constantTimeEqual(Array(token.utf8), Array(v.csrf.utf8)) else {

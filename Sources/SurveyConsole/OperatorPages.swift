@@ -12,8 +12,8 @@ struct OperatorPages: Sendable {
     var pages: Pages { console.pages }
     var operations: Operations { console.operations }
 
-    private func operatorVisitor(_ request: HTTPRequest, form: Bool) throws -> (Console.Visitor, Form) {
-        let (v, f) = form ? try console.signedInForm(request) : (try console.signedIn(request), Form([]))
+    private func operatorVisitor(_ request: HTTPRequest, form: Bool) throws -> (Console.Visitor, FormFields) {
+        let (v, f) = form ? try console.signedInForm(request) : (try console.signedIn(request), FormFields())
         guard v.caller.isOperator else { throw ApiError.notFound() }
         return (v, f)
     }

@@ -145,7 +145,7 @@ struct ReviewDesk: Sendable {
         let back = form["back"] ?? ""
         let query = Dictionary(back.drop { $0 == "?" }.split(separator: "&").compactMap { pair -> (String, String)? in
             let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard kv.count == 2, let value = Form.decode(kv[1]) else { return nil }
+            guard kv.count == 2, let value = formDecoded(kv[1]) else { return nil }
             return (String(kv[0]), value)
         }, uniquingKeysWith: { a, _ in a })
         return try queuePage(v, orgId: orgId, surveyId: surveyId, query: query, results: results,

@@ -15,6 +15,8 @@ final class Exchange {
     /// The answer this request waits for while its connection is suspended.
     var deferred: DeferredResponse?
     var sink: (any BodySink)?
+    /// A form route's decoder, fed as the body arrives.
+    var form: FormDecoder?
     var contentLengths: Set<String> = []
     var authorizationHeaders = 0
     var conflictingFraming: Bool {

@@ -1,15 +1,18 @@
 /// A request as handlers see it: its head (method, path, parameters, headers with lowercased
-/// names) and its body as sent (JSON routes are buffered up to their limit), or for streaming
-/// routes the sink the body went to.
+/// names) and its body as sent (JSON routes are buffered up to their limit), for streaming
+/// routes the sink the body went to, and for form routes the decoded form.
 public struct HTTPRequest: Sendable {
     public let head: RequestHead
     public let body: [UInt8]
     public let sink: (any BodySink)?
+    /// A form route's fields (empty on other routes).
+    public let form: FormFields
 
-    public init(head: RequestHead, body: [UInt8], sink: (any BodySink)? = nil) {
+    public init(head: RequestHead, body: [UInt8], sink: (any BodySink)? = nil, form: FormFields = FormFields()) {
         self.head = head
         self.body = body
         self.sink = sink
+        self.form = form
     }
 
     public var method: String { head.method }

@@ -30,6 +30,8 @@ public final class HTTPServer: @unchecked Sendable {
         public var perIPConnectionLimit: UInt32 = 512
         public var idleTimeoutSeconds: UInt32 = 60
         public var threadStackBytes: Int = 512 << 10
+        /// Where a form's file parts are written as they arrive (unlinked at once).
+        public var temporaryDirectory: String = NSTemporaryDirectory()
         /// N > 0: N polling threads with suspend/resume (the default: one per core, at least 2).
         /// 0: a thread per connection (see the type's comment).
         public var pollingThreads: UInt32 = defaultPollingThreads
@@ -172,6 +174,13 @@ public final class HTTPServer: @unchecked Sendable {
                     if let len = ex.headers["content-length"].flatMap(Int.init), len > limit {
                         queue(ex, router.refusal(ApiError(.payloadTooLarge, "The body is \(len) bytes; the limit is \(limit)."), path: url,
                                                  headers: [("Connection", "close")]))
+                    } else if let limits = route.form {
+                        do throws(FormDecoder.Failure) {
+                            ex.form = try FormDecoder(connection: connection, contentType: ex.headers["content-type"], limits: limits,
+                                                      directory: configuration.temporaryDirectory)
+                        } catch {
+                            queue(ex, router.refusal(error.error, path: url, headers: [("Connection", "close")]))
+                        }
                     }
                 }
             case .methodNotAllowed(let allow):
@@ -194,6 +203,15 @@ public final class HTTPServer: @unchecked Sendable {
                 return ex.discarded > Self.maxDiscardBytes ? .NO : .YES
             }
             let chunk = UnsafeRawBufferPointer(start: uploadData, count: n)
+            if let form = ex.form {
+                do throws(FormDecoder.Failure) {
+                    try form.write(chunk)
+                } catch {
+                    ex.form = nil
+                    ex.pending = router.refusal(error.error, path: ex.path, headers: [("Connection", "close")])
+                }
+                return .YES
+            }
             if let sink = ex.sink {
                 do {
                     try sink.write(chunk)
@@ -226,7 +244,17 @@ public final class HTTPServer: @unchecked Sendable {
             return .YES
         }
         guard let route = ex.route else { return .NO }
-        let request = HTTPRequest(head: ex.head, body: ex.body, sink: ex.sink)
+        var form = FormFields()
+        if let decoder = ex.form {
+            ex.form = nil
+            do throws(FormDecoder.Failure) {
+                form = try decoder.finish()
+            } catch {
+                queue(ex, router.refusal(error.error, path: ex.path, headers: [("Connection", "close")]))
+                return .YES
+            }
+        }
+        let request = HTTPRequest(head: ex.head, body: ex.body, sink: ex.sink, form: form)
         ex.body = []
         if configuration.pollingThreads == 0 {
             // This connection's own thread: the handler, and any wait for its commit, run here.

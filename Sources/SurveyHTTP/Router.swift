@@ -31,6 +31,8 @@ public struct Router: Sendable {
         let segments: [Segment]
         let bodyLimit: Int?
         let opener: SinkOpener?
+        /// A form route: the body is decoded as it streams in, within these limits.
+        let form: FormDecoder.Limits?
         let execution: Execution
         /// The handler reads `RequestHead.clientAddress` (asked of libmicrohttpd only then).
         let needsClientAddress: Bool
@@ -69,11 +71,12 @@ public struct Router: Sendable {
     /// `bodyLimit` overrides the server's JSON body limit for this route. By default GET and
     /// HEAD handlers (reads) run inline and every other method's on a blocking thread.
     /// `needsClientAddress`: the handler reads the peer's address (most do not, and asking for it
-    /// costs every request).
-    public mutating func add(_ method: String, _ pattern: String, bodyLimit: Int? = nil, runs execution: Execution? = nil,
-                             needsClientAddress: Bool = false, _ handler: @escaping Handler) {
-        routes.append(Route(method: method, pattern: pattern, segments: Self.patternSegments(pattern), bodyLimit: bodyLimit,
-                            opener: nil, execution: execution ?? Self.defaultExecution(method), needsClientAddress: needsClientAddress,
+    /// costs every request). `form`: the body is a form (urlencoded or multipart), decoded into
+    /// `request.form` within these limits; any other body is refused.
+    public mutating func add(_ method: String, _ pattern: String, bodyLimit: Int? = nil, form: FormDecoder.Limits? = nil,
+                             runs execution: Execution? = nil, needsClientAddress: Bool = false, _ handler: @escaping Handler) {
+        routes.append(Route(method: method, pattern: pattern, segments: Self.patternSegments(pattern), bodyLimit: form?.maxBytes ?? bodyLimit,
+                            opener: nil, form: form, execution: execution ?? Self.defaultExecution(method), needsClientAddress: needsClientAddress,
                             handler: handler))
     }
 
@@ -81,7 +84,7 @@ public struct Router: Sendable {
     /// must not wait), then `handler` runs with `request.sink` set, on a blocking thread.
     public mutating func add(_ method: String, _ pattern: String, streamingTo opener: @escaping SinkOpener, _ handler: @escaping Handler) {
         routes.append(Route(method: method, pattern: pattern, segments: Self.patternSegments(pattern), bodyLimit: nil,
-                            opener: opener, execution: .blocking, needsClientAddress: false, handler: handler))
+                            opener: opener, form: nil, execution: .blocking, needsClientAddress: false, handler: handler))
     }
 
     static func defaultExecution(_ method: String) -> Execution { method == "GET" || method == "HEAD" ? .inline : .blocking }

@@ -99,6 +99,8 @@ public final class App: Sendable {
         var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         http.maxBodyBytes = configuration.maxBodyBytes
         http.pollingThreads = configuration.httpThreads
+        // A form's file parts go beside the uploads being received (same disk as the data).
+        http.temporaryDirectory = configuration.layout.temp
         server = HTTPServer(configuration: http, router: router, log: RequestLog(enabled: configuration.logRequests),
                             errorMapper: storageApiError)
         // Start-up work (a migration's index build sorts in memory) leaves freed heap behind.

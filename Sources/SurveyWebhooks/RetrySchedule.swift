@@ -36,15 +36,22 @@ public struct RetrySchedule: Sendable, Equatable {
         return now + Int64(delay)
     }
 
-    /// `Retry-After` as seconds or an HTTP date, in milliseconds from `now`.
+    /// `Retry-After` as seconds or an HTTP date, in milliseconds from `now`, never more than
+    /// `maxRetryAfterMillis` (a receiver's value is untrusted: a huge one must not overflow).
     public static func retryAfterMillis(_ value: String, now: Int64) -> Int64? {
         let v = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int64(v) { return seconds * 1_000 }
+        if v.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), !v.isEmpty {
+            // Digits only (RFC 9110 delay-seconds); more digits than an Int64 holds is "very long".
+            guard let seconds = Int64(v), seconds <= maxRetryAfterMillis / 1_000 else { return maxRetryAfterMillis }
+            return seconds * 1_000
+        }
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")
         f.timeZone = TimeZone(identifier: "GMT")
         f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = f.date(from: v) else { return nil }
-        return Int64(date.timeIntervalSince1970 * 1_000) - now
+        let millis = date.timeIntervalSince1970 * 1_000 - Double(now)
+        guard millis.isFinite else { return nil }
+        return Int64(min(max(millis, 0), Double(maxRetryAfterMillis)))
     }
 }

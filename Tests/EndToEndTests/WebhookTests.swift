@@ -192,6 +192,28 @@ import SurveyWebhooks
         #expect(!w.receiver.calls.contains { $0.path == "/other" })
     }
 
+    /// A receiver's Retry-After too large for any clock (seconds past Int64's millisecond range,
+    /// or past Int64 itself) is capped at the longest wait: the attempt is recorded, the server
+    /// keeps serving, and the retry is scheduled no later than the cap.
+    @Test func aHugeRetryAfterIsCappedAndTheAttemptRecorded() throws {
+        let w = try World(schedule: [1_000, 1_000, 1_000])
+        for (n, value) in ["9223372036854775807", "9300000000000000", "99999999999999999999999"].enumerated() {
+            // A webhook each: a pending delivery holds back the later events of its webhook.
+            let hook = try w.webhook(w.receiver.url())
+            w.receiver.script([WebhookReceiver.Answer(status: 503, headers: [("Retry-After", value)])])
+            let sent = Timestamp.nowMillis()
+            _ = try w.submit("wh-huge-ra-000\(n)")
+            let d = try w.waitForDeliveries(hook.id) { $0.count == 1 && $0.last?["attempts"]?.intValue == 1 }
+            let last = try #require(d.last)
+            #expect(last["status"]?.stringValue == "pending")
+            #expect(last["lastStatusCode"]?.intValue == 503)
+            let next = try #require(last["nextAttemptAt"]?.stringValue.flatMap(Timestamp.parse))
+            #expect(next >= sent + RetrySchedule.maxRetryAfterMillis - 60_000)
+            #expect(next <= Timestamp.nowMillis() + RetrySchedule.maxRetryAfterMillis)
+        }
+        #expect(try w.f.client.get("/readyz").status == 200)
+    }
+
     @Test func rotationSignsWithBothSecretsAndAReplayNeverShowsASecret() throws {
         let w = try World()
         let hook = try w.webhook(w.receiver.url(), key: "wh-create-key-1")
