@@ -14,12 +14,16 @@ enum AttemptOutcome: Sendable {
     case signInRequired
     /// A permanent refusal: the sentences a person reads.
     case refused([String], note: String)
+    /// A 3xx, not followed (it would carry the token elsewhere) and not stored: surveyd never
+    /// redirects, so the address is probably wrong. `location` is the header as sent.
+    case redirected(status: Int, location: String?)
 
     /// The outcome of an answer that is not a success.
     static func of(_ answer: IncomingAnswer) -> AttemptOutcome {
         let problem = Problem.decode(answer.body)
         let note = "HTTP \(answer.status)" + (problem?.errorCode.map { " errorCode \($0)" } ?? "")
         switch (answer.status, problem?.errorCode) {
+        case (300..<400, _): return .redirected(status: answer.status, location: answer.header("Location"))
         case (401, _): return .signInRequired
         case (_, 1001?), (402, _): return .renewalRequired
         case (429, _), (503, _), (_, 1030?), (_, 1040?):
@@ -27,10 +31,19 @@ enum AttemptOutcome: Sendable {
         case (500..., _): return .ambiguous(note)
         default:
             // An unknown code is judged by `retryable`, then by status.
-            if problem?.errorCode == nil || !SyncWords.knownCodes.contains(problem!.errorCode!), problem?.retryable == true {
+            let known = problem?.errorCode.map(SyncWords.knownCodes.contains) ?? false
+            if !known, problem?.retryable == true {
                 return .retryLater(after: answer.header("Retry-After").flatMap(TimeInterval.init), note: note)
             }
             return .refused(SyncWords.attention(for: problem, status: answer.status), note: note)
         }
+    }
+
+    /// Where a redirect points, for the words: host, with the port if one is named; a relative
+    /// `Location` is read against the server address. Empty when there is no usable `Location`.
+    static func redirectTarget(_ location: String?, server: String) -> String {
+        guard let location, let url = URL(string: location, relativeTo: URL(string: server))?.absoluteURL,
+              let host = url.host, !host.isEmpty else { return "" }
+        return url.port.map { "\(host):\($0)" } ?? host
     }
 }

@@ -21,7 +21,8 @@ public struct IncomingAnswer: Sendable {
 }
 
 /// How requests leave the device. Any thrown error means "no answer" (timeout, reset, offline):
-/// the engine treats it as ambiguous.
+/// the engine treats it as ambiguous. A transport must not follow redirects: it returns the 3xx
+/// as the answer, since following one sends the `Authorization` header to another address.
 public protocol HTTPTransport: Sendable {
     func send(_ request: OutgoingRequest) async throws -> IncomingAnswer
 }

@@ -67,6 +67,12 @@ public final class SyncEngine: Sendable {
     private func subscriptionIsActiveAgain(_ session: Session, _ report: inout SyncReport) async throws -> Bool {
         let owner = session.owner
         guard let answer = try? await send(session, "GET", "/v1/orgs/\(owner.organization)/subscription") else { return false }
+        if (300..<400).contains(answer.status) {
+            // Not surveyd's answer, and nothing about the subscription: the organization keeps waiting.
+            report.redirectedTo = AttemptOutcome.redirectTarget(answer.header("Location"), server: owner.server)
+            report.renewalRequired = true
+            return false
+        }
         report.reachedServer = true
         if answer.status == 401 { try markSignInRequired(session, &report); return false }
         struct Subscription: Decodable { let status: String }
@@ -216,20 +222,31 @@ public final class SyncEngine: Sendable {
             try markSignInRequired(session, &report)
         case .refused(let sentences, let note):
             report.reachedServer = true
-            c.state = .needsAttention
-            c.attempts += 1
             c.ambiguous = false
-            c.attention = sentences
-            c.lastAnswer = note
-            // A response whose file was refused cannot go either: say so on the response, too.
-            for var dependent in try store.commands(of: c.owner) where dependent.dependsOn.contains(c.id) && dependent.state.isQueued {
-                dependent.state = .needsAttention
-                dependent.attention = ["A file attached to this response could not be sent."] + sentences
-                dependent.updatedAt = moment
-                try store.update(dependent)
-            }
+            try needAttention(&c, sentences, note: note)
+        case .redirected(let status, let location):
+            // Not surveyd's answer, so no successful sync; kept as captured until a person acts
+            // (retrying by itself would meet the same redirect). `ambiguous` stays as it was: a
+            // redirect says nothing about whether an earlier unclear attempt was stored.
+            let target = AttemptOutcome.redirectTarget(location, server: c.owner.server)
+            report.redirectedTo = target
+            try needAttention(&c, [SyncWords.redirect(to: target)], note: "HTTP \(status) redirect" + (target.isEmpty ? "" : " to \(target)"))
         }
         try store.update(c)
+    }
+
+    /// Needs attention with `sentences`; a response whose file cannot go cannot go either, and says so.
+    private func needAttention(_ c: inout OutboxCommand, _ sentences: [String], note: String) throws {
+        c.state = .needsAttention
+        c.attempts += 1
+        c.attention = sentences
+        c.lastAnswer = note
+        for var dependent in try store.commands(of: c.owner) where dependent.dependsOn.contains(c.id) && dependent.state.isQueued {
+            dependent.state = .needsAttention
+            dependent.attention = ["A file attached to this response could not be sent."] + sentences
+            dependent.updatedAt = c.updatedAt
+            try store.update(dependent)
+        }
     }
 
     private func markSignInRequired(_ session: Session, _ report: inout SyncReport) throws {
@@ -257,6 +274,10 @@ public final class SyncEngine: Sendable {
             if let cursor = record.changesCursor { path += "&after=\(cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor)" }
             guard let answer = try? await send(session, "GET", path) else { return }
             if answer.status == 401 { try markSignInRequired(session, &report); return }
+            if (300..<400).contains(answer.status) {
+                report.redirectedTo = AttemptOutcome.redirectTarget(answer.header("Location"), server: owner.server)
+                return
+            }
             guard answer.status == 200, let page = try? JSONDecoder().decode(Page.self, from: Data(answer.body)) else { return }
             report.reachedServer = true
             let commands = try store.commands(of: owner)

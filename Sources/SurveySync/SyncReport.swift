@@ -15,4 +15,8 @@ public struct SyncReport: Sendable, Equatable {
     public var alreadyRunning = false
     /// Writes for this organization wait for its subscription's renewal.
     public var renewalRequired = false
+    /// The server address answered with a redirect, to this host (with its port if it named one;
+    /// empty if it named no address). It was not followed, so nothing and no token went there;
+    /// the address is probably wrong (`SyncWords.redirect(to:)` says so).
+    public var redirectedTo: String?
 }

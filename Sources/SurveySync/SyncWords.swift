@@ -5,6 +5,11 @@ public enum SyncWords {
     public static let signInAgain = "Sign in again to send your saved work. It stays on this device until then."
     public static let renewalRequired = "Your organization's subscription has to be renewed before your work can be sent. It stays on this device and goes as soon as the subscription is renewed."
 
+    /// A redirect (never followed). `target`: host and port it pointed to, or empty if it named none.
+    public static func redirect(to target: String) -> String {
+        "The server answered with a redirect\(target.isEmpty ? "" : " to \(target)"); surveyd never redirects, so the server address may be wrong. Check the server address in settings."
+    }
+
     /// The sentences for a permanent refusal.
     static func attention(for problem: Problem?, status: Int) -> [String] {
         switch problem?.errorCode {

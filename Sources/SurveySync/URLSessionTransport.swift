@@ -3,7 +3,9 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The transport apps use: URLSession.
+/// The transport apps use: URLSession. It never follows a redirect: a followed redirect carries the
+/// `Authorization` header to wherever `Location` points, and surveyd never redirects, so the 3xx
+/// itself is the answer the engine gets.
 public final class URLSessionTransport: HTTPTransport {
     private let session: URLSession
     private let closeConnections: Bool
@@ -17,7 +19,7 @@ public final class URLSessionTransport: HTTPTransport {
         configuration.timeoutIntervalForResource = timeout * 4
         configuration.urlCache = nil
         configuration.httpCookieStorage = nil
-        session = URLSession(configuration: configuration)
+        session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
         self.closeConnections = closeConnections
     }
 
@@ -36,5 +38,13 @@ public final class URLSessionTransport: HTTPTransport {
             if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
         }
         return IncomingAnswer(status: http.statusCode, headers: headers, body: Array(data))
+    }
+}
+
+/// Answers every redirect with nil: the task ends with the 3xx itself as its response.
+private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
     }
 }

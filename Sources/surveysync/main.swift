@@ -109,6 +109,7 @@ func run() async throws {
         let engine = SyncEngine(outbox: outbox, transport: URLSessionTransport(timeout: timeout), configuration: configuration)
         let report = await engine.syncNow()
         print("attempted \(report.attempted), now held by the server \(report.nowHeld)")
+        if let target = report.redirectedTo { print("! \(SyncWords.redirect(to: target))") }
         try printStatus(outbox)
     case "status":
         let outbox = try openOutbox(a)

@@ -33,6 +33,18 @@ import Testing
         #expect(words == ["The server refused this (HTTP 409, error 1888): Something new.. It will not be sent again automatically."])
     }
 
+    @Test func everyRedirectIsItsOwnOutcomeNamingWhereItPointed() {
+        for status in [301, 302, 303, 307, 308] {
+            let answer = IncomingAnswer(status: status, headers: ["location": "https://elsewhere.example:8443/v1/x"], body: [])
+            guard case .redirected(status, let location) = AttemptOutcome.of(answer) else { Issue.record("\(status)"); continue }
+            #expect(AttemptOutcome.redirectTarget(location, server: "http://127.0.0.1:9") == "elsewhere.example:8443")
+        }
+        #expect(AttemptOutcome.redirectTarget("https://surveys.example.org/v1", server: "http://127.0.0.1:9") == "surveys.example.org")
+        #expect(AttemptOutcome.redirectTarget("/sign-in", server: "http://127.0.0.1:9") == "127.0.0.1:9", "relative: the server address itself")
+        #expect(AttemptOutcome.redirectTarget(nil, server: "http://127.0.0.1:9") == "")
+        #expect(SyncWords.redirect(to: "") == "The server answered with a redirect; surveyd never redirects, so the server address may be wrong. Check the server address in settings.")
+    }
+
     /// A transport that answers from a script and counts what it was asked.
     final class ScriptedTransport: HTTPTransport {
         let answers: Mutex<[IncomingAnswer]>
