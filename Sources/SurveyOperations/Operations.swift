@@ -15,8 +15,8 @@ public struct Operations: Sendable {
     /// Requests carrying the same idempotency key take turns.
     public let turns: KeyTurns
     public let definitions = DefinitionCache()
-    /// Failed console sign-ins, per account and per address.
-    public let throttle = SignInThrottle()
+    /// Console sign-in attempts, per account and per address (across processes on PostgreSQL).
+    public let throttle: SignInThrottle
     /// Server time: the store's clock, so the gate and the operations never disagree.
     public var clock: any ServerClock { database.clock }
 
@@ -44,6 +44,7 @@ public struct Operations: Sendable {
         self.blobs = blobs
         self.limits = limits
         self.turns = KeyTurns(limit: limits.maxKeyedInFlight, shared: database.isShared ? database.keyedInFlight : nil)
+        self.throttle = SignInThrottle(shared: database.isShared ? database.signInAttempts : nil)
     }
 
     public var submissions: Submissions { Submissions(operations: self) }

@@ -118,7 +118,7 @@ public final class App: Sendable {
     private let housekeeping = DispatchQueue(label: "surveyd.housekeeping")
 
     /// Idempotency keys are kept for the retention period, then purged: now and every hour (with
-    /// the in-flight claims a killed process left on PostgreSQL).
+    /// the in-flight claims a killed process left on PostgreSQL, and sign-in attempts past their window).
     private func scheduleHousekeeping() {
         let database = self.database
         let queue = housekeeping
@@ -126,6 +126,7 @@ public final class App: Sendable {
         @Sendable func purge() {
             _ = try? database.purgeIdempotencyKeys(olderThan: database.clock.nowMillis() - retention)
             try? database.keyedInFlight.purgeStale(now: database.clock.nowMillis())
+            try? database.signInAttempts.purge(before: database.clock.nowMillis() - SignInThrottle().windowMillis)
             queue.asyncAfter(deadline: .now() + 3600) { purge() }
         }
         queue.async { purge() }

@@ -249,6 +249,14 @@ enum Migrations {
         CREATE TABLE keyed_in_flight (claim_id TEXT PRIMARY KEY, caller TEXT NOT NULL, started_at BIGINT NOT NULL);
         CREATE INDEX keyed_in_flight_caller ON keyed_in_flight(caller, started_at);
         """),
+        // Console sign-in attempts, counted across processes (`SignInAttempts`); SQLite counts
+        // them in memory.
+        ("sign-in-attempts", """
+        -- postgres only
+        CREATE TABLE sign_in_attempts (attempt_id TEXT NOT NULL, key TEXT NOT NULL, at BIGINT NOT NULL);
+        CREATE INDEX sign_in_attempts_key ON sign_in_attempts(key, at);
+        CREATE INDEX sign_in_attempts_id ON sign_in_attempts(attempt_id);
+        """),
     ]
 
     static func currentVersion(_ conn: any SQLConnection) throws -> Int {

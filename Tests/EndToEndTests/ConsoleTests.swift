@@ -1,6 +1,7 @@
 import Foundation
 import SurveyDomain
 import SurveyStorage
+import Synchronization
 import Testing
 
 /// The web console's doors on a real server, without a browser: invitations, sign-in and
@@ -41,12 +42,14 @@ import Testing
 
         /// A form POST (or a GET) as a browser sends it.
         func form(_ method: String, _ path: String, _ fields: [String: String] = [:], cookie: String? = nil,
-                  origin: String? = "http://127.0.0.1") throws -> Reply {
+                  origin: String? = "http://127.0.0.1", from source: String? = nil, headers extra: [String: String] = [:]) throws -> Reply {
             var headers = ["Content-Type": "application/x-www-form-urlencoded"]
             if let cookie { headers["Cookie"] = "surveyd_session=\(cookie)" }
             if let origin, method == "POST" { headers["Origin"] = origin }
             let body = fields.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&")
-            return try f.client.request(method, path, body: method == "POST" ? Array(body.utf8) : nil, headers: method == "POST" ? headers : headers.filter { $0.key == "Cookie" })
+            headers.merge(extra) { _, b in b }
+            return try f.client.request(method, path, body: method == "POST" ? Array(body.utf8) : nil,
+                                        headers: method == "POST" ? headers : headers.filter { $0.key == "Cookie" || extra[$0.key] != nil }, from: source)
         }
 
         /// Signs in; the session id from the cookie.
@@ -196,5 +199,53 @@ import Testing
         // The right password is refused too until the window has passed: guessing gains nothing.
         let r = try w.form("POST", "/console/sign-in", ["email": World.email, "password": World.password])
         #expect(r.status == 429 && r.header("retry-after") != nil && r.header("set-cookie") == nil)
+    }
+
+    /// An attempt counts from before its password is checked: forty wrong passwords sent at once
+    /// for one account get no more checks between them than ten sent one by one would.
+    @Test func concurrentGuessesAreCountedBeforeTheyAreChecked() throws {
+        let w = try World()
+        let statuses = Mutex<[Int]>([])
+        atOnce(40) { _ in
+            let s = (try? w.form("POST", "/console/sign-in", ["email": World.email, "password": "guess guess guess"]))?.status ?? -1
+            statuses.withLock { $0.append(s) }
+        }
+        let burst = statuses.withLock { $0 }
+        #expect(burst.allSatisfy { $0 == 401 || $0 == 429 }, "\(burst)")
+        // Attempts refused because too many passwords were being checked at once did not count:
+        // send more, one at a time, until the account is throttled — ten checks in all.
+        var checked = burst.filter { $0 == 401 }.count
+        while checked <= 10, try w.form("POST", "/console/sign-in", ["email": World.email, "password": "guess guess guess"]).status == 401 {
+            checked += 1
+        }
+        #expect(checked == 10, "\(checked) wrong passwords were checked; the burst was \(burst)")
+    }
+
+    /// At most a few passwords are checked at once (each check holds 19 MiB): wrong passwords
+    /// from many addresses at once are answered 401 or, past the bound, 429 with Retry-After.
+    @Test func passwordChecksAtOnceAreBounded() throws {
+        let w = try World()
+        let replies = Mutex<[(Int, String?)]>([])
+        atOnce(30) { i in
+            let r = try? w.form("POST", "/console/sign-in", ["email": "user\(i)@example.org", "password": "guess guess guess"],
+                                from: "127.0.1.\(i + 1)")
+            replies.withLock { $0.append((r?.status ?? -1, r?.header("retry-after"))) }
+        }
+        let all = replies.withLock { $0 }
+        #expect(all.allSatisfy { $0.0 == 401 || ($0.0 == 429 && $0.1 == "1") }, "\(all)")
+        #expect(all.contains { $0.0 == 429 }, "30 checks at once were all run: \(all.map(\.0))")
+        // None of the refused ones counted against their address: each may try again at once.
+        #expect(try w.form("POST", "/console/sign-in", ["email": World.email, "password": World.password], from: "127.0.1.1").status == 303)
+    }
+
+    /// A password of only white space is refused; the invitation stays open for a real one.
+    @Test func aPasswordOfOnlySpacesIsRefused() throws {
+        let w = try World()
+        let url = try w.invite(email: "spaces@example.org")
+        let spaces = try w.form("POST", w.path(url), ["password": String(repeating: " ", count: 12)])
+        #expect(spaces.status == 422 && spaces.text.contains("only spaces"), "\(spaces.status) \(spaces.text.prefix(400))")
+        let tabs = try w.form("POST", w.path(url), ["password": "\t\t\t\t\t \n\n\n\n\n"])
+        #expect(tabs.status == 422)
+        #expect(try w.form("POST", w.path(url), ["password": "  a real one  "]).status == 200)
     }
 }

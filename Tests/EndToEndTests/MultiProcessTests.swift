@@ -316,4 +316,25 @@ struct MultiProcessTests {
         #expect(try c.count("SELECT COUNT(*) FROM surveys WHERE title LIKE 'Held %'") == 4)
         #expect(try c.count("SELECT COUNT(*) FROM keyed_in_flight") == 0)
     }
+
+    /// Sign-in attempts are counted in the database: wrong passwords for one account spread over
+    /// three processes, even sent at once, get ten checks in all, not ten in each process.
+    @Test func signInThrottlingCountsAcrossProcesses() throws {
+        let c = try Cluster()
+        let body = Array("email=nobody%40example.org&password=guess+guess+guess".utf8)
+        let headers = ["Content-Type": "application/x-www-form-urlencoded"]
+        let statuses = Mutex<[Int]>([])
+        atOnce(30) { i in
+            let s = (try? c.client(i).request("POST", "/console/sign-in", body: body, headers: headers))?.status ?? -1
+            statuses.withLock { $0.append(s) }
+        }
+        var checked = statuses.withLock { $0 }.filter { $0 == 401 }.count
+        var i = 0
+        while checked <= 10, try c.client(i).request("POST", "/console/sign-in", body: body, headers: headers).status == 401 {
+            checked += 1
+            i += 1
+        }
+        #expect(checked == 10, "\(checked) checks; the burst answered \(statuses.withLock { $0 })")
+        #expect(try c.count("SELECT COUNT(*) FROM sign_in_attempts WHERE key = 'account:nobody@example.org'") == 10)
+    }
 }

@@ -28,38 +28,39 @@ public struct ConsoleSessions: Sendable {
     public func signIn(email raw: String, password: String, from address: String) throws -> Started {
         let email = raw.trimmingCharacters(in: .whitespaces).lowercased()
         let keys = ["account:" + email, "address:" + address]
-        try refuseIfThrottled(keys)
-        let account = email.isEmpty || password.utf8.count > Passwords.maximumLength ? nil
-            : try operations.database.read { try $0.consoleAccount(email: email) }
-        let verified = Passwords.verify(password, account?.passwordHash ?? Passwords.decoy)
-        guard let account, account.passwordHash != nil, verified, account.user.active else {
-            operations.throttle.fail(keys, now: operations.clock.nowMillis())
-            throw Self.wrong
+        // Counted before the password is checked: concurrent guesses cannot all get in.
+        let attempt = try operations.throttle.begin(keys, now: operations.clock.nowMillis())
+        let account: ConsoleAccount?
+        let verified: Bool
+        do {
+            account = email.isEmpty || password.utf8.count > Passwords.maximumLength ? nil
+                : try operations.database.read { try $0.consoleAccount(email: email) }
+            verified = try Passwords.verify(password, account?.passwordHash ?? Passwords.decoy)
+        } catch {
+            operations.throttle.succeeded(attempt)  // never checked: it does not count
+            throw error
         }
+        guard let account, account.passwordHash != nil, verified, account.user.active else { throw Self.wrong }
+        operations.throttle.succeeded(attempt)
         return try start(.user(account.user, tokenId: "console"), userId: account.user.userId, tokenId: nil)
     }
 
     /// An API token (operators, and anyone who has one).
     public func signIn(token: String, from address: String) throws -> Started {
-        let keys = ["address:" + address]
-        try refuseIfThrottled(keys)
+        let attempt = try operations.throttle.begin(["address:" + address], now: operations.clock.nowMillis())
         let caller: Caller
         do {
             caller = try operations.authenticate(bearerToken: token.trimmingCharacters(in: .whitespaces))
-        } catch {
-            operations.throttle.fail(keys, now: operations.clock.nowMillis())
+        } catch let e as ApiError where e.code == .unauthenticated {
             throw ApiError(.unauthenticated, "The API token is unknown or revoked.")
+        } catch {
+            operations.throttle.succeeded(attempt)
+            throw error
         }
+        operations.throttle.succeeded(attempt)
         switch caller {
         case .operatorToken(let tokenId): return try start(caller, userId: nil, tokenId: tokenId)
         case .user(let user, let tokenId): return try start(caller, userId: user.userId, tokenId: tokenId)
-        }
-    }
-
-    private func refuseIfThrottled(_ keys: [String]) throws {
-        if let wait = operations.throttle.retryAfter(keys, now: operations.clock.nowMillis()) {
-            throw ApiError(.tooManyPendingRequests, "Too many sign-in attempts. Try again in \(max(1, wait / 60)) minute\(wait >= 120 ? "s" : "").",
-                           retryAfterSeconds: wait)
         }
     }
 

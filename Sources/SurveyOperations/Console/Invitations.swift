@@ -45,10 +45,7 @@ public struct Invitations: Sendable {
 
     /// Sets the password through the invitation, once. Ends every session the user had.
     public func accept(token: String, password: String) throws -> UserRecord {
-        guard password.count >= Passwords.minimumLength, password.utf8.count <= Passwords.maximumLength else {
-            throw ApiError(.validationFailed, "The password must be at least \(Passwords.minimumLength) characters long.",
-                           errors: [FieldError(path: "password", message: "at least \(Passwords.minimumLength) characters, at most \(Passwords.maximumLength) bytes")])
-        }
+        try Passwords.check(password)
         guard let (user, _) = try open(token: token) else { throw Self.gone }
         let hashed = try Passwords.hash(password)
         let hash = Tokens.hash(token)

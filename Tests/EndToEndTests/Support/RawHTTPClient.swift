@@ -99,8 +99,9 @@ struct RawHTTPClient {
         }
     }
 
+    /// `from`: the loopback address to send from (127.0.0.0/8), e.g. to be another client address.
     func request(_ method: String, _ path: String, token: String? = nil, json: JSONValue? = nil, body: [UInt8]? = nil,
-                 headers: [String: String] = [:]) throws -> Reply {
+                 headers: [String: String] = [:], from source: String? = nil) throws -> Reply {
         let payload = body ?? json.map(CanonicalJSON.encode) ?? []
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
@@ -108,7 +109,7 @@ struct RawHTTPClient {
         for (k, v) in headers { head += "\(k): \(v)\r\n" }
         if !payload.isEmpty || method == "POST" || method == "PUT" || method == "PATCH" { head += "Content-Length: \(payload.count)\r\n" }
         head += "\r\n"
-        let fd = try connect()
+        let fd = try connect(from: source)
         defer { close(fd) }
         Self.sendAll(fd, Array(head.utf8))
         Self.sendAll(fd, payload)
