@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The reliability harness, short forms: chaos (10 kill -9 cycles), the fault proxy, abuse
 # (slowloris, 10,000 malformed requests, a full disk, a corrupted database) and the cross-tenant
-# matrix. Exits non-zero on any failure and ends with one `N passed, M failed` line.
+# matrix, and 200 wrong sign-ins at once (memory bounded). Exits non-zero on any failure and ends
+# with one `N passed, M failed` line.
 #
 #   Harness/run_all.sh                        # uses .build/debug/surveyd
 #   SURVEYD_BIN=/path/to/surveyd Harness/run_all.sh
@@ -23,7 +24,7 @@ PY="${PYTHON:-python3}"
 export HARNESS_WORK_DIR="${HARNESS_WORK_DIR:-$(mktemp -d /tmp/surveyd-harness.XXXXXX)}"
 mkdir -p "$HARNESS_WORK_DIR"
 SEED="${HARNESS_SEED:-$(( $(date +%s) % 100000 ))}"
-ONLY="${HARNESS_ONLY:-chaos faults abuse tenancy}"
+ONLY="${HARNESS_ONLY:-chaos faults abuse tenancy flood}"
 echo "run_all: surveyd $SURVEYD_BIN; work dir $HARNESS_WORK_DIR; seed $SEED"
 
 passed=0
@@ -57,6 +58,7 @@ for part in $ONLY; do
     faults)  run faults  "$PY" Harness/test_faults.py --seed "$SEED" ;;
     abuse)   run abuse   "$PY" Harness/abuse.py --seed "$SEED" --json-out "$HARNESS_WORK_DIR/abuse.json" ;;
     tenancy) run tenancy "$PY" Harness/tenancy.py ;;
+    flood)   run flood   "$PY" Harness/signin_flood.py ;;
     *) echo "run_all: unknown part $part"; failed=$((failed + 1)); status=1 ;;
   esac
 done
