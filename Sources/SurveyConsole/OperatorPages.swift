@@ -56,8 +56,9 @@ struct OperatorPages: Sendable {
             // Everything the three steps check, checked before the first one writes: a refusal
             // leaves no organization behind.
             var errors: [FieldError] = []
-            if name.trimmingCharacters(in: .whitespaces).isEmpty { errors.append(FieldError(path: "name", message: "the organization's name")) }
-            if adminName.trimmingCharacters(in: .whitespaces).isEmpty { errors.append(FieldError(path: "adminName", message: "the first admin's name")) }
+            let rule = "1 to \(DisplayName.maxCharacters) characters, not only spaces"
+            if !DisplayName.isValid(name) { errors.append(FieldError(path: "Name", message: rule)) }
+            if !DisplayName.isValid(adminName) { errors.append(FieldError(path: "First admin's name", message: rule)) }
             if !errors.isEmpty { throw ApiError(.validationFailed, "The organization was not created.", errors: errors) }
             let email = try operations.invitations.checkAvailable(email: form["adminEmail"] ?? "")
             let org = try operations.organizations.create(by: v.caller) { (name, expiresAt) }.unkeyed()

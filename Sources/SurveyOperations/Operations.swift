@@ -17,6 +17,8 @@ public struct Operations: Sendable {
     public let definitions = DefinitionCache()
     /// Console sign-in attempts, per account and per address (across processes on PostgreSQL).
     public let throttle: SignInThrottle
+    /// Argon2 computations at once (each holds 19 MiB).
+    public let passwordChecks = PasswordChecks()
     /// Server time: the store's clock, so the gate and the operations never disagree.
     public var clock: any ServerClock { database.clock }
 

@@ -14,10 +14,7 @@ public struct Organizations: Sendable {
         let clock = operations.clock
         return try operations.keyedSecurityWrite(scopeOrgId: "", orgId: { $0.orgId }, caller: caller.actorId, target: "", key: key, prepare: {
             let r = try request()
-            guard r.name.unicodeScalars.contains(where: { !" \t\r\n".unicodeScalars.contains($0) }), r.name.count <= 200 else {  // not blank (the schema's pattern)
-                throw ApiError(.validationFailed, "`name` must be 1 to 200 characters.", errors: [FieldError(path: "name", message: "1 to 200 characters")])
-            }
-            return NewOrg(orgId: Ids.make("org", nowMillis: clock.nowMillis()), name: r.name, expiresAt: r.expiresAt)
+            return NewOrg(orgId: Ids.make("org", nowMillis: clock.nowMillis()), name: try DisplayName.checked(r.name), expiresAt: r.expiresAt)
         }) { new, tx in
             try tx.createOrg(orgId: new.orgId, name: new.name, expiresAt: new.expiresAt)
         }

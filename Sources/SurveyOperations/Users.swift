@@ -22,10 +22,7 @@ public struct Users: Sendable {
         return try write(orgId: orgId, caller: caller, target: "", key: key, prepare: { () throws -> (String, [String]) in
             let r = try request()
             let roles = try Self.checked(roles: r.roles)
-            guard r.name.unicodeScalars.contains(where: { !" \t\r\n".unicodeScalars.contains($0) }), r.name.count <= 200 else {  // not blank (the schema's pattern)
-                throw ApiError(.validationFailed, "`name` must be 1 to 200 characters.", errors: [FieldError(path: "name", message: "1 to 200 characters")])
-            }
-            return (r.name, roles)
+            return (try DisplayName.checked(r.name), roles)
         }) { prepared, tx in
             let (name, roles) = prepared
             let userId = Ids.make("usr", nowMillis: tx.now)

@@ -113,4 +113,30 @@ import Testing
         // An admin is no operator: the page is not theirs.
         #expect(try Session(f, token: f.adminToken).get("/console/operator/orgs").status == 404)
     }
+
+    /// Creating an organization with its first admin is refused whole when any field breaks its
+    /// rule: the refusal names the field as the form labels it, and leaves no organization, user,
+    /// invitation or audit entry behind.
+    @Test func aRefusedNewOrganizationLeavesNothingBehind() throws {
+        let f = try Fixture()
+        let s = try Session(f, token: f.server.operatorToken)
+        let tables = ["orgs", "users", "invitations", "audit"]
+        let before = try tables.map { try f.server.count("SELECT COUNT(*) FROM \($0)") }
+        for adminName in [String(repeating: "a", count: 201), "\n", "   "] {
+            let r = try s.post("/console/operator/orgs", ["name": "Well Team", "expiresAt": "2099-12-31", "adminName": adminName,
+                                                          "adminEmail": "first.admin@example.org"])
+            #expect(r.status == 422, "\(r.status)")
+            #expect(r.text.contains("First admin&#39;s name") || r.text.contains("First admin's name"), "\(r.text.prefix(2000))")
+            #expect(!r.text.contains("Name: 1 to"))
+        }
+        let longName = try s.post("/console/operator/orgs", ["name": String(repeating: "o", count: 201), "expiresAt": "2099-12-31",
+                                                             "adminName": "Ada", "adminEmail": "first.admin@example.org"])
+        #expect(longName.status == 422 && longName.text.contains("Name: 1 to 200 characters"))
+        #expect(try tables.map { try f.server.count("SELECT COUNT(*) FROM \($0)") } == before)
+        // Sent again with a valid name, it is created once, with its admin.
+        let done = try s.post("/console/operator/orgs", ["name": "Well Team", "expiresAt": "2099-12-31", "adminName": "Ada",
+                                                         "adminEmail": "first.admin@example.org"])
+        #expect(done.status == 200 && done.text.contains("Well Team was created"))
+        #expect(try f.server.count("SELECT COUNT(*) FROM orgs WHERE name = 'Well Team'") == 1)
+    }
 }

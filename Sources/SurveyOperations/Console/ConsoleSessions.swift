@@ -35,7 +35,7 @@ public struct ConsoleSessions: Sendable {
         do {
             account = email.isEmpty || password.utf8.count > Passwords.maximumLength ? nil
                 : try operations.database.read { try $0.consoleAccount(email: email) }
-            verified = try Passwords.verify(password, account?.passwordHash ?? Passwords.decoy)
+            verified = try operations.passwordChecks.run { Passwords.verify(password, account?.passwordHash ?? Passwords.decoy) }
         } catch {
             operations.throttle.succeeded(attempt)  // never checked: it does not count
             throw error

@@ -47,7 +47,7 @@ public struct Invitations: Sendable {
     public func accept(token: String, password: String) throws -> UserRecord {
         try Passwords.check(password)
         guard let (user, _) = try open(token: token) else { throw Self.gone }
-        let hashed = try Passwords.hash(password)
+        let hashed = try operations.passwordChecks.run { try Passwords.hash(password) }
         let hash = Tokens.hash(token)
         let accepted = try operations.database.securityWrite(orgId: user.orgId, actor: user.userId) { tx in
             try tx.acceptInvitation(hash: hash, userId: user.userId, passwordHash: hashed)

@@ -1,6 +1,5 @@
 import CArgon2
 import Foundation
-import Synchronization
 import SurveyDomain
 
 /// Console passwords: Argon2id (libargon2, the reference implementation) with OWASP's minimum
@@ -16,11 +15,6 @@ public enum Passwords {
     static let hashLength = 32
     public static let minimumLength = 10
     public static let maximumLength = 1024
-    /// Hashes and checks running at once: each holds 19 MiB, and sign-in is open to anyone, so
-    /// past this many the next one is refused (429 / 1030) instead of the memory growing.
-    public static let maxConcurrent = max(2, ProcessInfo.processInfo.activeProcessorCount)
-    private static let running = Atomic<Int>(0)
-
     /// A password a person may choose: long enough, not too long, and not only white space.
     public static func check(_ password: String) throws {
         let rule = "at least \(minimumLength) characters, not only spaces, at most \(maximumLength) bytes"
@@ -34,29 +28,15 @@ public enum Passwords {
         }
     }
 
-    /// Runs one Argon2 computation within `maxConcurrent`.
-    private static func bounded<T>(_ body: () throws -> T) throws -> T {
-        _ = returnsMemory
-        guard running.add(1, ordering: .acquiringAndReleasing).newValue <= maxConcurrent else {
-            running.subtract(1, ordering: .acquiringAndReleasing)
-            throw ApiError(.tooManyPendingRequests, "The server is checking as many passwords as it can at once. Try again in a second.",
-                           retryAfterSeconds: 1)
-        }
-        defer { running.subtract(1, ordering: .acquiringAndReleasing) }
-        return try body()
-    }
-
     /// Argon2 takes its 19 MiB from malloc. glibc serves a block that large with mmap and gives
     /// it back at free — until a freed mmapped block raises its threshold (up to 32 MiB), after
     /// which each block stays in its thread's arena: 60 concurrent sign-ins then kept 880 MB.
     /// A fixed threshold keeps large blocks mmapped, so the memory goes back after each check.
     private static let returnsMemory: Void = cargon2_map_large_blocks()
 
+    /// Run through `PasswordChecks`, which bounds how many run at once.
     public static func hash(_ password: String) throws -> String {
-        try bounded { try unboundedHash(password) }
-    }
-
-    private static func unboundedHash(_ password: String) throws -> String {
+        _ = returnsMemory
         let salt = Digest.randomBytes(saltLength)
         let length = argon2_encodedlen(passes, memoryKiB, lanes, UInt32(saltLength), UInt32(hashLength), Argon2_id)
         var encoded = [CChar](repeating: 0, count: length)
@@ -66,13 +46,14 @@ public enum Passwords {
         return String(cString: encoded)
     }
 
-    /// Throws 1030 when `maxConcurrent` checks are already running.
-    public static func verify(_ password: String, _ encoded: String) throws -> Bool {
+    /// Run through `PasswordChecks`, which bounds how many run at once.
+    public static func verify(_ password: String, _ encoded: String) -> Bool {
+        _ = returnsMemory
         let pwd = Array(password.utf8)
-        return try bounded { argon2id_verify(encoded, pwd, pwd.count) == ARGON2_OK.rawValue }
+        return argon2id_verify(encoded, pwd, pwd.count) == ARGON2_OK.rawValue
     }
 
     /// Verifying against this costs what verifying a real password costs: an unknown email takes
     /// as long to refuse as a wrong password.
-    static let decoy: String = (try? unboundedHash("surveyd decoy password, never valid")) ?? ""
+    static let decoy: String = (try? hash("surveyd decoy password, never valid")) ?? ""
 }
