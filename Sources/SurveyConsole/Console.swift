@@ -149,7 +149,7 @@ public struct Console: Sendable {
 
     /// `scheme://host` of this request as the browser sees it (behind a TLS proxy: https).
     static func origin(_ request: HTTPRequest) -> String {
-        (request.header("x-forwarded-proto") == "https" ? "https://" : "http://") + (request.header("host") ?? "localhost")
+        (request.head.isHTTPS ? "https://" : "http://") + (request.header("host") ?? "localhost")
     }
 
     /// For other doors on console URLs (the export download): the signed-in caller, or nil.
@@ -159,7 +159,7 @@ public struct Console: Sendable {
     public func page(for error: any Error, _ request: HTTPRequest) -> HTTPResponse { failure(error, request) }
 
     func sessionCookie(_ id: String, _ request: HTTPRequest, maxAge: Int64 = ConsoleSessions.absoluteMillis / 1000) -> (String, String) {
-        let secure = request.header("x-forwarded-proto") == "https" ? "; Secure" : ""
+        let secure = request.head.isHTTPS ? "; Secure" : ""
         return ("Set-Cookie", "\(Self.cookie)=\(id); Path=/console; HttpOnly; SameSite=Lax; Max-Age=\(maxAge)\(secure)")
     }
 

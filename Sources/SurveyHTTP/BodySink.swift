@@ -19,14 +19,21 @@ public struct RequestHead: Sendable {
     public let query: [String: String]
     /// Header names are lowercased.
     public let headers: [String: String]
-    /// The peer's address ("" when unknown, as for in-process requests).
+    /// The client's address: the peer's, or behind a trusted proxy the one it forwarded ("" when
+    /// unknown, as for in-process requests).
     public let clientAddress: String
+    /// The peer is a trusted reverse proxy (`HTTPServer.Configuration.trustedProxies`).
+    public let throughTrustedProxy: Bool
 
     public init(method: String, path: String, route: String, pathParameters: [String: String],
-                query: [String: String], headers: [String: String], clientAddress: String = "") {
+                query: [String: String], headers: [String: String], clientAddress: String = "", throughTrustedProxy: Bool = false) {
         self.method = method; self.path = path; self.route = route; self.pathParameters = pathParameters
-        self.query = query; self.headers = headers; self.clientAddress = clientAddress
+        self.query = query; self.headers = headers; self.clientAddress = clientAddress; self.throughTrustedProxy = throughTrustedProxy
     }
+
+    /// The client used https: a trusted proxy said so with `X-Forwarded-Proto: https` (surveyd
+    /// itself speaks plain HTTP). From anyone else the header is ignored.
+    public var isHTTPS: Bool { throughTrustedProxy && header("x-forwarded-proto") == "https" }
 
     /// Names are lowercased only when they hold an upper-case letter: callers pass them in lower
     /// case, and lowercasing every name on every look-up showed up in a replay's profile.

@@ -25,17 +25,37 @@ final class Exchange {
     var discarded = 0
     var answered = false
 
-    /// The peer's IPv4 address (what sign-in throttling counts by).
-    lazy var clientAddress: String = {
+    let trustedProxies: Set<String>
+
+    /// The peer's IPv4 address.
+    lazy var peerAddress: String = {
         var buffer = [CChar](repeating: 0, count: 64)
         cmhd_client_address(connection, &buffer, buffer.count)
         return String(cString: buffer)
     }()
 
-    init(method: String, path: String, connection: OpaquePointer) {
+    /// The request came through a trusted reverse proxy: its forwarded headers are believed.
+    var throughTrustedProxy: Bool {
+        !trustedProxies.isEmpty && (headers["x-forwarded-for"] != nil || headers["x-forwarded-proto"] != nil)
+            && trustedProxies.contains(peerAddress)
+    }
+
+    /// The client's address (what sign-in throttling counts by): through a trusted proxy, the
+    /// last address of `X-Forwarded-For` — the one that proxy saw (earlier ones the client could
+    /// have written); otherwise the peer's.
+    var clientAddress: String {
+        guard throughTrustedProxy, let forwarded = headers["x-forwarded-for"],
+              let last = forwarded.split(separator: ",").last?.trimmingSpacesAndTabs, !last.isEmpty, last.utf8.count <= 64 else {
+            return peerAddress
+        }
+        return last
+    }
+
+    init(method: String, path: String, connection: OpaquePointer, trustedProxies: Set<String>) {
         self.method = method
         self.path = path
         self.connection = connection
+        self.trustedProxies = trustedProxies
         let me = Unmanaged.passUnretained(self).toOpaque()
         MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, me)
         MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectQuery, me)
@@ -45,7 +65,7 @@ final class Exchange {
         // The peer's address is asked of libmicrohttpd only for routes that read it (console
         // sign-in, throttled per address): the API's hot paths do without the call and the string.
         RequestHead(method: method, path: path, route: route?.pattern ?? "", pathParameters: params, query: query, headers: headers,
-                    clientAddress: route?.needsClientAddress == true ? clientAddress : "")
+                    clientAddress: route?.needsClientAddress == true ? clientAddress : "", throughTrustedProxy: throughTrustedProxy)
     }
 }
 

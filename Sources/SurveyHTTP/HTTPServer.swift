@@ -30,6 +30,9 @@ public final class HTTPServer: @unchecked Sendable {
         public var perIPConnectionLimit: UInt32 = 512
         public var idleTimeoutSeconds: UInt32 = 60
         public var threadStackBytes: Int = 512 << 10
+        /// Peers whose `X-Forwarded-For` (its last address: the one the proxy saw) and
+        /// `X-Forwarded-Proto` are believed. Anyone else's are ignored: a client could send them.
+        public var trustedProxies: Set<String> = []
         /// Where a form's file parts are written as they arrive (unlinked at once).
         public var temporaryDirectory: String = NSTemporaryDirectory()
         /// N > 0: N polling threads with suspend/resume (the default: one per core, at least 2).
@@ -136,7 +139,7 @@ public final class HTTPServer: @unchecked Sendable {
         guard let raw = state.pointee else {
             // First call: headers are in, the body is not. Route now so a request that will be
             // refused anyway (oversized, unauthorized upload) is answered before its body is read.
-            let ex = Exchange(method: method, path: url, connection: connection)
+            let ex = Exchange(method: method, path: url, connection: connection, trustedProxies: configuration.trustedProxies)
             state.pointee = Unmanaged.passRetained(ex).toOpaque()
             inFlight.add(1, ordering: .sequentiallyConsistent)
             if stopping.load(ordering: .sequentiallyConsistent) {

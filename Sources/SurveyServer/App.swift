@@ -24,6 +24,8 @@ public final class App: Sendable {
         /// Declared bytes of unfinished resumable uploads one collector may hold (1030 past it).
         public var maxUnfinishedUploadBytes: Int64 = 1 << 30
         public var maxKeyedInFlight: Int = 100
+        /// Reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (`--trusted-proxy`).
+        public var trustedProxies: Set<String> = []
         /// N polling threads with suspend/resume (default: one per core, at least 2); 0:
         /// libmicrohttpd's thread per connection (slower; see `HTTPServer`).
         public var httpThreads: UInt32 = HTTPServer.Configuration.defaultPollingThreads
@@ -99,6 +101,7 @@ public final class App: Sendable {
         var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         http.maxBodyBytes = configuration.maxBodyBytes
         http.pollingThreads = configuration.httpThreads
+        http.trustedProxies = configuration.trustedProxies
         // A form's file parts go beside the uploads being received (same disk as the data).
         http.temporaryDirectory = configuration.layout.temp
         server = HTTPServer(configuration: http, router: router, log: RequestLog(enabled: configuration.logRequests),

@@ -14,6 +14,7 @@ enum CLI {
                    [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads N]
                    [--startup-check full|quick] [--no-log]
                    [--webhooks-allow-private] [--webhook-retry-schedule 5s,5m,30m,2h,5h,10h,...]
+                   [--trusted-proxy 127.0.0.1,...]
       surveyd check                       verify every invariant; exit 1 on any violation
       surveyd backup --to DIR             online, consistent copy (database and blobs) into a new DIR
                                           (with --database-url: a copy of the PostgreSQL database as a SQLite data dir)
@@ -100,6 +101,14 @@ enum CLI {
         }
         c.logRequests = !options.flag("no-log")
         c.webhooksAllowPrivate = options.flag("webhooks-allow-private")
+        if let t = options.value("trusted-proxy") {
+            let addresses = t.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            var probe = in_addr()
+            guard !addresses.isEmpty, addresses.allSatisfy({ inet_pton(AF_INET, $0, &probe) == 1 }) else {
+                throw CLIError("--trusted-proxy must be IPv4 addresses, comma-separated (the reverse proxy's address as surveyd sees it, e.g. 127.0.0.1)")
+            }
+            c.trustedProxies = Set(addresses)
+        }
         if let r = options.value("webhook-retry-schedule") {
             guard let schedule = RetrySchedule.parse(r) else {
                 throw CLIError("--webhook-retry-schedule must be delays with units, comma-separated, e.g. 5s,5m,30m,2h")

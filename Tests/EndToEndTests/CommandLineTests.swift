@@ -58,4 +58,15 @@ import Testing
         #expect(outcome.stderr.contains("unknown option \(option)"), "stderr: \(outcome.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty, "nothing may be created")
     }
+
+    /// A trusted proxy must be an address: a host name or a typo is refused before anything starts.
+    @Test(arguments: ["proxy.example.org", "127.0.0.1,,", "127.0.0.256", ""])
+    func aTrustedProxyThatIsNoAddressIsRefused(value: String) throws {
+        let dir = try Self.emptyDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let outcome = try Self.run(["serve", "--trusted-proxy=\(value)"], in: dir)
+        #expect(outcome.status == 1)
+        #expect(outcome.stderr.contains("--trusted-proxy must be IPv4 addresses"), "stderr: \(outcome.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty, "nothing may be created")
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SurveyDomain
+import SurveyServer
 import SurveyStorage
 import Synchronization
 import Testing
@@ -21,8 +22,8 @@ import Testing
         static let email = "rae@example.org"
         static let password = "correct horse battery"
 
-        init() throws {
-            f = try Fixture()
+        init(configure: (inout App.Configuration) -> Void = { _ in }) throws {
+            f = try Fixture(server: try TestServer(configure: configure))
             let r = try f.client.post("/v1/orgs/\(f.orgId)/users", token: f.adminToken, ["name": "Rae Reviewer", "roles": ["reviewer"]])
             guard r.status == 201, let id = r.json?["userId"]?.stringValue else { throw TestFailure("user: \(r.status)") }
             reviewerId = id
@@ -247,5 +248,35 @@ import Testing
         let tabs = try w.form("POST", w.path(url), ["password": "\t\t\t\t\t \n\n\n\n\n"])
         #expect(tabs.status == 422)
         #expect(try w.form("POST", w.path(url), ["password": "  a real one  "]).status == 200)
+    }
+
+    /// Behind a trusted reverse proxy sign-ins are throttled by the address it forwards, so one
+    /// attacker does not lock out everyone who shares the proxy; from any other peer the
+    /// forwarded headers are ignored (a client could write them), and so is X-Forwarded-Proto.
+    @Test func forwardedHeadersCountOnlyFromATrustedProxy() throws {
+        let trusted = try World { $0.trustedProxies = ["127.0.0.1"] }
+        let guess = ["email": World.email, "password": "guess guess guess"]
+        for _ in 0..<10 { _ = try trusted.form("POST", "/console/sign-in", guess, headers: ["X-Forwarded-For": "203.0.113.7"]) }
+        #expect(try trusted.form("POST", "/console/sign-in", ["email": "other@example.org", "password": "guess guess guess"],
+                                 headers: ["X-Forwarded-For": "203.0.113.7"]).status == 429)
+        // Another client behind the same proxy (an address the client wrote first is not its own).
+        let other = try trusted.form("POST", "/console/sign-in", ["email": "other@example.org", "password": "guess guess guess"],
+                                     headers: ["X-Forwarded-For": "203.0.113.7, 198.51.100.2"])
+        #expect(other.status == 401)
+        // The proxy says https: the session cookie is Secure.
+        let proxied = try World { $0.trustedProxies = ["127.0.0.1"] }
+        let https = try proxied.form("POST", "/console/sign-in", ["email": World.email, "password": World.password],
+                                     headers: ["X-Forwarded-For": "198.51.100.9", "X-Forwarded-Proto": "https"])
+        #expect(https.status == 303 && https.header("set-cookie")?.contains("Secure") == true)
+
+        // No trusted proxy: the headers change nothing — the peer's address is throttled.
+        let direct = try World()
+        for i in 0..<10 { _ = try direct.form("POST", "/console/sign-in", guess, headers: ["X-Forwarded-For": "203.0.113.\(i)"]) }
+        #expect(try direct.form("POST", "/console/sign-in", ["email": "other@example.org", "password": "guess guess guess"],
+                                headers: ["X-Forwarded-For": "198.51.100.2"]).status == 429)
+        let plain = try World()
+        let notSecure = try plain.form("POST", "/console/sign-in", ["email": World.email, "password": World.password],
+                                       headers: ["X-Forwarded-Proto": "https"])
+        #expect(notSecure.status == 303 && notSecure.header("set-cookie")?.contains("Secure") == false)
     }
 }

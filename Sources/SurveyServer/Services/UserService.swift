@@ -19,10 +19,10 @@ struct UserService {
     }
 
     /// A one-time console link for the user, who sets a password on the page it opens. The
-    /// link's host is the one this request came to (`X-Forwarded-Proto: https` from a TLS proxy
+    /// link's host is the one this request came to (`X-Forwarded-Proto: https` from a trusted TLS proxy
     /// makes it https).
     func invite(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
-        let scheme = request.header("x-forwarded-proto") == "https" ? "https" : "http"
+        let scheme = request.head.isHTTPS ? "https" : "http"
         let base = "\(scheme)://\(request.header("host") ?? "localhost")"
         let render: @Sendable (Invitations.Issued) -> HTTPResponse = {
             .json(201, ["invitationUrl": .string(base + "/console/invitations/" + $0.token), "expiresAt": .string(Timestamp.format($0.expiresAt)),
