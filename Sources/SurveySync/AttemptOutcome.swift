@@ -17,6 +17,10 @@ enum AttemptOutcome: Sendable {
     /// A 3xx, not followed (it would carry the token elsewhere) and not stored: surveyd never
     /// redirects, so the address is probably wrong. `location` is the header as sent.
     case redirected(status: Int, location: String?)
+    /// A file's upload address on another origin: a tus creation's `Location` (`status` its answer),
+    /// or one already in the store (`status` nil). Not used, for the reason a redirect is not
+    /// followed; `location` is the address as the server gave it.
+    case pointedElsewhere(status: Int?, location: String)
 
     /// The outcome of an answer that is not a success.
     static func of(_ answer: IncomingAnswer) -> AttemptOutcome {

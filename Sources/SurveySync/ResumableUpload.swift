@@ -2,7 +2,8 @@ import Foundation
 
 /// Sends one upload command's file through tus 1.0 (creation, checksum), resuming at the offset
 /// the server confirms. The location and offset are written to the store after every chunk, so a
-/// killed app or a dropped connection resumes instead of starting over.
+/// killed app or a dropped connection resumes instead of starting over. No request goes to an
+/// address on another origin than the server's, whatever `Location` the server gave.
 struct ResumableUpload: Sendable {
     let session: Session
     let transport: any HTTPTransport
@@ -42,6 +43,10 @@ struct ResumableUpload: Sendable {
                     "Tus-Resumable": "1.0.0", "Upload-Length": String(c.fileSize), "Upload-Metadata": c.headers["Upload-Metadata"] ?? "",
                 ])
                 guard created.status == 201 || created.status == 200, let location = created.header("Location") else { return AttemptOutcome.of(created) }
+                // Not stored: the bearer token would go with every chunk to wherever it points.
+                guard ServerAddress.onServer(location, server: session.owner.server) != nil else {
+                    return .pointedElsewhere(status: created.status, location: location)
+                }
                 c.uploadLocation = location
                 c.uploadOffset = 0
                 try persist(c)
@@ -51,11 +56,11 @@ struct ResumableUpload: Sendable {
                                 note: "file missing")
             }
             defer { try? file.close() }
-            while c.uploadOffset < c.fileSize {
+            while c.uploadOffset < c.fileSize, let location = c.uploadLocation {
                 try file.seek(toOffset: UInt64(c.uploadOffset))
                 let chunk = try file.read(upToCount: chunkSize) ?? Data()
                 guard !chunk.isEmpty else { return .refused(["The file saved with this response changed on this device."], note: "file short") }
-                let answer = try await send("PATCH", url: c.uploadLocation!, headers: [
+                let answer = try await send("PATCH", url: location, headers: [
                     "Tus-Resumable": "1.0.0", "Content-Type": "application/offset+octet-stream",
                     "Upload-Offset": String(c.uploadOffset), "Upload-Checksum": "sha256 \(SHA256Digest.base64(chunk))",
                 ], body: Array(chunk))
@@ -73,10 +78,20 @@ struct ResumableUpload: Sendable {
             let stored = try await send("GET", path: metadataPath(c))
             guard stored.status == 200 else { return AttemptOutcome.of(stored) }
             return verified(c, stored, note: resumedFrom.map { "uploaded; resumed at byte \($0)" } ?? "uploaded")
+        } catch let elsewhere as OtherOrigin {
+            // An address kept by a version that used any `Location`: forgotten, so a retry creates
+            // the upload again; nothing was sent there.
+            c.uploadLocation = nil
+            c.uploadOffset = 0
+            try? persist(c)
+            return .pointedElsewhere(status: nil, location: elsewhere.location)
         } catch {
             return .ambiguous("no answer: \(error.localizedDescription)")
         }
     }
+
+    /// A request was about to go to another origin than the server's; it did not leave.
+    private struct OtherOrigin: Error { let location: String }
 
     private func metadataPath(_ c: OutboxCommand) -> String { "/v1/orgs/\(c.owner.organization)/uploads/\(c.id)" }
 
@@ -90,12 +105,18 @@ struct ResumableUpload: Sendable {
     }
 
     private func send(_ method: String, path: String, headers: [String: String] = [:], body: [UInt8] = []) async throws -> IncomingAnswer {
-        try await send(method, url: session.owner.server + path, headers: headers, body: body)
+        guard let target = URL(string: session.owner.server + path) else { throw URLError(.badURL) }
+        return try await send(method, target, headers: headers, body: body)
     }
 
+    /// `url`: an upload address the server gave, read against the server address; refused
+    /// (`OtherOrigin`) before anything is sent if it is on another origin.
     private func send(_ method: String, url: String, headers: [String: String] = [:], body: [UInt8] = []) async throws -> IncomingAnswer {
-        let absolute = url.hasPrefix("http") ? url : session.owner.server + url
-        guard let target = URL(string: absolute) else { throw URLError(.badURL) }
+        guard let target = ServerAddress.onServer(url, server: session.owner.server) else { throw OtherOrigin(location: url) }
+        return try await send(method, target, headers: headers, body: body)
+    }
+
+    private func send(_ method: String, _ target: URL, headers: [String: String], body: [UInt8]) async throws -> IncomingAnswer {
         var headers = headers
         headers["Authorization"] = "Bearer \(session.token)"
         return try await transport.send(OutgoingRequest(method: method, url: target, headers: headers, body: body))

@@ -231,6 +231,13 @@ public final class SyncEngine: Sendable {
             let target = AttemptOutcome.redirectTarget(location, server: c.owner.server)
             report.redirectedTo = target
             try needAttention(&c, [SyncWords.redirect(to: target)], note: "HTTP \(status) redirect" + (target.isEmpty ? "" : " to \(target)"))
+        case .pointedElsewhere(let status, let location):
+            // Treated as a redirect: kept (the file too) until a person acts, not a successful sync.
+            let target = AttemptOutcome.redirectTarget(location, server: c.owner.server)
+            report.uploadPointedTo = target
+            let answer = status.map { "HTTP \($0) upload Location" } ?? "stored upload Location"
+            try needAttention(&c, [SyncWords.uploadElsewhere(to: target)],
+                              note: "\(answer) on another origin" + (target.isEmpty ? "" : ", \(target)") + ": nothing sent there")
         }
         try store.update(c)
     }

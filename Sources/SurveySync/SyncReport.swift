@@ -19,4 +19,8 @@ public struct SyncReport: Sendable, Equatable {
     /// empty if it named no address). It was not followed, so nothing and no token went there;
     /// the address is probably wrong (`SyncWords.redirect(to:)` says so).
     public var redirectedTo: String?
+    /// The server address gave a file's upload an address on another origin, this host (with its
+    /// port if it named one; empty if it named no host). Nothing and no token went there; the
+    /// address is probably wrong (`SyncWords.uploadElsewhere(to:)` says so).
+    public var uploadPointedTo: String?
 }

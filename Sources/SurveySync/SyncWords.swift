@@ -10,6 +10,12 @@ public enum SyncWords {
         "The server answered with a redirect\(target.isEmpty ? "" : " to \(target)"); surveyd never redirects, so the server address may be wrong. Check the server address in settings."
     }
 
+    /// A file's upload address on another origin (never used). `target`: host and port it named,
+    /// or empty if it named none.
+    public static func uploadElsewhere(to target: String) -> String {
+        "The server pointed this file's upload to another address\(target.isEmpty ? "" : ", \(target)"); surveyd never does that, so the server address may be wrong. Check the server address in settings."
+    }
+
     /// The sentences for a permanent refusal.
     static func attention(for problem: Problem?, status: Int) -> [String] {
         switch problem?.errorCode {

@@ -110,6 +110,7 @@ func run() async throws {
         let report = await engine.syncNow()
         print("attempted \(report.attempted), now held by the server \(report.nowHeld)")
         if let target = report.redirectedTo { print("! \(SyncWords.redirect(to: target))") }
+        if let target = report.uploadPointedTo { print("! \(SyncWords.uploadElsewhere(to: target))") }
         try printStatus(outbox)
     case "status":
         let outbox = try openOutbox(a)

@@ -45,6 +45,23 @@ import Testing
         #expect(SyncWords.redirect(to: "") == "The server answered with a redirect; surveyd never redirects, so the server address may be wrong. Check the server address in settings.")
     }
 
+    @Test func anUploadAddressIsUsedOnlyOnTheServersOwnSchemeHostAndPort() {
+        let server = "http://127.0.0.1:9"
+        func used(_ location: String, on server: String = server) -> String? { ServerAddress.onServer(location, server: server)?.absoluteString }
+        #expect(used("/v1/orgs/o/uploads/resumable/u") == "http://127.0.0.1:9/v1/orgs/o/uploads/resumable/u", "a path is on the server")
+        #expect(used("/v1/x", on: "https://surveys.example.org/api") == "https://surveys.example.org/api/v1/x",
+                "a path goes under the address, as every request path does")
+        #expect(used("http://127.0.0.1:9/v1/x") == "http://127.0.0.1:9/v1/x")
+        #expect(used("HTTP://127.0.0.1:9/v1/x") != nil, "scheme and host are compared without case")
+        #expect(used("https://surveys.example.org:443/v1/x", on: "https://Surveys.example.org") != nil, "the default port is the same port")
+        #expect(used("http://localhost:9/v1/x") == nil, "another host, even one naming the same machine")
+        #expect(used("http://127.0.0.1:10/v1/x") == nil, "another port")
+        #expect(used("https://127.0.0.1:9/v1/x") == nil, "another scheme")
+        #expect(used("//localhost:9/v1/x") == nil, "a scheme-relative address naming another host")
+        #expect(used("http://localhost:9/v1/x", on: "not a server address") == nil)
+        #expect(SyncWords.uploadElsewhere(to: "") == "The server pointed this file's upload to another address; surveyd never does that, so the server address may be wrong. Check the server address in settings.")
+    }
+
     /// A transport that answers from a script and counts what it was asked.
     final class ScriptedTransport: HTTPTransport {
         let answers: Mutex<[IncomingAnswer]>

@@ -2,9 +2,10 @@ import Foundation
 import Testing
 @testable import SurveySync
 
-/// A server address that answers with a redirect (surveyd itself never does): the engine does not
-/// follow it, so the token never reaches another origin, and the person is told while the work
-/// stays on the device. Real sockets on 127.0.0.1, the real URLSession transport.
+/// A server address that answers with a redirect, or gives a file's upload an address on another
+/// origin (surveyd itself does neither): the engine does not follow it, so the token never reaches
+/// another origin, and the person is told while the work stays on the device. Real sockets on
+/// 127.0.0.1, the real URLSession transport.
 @Suite struct RedirectTests {
     @Test func aRedirectIsNeverFollowedSoTheTokenStaysWithTheServerAndTheWorkStaysOnTheDevice() async throws {
         let directory = try PackagePaths.temporaryDirectory("surveysync-redirect")
@@ -87,5 +88,61 @@ import Testing
         #expect(waiting.stateLabel == "Needs attention")
         #expect(waiting.attention == ["A file attached to this response could not be sent.", sentence])
         #expect(!server.redirected.contains { $0.request.hasPrefix("POST /v1/orgs/org-1/responses ") }, "the response never went without its file")
+    }
+
+    @Test func anUploadLocationOnAnotherOriginGetsNothingAndTheFileWaitsInTheOutbox() async throws {
+        let directory = try PackagePaths.temporaryDirectory("surveysync-elsewhere")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try RedirectingServer(directory: directory, mode: .uploadLocationElsewhere)
+        let outbox = try Outbox(at: directory.appendingPathComponent("phone.sqlite"))
+        outbox.signIn(Session(owner: Owner(server: server.base, organization: "org-1", user: "u-1"), token: "the-collectors-token"))
+        // No backoff: anything left due would go again on the very next pass.
+        var configuration = SyncConfiguration()
+        configuration.initialBackoff = 0
+        configuration.maxBackoff = 0
+        let engine = SyncEngine(outbox: outbox, transport: URLSessionTransport(timeout: 10, closeConnections: true), configuration: configuration)
+        let photo = directory.appendingPathComponent("photo.png")
+        try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 7, count: 2000)).write(to: photo)
+        let response = try outbox.captureResponse(title: "Household of 3", surveyVersionId: "v-1", contentHash: "h-1", answers: ["household_size": 3],
+                                                  attachments: [Outbox.Attachment(questionId: "photo", file: photo, contentType: "image/png")])
+        let uploadId = try #require(response.dependsOn.first)
+        let sentence = "The server pointed this file's upload to another address, \(server.target); surveyd never does that, so the server address may be wrong. Check the server address in settings."
+
+        let report = await engine.syncNow()
+        let asked = server.redirected.map(\.request)
+        #expect(asked.contains { $0.hasPrefix("POST /v1/orgs/org-1/uploads/resumable ") }, "\(asked)")
+        #expect(server.followed.isEmpty, "nothing reached the other origin: \(server.followed.map { ($0.request, $0.headers) })")
+        #expect(!server.followed.contains { $0.headers.keys.contains { $0.lowercased() == "authorization" } })
+        #expect(report.uploadPointedTo == server.target)
+        let upload = try #require(try outbox.command(uploadId), "kept in the outbox")
+        #expect(upload.stateLabel == "Needs attention")
+        #expect(upload.attention == [sentence])
+        #expect(upload.lastAnswer == "HTTP 201 upload Location on another origin, \(server.target): nothing sent there")
+        #expect(upload.uploadLocation == nil, "the other origin's address is not kept")
+        let file = try #require(upload.filePath)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == Data(contentsOf: photo), "the file is kept whole")
+        let waiting = try #require(try outbox.command(response.id))
+        #expect(waiting.stateLabel == "Needs attention")
+        #expect(waiting.attention == ["A file attached to this response could not be sent.", sentence])
+        #expect(!asked.contains { $0.hasPrefix("POST /v1/orgs/org-1/responses ") }, "the response never went without its file")
+
+        // Not sent again by itself, even with no backoff.
+        _ = await engine.syncNow()
+        #expect(server.redirected.filter { $0.request.hasPrefix("POST /v1/orgs/org-1/uploads/resumable ") }.count == 1)
+        #expect(server.followed.isEmpty)
+
+        // An address on the other origin already in the store (kept by a version that followed any
+        // Location) is not used either: after retry(id) no HEAD or PATCH goes there.
+        var kept = upload
+        kept.uploadLocation = "http://\(server.target)/v1/orgs/org-1/uploads/resumable/up-1"
+        kept.uploadOffset = 1000
+        try outbox.store.update(kept)
+        try outbox.retry(uploadId)
+        _ = await engine.syncNow()
+        #expect(server.followed.isEmpty, "\(server.followed.map { ($0.request, $0.headers) })")
+        let again = try #require(try outbox.command(uploadId), "still in the outbox")
+        #expect(again.stateLabel == "Needs attention")
+        #expect(again.attention == [sentence])
+        #expect(again.uploadLocation == nil && again.uploadOffset == 0, "forgotten: the next try creates the upload again")
     }
 }
