@@ -19,7 +19,10 @@ public enum XLSXWorkbook {
         guard let workbook else { throw ApiError(.storageUnavailable, "The spreadsheet could not be created.") }
         var closed = false
         defer { if !closed { workbook_close(workbook) } }
-        let sheet = workbook_add_worksheet(workbook, "responses")
+        // No sheet when its temp file cannot be made (constant-memory mode writes rows to one).
+        guard let sheet = workbook_add_worksheet(workbook, "responses") else {
+            throw ApiError(.storageUnavailable, "The spreadsheet could not be created: its temp file could not be made.")
+        }
         let dateFormat = workbook_add_format(workbook)
         format_set_num_format(dateFormat, "yyyy-mm-dd hh:mm:ss")
         let bold = workbook_add_format(workbook)
