@@ -45,6 +45,49 @@ import SurveyDomain
         return String(UnicodeScalar(UInt8(ascii: "A") + UInt8(i)))
     }
 
+    @Test func anAnswerLongerThanACellIsCutByCodePointsAndSaysSo() throws {
+        let w = try World()
+        let combining = String(repeating: "e\u{301}", count: 20_000)  // 40,000 code points, 20,000 characters
+        let emoji = String(repeating: "😀", count: 20_000)  // 20,000 code points, 40,000 UTF-16 units
+        let a = try w.submit("exp-long-0001", w.second, ["size": 1, "note": .string(combining)])
+        let b = try w.submit("exp-long-0002", w.second, ["size": 2, "note": .string(emoji)])
+        let c = try w.submit("exp-long-0003", w.second, ["size": 3, "note": "short"])
+        let r = try w.export("xlsx")
+        #expect(r.status == 200, "\(r.status) \(r.text.prefix(300))")
+        try #require(r.status == 200)
+        let path = Self.saved(r, w, "long.xlsx")
+        let note = try Self.letter(w, "note")
+        let first = try Self.sheetRow(path, row: 2), second = try Self.sheetRow(path, row: 3), third = try Self.sheetRow(path, row: 4)
+        #expect(first["A"] == a && second["A"] == b && third["A"] == c)
+        let marker = "… [cut: 40000 characters in all; the CSV has the whole text]"
+        let cut = first[note] ?? "", cutEmoji = second[note] ?? ""
+        // The library's measure (code points) and Excel's (UTF-16 units) both within 32,767.
+        #expect(cut.unicodeScalars.count <= 32_767 && cut.utf16.count <= 32_767)
+        #expect(cutEmoji.unicodeScalars.count <= 32_767 && cutEmoji.utf16.count <= 32_767)
+        #expect(cut.hasSuffix(marker) && cut.unicodeScalars.count > 32_000)
+        // Cut between characters: the text before the marker is whole "é"s.
+        let kept = String(cut.dropLast(marker.count))
+        #expect(!kept.isEmpty && kept.unicodeScalars.count % 2 == 0 && combining.hasPrefix(kept))
+        #expect(cutEmoji.hasSuffix("… [cut: 20000 characters in all; the CSV has the whole text]"))
+        #expect(emoji.hasPrefix(String(cutEmoji.prefix { $0 == "😀" })))
+        #expect(third[note] == "short")
+        // The CSV cuts nothing.
+        let rows = try w.csv().rows
+        #expect(ExportTests.column(rows, "note", of: a) == combining && ExportTests.column(rows, "note", of: b) == emoji)
+    }
+
+    @Test func charactersXMLForbidsReachTheSheetEscapedAndReadBackExactly() throws {
+        let w = try World()
+        let text = "a\u{FFFE}b\u{FFFF}c\u{1}d\u{1F}e\u{0}f\rg\th\ni_x0041_j_x00"
+        let a = try w.submit("exp-xmlc-0001", w.second, ["size": 1, "note": .string(text)])
+        let r = try w.export("xlsx")
+        #expect(r.status == 200)
+        let path = Self.saved(r, w, "chars.xlsx")
+        let cells = try Self.sheetRow(path, row: 2)
+        #expect(cells["A"] == a)
+        #expect(cells[try Self.letter(w, "note")] == text)
+    }
+
     /// Counts every audit entry: a refusal must leave none of any kind.
     static func audited(_ w: World) throws -> Int64 { try w.f.server.count("SELECT COUNT(*) FROM audit") }
 
