@@ -125,4 +125,56 @@ import SurveyDomain
         #expect(xlsx.status == 503 && xlsx.errorCode == 1040)
         #expect(try Self.audited(w) == before)
     }
+
+    @Test func zipEntryNamesExtractOnEveryFileSystemAndStayUnique() throws {
+        let f = try Fixture()
+        let definition: JSONValue = ["title": "Sites", "questions": [
+            ["id": "photo", "type": "file", "label": "Photo", "accept": ["image/png"]],
+            ["id": "Photo", "type": "file", "label": "Another photo", "accept": ["image/png"]],
+        ]]
+        let s = try f.publishSurvey(definition: definition)
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 1, 2, 3]
+        // ':' is allowed in a clientUploadId; on Windows it names an alternate data stream.
+        for (id, question) in [("cam:0001:a", "photo"), ("cam_0001_a", "Photo")] {
+            let r = try f.client.request("PUT", "/v1/orgs/\(f.orgId)/uploads/\(id)", token: f.collectorToken, body: png,
+                                         headers: ["Survey-Version-Id": s.versionId, "Question-Id": question, "Content-Type": "image/png"])
+            #expect(r.status == 201, "\(r.text)")
+        }
+        let sub = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                    ResponseTests.submission("exp-name-0001", s, answers: ["photo": ["clientUploadId": "cam:0001:a"],
+                                                                                          "Photo": ["clientUploadId": "cam_0001_a"]]))
+        #expect(sub.status == 201, "\(sub.text)")
+        let r = try f.client.get("/v1/orgs/\(f.orgId)/surveys/\(s.surveyId)/responses.zip", token: f.reviewerToken)
+        #expect(r.status == 200)
+        let path = f.server.dataDir + "/names.zip"
+        FileManager.default.createFile(atPath: path, contents: Data(r.body))
+        let seen = try ExportTests.python("""
+            import sys, json, zipfile
+            z = zipfile.ZipFile(sys.argv[1])
+            m = json.loads(z.read("manifest.json"))
+            print(json.dumps({"names": z.namelist(), "paths": [f["path"] for f in m["files"]], "ids": [f["clientUploadId"] for f in m["files"]],
+                              "sizes": [len(z.read(f["path"])) for f in m["files"]], "csv": z.read("responses.csv").decode()}))
+            """, path)
+        let names = seen["names"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(names.count == 4, "\(names)")
+        let reserved = Set(["CON", "PRN", "AUX", "NUL"] + (1...9).flatMap { ["COM\($0)", "LPT\($0)"] })
+        for name in names {
+            for part in name.split(separator: "/", omittingEmptySubsequences: false) {
+                #expect(!part.isEmpty && !part.unicodeScalars.contains { ":*?\"<>|\\".unicodeScalars.contains($0) || $0.value < 0x20 }, "\(name)")
+                #expect(part.last != "." && part.last != " ", "\(name)")
+                let stem = part.split(separator: ".", maxSplits: 1).first.map { String($0).uppercased() } ?? ""
+                #expect(!reserved.contains(stem.trimmingCharacters(in: .whitespaces)), "\(name)")
+            }
+        }
+        // Unique even where case does not count (Windows, macOS).
+        #expect(Set(names.map { $0.lowercased() }).count == names.count, "\(names)")
+        let paths = seen["paths"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(paths.count == 2 && Set(paths).isSubset(of: Set(names)))
+        #expect(Set(seen["ids"]?.arrayValue?.compactMap(\.stringValue) ?? []) == ["cam:0001:a", "cam_0001_a"])
+        #expect(seen["sizes"]?.arrayValue?.compactMap(\.intValue) == [png.count, png.count])
+        // The CSV's file cells name the entries as they are in the zip.
+        let rows = ExportTests.parseCSV(seen["csv"]?.stringValue ?? "")
+        let rid = rows.dropFirst().first?.first ?? ""
+        #expect(Set([ExportTests.column(rows, "photo", of: rid), ExportTests.column(rows, "Photo", of: rid)].compactMap { $0 }) == Set(paths))
+    }
 }
