@@ -144,7 +144,7 @@ public final class ZipProducer: ExportProducer {
         let meta: JSONValue = ["surveyId": .string(export.survey.surveyId), "exportCursor": .string(export.cursor),
                                "generatedAt": .string(Timestamp.format(now)), "filters": .object(export.described.mapValues { .string($0) }),
                                "rows": .number(Double(rows)), "files": []]
-        // Keys are sorted: `"files":[]` follows `exportCursor` (an `ec1.` value), so its first
+        // Keys are sorted: `"files":[]` follows `exportCursor` (base64url, no quote), so its first
         // occurrence is the key's — split there.
         let text = CanonicalJSON.encode(meta)
         let marker = Array("\"files\":[".utf8)

@@ -18,20 +18,6 @@ public struct ExportRequest: Sendable {
     public init(format: String) { self.format = format }
 }
 
-/// An export's cursor: a point in the audit sequence, which every change of a response advances
-/// in the change's own transaction. `ec1.<n>`: the version, then the sequence number.
-public enum ExportCursor {
-    public static func make(_ seq: Int64) -> String { "ec1.\(seq)" }
-
-    /// The sequence number, if this is a cursor this server could have issued (no more than
-    /// `latest`, the newest sequence number it has).
-    static func parse(_ s: String, latest: Int64) -> Int64? {
-        guard s.hasPrefix("ec1."), let n = Int64(s.dropFirst(4)), n >= 0, n <= latest,
-              String(n) == s.dropFirst(4) else { return nil }
-        return n
-    }
-}
-
 /// Taking responses out (reviewers and admins; a read, so never gated — an expired organization
 /// can always take its data out). An export reads one snapshot: every row is its response as of
 /// the export's cursor.
@@ -50,9 +36,10 @@ public struct Exports: Sendable {
             let read = snapshot.read
             guard let survey = try read.survey(orgId: orgId, surveyId: surveyId) else { throw ApiError.notFound() }
             let latest = try snapshot.changeSequence()
+            let key = try snapshot.exportCursorKey()
             var filter = ExportFilter(orgId: orgId, surveyId: surveyId)
             if let c = request.afterCursor {
-                guard let seq = ExportCursor.parse(c, latest: latest) else {
+                guard let seq = ExportCursor.parse(c, orgId: orgId, key: key, latest: latest) else {
                     throw ApiError.malformed("afterCursor is not a cursor this server issued (use the Surveyd-Export-Cursor header of an earlier export).")
                 }
                 filter.changedAfter = seq
@@ -66,7 +53,7 @@ public struct Exports: Sendable {
             let versions = try read.surveyVersions(surveyId: surveyId).map { v in (v, try ops.definitions.definition(of: v)) }
             let names = Dictionary(try read.users(orgId: orgId).map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
             let rows = try snapshot.exportCount(filter)
-            let cursor = ExportCursor.make(latest)
+            let cursor = ExportCursor.make(latest, orgId: orgId, key: key)
             var detail: [String: JSONValue] = ["format": .string(request.format), "rows": .number(Double(rows)), "cursor": .string(cursor)]
             detail["filters"] = .object(request.described.mapValues { .string($0) })
             let auditDetail = CanonicalJSON.string(.object(detail)), action = "export.\(request.format)", actor = user.userId

@@ -249,6 +249,13 @@ enum Migrations {
         CREATE TABLE keyed_in_flight (claim_id TEXT PRIMARY KEY, caller TEXT NOT NULL, started_at BIGINT NOT NULL);
         CREATE INDEX keyed_in_flight_caller ON keyed_in_flight(caller, started_at);
         """),
+        // The key that seals export cursors (`ExportCursor`): a cursor shows a tenant nothing of
+        // the audit sequence the others advance. Kept with the data, so it moves with a
+        // migration or a backup and the cursors issued stay valid.
+        ("export-cursor-key", """
+        CREATE TABLE export_cursor_key (id INTEGER PRIMARY KEY CHECK (id = 1), key BLOB NOT NULL);
+        INSERT INTO export_cursor_key(id, key) VALUES (1, randomblob(32));
+        """),
     ]
 
     static func currentVersion(_ conn: any SQLConnection) throws -> Int {

@@ -126,6 +126,51 @@ import SurveyDomain
         #expect(try Self.audited(w) == before)
     }
 
+    @Test func cursorsRevealNothingOfOtherOrganizations() throws {
+        let w = try World()
+        let f = w.f
+        let g = try Fixture(server: f.server)
+        let other = try g.publishSurvey()
+        _ = try w.submit("exp-curs-0001", w.second, ["size": 1])
+        let first = try w.csv().cursor
+        // Organization B writes between A's exports.
+        for i in 0..<5 {
+            let r = try g.client.post("/v1/orgs/\(g.orgId)/responses", token: g.collectorToken,
+                                      ResponseTests.submission("exp-curs-b-000\(i)", other))
+            #expect(r.status == 201)
+        }
+        let b = try g.client.get("/v1/orgs/\(g.orgId)/surveys/\(other.surveyId)/responses.csv", token: g.reviewerToken)
+        let foreign = try #require(b.header("surveyd-export-cursor"))
+        let a2 = try w.submit("exp-curs-0002", w.second, ["size": 2])
+        let second = try w.csv("afterCursor=\(first)")
+        // Exactly A's own change since, as before.
+        #expect(second.rows.dropFirst().map { $0[0] } == [a2])
+        // Opaque: no number in them to subtract, and the same shape whatever happened meanwhile.
+        let latest = try f.server.count("SELECT MAX(seq) FROM audit")
+        for c in [first, second.cursor, foreign] {
+            #expect(c.hasPrefix("ec2.") && c.count == first.count, "\(c)")
+            #expect(Int64(c.dropFirst(4)) == nil && c.split(separator: ".").allSatisfy { Int64($0) == nil }, "\(c)")
+            let bytes = Base64.decode(String(c.dropFirst(4))) ?? []
+            for seq in 1...latest {
+                let be = (0..<8).reversed().map { UInt8(truncatingIfNeeded: seq >> ($0 * 8)) }
+                let windows = bytes.count < 8 ? [] : (0...(bytes.count - 8)).map { Array(bytes[$0..<($0 + 8)]) }
+                #expect(!windows.contains(be) && !windows.contains(be.reversed()))
+            }
+        }
+        // Refused as never issued (1031): B's cursor in A, a tampered one, the older integer form.
+        var tampered = Array(second.cursor.utf8)
+        let at = max(tampered.count - 2, 0)
+        tampered[at] = tampered[at] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        for cursor in [foreign, String(decoding: tampered, as: UTF8.self), "ec1.\(latest - 1)", "ec1.0", "ec2.", "ec2.!!"] {
+            let r = try w.export("csv", "afterCursor=\(cursor)")
+            #expect(r.status == 400 && r.errorCode == 1031, "\(cursor)")
+            #expect(r.text.contains("afterCursor is not a cursor this server issued"))
+        }
+        // B's own cursor still works for B.
+        #expect(try g.client.get("/v1/orgs/\(g.orgId)/surveys/\(other.surveyId)/responses.csv?afterCursor=\(foreign)",
+                                 token: g.reviewerToken).status == 200)
+    }
+
     @Test func zipEntryNamesExtractOnEveryFileSystemAndStayUnique() throws {
         let f = try Fixture()
         let definition: JSONValue = ["title": "Sites", "questions": [
