@@ -17,16 +17,19 @@ enum XLSXText {
         let utf8 = text.utf8
         if utf8.count <= limit, !utf8.contains(where: { $0 == 0 || $0 == UInt8(ascii: "_") || $0 == 0xEF }) { return text }
         let all = Array(text.unicodeScalars)
-        var out = String.UnicodeScalarView()
-        var written = 0, units = 0
+        var units = 0, escapes = 0
         for k in all.indices {
-            written += piece(all, k).count
+            if escaped(all, k) != nil { escapes += 1 }
             units += UTF16.width(all[k])
         }
+        var written = all.count + 6 * escapes  // an escape is seven code points for one
         if written <= limit && units <= limit {
-            for k in all.indices { out.append(contentsOf: piece(all, k)) }
+            if escapes == 0 { return text }  // a `_` or U+Fxxx that needs nothing
+            var out = String.UnicodeScalarView()
+            for k in all.indices { append(all, k, to: &out) }
             return String(out)
         }
+        var out = String.UnicodeScalarView()
         let marker = "… [cut: \(all.count) characters in all; the CSV has the whole text]"
         let budget = limit - max(marker.unicodeScalars.count, marker.utf16.count)
         written = 0
@@ -34,14 +37,14 @@ enum XLSXText {
         var k = 0
         for character in text {
             let n = character.unicodeScalars.count
-            var pieces: [Unicode.Scalar] = [], cost = 0
+            var length = 0, cost = 0
             for j in k..<(k + n) {
-                pieces += piece(all, j)
+                length += escaped(all, j) == nil ? 1 : 7
                 cost += UTF16.width(all[j])
             }
-            if written + pieces.count <= budget && units + cost <= budget {
-                out.append(contentsOf: pieces)
-                written += pieces.count
+            if written + length <= budget && units + cost <= budget {
+                for j in k..<(k + n) { append(all, j, to: &out) }
+                written += length
                 units += cost
                 k += n
                 continue
@@ -50,10 +53,10 @@ enum XLSXText {
             // points rather than left out whole; an ordinary one is left out whole.
             if n > 32 {
                 for j in k..<(k + n) {
-                    let p = piece(all, j), c = UTF16.width(all[j])
-                    guard written + p.count <= budget && units + c <= budget else { break }
-                    out.append(contentsOf: p)
-                    written += p.count
+                    let l = escaped(all, j) == nil ? 1 : 7, c = UTF16.width(all[j])
+                    guard written + l <= budget && units + c <= budget else { break }
+                    append(all, j, to: &out)
+                    written += l
                     units += c
                 }
             }
@@ -63,19 +66,20 @@ enum XLSXText {
         return String(out)
     }
 
-    /// The code points handed to libxlsxwriter for `s[k]`: itself, or its escape.
-    private static func piece(_ s: [Unicode.Scalar], _ k: Int) -> [Unicode.Scalar] {
+    /// `s[k]` when it is written as its `_xHHHH_` escape (seven code points), nil when as itself.
+    private static func escaped(_ s: [Unicode.Scalar], _ k: Int) -> UInt32? {
         let v = s[k].value
         switch v {
-        case 0, 0xFFFE, 0xFFFF: return escape(v)
-        case 0x5F where looksEscaped(s, k): return escape(v)
-        default: return [s[k]]
+        case 0, 0xFFFE, 0xFFFF: return v
+        case 0x5F where looksEscaped(s, k): return v
+        default: return nil
         }
     }
 
-    private static func escape(_ v: UInt32) -> [Unicode.Scalar] {
+    private static func append(_ s: [Unicode.Scalar], _ k: Int, to out: inout String.UnicodeScalarView) {
+        guard let v = escaped(s, k) else { return out.append(s[k]) }
         let hex = String(v, radix: 16, uppercase: true)
-        return Array(("_x" + String(repeating: "0", count: 4 - hex.count) + hex + "_").unicodeScalars)
+        out.append(contentsOf: ("_x" + String(repeating: "0", count: 4 - hex.count) + hex + "_").unicodeScalars)
     }
 
     /// `_xHHHH_` starts at `k`: a reader would take it for an escape.
