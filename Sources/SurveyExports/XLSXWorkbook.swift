@@ -19,7 +19,10 @@ public enum XLSXWorkbook {
         guard let workbook else { throw ApiError(.storageUnavailable, "The spreadsheet could not be created.") }
         var closed = false
         defer { if !closed { workbook_close(workbook) } }
-        let sheet = workbook_add_worksheet(workbook, "responses")
+        // No sheet when its temp file cannot be made (constant-memory mode writes rows to one).
+        guard let sheet = workbook_add_worksheet(workbook, "responses") else {
+            throw ApiError(.storageUnavailable, "The spreadsheet could not be created: its temp file could not be made.")
+        }
         let dateFormat = workbook_add_format(workbook)
         format_set_num_format(dateFormat, "yyyy-mm-dd hh:mm:ss")
         let bold = workbook_add_format(workbook)
@@ -27,7 +30,7 @@ public enum XLSXWorkbook {
         func check(_ e: lxw_error) throws {
             guard e == LXW_NO_ERROR else { throw ApiError(.storageUnavailable, "The spreadsheet could not be written: \(String(cString: lxw_strerror(e))).") }
         }
-        for (c, name) in columns.header.enumerated() { try check(worksheet_write_string(sheet, 0, lxw_col_t(c), name, bold)) }
+        for (c, name) in columns.header.enumerated() { try check(worksheet_write_string(sheet, 0, lxw_col_t(c), XLSXText.cell(name), bold)) }
         var row: lxw_row_t = 1
         while let r = try export.nextRow() {
             // Excel's limit: 1,048,576 rows a sheet.
@@ -38,8 +41,7 @@ public enum XLSXWorkbook {
                 case .empty: break
                 case .number(let d): try check(worksheet_write_number(sheet, row, col, d, nil))
                 case .text(let s):
-                    // A cell holds at most 32,767 characters (Excel's limit, and libxlsxwriter's).
-                    try check(worksheet_write_string(sheet, row, col, s.utf16.count > 32_767 ? String(s.prefix(32_000)) : s, nil))
+                    try check(worksheet_write_string(sheet, row, col, XLSXText.cell(s), nil))
                 case .timestamp(let t):
                     // Excel's serial date: days since 1899-12-30, UTC.
                     try check(worksheet_write_number(sheet, row, col, Double(t) / 86_400_000 + 25_569, dateFormat))

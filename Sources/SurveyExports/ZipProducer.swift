@@ -5,7 +5,7 @@ import SurveyOperations
 import SurveyStorage
 
 /// The zip export, built with libarchive and sent as it is built: every attached file first
-/// (`files/<responseId>/<questionId>-<clientUploadId>.<ext>`, in row order), then
+/// (`files/<responseId>/<questionId>-<clientUploadId>.<ext>` made safe, in row order), then
 /// `responses.csv` (its file cells hold those paths) and `manifest.json`. The CSV and the
 /// manifest's file list go to temp files while the files stream, so memory stays flat however
 /// many rows and files there are; a big file is sent a piece at a time.
@@ -28,6 +28,9 @@ public final class ZipProducer: ExportProducer {
     private var copying: (reader: any ByteReader, remaining: Int)?
     /// The current row's files, waiting for their turn in the archive.
     private var queued: [(path: String, sha256: String, size: Int)] = []
+    /// The names given in the current row's directory, lowercased: a row's files are its
+    /// directory's only entries, so names need to differ within a row alone.
+    private var rowNames: Set<String> = []
     /// A failure met while a row's cells were made, thrown once the row is done.
     private var failure: (any Error)?
     private var closed = false
@@ -86,6 +89,7 @@ public final class ZipProducer: ExportProducer {
                     continue
                 }
                 rows += 1
+                rowNames.removeAll(keepingCapacity: true)
                 var line: [UInt8] = []
                 writer.line(r, versionNumber: export.versionNumber(of: r.surveyVersionId), submitterName: export.submitterNames[r.submitter],
                             file: { self.attach(responseId: r.responseId, questionId: $0, clientUploadId: $1) }, into: &line)
@@ -114,14 +118,18 @@ public final class ZipProducer: ExportProducer {
     private var manifestTail: [UInt8] = []
 
     /// A file answer: its upload is queued for the archive, listed in the manifest, and its
-    /// cell holds the path. An answer whose upload is not there keeps its id.
+    /// cell holds the path. An answer whose upload is not there keeps its id. The name is made
+    /// safe for every file system and unique in its directory (`ZipEntryName`).
     private func attach(responseId: String, questionId: String, clientUploadId: String) -> String {
         do {
             guard let upload = try export.upload(clientUploadId: clientUploadId) else { return clientUploadId }
-            let path = "files/\(responseId)/\(questionId)-\(clientUploadId).\(Self.fileExtension(upload.contentType))"
+            let name = ZipEntryName.unique(stem: ZipEntryName.safe("\(questionId)-\(clientUploadId)"),
+                                           ext: Self.fileExtension(upload.contentType), taken: &rowNames)
+            let path = "files/\(ZipEntryName.safe(responseId))/\(name)"
             queued.append((path, upload.sha256, Int(upload.size)))
+            // The client's id too: the path's name is made safe and may differ from it.
             let entry: JSONValue = ["path": .string(path), "size": .number(Double(upload.size)), "sha256": .string(upload.sha256),
-                                    "contentType": .string(upload.contentType)]
+                                    "contentType": .string(upload.contentType), "clientUploadId": .string(clientUploadId)]
             try manifestFiles.append((fileCount == 0 ? [] : [UInt8(ascii: ",")]) + CanonicalJSON.encode(entry))
             fileCount += 1
             return path
@@ -136,7 +144,7 @@ public final class ZipProducer: ExportProducer {
         let meta: JSONValue = ["surveyId": .string(export.survey.surveyId), "exportCursor": .string(export.cursor),
                                "generatedAt": .string(Timestamp.format(now)), "filters": .object(export.described.mapValues { .string($0) }),
                                "rows": .number(Double(rows)), "files": []]
-        // Keys are sorted: `"files":[]` follows `exportCursor` (an `ec1.` value), so its first
+        // Keys are sorted: `"files":[]` follows `exportCursor` (base64url, no quote), so its first
         // occurrence is the key's — split there.
         let text = CanonicalJSON.encode(meta)
         let marker = Array("\"files\":[".utf8)

@@ -18,20 +18,6 @@ public struct ExportRequest: Sendable {
     public init(format: String) { self.format = format }
 }
 
-/// An export's cursor: a point in the audit sequence, which every change of a response advances
-/// in the change's own transaction. `ec1.<n>`: the version, then the sequence number.
-public enum ExportCursor {
-    public static func make(_ seq: Int64) -> String { "ec1.\(seq)" }
-
-    /// The sequence number, if this is a cursor this server could have issued (no more than
-    /// `latest`, the newest sequence number it has).
-    static func parse(_ s: String, latest: Int64) -> Int64? {
-        guard s.hasPrefix("ec1."), let n = Int64(s.dropFirst(4)), n >= 0, n <= latest,
-              String(n) == s.dropFirst(4) else { return nil }
-        return n
-    }
-}
-
 /// Taking responses out (reviewers and admins; a read, so never gated — an expired organization
 /// can always take its data out). An export reads one snapshot: every row is its response as of
 /// the export's cursor.
@@ -39,8 +25,9 @@ public struct Exports: Sendable {
     let operations: Operations
 
     /// Order: tenancy (404), role (1006), the survey (404), the cursor (1031); then the snapshot
-    /// opens, its rows are counted and the export is audited (who, survey, format, filters,
-    /// rows). The caller streams the rows and closes the export.
+    /// opens and its rows are counted. Nothing is audited yet: the caller may still refuse the
+    /// export (a GeoJSON `geoField`) or fail to build it (a workbook), and calls `audit()` once
+    /// it is about to send it. The caller streams the rows and closes the export.
     public func open(orgId: String, surveyId: String, by user: UserRecord, _ request: ExportRequest) throws -> Export {
         let ops = operations
         try ops.member(user, of: orgId, withAnyOf: [.reviewer, .admin])
@@ -49,9 +36,10 @@ public struct Exports: Sendable {
             let read = snapshot.read
             guard let survey = try read.survey(orgId: orgId, surveyId: surveyId) else { throw ApiError.notFound() }
             let latest = try snapshot.changeSequence()
+            let key = try snapshot.exportCursorKey()
             var filter = ExportFilter(orgId: orgId, surveyId: surveyId)
             if let c = request.afterCursor {
-                guard let seq = ExportCursor.parse(c, latest: latest) else {
+                guard let seq = ExportCursor.parse(c, orgId: orgId, key: key, latest: latest) else {
                     throw ApiError.malformed("afterCursor is not a cursor this server issued (use the Surveyd-Export-Cursor header of an earlier export).")
                 }
                 filter.changedAfter = seq
@@ -65,15 +53,18 @@ public struct Exports: Sendable {
             let versions = try read.surveyVersions(surveyId: surveyId).map { v in (v, try ops.definitions.definition(of: v)) }
             let names = Dictionary(try read.users(orgId: orgId).map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
             let rows = try snapshot.exportCount(filter)
-            let cursor = ExportCursor.make(latest)
+            let cursor = ExportCursor.make(latest, orgId: orgId, key: key)
             var detail: [String: JSONValue] = ["format": .string(request.format), "rows": .number(Double(rows)), "cursor": .string(cursor)]
             detail["filters"] = .object(request.described.mapValues { .string($0) })
-            let auditDetail = CanonicalJSON.string(.object(detail)), action = "export.\(request.format)"
-            _ = try ops.database.securityWrite(orgId: orgId, actor: user.userId) { tx in
-                try tx.audit(action: action, targetType: "survey", targetId: surveyId, detail: auditDetail)
+            let auditDetail = CanonicalJSON.string(.object(detail)), action = "export.\(request.format)", actor = user.userId
+            let database = ops.database
+            let audit = {
+                _ = try database.securityWrite(orgId: orgId, actor: actor) { tx in
+                    try tx.audit(action: action, targetType: "survey", targetId: surveyId, detail: auditDetail)
+                }
             }
             return Export(snapshot: snapshot, survey: survey, versions: versions, submitterNames: names, cursor: cursor,
-                          responses: try snapshot.exportRows(filter), orgId: orgId, described: request.described)
+                          responses: try snapshot.exportRows(filter), orgId: orgId, described: request.described, audit: audit)
         } catch {
             snapshot.close()
             throw error
@@ -95,12 +86,16 @@ public final class Export: @unchecked Sendable {
     private let orgId: String
     /// The filters as the client gave them (for a manifest).
     public let described: [String: String]
+    /// Writes the export's audit entry (who, survey, format, filters, cursor, rows).
+    private let auditEntry: () throws -> Void
+    private var audited = false
     private lazy var versionNumbers: [String: Int64] = Dictionary(versions.map { ($0.record.surveyVersionId, $0.record.number) },
                                                                   uniquingKeysWith: { a, _ in a })
 
     init(snapshot: Snapshot, survey: SurveyRecord, versions: [(SurveyVersionRecord, SurveyDefinition)], submitterNames: [String: String],
-         cursor: String, responses: ExportRows, orgId: String, described: [String: String]) {
+         cursor: String, responses: ExportRows, orgId: String, described: [String: String], audit: @escaping () throws -> Void) {
         self.described = described
+        auditEntry = audit
         self.snapshot = snapshot
         self.survey = survey
         self.versions = versions.map { (record: $0.0, definition: $0.1) }
@@ -108,6 +103,15 @@ public final class Export: @unchecked Sendable {
         self.cursor = cursor
         self.responses = responses
         self.orgId = orgId
+    }
+
+    /// Audits the export (once): called when nothing can refuse it any more and its first byte is
+    /// about to go out, so a refused or failed export leaves no entry. An export cut short after
+    /// that is audited all the same — part of the data has left.
+    public func audit() throws {
+        guard !audited else { return }
+        try auditEntry()
+        audited = true
     }
 
     /// The next response, or nil after the last.

@@ -257,6 +257,13 @@ enum Migrations {
         CREATE INDEX sign_in_attempts_key ON sign_in_attempts(key, at);
         CREATE INDEX sign_in_attempts_id ON sign_in_attempts(attempt_id);
         """),
+        // The key that seals export cursors (`ExportCursor`): a cursor shows a tenant nothing of
+        // the audit sequence the others advance. Kept with the data, so it moves with a
+        // migration or a backup and the cursors issued stay valid.
+        ("export-cursor-key", """
+        CREATE TABLE export_cursor_key (id INTEGER PRIMARY KEY CHECK (id = 1), key BLOB NOT NULL);
+        INSERT INTO export_cursor_key(id, key) VALUES (1, randomblob(32));
+        """),
     ]
 
     static func currentVersion(_ conn: any SQLConnection) throws -> Int {

@@ -31,6 +31,8 @@ struct MigrateToPostgresTests {
         let before = try reads.map { try f.client.get($0.0, token: $0.1) }
         #expect(before.allSatisfy { $0.status == 200 }, "\(before.filter { $0.status != 200 }.map(\.text))")
         let beforeSubscription = try f.client.get("\(o)/subscription", token: f.collectorToken).json
+        let exported = try f.client.get("\(o)/surveys/\(w.v.surveyId)/responses.csv", token: f.reviewerToken)
+        let cursor = try #require(exported.header("surveyd-export-cursor"))
         f.server.stop()
 
         // Into an empty database of its own.
@@ -54,6 +56,9 @@ struct MigrateToPostgresTests {
         // The subscription too (its `serverTime` is the time of asking).
         let subscription = try pg.client.get("\(o)/subscription", token: f.collectorToken).json
         #expect(subscription?["expiresAt"] == beforeSubscription?["expiresAt"] && subscription?["status"]?.stringValue == "active")
+        // An export cursor issued before the move still works: the key moved with the data.
+        let incremental = try pg.client.get("\(o)/surveys/\(w.v.surveyId)/responses.csv?afterCursor=\(cursor)", token: f.reviewerToken)
+        #expect(incremental.status == 200, "\(incremental.text)")
         // Work goes on: the keyed request replays its kept answer, the upload resumes where it stopped.
         let replay = try pg.client.post("\(o)/responses/\(w.responseId)/review", token: f.reviewerToken,
                                         ["action": "startReview", "expectedRevision": 1], headers: ["Idempotency-Key": "maint-key-0001"])
@@ -72,5 +77,8 @@ struct MigrateToPostgresTests {
         #expect(backup.status == 0, "\(backup.stdout) \(backup.stderr)")
         #expect(try IntegrityCheck.run(dataDir: backupDir).ok)
         #expect(try Connection(path: backupDir + "/surveyd.sqlite", readOnly: true).query("SELECT COUNT(*) FROM uploads").first?.int(0) == 3)
+        let key = "SELECT key FROM export_cursor_key"
+        #expect(try Connection(path: backupDir + "/surveyd.sqlite", readOnly: true).query(key).first?.blob(0)
+                == (try Connection(path: f.server.dataDir + "/surveyd.sqlite", readOnly: true).query(key).first?.blob(0)))
     }
 }

@@ -26,7 +26,7 @@ struct ExportService {
 
     func register(into router: inout Router) {
         for format in Format.allCases {
-            // Blocking: opening an export appends its audit entry (a write).
+            // Blocking: an export appends its audit entry (a write) before it is sent.
             services.route(&router, "GET", "/v1/orgs/{orgId}/surveys/{surveyId}/responses.\(format.rawValue)",
                            .member(anyOf: [.reviewer, .admin]), runs: .blocking) { context, request in
                 try export(format, context, request)
@@ -85,6 +85,10 @@ struct ExportService {
             defer { unlink(path) }  // the open descriptor keeps the bytes until they are sent
             _ = try XLSXWorkbook.write(export, splitSelectMultiples: split, to: path, tempDirectory: temp)
             guard let file = HTTPResponse.file(path: path, headers: headers) else { throw ApiError(.storageUnavailable, "The spreadsheet cannot be read.") }
+            do { try export.audit() } catch {
+                if let (fd, _) = file.file { close(fd) }
+                throw error
+            }
             return file
         case .zip:
             do {
@@ -102,6 +106,11 @@ struct ExportService {
                                errors: [FieldError(path: "geoField", message: field == nil ? "the survey has no geopoint question" : "not a geopoint question")])
             }
             producer = GeoJSONProducer(export, geoField: field)
+        }
+        // Audited only now that nothing refused it: its first bytes go out next.
+        do { try export.audit() } catch {
+            producer.close()
+            throw error
         }
         return .stream(ExportStream(producer), headers: headers)
     }

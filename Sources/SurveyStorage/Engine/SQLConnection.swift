@@ -48,5 +48,7 @@ enum SQLDialect: Sendable {
             .replacingOccurrences(of: "BLOB", with: "BYTEA")
             .replacingOccurrences(of: ") WITHOUT ROWID;", with: ");")
             .replacingOccurrences(of: "randomblob(8)", with: "substring(uuid_send(gen_random_uuid()) from 1 for 8)")
+            // Two version-4 UUIDs: 244 random bits from the server's strong random source.
+            .replacingOccurrences(of: "randomblob(32)", with: "uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid())")
     }
 }

@@ -36,7 +36,7 @@ public enum BackupFromPostgres {
         let target = try Connection(path: there.database, readOnly: false)
         _ = try target.pragma("journal_mode=WAL")
         try Migrations.run(on: target)
-        try target.execute("BEGIN IMMEDIATE; DELETE FROM webhook_identity;")
+        try target.execute("BEGIN IMMEDIATE; " + MigrateToPostgres.ownKeys.map { "DELETE FROM \($0);" }.joined(separator: " "))
         do {
             for table in MigrateToPostgres.tables {
                 let columns = try target.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { $0.string(0) }

@@ -18,7 +18,11 @@ public enum MigrateToPostgres {
     static let tables = [
         "orgs", "users", "tokens", "audit", "surveys", "survey_versions", "responses", "uploads", "resumable_uploads", "tasks",
         "idempotency_keys", "invitations", "console_sessions", "webhooks", "webhook_deliveries", "webhook_snapshots", "webhook_identity",
+        "export_cursor_key",
     ]
+
+    /// The one-row tables a fresh schema fills with its own random values; a copy brings the source's.
+    static let ownKeys = ["webhook_identity", "export_cursor_key"]
 
     public static func run(dataDir: String, to url: String) throws -> Summary {
         let layout = DataDirectory(dataDir)
@@ -38,12 +42,13 @@ public enum MigrateToPostgres {
         var files = 0, partials = 0
         do {
             for table in tables {
-                guard try target.query("SELECT 1 FROM \(table) LIMIT 1").isEmpty || table == "webhook_identity" else {
+                guard try target.query("SELECT 1 FROM \(table) LIMIT 1").isEmpty || Self.ownKeys.contains(table) else {
                     throw MaintenanceError("the target database already holds \(table); migrate into an empty database. Nothing was written.")
                 }
             }
-            // The target's own event-id salt goes: events keep the ids their receivers have seen.
-            try target.run("DELETE FROM webhook_identity")
+            // The target's own event-id salt and cursor key go: events keep the ids their
+            // receivers have seen, and export cursors issued stay valid.
+            for table in Self.ownKeys { try target.run("DELETE FROM \(table)") }
             for table in tables { rows.append((table, try copy(table, from: source, to: target))) }
             // The audit sequence goes on after the last entry copied.
             try target.query("SELECT setval(pg_get_serial_sequence('audit', 'seq'), MAX(seq)) FROM audit HAVING MAX(seq) IS NOT NULL")

@@ -47,6 +47,14 @@ extension Snapshot {
         try conn.query("SELECT COALESCE(MAX(seq), 0) FROM audit").first?.int(0) ?? 0
     }
 
+    /// The key export cursors are sealed with (one per database, made by its migration).
+    public func exportCursorKey() throws -> [UInt8] {
+        guard let key = try conn.query("SELECT key FROM export_cursor_key WHERE id = 1").first?.blob(0), key.count == 32 else {
+            throw ApiError(.storageUnavailable, "The database holds no export cursor key (run surveyd once to migrate it).")
+        }
+        return key
+    }
+
     public func exportCount(_ filter: ExportFilter) throws -> Int {
         let c = filter.condition
         return Int(try conn.query("SELECT COUNT(*) FROM responses WHERE \(c.sql)", c.args).first?.int(0) ?? 0)
