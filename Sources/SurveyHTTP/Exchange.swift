@@ -8,23 +8,16 @@ final class Exchange {
     let started = ContinuousClock.now
     var headers: [String: String] = [:]
     var query: [String: String] = [:]
+    /// Set once, when the request is routed (the log names the route and its parameters).
     var route: Router.Route?
     var params: [String: String] = [:]
-    var body: [UInt8] = []
-    var pending: HTTPResponse?
-    /// The answer this request waits for while its connection is suspended.
-    var deferred: DeferredResponse?
-    var sink: (any BodySink)?
-    /// A form route's decoder, fed as the body arrives.
-    var form: FormDecoder?
+    /// Which phase the request is in (`ExchangeState`): every later call of libmicrohttpd's asks it.
+    var state = ExchangeState(.answered)
     var contentLengths: Set<String> = []
     var authorizationHeaders = 0
     var conflictingFraming: Bool {
         contentLengths.count > 1 || (!contentLengths.isEmpty && headers["transfer-encoding"] != nil)
     }
-    var discarded = 0
-    var answered = false
-
     let trustedProxies: Set<String>
 
     /// The peer's IPv4 address.

@@ -4,7 +4,7 @@ import SurveyDomain
 /// Decodes a form body as it streams in, with libmicrohttpd's post processor (urlencoded and
 /// `multipart/form-data`): text fields collected, file parts written to disk as they arrive, the
 /// limits enforced as it reads — never the whole body in memory, and no hand-written multipart.
-public final class FormDecoder {
+public final class FormDecoder: FormBody {
     public struct Limits: Sendable {
         /// The whole body.
         public var maxBytes: Int
@@ -54,7 +54,16 @@ public final class FormDecoder {
 
     deinit { if let processor { _ = MHD_destroy_post_processor(processor) } }
 
-    func write(_ chunk: UnsafeRawBufferPointer) throws(Failure) {
+    func write(_ chunk: UnsafeRawBufferPointer) throws(ApiError) {
+        do throws(Failure) { try decode(chunk) } catch { throw error.error }
+    }
+
+    /// The fields, once the body has ended; a body cut short is malformed.
+    func finish() throws(ApiError) -> FormFields {
+        do throws(Failure) { return try close() } catch { throw error.error }
+    }
+
+    private func decode(_ chunk: UnsafeRawBufferPointer) throws(Failure) {
         received += chunk.count
         guard received <= limits.maxBytes else { throw .tooLarge("more than \(limits.maxBytes) bytes") }
         guard let processor else { throw .notAForm }
@@ -63,8 +72,7 @@ public final class FormDecoder {
         guard ok == .YES else { throw .malformed }
     }
 
-    /// The fields, once the body has ended; a body cut short is malformed.
-    func finish() throws(Failure) -> FormFields {
+    private func close() throws(Failure) -> FormFields {
         if let processor {
             self.processor = nil
             let complete = MHD_destroy_post_processor(processor)

@@ -49,7 +49,6 @@ public final class HTTPServer: @unchecked Sendable {
     /// Told of every answered request (route pattern, status, seconds), e.g. for metrics.
     public var observer: (@Sendable (String, Int, Double) -> Void)?
     private var daemon: OpaquePointer?
-    static let maxDiscardBytes = 16 << 20
     /// Requests begun and not yet completed. An atomic, not a Mutex: it is touched twice per
     /// request by every connection thread (a contended Mutex cost up to 17 % of a read's CPU).
     private let inFlight = Atomic<Int>(0)
@@ -104,15 +103,33 @@ public final class HTTPServer: @unchecked Sendable {
         log.flush()
     }
 
-    /// Routes a request in process, without a socket (the demo seeding uses it).
+    /// Answers a request in process, without a socket (the demo seeding and tests use it):
+    /// routed, its body received and the handler run through the same states as on the wire, so
+    /// the status, headers and body are the ones a client would get.
     public func respond(method: String, path: String, headers: [String: String] = [:], body: [UInt8] = []) -> HTTPResponse {
-        switch router.match(method: method, path: path) {
-        case .found(let route, let params):
-            let head = RequestHead(method: method, path: path, route: route.pattern, pathParameters: params, query: [:],
-                                   headers: Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a }))
-            return answer(Self.finished(route.handler, HTTPRequest(head: head, body: body)))
-        case .methodNotAllowed, .notFound:
-            return .problem(ApiError.notFound())
+        let headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+        func head(_ route: Router.Route?, _ params: [String: String]) -> RequestHead {
+            RequestHead(method: method, path: path, route: route?.pattern ?? "", pathParameters: params, query: [:], headers: headers)
+        }
+        var route: Router.Route?, params: [String: String] = [:]
+        var state: ExchangeState
+        switch routed(method: method, path: path, headers: headers, connection: nil, head: head) {
+        case .answerNow(let response): return response
+        case .receive(let r, let p, let s): (route, params, state) = (r, p, s)
+        }
+        if !body.isEmpty {
+            let action = body.withUnsafeBytes { state.receive($0, refuse: { refusal($0, path) }) }
+            if action == .cutOff { return refusal(ApiError(.payloadTooLarge, "The body is too large."), path) }
+        }
+        switch state.bodyEnded(head(route, params), refuse: { refusal($0, path) }) {
+        case .answer(let response): return response
+        case .finish(let build): return answer(build)
+        case .wait: return .problem(ApiError(.internalError))
+        case .run(let request):
+            guard let route else { return .problem(ApiError(.internalError)) }
+            let response = answer(Self.finished(route.handler, request))
+            _ = state.completed()
+            return response
         }
     }
 
@@ -142,127 +159,126 @@ public final class HTTPServer: @unchecked Sendable {
             let ex = Exchange(method: method, path: url, connection: connection, trustedProxies: configuration.trustedProxies)
             state.pointee = Unmanaged.passRetained(ex).toOpaque()
             inFlight.add(1, ordering: .sequentiallyConsistent)
-            if stopping.load(ordering: .sequentiallyConsistent) {
-                // Begun after `stop` counted the requests it waits for: it is not run at all, so
-                // nothing is written that might never be answered.
-                queue(ex, .problem(ApiError(.storageUnavailable, "The server is shutting down; nothing was written. Retry the request."),
-                                   headers: [("Connection", "close")]))
-                return .YES
-            }
-            if ex.conflictingFraming {
-                // Two Content-Length values (or one beside Transfer-Encoding) make the body's end
-                // ambiguous: answering and closing leaves nothing to smuggle (RFC 9112 §6.3).
-                queue(ex, .problem(ApiError.malformed("The request's body framing is ambiguous (conflicting Content-Length / Transfer-Encoding)."),
-                                   headers: [("Connection", "close")]))
-                return .YES
-            }
-            if ex.authorizationHeaders > 1 {
-                // Which credential would count is up to each proxy and server on the way: none does.
-                queue(ex, .problem(ApiError.malformed("The request has more than one Authorization header; send exactly one."),
-                                   headers: [("Connection", "close")]))
-                return .YES
-            }
-            switch router.match(method: method, path: url) {
-            case .found(let route, let params):
-                ex.route = route
-                ex.params = params
-                if let opener = route.opener {
-                    do {
-                        ex.sink = try opener(ex.head)
-                    } catch {
-                        queue(ex, .problem(errorMapper(error), headers: [("Connection", "close")]))
-                    }
-                } else {
-                    let limit = route.bodyLimit ?? configuration.maxBodyBytes
-                    if let len = ex.headers["content-length"].flatMap(Int.init), len > limit {
-                        queue(ex, router.refusal(ApiError(.payloadTooLarge, "The body is \(len) bytes; the limit is \(limit)."), path: url,
-                                                 headers: [("Connection", "close")]))
-                    } else if let limits = route.form {
-                        do throws(FormDecoder.Failure) {
-                            ex.form = try FormDecoder(connection: connection, contentType: ex.headers["content-type"], limits: limits,
-                                                      directory: configuration.temporaryDirectory)
-                        } catch {
-                            queue(ex, router.refusal(error.error, path: url, headers: [("Connection", "close")]))
-                        }
-                    }
-                }
-            case .methodNotAllowed(let allow):
-                ex.pending = router.refusal(ApiError(.notFound, "Method \(method) is not allowed here."), status: 405, path: url,
-                                            headers: [("Allow", allow.joined(separator: ", "))])
-            case .notFound:
-                ex.pending = router.refusal(ApiError(.notFound, "No route for \(url)."), path: url)
-            }
+            if let refusal = begin(ex) { queue(ex, refusal) }
             return .YES
         }
         let ex = Unmanaged<Exchange>.fromOpaque(raw).takeUnretainedValue()
+        let path = ex.path
         if uploadSize.pointee > 0 {
-            let n = uploadSize.pointee
+            let chunk = UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee)
             uploadSize.pointee = 0
-            if ex.answered { return .YES }
-            if ex.pending != nil {
-                // The body of a refused request is discarded, not buffered. libmicrohttpd cannot
-                // answer a chunked body before its end, so an endless one is cut off instead.
-                ex.discarded += n
-                return ex.discarded > Self.maxDiscardBytes ? .NO : .YES
+            switch ex.state.receive(chunk, refuse: { refusal($0, path) }) {
+            case .consumed: return .YES
+            // libmicrohttpd cannot answer a chunked body before its end, so an endless one is cut off.
+            case .cutOff: return .NO
             }
-            let chunk = UnsafeRawBufferPointer(start: uploadData, count: n)
-            if let form = ex.form {
-                do throws(FormDecoder.Failure) {
-                    try form.write(chunk)
-                } catch {
-                    ex.form = nil
-                    ex.pending = router.refusal(error.error, path: ex.path, headers: [("Connection", "close")])
-                }
-                return .YES
-            }
-            if let sink = ex.sink {
-                do {
-                    try sink.write(chunk)
-                } catch {
-                    sink.abort()
-                    ex.pending = .problem(errorMapper(error), headers: [("Connection", "close")])
-                }
-                return .YES
-            }
-            let limit = ex.route?.bodyLimit ?? configuration.maxBodyBytes
-            if ex.body.count + n > limit {
-                ex.body = []
-                ex.pending = router.refusal(ApiError(.payloadTooLarge, "The body is over the limit of \(limit) bytes."), path: ex.path,
-                                            headers: [("Connection", "close")])
-                return .YES
-            }
-            ex.body.append(contentsOf: chunk)
-            return .YES
         }
-        if ex.answered { return .YES }
-        if let deferred = ex.deferred {
-            // Resumed: the parked answer is ready (a call before that would be spurious).
-            guard let build = deferred.take() else { return .YES }
-            ex.deferred = nil
+        switch ex.state.bodyEnded(ex.head, refuse: { refusal($0, path) }) {
+        case .wait:
+            return .YES
+        case .answer(let response):
+            queue(ex, response)
+        case .finish(let build):
             queue(ex, answer(build))
-            return .YES
+        case .run(let request):
+            guard let route = ex.route else { return .NO }
+            run(route, request, ex)
         }
-        if let pending = ex.pending {
-            queue(ex, pending)
-            return .YES
+        return .YES
+    }
+
+    /// The first call's checks and routing: the answer to queue at once, or nil with the
+    /// exchange's state set for its body.
+    private func begin(_ ex: Exchange) -> HTTPResponse? {
+        if stopping.load(ordering: .sequentiallyConsistent) {
+            // Begun after `stop` counted the requests it waits for: it is not run at all, so
+            // nothing is written that might never be answered.
+            return .problem(ApiError(.storageUnavailable, "The server is shutting down; nothing was written. Retry the request."),
+                            headers: [("Connection", "close")])
         }
-        guard let route = ex.route else { return .NO }
-        var form = FormFields()
-        if let decoder = ex.form {
-            ex.form = nil
-            do throws(FormDecoder.Failure) {
-                form = try decoder.finish()
-            } catch {
-                queue(ex, router.refusal(error.error, path: ex.path, headers: [("Connection", "close")]))
-                return .YES
+        if ex.conflictingFraming {
+            // Two Content-Length values (or one beside Transfer-Encoding) make the body's end
+            // ambiguous: answering and closing leaves nothing to smuggle (RFC 9112 §6.3).
+            return .problem(ApiError.malformed("The request's body framing is ambiguous (conflicting Content-Length / Transfer-Encoding)."),
+                            headers: [("Connection", "close")])
+        }
+        if ex.authorizationHeaders > 1 {
+            // Which credential would count is up to each proxy and server on the way: none does.
+            return .problem(ApiError.malformed("The request has more than one Authorization header; send exactly one."),
+                            headers: [("Connection", "close")])
+        }
+        switch routed(method: ex.method, path: ex.path, headers: ex.headers, connection: ex.connection, head: { route, params in
+            ex.route = route
+            ex.params = params
+            return ex.head
+        }) {
+        case .answerNow(let response):
+            return response
+        case .receive(let route, let params, let state):
+            ex.route = route
+            ex.params = params
+            ex.state = state
+            return nil
+        }
+    }
+
+    /// Routing, the same for a request from the wire and one in process: an answer to send at
+    /// once (before any of the body), or the route and the state its body starts in.
+    private enum Routed {
+        case answerNow(HTTPResponse)
+        case receive(Router.Route?, [String: String], ExchangeState)
+    }
+
+    /// `connection`: the request's libmicrohttpd connection, which a form's decoder reads (nil in
+    /// process, where forms are not decoded). `head` makes the request's head once its route and
+    /// path parameters are known (a streaming route's sink is opened with it).
+    private func routed(method: String, path: String, headers: [String: String], connection: OpaquePointer?,
+                        head: (Router.Route, [String: String]) -> RequestHead) -> Routed {
+        let close = [("Connection", "close")]
+        switch router.match(method: method, path: path) {
+        case .found(let route, let params):
+            if let opener = route.opener {
+                do {
+                    return .receive(route, params, ExchangeState(.receiving(.sink(try opener(head(route, params))))))
+                } catch {
+                    return .answerNow(.problem(errorMapper(error), headers: close))
+                }
             }
+            let limit = route.bodyLimit ?? configuration.maxBodyBytes
+            if let len = headers["content-length"].flatMap(Int.init), len > limit {
+                return .answerNow(router.refusal(ApiError(.payloadTooLarge, "The body is \(len) bytes; the limit is \(limit)."), path: path, headers: close))
+            }
+            guard let limits = route.form else { return .receive(route, params, ExchangeState(.receiving(.buffer([], limit: limit)))) }
+            guard let connection else {
+                return .answerNow(router.refusal(ApiError.malformed("Forms are decoded only from the wire."), path: path))
+            }
+            do throws(FormDecoder.Failure) {
+                let decoder = try FormDecoder(connection: connection, contentType: headers["content-type"], limits: limits,
+                                              directory: configuration.temporaryDirectory)
+                return .receive(route, params, ExchangeState(.receiving(.form(decoder))))
+            } catch {
+                return .answerNow(router.refusal(error.error, path: path, headers: close))
+            }
+        case .methodNotAllowed(let allow):
+            let refusal = router.refusal(ApiError(.notFound, "Method \(method) is not allowed here."), status: 405, path: path,
+                                         headers: [("Allow", allow.joined(separator: ", "))])
+            return .receive(nil, [:], ExchangeState(.refusing(refusal, discarded: 0)))
+        case .notFound:
+            return .receive(nil, [:], ExchangeState(.refusing(router.refusal(ApiError(.notFound, "No route for \(path)."), path: path), discarded: 0)))
         }
-        let request = HTTPRequest(head: ex.head, body: ex.body, sink: ex.sink, form: form)
-        ex.body = []
+    }
+
+    /// A refusal while the body arrives or ends, rendered as the path's door renders it.
+    private func refusal(_ error: any Error, _ path: String) -> HTTPResponse {
+        router.refusal(errorMapper(error), path: path, headers: [("Connection", "close")])
+    }
+
+    /// Runs the handler where its route says, answering now or parking the connection.
+    private func run(_ route: Router.Route, _ request: HTTPRequest, _ ex: Exchange) {
         if configuration.pollingThreads == 0 {
             // This connection's own thread: the handler, and any wait for its commit, run here.
             queue(ex, answer(Self.finished(route.handler, request)))
-            return .YES
+            return
         }
         switch route.execution {
         case .blocking:
@@ -274,7 +290,6 @@ public final class HTTPServer: @unchecked Sendable {
             let response = answer { try route.handler(request) }
             if let deferred = response.deferred { park(ex, deferred) } else { queue(ex, response) }
         }
-        return .YES
     }
 
     /// Runs a handler on a thread that may wait (a connection's own, a blocking one, the caller's
@@ -296,18 +311,17 @@ public final class HTTPServer: @unchecked Sendable {
     /// Answers now if the deferred answer is already there; otherwise suspends the connection
     /// until it is (the completing thread resumes it, and libmicrohttpd calls the handler again).
     private func park(_ ex: Exchange, _ deferred: DeferredResponse) {
-        if let build = deferred.take() {
+        if let build = ex.state.park(deferred) {
             queue(ex, answer(build))
             return
         }
-        ex.deferred = deferred
         let connection = ConnectionHandle(pointer: ex.connection)
         MHD_suspend_connection(connection.pointer)
         deferred.onReady { MHD_resume_connection(connection.pointer) }
     }
 
     private func queue(_ ex: Exchange, _ response: HTTPResponse) {
-        ex.answered = true
+        ex.state.answered()
         answered.add(1, ordering: .relaxed)
         let r: OpaquePointer?
         if let file = response.file {
@@ -344,20 +358,16 @@ public final class HTTPServer: @unchecked Sendable {
         let ex = Unmanaged<Exchange>.fromOpaque(raw).takeRetainedValue()
         state?.pointee = nil
         inFlight.subtract(1, ordering: .relaxed)
-        if let deferred = ex.deferred, let build = deferred.take() {
+        let wasAnswered = ex.state.isAnswered
+        if case .answerOnClose(let build) = ex.state.completed() {
             // Resumed with its answer ready, and closed before the final call could queue it
             // (a half-closed client, `ClosingAnswer`): the answer is written here instead.
             let response = answer(build)
             ClosingAnswer.send(response, on: cmhd_connection_fd(connection), headOnly: ex.method == "HEAD")
-            ex.deferred = nil
-            ex.answered = true
             answered.add(1, ordering: .relaxed)
             record(ex, response, note: "answered as the connection closed (the client had half-closed)")
+        } else if !wasAnswered {
+            log.write(ex: ex, response: nil, note: "client disconnected before the request was complete")
         }
-        ex.deferred?.abandon()
-        // Whatever a streaming request wrote and did not commit is dropped (disconnect mid-body,
-        // refusal, shutdown). After a commit this does nothing.
-        ex.sink?.abort()
-        if !ex.answered { log.write(ex: ex, response: nil, note: "client disconnected before the request was complete") }
     }
 }
