@@ -22,7 +22,7 @@ let package = Package(
         .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
         // QR codes of invitation links and app tokens in the console.
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
-        // PostgreSQL (issue 20, in progress): libpq.
+        // PostgreSQL, for several processes on one database: libpq.
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // Webhook deliveries: a maintained HTTP client (TLS verified, no redirects).
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),

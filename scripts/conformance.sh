@@ -16,7 +16,7 @@
 #                                              # (e.g. while a route is being built); default none
 #
 # Passes (each with its own token; all against one server):
-#   admin     the demo's admin token, every operation (the baseline the issue asks for)
+#   admin     the demo's admin token, every operation (the baseline)
 #   all       a user holding admin+collector+reviewer, every operation (reaches collector and
 #             reviewer code paths past the role checks)
 #   operator  the operator token, the operator's operations (orgs, subscription, users, metrics)

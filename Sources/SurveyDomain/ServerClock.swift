@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Server time, which decides every expiry (subscriptions, resumable uploads, sessions later).
+/// Server time, which decides every expiry (subscriptions, resumable uploads, console sessions).
 /// Injected, so that a test moves time instead of sleeping or writing dates in the past.
 public protocol ServerClock: Sendable {
     func nowMillis() -> Int64

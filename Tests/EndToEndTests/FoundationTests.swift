@@ -3,7 +3,7 @@ import Testing
 import SurveyDomain
 @testable import SurveyStorage
 
-/// Issue 2: authentication, organizations and subscriptions, problem+json, limits.
+/// Authentication, organizations and subscriptions, problem+json, limits.
 @Suite struct FoundationTests {
     /// Every error answer is problem+json with errorCode, errorName and retryable that agree
     /// with the contract's table.

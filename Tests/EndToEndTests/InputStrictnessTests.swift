@@ -4,7 +4,7 @@ import SurveyDomain
 import SurveyServer
 @testable import SurveyStorage
 
-/// Issue 15, input: text comes back whole, dates are real dates, text files are text all the
+/// Strict input: text comes back whole, dates are real dates, text files are text all the
 /// way through, one credential per request, and readiness that cannot be used to burn the disk.
 @Suite struct InputStrictnessTests {
     typealias P = FoundationTests

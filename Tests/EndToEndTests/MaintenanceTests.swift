@@ -4,7 +4,8 @@ import Testing
 import SurveyDomain
 @testable import SurveyStorage
 
-/// Issue 8 (storage side): `surveyd check`, `surveyd backup`, key purging, damaged files.
+/// Maintenance of a data dir: `surveyd check` names each violation, `surveyd backup` makes a
+/// complete copy while serving, old idempotency keys are purged, a damaged file is refused.
 @Suite(.serialized) struct MaintenanceTests {
     /// Runs `surveyd` and returns (exit status, stdout+stderr).
     static func surveyd(_ args: [String], timeout: TimeInterval = 60) throws -> (Int32, String) {

@@ -213,7 +213,7 @@ struct MultiProcessTests {
         #expect(check.status == 0, "\(check.stdout)")
     }
 
-    /// Must-show 3: a gibibyte uploaded through one process is read back, byte for byte, through
+    /// A gibibyte uploaded through one process is read back, byte for byte, through
     /// another; neither process holds it in memory.
     @Test func aGibibyteUploadedThroughOneProcessIsReadBackThroughAnother() throws {
         let c = try Cluster()

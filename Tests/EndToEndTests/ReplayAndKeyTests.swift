@@ -4,7 +4,7 @@ import SurveyDomain
 import SurveyServer
 @testable import SurveyStorage
 
-/// Issue 15: a replay answers the receipt as it was; keys on every write, user management and
+/// A replay answers the receipt as it was; keys on every write, user management and
 /// operator writes included; a no-op writes nothing; a removed role counts on resubmission too.
 @Suite struct ReplayAndKeyTests {
     typealias P = FoundationTests

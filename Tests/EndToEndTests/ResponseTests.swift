@@ -3,7 +3,7 @@ import Testing
 import SurveyDomain
 @testable import SurveyStorage
 
-/// Issue 3: responses keyed by clientSubmissionId, exactly once, refused cleanly while expired.
+/// Responses keyed by clientSubmissionId, exactly once, refused cleanly while expired.
 @Suite struct ResponseTests {
     typealias P = FoundationTests
 

@@ -4,8 +4,9 @@ import SurveyDomain
 @testable import SurveyServer
 @testable import SurveyStorage
 
-/// Issue 15: roles on every tus request, expiry that frees what it held, races between PATCH,
-/// DELETE, creates and plain uploads — each proven on the wire or by an ordered interleaving.
+/// The life of a tus upload: roles on every request, expiry that frees what it held, races
+/// between PATCH, DELETE, creates and plain uploads — each proven on the wire or by an ordered
+/// interleaving.
 @Suite struct ResumableUploadLifecycleTests {
     typealias P = FoundationTests
     typealias Tus = ResumableUploadTests.Tus

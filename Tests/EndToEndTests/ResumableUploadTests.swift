@@ -3,7 +3,8 @@ import Testing
 import SurveyDomain
 @testable import SurveyStorage
 
-/// Issue 4, tus 1.0 resumable uploads.
+/// tus 1.0 resumable uploads: the advertised extensions, chunks resumed after a dropped
+/// connection, expiry during an upload, termination, and the same refusals as a plain upload.
 @Suite struct ResumableUploadTests {
     typealias P = FoundationTests
 

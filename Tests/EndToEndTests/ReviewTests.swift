@@ -4,7 +4,7 @@ import SurveyDomain
 import SurveyServer
 @testable import SurveyStorage
 
-/// Issue 5: field tasks, the review workflow, Idempotency-Key, history and the changes feed.
+/// Field tasks, the review workflow, Idempotency-Key, history and the changes feed.
 @Suite struct ReviewTests {
     typealias P = FoundationTests
 

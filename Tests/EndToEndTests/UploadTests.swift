@@ -3,7 +3,7 @@ import Testing
 import SurveyDomain
 @testable import SurveyStorage
 
-/// Issue 4, plain uploads: every refusal leaves no row and no file; file problems are never 1001.
+/// Plain uploads: every refusal leaves no row and no file; file problems are never 1001.
 @Suite struct UploadTests {
     typealias P = FoundationTests
 

@@ -3,7 +3,7 @@ import Testing
 import SurveyDomain
 @testable import SurveyStorage
 
-/// Issue 21, must-show 2: the outbox survives kill -9. A real `surveyd` process with 1,000
+/// The webhook outbox survives kill -9. A real `surveyd` process with 1,000
 /// undelivered events (the receiver answers 500) is killed; after the restart every event is
 /// delivered, and none twice to a receiver that answered 2xx (counted by `webhook-id`).
 @Suite(.serialized) struct WebhookCrashTests {

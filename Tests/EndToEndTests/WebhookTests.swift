@@ -6,9 +6,9 @@ import SurveyServer
 import SurveyWebhooks
 @testable import SurveyStorage
 
-/// Issue 21: webhooks — the transactional outbox, signed deliveries in order, retries with the
-/// payload as of the event, 410, rotation, the SSRF guard and the gate — against a real server
-/// and a real receiver on loopback.
+/// Webhooks: the transactional outbox, signed deliveries in order, retries with the payload as
+/// of the event, 410, rotation, the SSRF guard and the gate — against a real server and a real
+/// receiver on loopback.
 @Suite struct WebhookTests {
     struct World {
         let f: Fixture

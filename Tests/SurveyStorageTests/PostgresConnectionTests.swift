@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import SurveyStorage
 
-/// The libpq connection (issue 20's first piece) against a real throwaway PostgreSQL 15 cluster
-/// (`scripts/pg_cluster.sh`), and the two database behaviours the engine will rest on: insert-or-read
-/// for exactly-once, and `FOR SHARE` for the subscription gate across processes.
+/// The libpq connection against a real throwaway PostgreSQL 15 cluster (`scripts/pg_cluster.sh`),
+/// and the two database behaviours the engine rests on: insert-or-read for exactly-once, and
+/// `FOR SHARE` for the subscription gate across processes.
 @Suite struct PostgresConnectionTests {
     /// A cluster for one test: started before `body`, stopped after it.
     static func withCluster(_ body: (String) throws -> Void) throws {

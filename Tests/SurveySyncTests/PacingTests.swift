@@ -5,7 +5,7 @@ import Testing
 
 /// Pure unit tests of single pieces: the backoff schedule, how answers are classified, and
 /// Retry-After through the engine with a scripted transport and a hand-moved clock. (The
-/// must-show cases run against the real server in the other suites.)
+/// cases that need the real server run against it in the other suites.)
 @Suite struct PacingTests {
     @Test func backoffStartsAt30SecondsAndDoublesToTenMinutesWithJitter() {
         var c = SyncConfiguration()

@@ -26,8 +26,8 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// One libpq connection: the first piece of the PostgreSQL engine (issue 20), with the same
-/// shape as the SQLite `Connection` — `execute`, `query` and `run` with `?` placeholders, results as
+/// One libpq connection of the PostgreSQL engine, with the same shape as the SQLite
+/// `Connection` — `execute`, `query` and `run` with `?` placeholders, results as
 /// `Row`s of `SQLValue` — so that the repositories' SQL can run on both. `?` becomes `$n` here
 /// (never inside a quoted literal); each distinct statement is prepared once per connection.
 /// A connection is used by one thread at a time (libpq's rule); the engine keeps a pool of them.
