@@ -5,6 +5,12 @@ public struct JSONBody: Sendable {
     public let fields: [String: JSONValue]
     public let value: JSONValue
 
+    /// Members already decoded (a part of a document read with the same rules).
+    init(fields: [String: JSONValue]) {
+        self.fields = fields
+        self.value = .object(fields)
+    }
+
     public init(_ bytes: [UInt8]) throws(ApiError) {
         guard !bytes.isEmpty else { throw ApiError.malformed("The request needs a JSON body.") }
         let parsed: JSONValue

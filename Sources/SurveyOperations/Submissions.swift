@@ -1,111 +1,91 @@
 import SurveyDomain
 import SurveyStorage
 
-/// A collector's submission, as any door received it.
-public struct SubmitResponse: Sendable {
-    public let orgId: String
-    /// Authenticated in the same read snapshot as the replay lookup (one reader checkout).
-    public let bearerToken: String?
-    /// An `Idempotency-Key` the client also sent: checked for format only, since
-    /// `clientSubmissionId` is this write's key.
-    public let idempotencyKey: String?
-    /// The submission document exactly as sent: a retry of the same bytes is recognised by them.
-    public let document: [UInt8]
-
-    public init(orgId: String, bearerToken: String?, idempotencyKey: String?, document: [UInt8]) {
-        self.orgId = orgId; self.bearerToken = bearerToken; self.idempotencyKey = idempotencyKey; self.document = document
-    }
-}
-
 public enum SubmissionOutcome: Sendable {
     case accepted(ResponseRecord)
     /// The response already stored under this `clientSubmissionId`, for this very submission.
     case replayed(ResponseRecord)
+    /// Nothing was written (the contract's refusal, as an `ApiError`, or the store's failure).
+    case refused(any Error)
 }
 
-/// Responses, keyed by `clientSubmissionId`: accepted exactly once however often retried.
+/// Responses, keyed by `clientSubmissionId`: accepted exactly once however often retried, from
+/// whichever door (`SubmissionDoor`) they arrive.
 public struct Submissions: Sendable {
     let operations: Operations
 
     /// What the snapshot read of a submission found.
     private enum Seen {
-        /// A retry of the very bytes of a stored submission: answered without parsing the body.
-        case sameBytes(ResponseRecord)
-        case parsed(UserRecord, JSONBody, TaskRecord?, ResponseRecord?, OrgRecord?)
-    }
-
-    /// The outcome of looking for a same-bytes replay.
-    private enum SameBytes {
         case replay(ResponseRecord)
-        /// The id the scan found and what is stored under it, for the full path to reuse.
-        case lookedUp(String, ResponseRecord?)
-        case notFound
+        case submission(UserRecord, Submission, TaskRecord?, ResponseRecord?, OrgRecord?)
     }
 
-    /// Runs the contract's order of checks for a submission. A replay found in the read
-    /// snapshot is returned at once; otherwise the write is queued, this thread is free to serve
-    /// others, and `whenWritten` is called after the writer's COMMIT (with `.accepted`, a
-    /// `.replayed` of a submission committed meanwhile, or the refusal) and nil is returned.
-    /// A refusal before the queue is thrown; it leaves nothing behind.
-    public func submit(_ c: SubmitResponse,
-                       whenWritten: @escaping @Sendable (Result<SubmissionOutcome, any Error>) -> Void) throws -> SubmissionOutcome? {
-        let ops = operations, orgId = c.orgId
+    /// Runs the contract's order of checks for a submission and calls `then` once with its
+    /// outcome: at once for a replay found in the read snapshot or a refusal before the write;
+    /// otherwise after the writer's COMMIT (the write is queued and this thread is free to serve
+    /// others meanwhile). A refusal leaves nothing behind.
+    public func submit(orgId: String, from door: some SubmissionDoor, then: @escaping @Sendable (SubmissionOutcome) -> Void) {
+        do {
+            try queue(orgId: orgId, from: door, then: then)
+        } catch {
+            then(.refused(error))
+        }
+    }
+
+    private func queue(orgId: String, from door: some SubmissionDoor, then: @escaping @Sendable (SubmissionOutcome) -> Void) throws {
+        let ops = operations
         // Steps 1–3 read one snapshot: who is calling, the task they cite, and what is already
         // stored under this clientSubmissionId (one reader checkout, one BEGIN, one cache refill).
         let seen = try ops.database.read { db -> Seen in
-            let user = try ops.member(try ops.authenticate(bearerToken: c.bearerToken, in: db), of: orgId, withAnyOf: [.collector])
-            if let raw = c.idempotencyKey { _ = try IdempotencyKey<Done>.normalized(raw) }
-            let sameBytes = try Self.sameBytesReplay(c.document, orgId: orgId, submitter: user.userId, in: db)
-            if case .replay(let stored) = sameBytes { return .sameBytes(stored) }
-            let body = try JSONBody(c.document)
-            let clientSubmissionId = try body.string("clientSubmissionId")
-            guard ClientIdentifier.isValid(clientSubmissionId) else {
-                throw ApiError(.invalidIdentifier, "clientSubmissionId must be 8–128 characters of A-Z a-z 0-9 _ - : .")
+            let user = try ops.member(try door.caller(in: db, operations: ops), of: orgId, withAnyOf: [.collector])
+            let (submission, lookup): (Submission, SubmissionArrival.StoredLookup)
+            switch try door.arrival(in: db, orgId: orgId, submitter: user) {
+            case .replay(let stored): return .replay(stored)
+            case .submission(let s, let l): (submission, lookup) = (s, l)
             }
             // 2. a cited field task must be the caller's own; any other is the 404 of nothing.
-            let task: TaskRecord? = try body.optionalString("fieldTaskId").map { id in
+            let task: TaskRecord? = try submission.fieldTaskId.map { id in
                 guard let t = try db.task(orgId: orgId, taskId: id), t.assigneeUserId == user.userId else { throw ApiError.notFound() }
                 return t
             }
             let stored: ResponseRecord?
-            if case .lookedUp(clientSubmissionId, let found) = sameBytes { stored = found } else {
-                stored = try db.response(orgId: orgId, clientSubmissionId: clientSubmissionId)
+            if case .lookedUp(submission.clientSubmissionId, let found) = lookup { stored = found } else {
+                stored = try db.response(orgId: orgId, clientSubmissionId: submission.clientSubmissionId)
             }
             // The organization too: the gate's expiry pre-check below then needs no read of its own.
-            return .parsed(user, body, task, stored, try db.org(orgId))
+            return .submission(user, submission, task, stored, try db.org(orgId))
         }
-        let user: UserRecord, body: JSONBody, task: TaskRecord?, stored: ResponseRecord?, organization: OrgRecord?
+        let user: UserRecord, submission: Submission, task: TaskRecord?, stored: ResponseRecord?, organization: OrgRecord?
         switch seen {
-        case .sameBytes(let replayed): return replayedOutcome(replayed)
-        case .parsed(let u, let b, let t, let s, let o): (user, body, task, stored, organization) = (u, b, t, s, o)
+        case .replay(let replayed):
+            then(replayedOutcome(replayed))
+            return
+        case .submission(let u, let s, let t, let st, let o): (user, submission, task, stored, organization) = (u, s, t, st, o)
         }
-        let clientSubmissionId = try body.string("clientSubmissionId")
-        let surveyVersionId = try body.string("surveyVersionId")
-        let contentHash = try body.string("contentHash")
-        guard let answers = body.fields["answers"] else { throw ApiError.malformed("`answers` is required.") }
-        let fieldTaskId = try body.optionalString("fieldTaskId")
-        let bodySHA256 = Digest.sha256(c.document)
-        // The canonical digest costs a re-encoding and a hash: a replay sent with the same bytes
-        // never needs it, so it is computed only when the bytes differ or the request is new.
-        let bodyValue = body.value
+        let clientSubmissionId = submission.clientSubmissionId, fieldTaskId = submission.fieldTaskId
+        let bodySHA256 = submission.bytesSHA256
 
-        // 3. replay — answered even while the subscription has expired.
+        // 3. replay — answered even while the subscription has expired. The canonical digest
+        // costs a re-encoding and a hash: a replay of the same bytes never needs it.
         if let stored {
-            return replayedOutcome(try counted {
-                try Self.replay(of: stored, submitter: user.userId, bodySHA256: bodySHA256, digest: { Self.digest(bodyValue) })
-            })
+            then(replayedOutcome(try counted {
+                try Self.replay(of: stored, submitter: user.userId, bodySHA256: bodySHA256,
+                                digest: { submission.digest(canonicalAnswers: CanonicalJSON.encode(submission.answers)) })
+            }))
+            return
         }
 
         // 4. validate, reported as itself and never as 1001.
-        guard let published = try ops.definitions.published(orgId: orgId, surveyVersionId: surveyVersionId, database: ops.database) else {
+        guard let published = try ops.definitions.published(orgId: orgId, surveyVersionId: submission.surveyVersionId, database: ops.database) else {
             throw ApiError.notFound()
         }
         let version = published.version, survey = published.survey
-        guard contentHash == version.contentHash else {
-            throw ApiError(.surveyVersionMismatch, "contentHash does not match survey version \(surveyVersionId).")
+        guard submission.contentHash == version.contentHash else {
+            throw ApiError(.surveyVersionMismatch, "contentHash does not match survey version \(submission.surveyVersionId).")
         }
         let capturedAt: Int64?
-        do { capturedAt = try body.optionalTimestamp("capturedAt") } catch { ops.metrics.add(.validationRefusals); throw error }
+        do { capturedAt = try submission.capturedAtMillis() } catch { ops.metrics.add(.validationRefusals); throw error }
+        let answers = submission.answers
         let check = published.definition.validate(answers: answers)
         guard check.errors.isEmpty else {
             ops.metrics.add(.validationRefusals)
@@ -125,7 +105,7 @@ public struct Submissions: Sendable {
         // 5–6. the gate: replay re-checked, subscription, insert + audit, one transaction.
         // The stored answers and the body's digest share one canonical encoding of the answers.
         let canonicalAnswers = CanonicalJSON.encode(answers)
-        let digest = "sha256:" + Digest.sha256Hex(CanonicalJSON.encode(body.fields, adding: "answers", encoded: canonicalAnswers))
+        let digest = submission.digest(canonicalAnswers: canonicalAnswers)
         let responseId = Ids.make("rsp", nowMillis: ops.clock.nowMillis())
         let answersText = String(decoding: canonicalAnswers, as: UTF8.self)
         let reviewState = survey.reviewRequired ? ReviewState.submitted.rawValue : ReviewState.none.rawValue
@@ -152,17 +132,16 @@ public struct Submissions: Sendable {
             switch result {
             case .success(.replayed(let stored)):
                 metrics.add(.responsesReplayed)
-                whenWritten(.success(.replayed(stored)))
+                then(.replayed(stored))
             case .success(.written(let stored)):
                 metrics.add(.responsesAccepted)
                 if let c = stored.capturedAt { metrics.syncAge(seconds: Double(stored.receivedAt - c) / 1000) }
-                whenWritten(.success(.accepted(stored)))
+                then(.accepted(stored))
             case .failure(let e):
                 if let e = e as? ApiError, e.code == .idempotencyConflict { metrics.add(.idempotencyConflicts) }
-                whenWritten(.failure(e))
+                then(.refused(e))
             }
         })
-        return nil
     }
 
     private func replayedOutcome(_ stored: ResponseRecord) -> SubmissionOutcome {
@@ -178,30 +157,13 @@ public struct Submissions: Sendable {
         }
     }
 
-    /// The canonical digest of a submission document: equal for re-encodings of the same content.
-    static func digest(_ body: JSONValue) -> String { "sha256:" + Digest.sha256Hex(CanonicalJSON.encode(body)) }
-
     /// Step 3, the replay: the same submitter and the same request → the stored response;
     /// anything else under that id → 1004, revealing nothing of what is stored.
     static func replay(of stored: ResponseRecord, submitter: String, bodySHA256: [UInt8], digest: () -> String) throws -> ResponseRecord {
-        guard stored.submitter == submitter, stored.requestSHA256 == bodySHA256 || stored.requestDigest == digest() else {
+        let sameBytes = !bodySHA256.isEmpty && stored.requestSHA256 == bodySHA256
+        guard stored.submitter == submitter, sameBytes || stored.requestDigest == digest() else {
             throw ApiError(.idempotencyConflict, "This clientSubmissionId was already used for a different submission.")
         }
         return stored
-    }
-
-    /// Most replays are a phone resending the bytes it sent before. Those are recognised before
-    /// the body is parsed (a parse was ~10 % of a replay's CPU): the id is found by a scan, and
-    /// the stored row's SHA-256 of its request decides. A match means these bytes are the body
-    /// that was validated and accepted under this very id, so a parse could only agree. A row
-    /// citing a field task is left to the full path, which checks the task before the replay.
-    private static func sameBytesReplay(_ body: [UInt8], orgId: String, submitter: String, in db: ReadContext) throws -> SameBytes {
-        guard let id = ClientIdentifier.scan(body, key: "clientSubmissionId") else { return .notFound }
-        let stored = try db.response(orgId: orgId, clientSubmissionId: id)
-        if let stored, stored.submitter == submitter, stored.fieldTaskId == nil,
-           !stored.requestSHA256.isEmpty, stored.requestSHA256 == Digest.sha256(body) {
-            return .replay(stored)
-        }
-        return .lookedUp(id, stored)
     }
 }

@@ -16,20 +16,19 @@ struct ResponseService {
     }
 
     func submit(_ request: HTTPRequest) throws -> HTTPResponse {
-        let command = SubmitResponse(orgId: request.parameter("orgId"), bearerToken: request.head.bearerToken,
-                                     idempotencyKey: request.header("idempotency-key"), document: request.body)
-        // The write is queued and this thread goes on serving other connections; the writer wakes
-        // the request after the group's COMMIT and the answer is built back here.
+        let door = JSONSubmissionDoor(bearerToken: request.head.bearerToken, idempotencyKey: request.header("idempotency-key"),
+                                      body: request.body)
+        // A replay or a refusal is answered at once; otherwise the write is queued and this
+        // thread goes on serving other connections, the writer wakes the request after the
+        // group's COMMIT and the answer is built back here.
         let answer = DeferredResponse()
-        if let outcome = try services.operations.submissions.submit(command, whenWritten: { result in
-            answer.complete { try Self.render(try result.get()) }
-        }) {
-            return Self.render(outcome)
+        services.operations.submissions.submit(orgId: request.parameter("orgId"), from: door) { outcome in
+            answer.complete { try Self.render(outcome) }
         }
         return .later(answer)
     }
 
-    private static func render(_ outcome: SubmissionOutcome) -> HTTPResponse {
+    private static func render(_ outcome: SubmissionOutcome) throws -> HTTPResponse {
         switch outcome {
         case .accepted(let stored):
             return HTTPResponse.created("/v1/orgs/\(stored.orgId)/responses/\(stored.responseId)", stored.receipt)
@@ -38,6 +37,8 @@ struct ResponseService {
             return HTTPResponse.replayed(.json(200, stored.acceptedReceipt, headers: [
                 ("Location", "/v1/orgs/\(stored.orgId)/responses/\(stored.responseId)"),
             ])).logging(["responseId": stored.responseId])
+        case .refused(let error):
+            throw error
         }
     }
 

@@ -1,0 +1,71 @@
+import SurveyDomain
+
+/// A collector's submission as its door decoded it: the envelope and the answers, the same value
+/// whichever door it came through (the JSON API today; OpenRosa maps its instance onto it).
+public struct Submission: Sendable {
+    public let clientSubmissionId: String
+    public let surveyVersionId: String
+    public let contentHash: String
+    public let answers: JSONValue
+    public let fieldTaskId: String?
+    /// As sent: checked with the rest of the request (step 4), so a bad one is reported there.
+    public let capturedAt: JSONValue?
+    /// Every member of the envelope, answers aside: what the canonical digest covers with them.
+    let envelope: [String: JSONValue]
+    /// The SHA-256 of the bytes as sent, where the door has such bytes (a retry of the same
+    /// bytes is then recognised without comparing content); empty otherwise.
+    let bytesSHA256: [UInt8]
+
+    /// A submission from a door without JSON bytes of its own.
+    public init(clientSubmissionId: String, surveyVersionId: String, contentHash: String, answers: JSONValue,
+                fieldTaskId: String? = nil, capturedAt: Int64? = nil) throws(ApiError) {
+        var envelope: [String: JSONValue] = ["clientSubmissionId": .string(clientSubmissionId), "surveyVersionId": .string(surveyVersionId),
+                                             "contentHash": .string(contentHash)]
+        if let fieldTaskId { envelope["fieldTaskId"] = .string(fieldTaskId) }
+        if let capturedAt { envelope["capturedAt"] = .string(Timestamp.format(capturedAt)) }
+        try self.init(envelope: envelope, answers: answers, bytesSHA256: [])
+    }
+
+    /// The JSON door's body: `{clientSubmissionId, surveyVersionId, contentHash, answers, fieldTaskId?, capturedAt?}`.
+    public init(json body: JSONBody, bytes: [UInt8]) throws(ApiError) {
+        guard let answers = body.fields["answers"] else {
+            _ = try Self.identifier(body)  // an unusable id is reported first, as it always was
+            throw ApiError.malformed("`answers` is required.")
+        }
+        var envelope = body.fields
+        envelope["answers"] = nil
+        try self.init(envelope: envelope, answers: answers, bytesSHA256: Digest.sha256(bytes))
+    }
+
+    private init(envelope: [String: JSONValue], answers: JSONValue, bytesSHA256: [UInt8]) throws(ApiError) {
+        let body = JSONBody(fields: envelope)
+        clientSubmissionId = try Self.identifier(body)
+        fieldTaskId = try body.optionalString("fieldTaskId")
+        surveyVersionId = try body.string("surveyVersionId")
+        contentHash = try body.string("contentHash")
+        capturedAt = envelope["capturedAt"].flatMap { $0.isNull ? nil : $0 }
+        self.answers = answers
+        self.envelope = envelope
+        self.bytesSHA256 = bytesSHA256
+    }
+
+    private static func identifier(_ body: JSONBody) throws(ApiError) -> String {
+        let id = try body.string("clientSubmissionId")
+        guard ClientIdentifier.isValid(id) else {
+            throw ApiError(.invalidIdentifier, "clientSubmissionId must be 8–128 characters of A-Z a-z 0-9 _ - : .")
+        }
+        return id
+    }
+
+    /// `capturedAt` read (step 4).
+    func capturedAtMillis() throws(ApiError) -> Int64? {
+        guard let capturedAt else { return nil }
+        return try JSONBody(fields: ["capturedAt": capturedAt]).optionalTimestamp("capturedAt")
+    }
+
+    /// The canonical digest of the whole submission, given its answers' canonical encoding:
+    /// equal for every encoding of the same content, and for the same content from any door.
+    func digest(canonicalAnswers: [UInt8]) -> String {
+        "sha256:" + Digest.sha256Hex(CanonicalJSON.encode(envelope, adding: "answers", encoded: canonicalAnswers))
+    }
+}
