@@ -39,7 +39,7 @@ public struct Exports: Sendable {
             let key = try snapshot.exportCursorKey()
             var filter = ExportFilter(orgId: orgId, surveyId: surveyId)
             if let c = request.afterCursor {
-                guard let seq = ExportCursor.parse(c, orgId: orgId, key: key, latest: latest) else {
+                guard let seq = SealedCursor.export.parse(c, orgId: orgId, key: key, latest: latest) else {
                     throw ApiError.malformed("afterCursor is not a cursor this server issued (use the Surveyd-Export-Cursor header of an earlier export).")
                 }
                 filter.changedAfter = seq
@@ -53,7 +53,7 @@ public struct Exports: Sendable {
             let versions = try read.surveyVersions(surveyId: surveyId).map { v in (v, try ops.definitions.definition(of: v)) }
             let names = Dictionary(try read.users(orgId: orgId).map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
             let rows = try snapshot.exportCount(filter)
-            let cursor = ExportCursor.make(latest, orgId: orgId, key: key)
+            let cursor = SealedCursor.export.make(latest, orgId: orgId, key: key)
             var detail: [String: JSONValue] = ["format": .string(request.format), "rows": .number(Double(rows)), "cursor": .string(cursor)]
             detail["filters"] = .object(request.described.mapValues { .string($0) })
             let auditDetail = CanonicalJSON.string(.object(detail)), action = "export.\(request.format)", actor = user.userId

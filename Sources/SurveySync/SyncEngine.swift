@@ -285,6 +285,13 @@ public final class SyncEngine: Sendable {
                 report.redirectedTo = AttemptOutcome.redirectTarget(answer.header("Location"), server: owner.server)
                 return
             }
+            if answer.status == 422, record.changesCursor != nil {
+                // A cursor the server no longer reads (a server that now seals its cursors):
+                // follow the feed from its start; applying a change twice changes nothing.
+                record.changesCursor = nil
+                try store.saveOwnerRecord(owner, record)
+                continue
+            }
             guard answer.status == 200, let page = try? JSONDecoder().decode(Page.self, from: Data(answer.body)) else { return }
             report.reachedServer = true
             let commands = try store.commands(of: owner)

@@ -97,9 +97,9 @@ struct MultiProcessTests {
         let follower = DispatchGroup()
         follower.enter()
         Thread.detachNewThread {
-            var cursor = "0"
+            var cursor: String?
             func page() -> Bool {
-                guard let r = try? c.client(2).get("/v1/orgs/\(c.orgId)/changes?after=\(cursor)&limit=500", token: c.reviewerToken),
+                guard let r = try? c.client(2).get("/v1/orgs/\(c.orgId)/changes?limit=500" + (cursor.map { "&after=\($0)" } ?? ""), token: c.reviewerToken),
                       let items = r.json?["items"]?.arrayValue, let last = items.last?["cursor"]?.stringValue else { return false }
                 followed.withLock { $0 += items.compactMap { $0["id"]?.stringValue } }
                 cursor = last

@@ -328,10 +328,40 @@ import SurveyServer
         #expect(responseStates == ["submitted", "in_review", "returned", "submitted", "in_review", "approved"])
         #expect(all.allSatisfy { $0["id"]?.stringValue == w.responseId || $0["id"]?.stringValue == w.taskId })
         #expect(all.last?["kind"]?.stringValue == "task" && all.last?["taskState"]?.stringValue == "completed")
-        // Resumable from any cursor: the rest of the feed after item i is exactly all[i+1...].
+        // Resumable from any cursor: the rest of the feed after item i is exactly all[i+1...]
+        // (a cursor is sealed afresh on every page, so items are compared without it).
+        func content(_ items: [JSONValue]) -> [JSONValue] {
+            items.map { item in .object((item.objectValue ?? [:]).filter { $0.key != "cursor" }) }
+        }
         for i in 0..<all.count {
             let rest = try feed(after: all[i]["cursor"]?.stringValue, limit: 3)
-            #expect(rest == Array(all[(i + 1)...]))
+            #expect(content(rest) == content(Array(all[(i + 1)...])))
         }
+    }
+
+    /// A changes cursor shows nothing of other organizations' activity: it is no number, two
+    /// cursors of one entry differ, and only this organization's feed reads it — another
+    /// organization's cursor, a changed one and a plain number are 422 / 1002 at `after`.
+    @Test func changesCursorsAreSealedPerOrganization() throws {
+        let w = try World()
+        let page = try w.f.client.get("/v1/orgs/\(w.f.orgId)/changes?limit=1", token: w.f.collectorToken)
+        let cursor = try #require(page.json?["items"]?.arrayValue?.first?["cursor"]?.stringValue)
+        #expect(cursor.hasPrefix("cc1.") && cursor.count == 52 && Int64(cursor.dropFirst(4)) == nil)
+        let again = try w.f.client.get("/v1/orgs/\(w.f.orgId)/changes?limit=1", token: w.f.collectorToken)
+        #expect(again.json?["items"]?.arrayValue?.first?["cursor"]?.stringValue != cursor)
+        #expect(try w.f.client.get("/v1/orgs/\(w.f.orgId)/changes?after=\(cursor)", token: w.f.collectorToken).status == 200)
+
+        let other = try Fixture(server: w.f.server)
+        let theirs = try other.client.get("/v1/orgs/\(other.orgId)/changes?limit=1", token: other.adminToken)
+        #expect(theirs.status == 200)
+        var tampered = Array(cursor)
+        tampered[10] = tampered[10] == "A" ? "B" : "A"
+        for bad in [String(tampered), "12", "0", "ec2." + cursor.dropFirst(4)] {
+            let r = try w.f.client.get("/v1/orgs/\(w.f.orgId)/changes?after=\(bad)", token: w.f.collectorToken)
+            #expect(r.status == 422 && r.json?["errorCode"]?.intValue == 1002, "\(bad): \(r.status)")
+        }
+        // This organization's cursor in the other's feed.
+        let crossed = try other.client.get("/v1/orgs/\(other.orgId)/changes?after=\(cursor)", token: other.adminToken)
+        #expect(crossed.status == 422)
     }
 }

@@ -176,4 +176,25 @@ import Testing
         #expect(try outbox.command(tess.id)?.stateLabel == "Submitted")
         #expect(try await f.acceptedCount() == 1)
     }
+
+    /// A changes cursor the server no longer reads (the plain number an earlier server gave, now
+    /// that cursors are sealed) is dropped and the feed followed from its start: the return for
+    /// correction still reaches the phone, and nothing is resent.
+    @Test func aCursorTheServerNoLongerReadsRestartsTheFeed() async throws {
+        let f = try await SyncFixture()
+        let (phone, engine) = try f.phone()
+        let captured = try f.capture(phone, size: 14)
+        _ = await engine.syncNow()
+        let responseId = try #require(try phone.command(captured.id)?.responseId)
+        let owner = f.owner(f.collector)
+        var record = try phone.store.ownerRecord(owner)
+        record.changesCursor = "7"
+        try phone.store.saveOwnerRecord(owner, record)
+        try await f.review(responseId, "startReview", expectedRevision: 1)
+        try await f.review(responseId, "returnForCorrection", expectedRevision: 2, comment: "Please recount.")
+        _ = await engine.syncNow()
+        #expect(try phone.command(captured.id)?.stateLabel == "Returned for correction")
+        #expect(try phone.store.ownerRecord(owner).changesCursor?.hasPrefix("cc1.") == true)
+        #expect(f.proxy.delivered("POST /v1/orgs/\(f.org)/responses") == 1)
+    }
 }

@@ -47,13 +47,8 @@ extension Snapshot {
         try conn.query("SELECT COALESCE(MAX(seq), 0) FROM audit").first?.int(0) ?? 0
     }
 
-    /// The key export cursors are sealed with (one per database, made by its migration).
-    public func exportCursorKey() throws -> [UInt8] {
-        guard let key = try conn.query("SELECT key FROM export_cursor_key WHERE id = 1").first?.blob(0), key.count == 32 else {
-            throw ApiError(.storageUnavailable, "The database holds no export cursor key (run surveyd once to migrate it).")
-        }
-        return key
-    }
+    /// The key cursors are sealed with (`SealedCursor`).
+    public func exportCursorKey() throws -> [UInt8] { try cursorKey(conn) }
 
     public func exportCount(_ filter: ExportFilter) throws -> Int {
         let c = filter.condition
@@ -104,4 +99,17 @@ public final class ExportRows {
                                 receivedAt: r.int(4), capturedAt: r.optionalInt(5), reviewState: r.string(6), revision: r.int(7),
                                 fieldTaskId: r.optionalString(8), answers: r.string(9))
     }
+}
+
+extension ReadContext {
+    /// The key cursors are sealed with (`SealedCursor`): the changes feed's.
+    public func cursorKey() throws -> [UInt8] { try SurveyStorage.cursorKey(conn) }
+}
+
+/// One per database, made by its migration.
+func cursorKey(_ conn: any SQLConnection) throws -> [UInt8] {
+    guard let key = try conn.query("SELECT key FROM export_cursor_key WHERE id = 1").first?.blob(0), key.count == 32 else {
+        throw ApiError(.storageUnavailable, "The database holds no cursor key (run surveyd once to migrate it).")
+    }
+    return key
 }
