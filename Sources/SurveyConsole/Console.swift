@@ -200,7 +200,7 @@ public struct Console: Sendable {
         var headers: [(String, String)] = []
         if let r = e.retryAfterSeconds { headers.append(("Retry-After", String(r))) }
         let (heading, sentence) = Self.sentence(e)
-        return pages.message(heading, sentence, frame: frame(heading, v), status: e.statusOverride ?? e.code.httpStatus, headers: headers)
+        return pages.message(heading, sentence, frame: frame(heading, v), status: e.code.httpStatus, headers: headers)
     }
 
     /// What a person reads for a refusal: the operation's own sentence, headed by what kind of

@@ -1,5 +1,6 @@
 /// The contract's error table. A code never changes meaning; Docs/errors.md and
-/// Schemas/openapi.json are checked against this table by a test.
+/// Schemas/openapi.json are checked against this table by a test. Each door renders a code its
+/// own way: the HTTP status of each is the HTTP door's (`SurveyHTTP`, `ErrorCode+HTTPStatus.swift`).
 public enum ErrorCode: Int, Sendable, CaseIterable {
     case subscriptionExpired = 1001
     case validationFailed = 1002
@@ -46,23 +47,6 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
         case .invalidIdentifier: "InvalidIdentifier"
         case .storageUnavailable: "StorageUnavailable"
         case .internalError: "InternalError"
-        }
-    }
-
-    public var httpStatus: Int {
-        switch self {
-        case .subscriptionExpired: 402
-        case .validationFailed, .corruptFile, .questionDoesNotAcceptFiles, .attachmentNotUploaded, .digestMismatch: 422
-        case .surveyVersionMismatch, .idempotencyConflict, .invalidTransition, .staleRevision, .taskAlreadyCompleted: 409
-        case .notFound: 404
-        case .forbidden: 403
-        case .unauthenticated: 401
-        case .unsupportedFileType: 415
-        case .payloadTooLarge: 413
-        case .tooManyPendingRequests: 429
-        case .malformedRequest, .invalidIdentifier: 400
-        case .storageUnavailable: 503
-        case .internalError: 500
         }
     }
 

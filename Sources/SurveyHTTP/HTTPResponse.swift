@@ -35,15 +35,21 @@ public struct HTTPResponse: Sendable {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: CanonicalJSON.encode(value))
     }
 
-    /// RFC 9457 problem details for a contract error.
-    /// `status` overrides the code's own HTTP status where the protocol demands another (405, tus's 460).
+    /// RFC 9457 problem details for a contract error. `status` overrides the code's own HTTP
+    /// status where the protocol demands another (405, tus's 410, 412, 460).
     public static func problem(_ error: ApiError, status: Int? = nil, headers: [(String, String)] = []) -> HTTPResponse {
-        var error = error
-        if let status { error.statusOverride = status }
-        var h = [("Content-Type", "application/problem+json")] + error.headers + headers
+        let status = status ?? error.code.httpStatus
+        var h = [("Content-Type", "application/problem+json")] + headers
         if let r = error.retryAfterSeconds { h.append(("Retry-After", String(r))) }
-        return HTTPResponse(status: error.statusOverride ?? error.code.httpStatus, headers: h, body: CanonicalJSON.encode(error.problem),
+        return HTTPResponse(status: status, headers: h, body: CanonicalJSON.encode(error.problemDocument(status: status)),
                             errorCode: error.code.rawValue)
+    }
+
+    /// How the HTTP engine answers what a handler threw: a protocol's own refusal as it asks,
+    /// anything else as problem details of the error `mapped` makes of it.
+    static func refusal(_ error: any Error, mapped: (any Error) -> ApiError, headers: [(String, String)] = []) -> HTTPResponse {
+        if let r = error as? ProtocolRefusal { return .problem(r.error, status: r.status, headers: r.headers + headers) }
+        return .problem(mapped(error), headers: headers)
     }
 
     /// The bytes of a file on disk, sent without loading them.

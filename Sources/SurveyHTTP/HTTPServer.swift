@@ -241,7 +241,7 @@ public final class HTTPServer: @unchecked Sendable {
                 do {
                     return .receive(route, params, ExchangeState(.receiving(.sink(try opener(head(route, params))))))
                 } catch {
-                    return .answerNow(.problem(errorMapper(error), headers: close))
+                    return .answerNow(.refusal(error, mapped: errorMapper, headers: close))
                 }
             }
             let limit = route.bodyLimit ?? configuration.maxBodyBytes
@@ -270,7 +270,8 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// A refusal while the body arrives or ends, rendered as the path's door renders it.
     private func refusal(_ error: any Error, _ path: String) -> HTTPResponse {
-        router.refusal(errorMapper(error), path: path, headers: [("Connection", "close")])
+        if error is ProtocolRefusal { return .refusal(error, mapped: errorMapper, headers: [("Connection", "close")]) }
+        return router.refusal(errorMapper(error), path: path, headers: [("Connection", "close")])
     }
 
     /// Runs the handler where its route says, answering now or parking the connection.
@@ -305,7 +306,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     private func answer(_ build: DeferredResponse.Build) -> HTTPResponse {
-        do { return try build() } catch { return .problem(errorMapper(error)) }
+        do { return try build() } catch { return .refusal(error, mapped: errorMapper) }
     }
 
     /// Answers now if the deferred answer is already there; otherwise suspends the connection

@@ -26,13 +26,20 @@ struct ResumableUploadService {
 
     func location(_ r: ResumableUploadRecord) -> String { "/v1/orgs/\(r.orgId)/uploads/resumable/\(r.uploadId)" }
 
-    func problem(_ e: ApiError, status: Int? = nil) -> HTTPResponse {
-        .problem(e, status: status, headers: Self.tusHeaders)
+    /// A tus answer's refusal: its own status and headers where tus demands them, with tus's.
+    func refusal(_ error: any Error) -> ProtocolRefusal {
+        if let r = error as? ProtocolRefusal { return ProtocolRefusal(r.error, status: r.status, headers: Self.tusHeaders + r.headers) }
+        return ProtocolRefusal(storageApiError(error), headers: Self.tusHeaders)
+    }
+
+    func problem(_ error: any Error, status: Int? = nil) -> HTTPResponse {
+        let r = refusal(error)
+        return .problem(r.error, status: status ?? r.status, headers: r.headers)
     }
 
     private func requireTus(_ head: RequestHead) throws {
         guard head.header("tus-resumable") == "1.0.0" else {
-            throw ApiError(.malformedRequest, "Tus-Resumable: 1.0.0 is required.").with(status: 412, headers: [("Tus-Version", "1.0.0")])
+            throw ProtocolRefusal(ApiError(.malformedRequest, "Tus-Resumable: 1.0.0 is required."), status: 412, headers: [("Tus-Version", "1.0.0")])
         }
     }
 
@@ -106,7 +113,7 @@ struct ResumableUploadService {
                 return created(r.0, replayed: false)
             }
         } catch {
-            return problem(storageApiError(error))
+            return problem(error)
         }
     }
 
@@ -122,7 +129,7 @@ struct ResumableUploadService {
         guard let r = try services.database.read({ try $0.resumableUpload(orgId: user.orgId, uploadId: head.parameter("uploadId")) }),
               r.owner == user.userId else { throw ApiError.notFound() }
         if !allowExpired && r.isExpired(now: services.clock.nowMillis()) {
-            throw ApiError(.notFound, "This upload expired at \(Timestamp.format(r.expiresAt)).").with(status: 410)
+            throw ProtocolRefusal(ApiError(.notFound, "This upload expired at \(Timestamp.format(r.expiresAt))."), status: 410)
         }
         return r
     }
@@ -141,7 +148,7 @@ struct ResumableUploadService {
             ])
         } catch {
             // HEAD answers carry no body; the status and headers say it all.
-            var p = problem(storageApiError(error))
+            var p = problem(error)
             p.body = []
             return p
         }
@@ -155,7 +162,7 @@ struct ResumableUploadService {
             // Claimed before the row is read: a PATCH that read the row first could act on an
             // offset another PATCH has moved, or on an upload a DELETE has removed, meanwhile.
             guard busy.claim(uploadId) else {
-                throw ApiError(.idempotencyConflict, "Another request on this upload is in progress.").with(status: 409)
+                throw ProtocolRefusal(ApiError(.idempotencyConflict, "Another request on this upload is in progress."), status: 409)
             }
             do {
                 let r = try owned(head, user: user)
@@ -167,8 +174,8 @@ struct ResumableUploadService {
                 }
                 let checksum = try head.header("upload-checksum").map(ChunkChecksum.init(header:))
                 guard offset == r.receivedBytes else {
-                    throw ApiError(.idempotencyConflict, "Upload-Offset is \(offset) but the upload is at \(r.receivedBytes).")
-                        .with(status: 409, headers: [("Upload-Offset", String(r.receivedBytes))])
+                    throw ProtocolRefusal(ApiError(.idempotencyConflict, "Upload-Offset is \(offset) but the upload is at \(r.receivedBytes)."),
+                                          status: 409, headers: [("Upload-Offset", String(r.receivedBytes))])
                 }
                 // Compared as what is left, not offset + length: a declared length near Int64.max
                 // overflowed the sum and trapped.
@@ -190,7 +197,7 @@ struct ResumableUploadService {
                 throw error
             }
         } catch {
-            throw storageApiError(error).with(headers: Self.tusHeaders)
+            throw refusal(error)
         }
     }
 
@@ -246,7 +253,7 @@ struct ResumableUploadService {
             unlink(sink.path)
             return HTTPResponse(status: 204, headers: Self.tusHeaders + done, logFields: ["upload": stored == nil ? "existing" : "stored"])
         } catch {
-            return problem(storageApiError(error))
+            return problem(error)
         }
     }
 
@@ -261,7 +268,7 @@ struct ResumableUploadService {
     /// meanwhile (a DELETE, an expiry sweep), the transaction is refused with 409 and rolled back.
     private static func advance(_ r: ResumableUploadRecord, to offset: Int64, _ tx: GatedTransaction) throws {
         guard try tx.advanceResumableUpload(uploadId: r.uploadId, from: r.receivedBytes, to: offset) else {
-            throw ApiError(.idempotencyConflict, "The upload was removed or moved on meanwhile; nothing was recorded.").with(status: 409)
+            throw ProtocolRefusal(ApiError(.idempotencyConflict, "The upload was removed or moved on meanwhile; nothing was recorded."), status: 409)
         }
     }
 
@@ -271,7 +278,7 @@ struct ResumableUploadService {
             let user = try collector(request.head)
             let uploadId = request.parameter("uploadId")
             guard busy.claim(uploadId) else {
-                throw ApiError(.idempotencyConflict, "A PATCH of this upload is in progress; retry once it has ended.").with(status: 409)
+                throw ProtocolRefusal(ApiError(.idempotencyConflict, "A PATCH of this upload is in progress; retry once it has ended."), status: 409)
             }
             defer { busy.release(uploadId) }
             let r = try owned(request.head, user: user, allowExpired: true)
@@ -282,7 +289,7 @@ struct ResumableUploadService {
             unlink(services.blobs.partialPath(uploadId: r.uploadId))
             return HTTPResponse(status: 204, headers: Self.tusHeaders)
         } catch {
-            return problem(storageApiError(error))
+            return problem(error)
         }
     }
 }
