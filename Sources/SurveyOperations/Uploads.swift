@@ -98,14 +98,37 @@ public struct Uploads: Sendable {
             }
             return .replay(e)
         }
-        guard FileSignature.matches(contentType: t.contentType, prefix: incoming.file.prefix, totalSize: incoming.file.size),
-              incoming.text?.isValidText ?? true else {
-            throw ApiError(.corruptFile, "The bytes are not a \(t.contentType) file.")
-        }
+        try incoming.check.verdict()
         if let expected = incoming.expectedSHA256, Hex.encode(expected) != sha {
             throw ApiError(.digestMismatch, "Content-Digest does not match the bytes received.")
         }
         return .new(record)
+    }
+
+    /// A resumable upload's bytes, complete: read once for their size and SHA-256, and given the
+    /// check every finished file gets (`FileCheck`). Its commit is `commit`, as for a plain upload.
+    public func verify(_ r: ResumableUploadRecord, bytes: any ByteReader) throws -> UploadRecord {
+        defer { bytes.close() }
+        var digest = Digest(.sha256)
+        var check = FileCheck(contentType: r.contentType)
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n: Int
+            do { n = try buffer.withUnsafeMutableBytes { try bytes.read(into: $0) } } catch {
+                throw ApiError(.storageUnavailable, "The received bytes cannot be read.")
+            }
+            if n == 0 { break }
+            buffer.withUnsafeBytes { chunk in
+                let piece = UnsafeRawBufferPointer(rebasing: chunk[0..<n])
+                digest.update(piece)
+                check.update(piece)
+            }
+        }
+        guard Int64(check.size) == r.length else { throw ApiError(.storageUnavailable, "The partial file has \(check.size) of \(r.length) bytes.") }
+        try check.verdict()
+        return UploadRecord(orgId: r.orgId, clientUploadId: r.clientUploadId, uploader: r.owner, surveyVersionId: r.surveyVersionId,
+                            questionId: r.questionId, contentType: r.contentType, size: Int64(check.size), sha256: Hex.encode(digest.finalize()),
+                            receivedAt: operations.clock.nowMillis())
     }
 
     /// Steps 5–6: the gate, with the blob placed and the row written in one transaction.
@@ -149,14 +172,14 @@ public final class IncomingFile: @unchecked Sendable {
     public let target: UploadTarget
     let file: TempFile
     let expectedSHA256: [UInt8]?
-    /// For text types: every byte is checked as it arrives, not only the first ones.
-    private(set) var text: TextStreamCheck?
+    /// Checked as the bytes arrive (`FileCheck`, the same check a resumable upload's file gets).
+    private(set) var check: FileCheck
 
     init(target: UploadTarget, file: TempFile, expectedSHA256: [UInt8]?) {
         self.target = target
         self.file = file
         self.expectedSHA256 = expectedSHA256
-        text = FileSignature.isTextType(target.contentType) ? TextStreamCheck() : nil
+        check = FileCheck(contentType: target.contentType)
     }
 
     /// A refusal (too large, a failed write) ends the upload and removes its file.
@@ -165,7 +188,7 @@ public final class IncomingFile: @unchecked Sendable {
             guard file.size + bytes.count <= target.limit else {
                 throw ApiError(.payloadTooLarge, "The file is over the limit of \(target.limit) bytes for this question.")
             }
-            text?.update(bytes)
+            check.update(bytes)
             try file.write(bytes)
         } catch {
             discard()

@@ -109,7 +109,7 @@ public final class BlobStore: Sendable {
     }
 }
 
-/// A file being written: hashes (SHA-256) and keeps the first bytes for type sniffing as it goes.
+/// A file being written: hashes (SHA-256) as it goes (what the bytes are is `FileCheck`'s).
 public final class TempFile: @unchecked Sendable {
     // @unchecked: one request's thread writes it at a time (libmicrohttpd calls a connection's
     // handler sequentially); `abort` may come from the completion callback after that.
@@ -117,7 +117,6 @@ public final class TempFile: @unchecked Sendable {
     private var fd: Int32
     private var digest = Digest(.sha256)
     public private(set) var size = 0
-    public private(set) var prefix: [UInt8] = []
     private var closed = false
     /// Bytes not yet written. The body arrives in libmicrohttpd's chunks (tens of KB, not aligned
     /// to pages); written one by one, ext4 zeroed the uncovered part of every new page cache
@@ -133,9 +132,6 @@ public final class TempFile: @unchecked Sendable {
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
-        if prefix.count < FileSignature.prefixLength {
-            prefix.append(contentsOf: bytes.prefix(FileSignature.prefixLength - prefix.count))
-        }
         digest.update(bytes)
         if pending.isEmpty { pending.reserveCapacity(Self.writeSize) }
         pending.append(contentsOf: bytes)

@@ -3,8 +3,8 @@ import SurveyDomain
 import SurveyOperations
 import SurveyStorage
 
-/// The parts of a resumable upload that need no request: tus header values, what a create
-/// asks for, and the check of a finished file.
+/// The parts of a resumable upload that need no request: tus header values and what a create
+/// asks for.
 extension ResumableUploadService {
     static func httpDate(_ ms: Int64) -> String {
         let f = DateFormatter()
@@ -49,34 +49,5 @@ extension ResumableUploadService {
             }
             return e
         }
-    }
-
-    /// Reads the finished upload's bytes once: size, SHA-256, the signature of its first bytes
-    /// and, for text, every byte.
-    static func verifyComplete(_ r: ResumableUploadRecord, bytes: any ByteReader, now: Int64) throws -> UploadRecord {
-        defer { bytes.close() }
-        var digest = Digest(.sha256)
-        var text = FileSignature.isTextType(r.contentType) ? TextStreamCheck() : nil
-        var prefix: [UInt8] = []
-        var size = 0
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let n: Int
-            do { n = try buffer.withUnsafeMutableBytes { try bytes.read(into: $0) } } catch {
-                throw ApiError(.storageUnavailable, "The received bytes cannot be read.")
-            }
-            if n == 0 { break }
-            let chunk = buffer[0..<n]
-            if prefix.count < FileSignature.prefixLength { prefix += chunk.prefix(FileSignature.prefixLength - prefix.count) }
-            chunk.withUnsafeBytes { digest.update($0); text?.update($0) }
-            size += n
-        }
-        guard Int64(size) == r.length else { throw ApiError(.storageUnavailable, "The partial file has \(size) of \(r.length) bytes.") }
-        guard FileSignature.matches(contentType: r.contentType, prefix: prefix, totalSize: size), text?.isValidText ?? true else {
-            throw ApiError(.corruptFile, "The bytes are not a \(r.contentType) file.")
-        }
-        return UploadRecord(orgId: r.orgId, clientUploadId: r.clientUploadId, uploader: r.owner, surveyVersionId: r.surveyVersionId,
-                            questionId: r.questionId, contentType: r.contentType, size: Int64(size), sha256: Hex.encode(digest.finalize()),
-                            receivedAt: now)
     }
 }

@@ -229,7 +229,7 @@ struct ResumableUploadService {
             let whole: any ByteReader = sink.staged
                 ? ChainedByteReader([services.database.partialRows(uploadId: r.uploadId), try FileByteReader(path: path)])
                 : try FileByteReader(path: path)
-            let record = try Self.verifyComplete(r, bytes: whole, now: services.clock.nowMillis())
+            let record = try services.operations.uploads.verify(r, bytes: whole)
             let blobs = services.blobs
             let stored = try gatedWrite(r) { tx -> UploadRecord? in
                 try Self.advance(r, to: newOffset, tx)
