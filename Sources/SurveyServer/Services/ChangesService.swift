@@ -19,7 +19,7 @@ struct ChangesService {
         let page = try Page(request)
         var after: Int64 = 0
         if let a = page.after {
-            guard let n = Int64(a), n >= 0 else {
+            guard let n = ChangesCursor.parse(a) else {
                 throw ApiError(.validationFailed, "`after` must be a cursor from this feed.", errors: [FieldError(path: "after", message: "not a cursor")])
             }
             after = n
