@@ -1,19 +1,63 @@
-// fuzz-sources: Sources/SurveyHTTP/BodySink.swift Sources/SurveyHTTP/HTTPRequest.swift
+// fuzz-sources: Sources/SurveyHTTP/BodySink.swift Sources/SurveyHTTP/HTTPRequest.swift Sources/SurveyHTTP/Router.swift
+// fuzz-sources: Sources/SurveyHTTP/HTTPResponse.swift Sources/SurveyHTTP/BodySource.swift Sources/SurveyHTTP/DeferredResponse.swift
 //
-// What every API request's head goes through before a handler: the bearer token of
-// `Authorization` (RequestHead.bearerToken, compiled in from SurveyHTTP, which otherwise needs
-// libmicrohttpd) and a list's `limit` and `after` (PageQuery). The input is the Authorization
-// value; split at its first NUL byte it is also `limit` and `after`.
+// What every API request's head goes through before a handler: the path's route (Router, over
+// the API's patterns), the bearer token of `Authorization` (RequestHead.bearerToken) and a
+// list's `limit` and `after` (PageQuery). SurveyHTTP's files are compiled in as they are (the
+// module needs libmicrohttpd otherwise). The input is the path and the Authorization value;
+// split at its first NUL byte it is also `limit` and `after`.
 import SurveyDomain
+
+/// The API's routes (SurveyServer registers them; the harness cannot build that module).
+private let router: Router = {
+    let routes = [
+        "POST /v1/orgs", "GET /v1/orgs/{orgId}/changes", "GET /v1/orgs/{orgId}/responses", "POST /v1/orgs/{orgId}/responses",
+        "GET /v1/orgs/{orgId}/responses/{responseId}", "GET /v1/orgs/{orgId}/responses/{responseId}/history",
+        "POST /v1/orgs/{orgId}/responses/{responseId}/review", "POST /v1/orgs/{orgId}/responses/{responseId}/resubmit",
+        "GET /v1/orgs/{orgId}/surveys", "POST /v1/orgs/{orgId}/surveys", "GET /v1/orgs/{orgId}/surveys/{surveyId}",
+        "GET /v1/orgs/{orgId}/surveys/{surveyId}/responses.csv", "POST /v1/orgs/{orgId}/surveys/{surveyId}/versions",
+        "GET /v1/orgs/{orgId}/survey-versions/{surveyVersionId}", "PUT /v1/orgs/{orgId}/uploads/{clientUploadId}",
+        "GET /v1/orgs/{orgId}/uploads/{clientUploadId}", "GET /v1/orgs/{orgId}/uploads/{clientUploadId}/content",
+        "OPTIONS /v1/orgs/{orgId}/uploads/resumable", "POST /v1/orgs/{orgId}/uploads/resumable",
+        "HEAD /v1/orgs/{orgId}/uploads/resumable/{uploadId}", "PATCH /v1/orgs/{orgId}/uploads/resumable/{uploadId}",
+        "DELETE /v1/orgs/{orgId}/uploads/resumable/{uploadId}", "DELETE /v1/orgs/{orgId}/users/{userId}/tokens/{tokenId}",
+        "POST /v1/orgs/{orgId}/webhooks/{webhookId}/deliveries/{deliveryId}/retry", "GET /console", "GET /console/",
+        "GET /healthz",
+    ]
+    var r = Router()
+    for route in routes {
+        let parts = route.split(separator: " ", maxSplits: 1).map(String.init)
+        r.add(parts[0], parts[1]) { _ in HTTPResponse(status: 204) }
+    }
+    return r
+}()
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let s = String(decoding: bytes, as: UTF8.self)
+    route(s)
     bearer(s)
     let parts = bytes.split(separator: 0, maxSplits: 1, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
     page(limit: parts[0], after: parts.count > 1 ? parts[1] : nil)
     return 0
+}
+
+/// A matched pattern with its parameters put back is the path, and no parameter is empty. (What
+/// comes before a path's first `/` is not looked at; the server's paths start with one.)
+private func route(_ path: String) {
+    for method in ["GET", "HEAD", "PATCH"] {
+        guard case .found(let r, let parameters) = router.match(method: method, path: path), path.utf8.first == UInt8(ascii: "/") else { continue }
+        let rebuilt = r.segments.map { segment -> String in
+            switch segment {
+            case .literal(let bytes): return String(decoding: bytes, as: UTF8.self)
+            case .parameter(let name): return parameters[name] ?? ""
+            }
+        }
+        guard ("/" + rebuilt.joined(separator: "/")).utf8.elementsEqual(path.utf8), parameters.values.allSatisfy({ !$0.isEmpty }) else {
+            fatalError("\(method) \(path) matched \(r.pattern) with \(parameters)")
+        }
+    }
 }
 
 private func bearer(_ value: String) {
