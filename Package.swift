@@ -63,6 +63,7 @@ let package = Package(
         .testTarget(name: "SurveyOperationsTests", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain"]),
         .testTarget(name: "SurveyExportsTests", dependencies: ["SurveyExports", "SurveyStorage", "SurveyDomain"]),
         .testTarget(name: "SurveySyncTests", dependencies: ["SurveySync"]),
+        .testTarget(name: "SurveyWebhooksTests", dependencies: ["SurveyWebhooks"]),
         .testTarget(name: "EndToEndTests", dependencies: ["SurveyServer", "SurveyOperations", "SurveyWebhooks", "SurveyStorage", "SurveyHTTP", "SurveyDomain"]),
     ]
 )

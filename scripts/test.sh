@@ -8,7 +8,9 @@
 #   4. conformance: schemathesis over every operation of Schemas/openapi.json on a seeded server;
 #   5. every curl example in README.md and Docs/ run against a demo server;
 #   6. the web console in a real headless Chromium (Selenium; installs chromium if missing);
-#   7. the reliability harness, short form (chaos with kill -9, faults, abuse, tenancy), if present.
+#   7. the reliability harness, short form (chaos with kill -9, faults, abuse, tenancy), if present;
+#   8. libFuzzer over every parser a request or a webhook receiver's answer reaches, 15 s each
+#      (Fuzz/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -30,3 +32,4 @@ python3 scripts/docs_examples.py
 if [ -x Harness/run_all.sh ]; then
   Harness/run_all.sh
 fi
+./scripts/fuzz.sh 15

@@ -1,4 +1,5 @@
 import Foundation
+import SurveyDomain
 
 /// When a failed delivery is tried again: after the n-th failed attempt, the n-th delay (with
 /// ±10 % jitter, so receivers that went down together are not hit together when they come
@@ -45,13 +46,29 @@ public struct RetrySchedule: Sendable, Equatable {
             guard let seconds = Int64(v), seconds <= maxRetryAfterMillis / 1_000 else { return maxRetryAfterMillis }
             return seconds * 1_000
         }
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "GMT")
-        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = f.date(from: v) else { return nil }
-        let millis = date.timeIntervalSince1970 * 1_000 - Double(now)
-        guard millis.isFinite else { return nil }
-        return Int64(min(max(millis, 0), Double(maxRetryAfterMillis)))
+        guard let then = httpDateMillis(v) else { return nil }
+        let (wait, overflow) = then.subtractingReportingOverflow(now)
+        guard !overflow else { return nil }
+        return min(max(wait, 0), maxRetryAfterMillis)
+    }
+
+    static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// An HTTP date (RFC 9110 IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`, the form senders
+    /// must use) in milliseconds since the epoch: its fixed places rewritten as RFC 3339 for
+    /// `Timestamp.parse`, which checks the date is real. Not Foundation's `DateFormatter`: it
+    /// traps on some non-ASCII text (a parse ending inside a character, found by fuzzing), and
+    /// this text comes from a receiver. Anything but ASCII of exactly that form is nil.
+    static func httpDateMillis(_ text: String) -> Int64? {
+        let b = Array(text.utf8)
+        guard b.count == 29, b.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }),
+              b[3] == UInt8(ascii: ","), b[4] == 0x20, b[7] == 0x20, b[11] == 0x20, b[16] == 0x20, b[19] == UInt8(ascii: ":"),
+              b[22] == UInt8(ascii: ":"), String(decoding: b[25...], as: UTF8.self) == " GMT",
+              let month = months.firstIndex(of: String(decoding: b[8..<11], as: UTF8.self)) else { return nil }
+        let digits = [5, 6, 12, 13, 14, 15, 17, 18, 20, 21, 23, 24]
+        guard digits.allSatisfy({ b[$0] >= 0x30 && b[$0] <= 0x39 }) else { return nil }
+        let part = { (r: Range<Int>) in String(decoding: b[r], as: UTF8.self) }
+        let month2 = month + 1 < 10 ? "0\(month + 1)" : "\(month + 1)"
+        return Timestamp.parse("\(part(12..<16))-\(month2)-\(part(5..<7))T\(part(17..<19)):\(part(20..<22)):\(part(23..<25))Z")
     }
 }

@@ -3,8 +3,9 @@ import SurveyDomain
 import SurveyOperations
 import SurveyStorage
 
-/// The parts of a resumable upload that need no request: tus header values and what a create
-/// asks for.
+/// The parts of a resumable upload that need no request: the `Upload-Expires` date and what a
+/// create asks for. The headers a client sends are read in SurveyDomain (`UploadMetadata`,
+/// `TusHeader`, `ChunkChecksum`), where they are fuzzed.
 extension ResumableUploadService {
     static func httpDate(_ ms: Int64) -> String {
         let f = DateFormatter()
@@ -12,22 +13,6 @@ extension ResumableUploadService {
         f.timeZone = TimeZone(identifier: "GMT")
         f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         return f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
-    }
-
-    /// `Upload-Metadata: key base64,key base64`.
-    static func metadata(_ header: String?) throws -> [String: String] {
-        var out: [String: String] = [:]
-        for pair in (header ?? "").split(separator: ",") {
-            let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
-            guard let key = parts.first else { continue }
-            if parts.count == 2 {
-                guard let bytes = Base64.decode(String(parts[1])), let s = String(bytes: bytes, encoding: .utf8) else {
-                    throw ApiError.malformed("Upload-Metadata value of \(key) is not base64 UTF-8.")
-                }
-                out[String(key)] = s
-            } else { out[String(key)] = "" }
-        }
-        return out
     }
 
     /// What a create asks for: the same caller and metadata again is the same upload.

@@ -56,11 +56,11 @@ struct ResumableUploadService {
             let caller = try services.authenticate(request.head)
             try IdempotencyHeader.checkFormat(request.head)  // clientUploadId is the key; the header's format is still checked
             let orgId = request.parameter("orgId")
-            guard let lengthText = request.header("upload-length"), let length = Int(lengthText), length >= 0 else {
+            guard let length = TusHeader.uploadLength(request.header("upload-length")) else {
                 _ = try services.member(caller, of: orgId, withAnyOf: .collector)
                 throw ApiError.malformed("Upload-Length (a non-negative integer) is required; deferred lengths are not supported.")
             }
-            let meta = try Self.metadata(request.header("upload-metadata"))
+            let meta = try UploadMetadata.parse(request.header("upload-metadata"))
             let clientUploadId = meta["clientUploadId"] ?? ""
             let user = try services.member(caller, of: orgId, withAnyOf: .collector)
             let asked = Creation(owner: user.userId, surveyVersionId: meta["surveyVersionId"], questionId: meta["questionId"],
@@ -169,7 +169,7 @@ struct ResumableUploadService {
                 guard FileSignature.normalizedType(head.header("content-type") ?? "") == "application/offset+octet-stream" else {
                     throw ApiError(.unsupportedFileType, "PATCH bodies must be application/offset+octet-stream.")
                 }
-                guard let offsetText = head.header("upload-offset"), let offset = Int64(offsetText) else {
+                guard let offset = TusHeader.uploadOffset(head.header("upload-offset")) else {
                     throw ApiError.malformed("Upload-Offset is required.")
                 }
                 let checksum = try head.header("upload-checksum").map(ChunkChecksum.init(header:))

@@ -1,5 +1,3 @@
-import SurveyDomain
-
 /// A cursor into the audit sequence, which every change advances in the change's own
 /// transaction. That sequence is the whole server's, so the number is sealed (`SealedBox`, the
 /// database's own key): read as a number, the gap between two of one organization's cursors

@@ -1,11 +1,9 @@
-import SurveyDomain
-
 /// `Upload-Checksum: sha1 <base64>` or `sha256 <base64>`.
-struct ChunkChecksum: Sendable {
-    let algorithm: Digest.Algorithm
-    let expected: [UInt8]
+public struct ChunkChecksum: Sendable {
+    public let algorithm: Digest.Algorithm
+    public let expected: [UInt8]
 
-    init(header: String) throws {
+    public init(header: String) throws {
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, let bytes = Base64.decode(String(parts[1])) else { throw ApiError.malformed("Upload-Checksum must be '<algorithm> <base64>'.") }
         switch parts[0].lowercased() {
@@ -16,5 +14,5 @@ struct ChunkChecksum: Sendable {
         expected = bytes
     }
 
-    func matches(_ actual: [UInt8]) -> Bool { Digest.constantTimeEqual(actual, expected) }
+    public func matches(_ actual: [UInt8]) -> Bool { Digest.constantTimeEqual(actual, expected) }
 }
