@@ -271,7 +271,7 @@ enum Migrations {
             ? "SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'"
             : "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'")
         guard !exists.isEmpty else { return 0 }
-        return Int(try conn.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").first?.int(0) ?? 0)
+        return Int(try conn.query("SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations").first?.int("version") ?? 0)
     }
 
     /// Each step in a transaction of its own. On PostgreSQL several processes may start at once:

@@ -108,7 +108,7 @@ import SurveyDomain
     @Test func idempotencyKeysArePurgedAfterTheirRetention() throws {
         let w = try Self.busyWorld()
         let db = w.f.server.app.database
-        #expect(try w.f.server.count("SELECT COUNT(*) FROM idempotency_keys") == 1)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM idempotency_keys") == 1)
         #expect(try db.purgeIdempotencyKeys(olderThan: Timestamp.nowMillis() - 30 * 86_400_000) == 0)
         #expect(try db.purgeIdempotencyKeys(olderThan: Timestamp.nowMillis() + 1000) == 1)
         // The key is free again: the same request now runs as new (and is refused on its merits).

@@ -19,7 +19,7 @@ final class TempDir {
         let conn = try Connection(path: dir.db, readOnly: true)
         #expect(try Migrations.currentVersion(conn) == Migrations.steps.count)
         #expect(try conn.pragma("journal_mode") == "wal")
-        let names = try conn.query("SELECT name FROM schema_migrations ORDER BY version").map { $0.string(0) }
+        let names = try conn.query("SELECT name FROM schema_migrations ORDER BY version").map { try $0.string("name") }
         #expect(names == Migrations.steps.map(\.name))
         for table in ["orgs", "users", "tokens", "audit", "surveys", "survey_versions", "responses"] {
             #expect(try !conn.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", [.text(table)]).isEmpty, "\(table)")
@@ -45,7 +45,7 @@ final class TempDir {
         let stored = try #require(try db.read { try $0.response(orgId: "org_1", clientSubmissionId: "old-body-1") })
         #expect(stored.requestSHA256 == Digest.sha256(body))
         #expect(try conn.query("SELECT 1 FROM sqlite_master WHERE name = 'responses_task'").isEmpty)
-        #expect(try conn.query("SELECT request_body FROM responses").first?.blob(0) == body)
+        #expect(try conn.query("SELECT request_body FROM responses").first?.blob("request_body") == body)
     }
 
     @Test func reopeningRunsNothingTwiceAndKeepsData() throws {
@@ -57,7 +57,7 @@ final class TempDir {
         #expect(try second.read { try $0.org("org_1") }?.name == "A")
         second.close()
         let conn = try Connection(path: dir.db, readOnly: true)
-        #expect(try conn.query("SELECT COUNT(*) FROM schema_migrations").first?.int(0) == Int64(Migrations.steps.count))
+        #expect(try conn.query("SELECT COUNT(*) AS n FROM schema_migrations").first?.int("n") == Int64(Migrations.steps.count))
     }
 
     @Test func newerSchemaIsRefusedAndLeftUntouched() throws {
@@ -75,7 +75,7 @@ final class TempDir {
             "\(error)".contains("newer surveyd") && "\(error)".contains("schema version \(future)")
         }
         let conn = try Connection(path: dir.db, readOnly: true)
-        #expect(try conn.query("SELECT MAX(version) FROM schema_migrations").first?.int(0) == future)
+        #expect(try conn.query("SELECT MAX(version) AS version FROM schema_migrations").first?.int("version") == future)
         _ = before
     }
 

@@ -3,9 +3,9 @@ import Testing
 @testable import SurveyStorage
 import SurveyDomain
 
-/// Rows are read back by column position, and a position that does not match its column would
-/// read back as "" or 0. Here every record is written through its real repository method, with
-/// every field set to a distinct value (NUL-bearing text included), and read back equal.
+/// Every record is written through its real repository method, with every field set to a
+/// distinct value (NUL-bearing text included), and read back equal: its INSERT and its
+/// `init(row:)` agree on every column (a column the SELECT lacks fails: `RowDecodingTests`).
 @Suite struct RecordMappingTests {
     @Test func recordsReadBackExactlyAsWritten() throws {
         let dir = TempDir()

@@ -44,12 +44,12 @@ extension Snapshot {
     /// The last audit sequence number this snapshot sees: every change of a response up to it is
     /// in the snapshot, none after it.
     public func changeSequence() throws -> Int64 {
-        try conn.query("SELECT COALESCE(MAX(seq), 0) FROM audit").first?.int(0) ?? 0
+        try conn.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM audit").first?.int("seq") ?? 0
     }
 
     /// The key export cursors are sealed with (one per database, made by its migration).
     public func exportCursorKey() throws -> [UInt8] {
-        guard let key = try conn.query("SELECT key FROM export_cursor_key WHERE id = 1").first?.blob(0), key.count == 32 else {
+        guard let key = try conn.query("SELECT key FROM export_cursor_key WHERE id = 1").first?.blob("key"), key.count == 32 else {
             throw ApiError(.storageUnavailable, "The database holds no export cursor key (run surveyd once to migrate it).")
         }
         return key
@@ -57,16 +57,14 @@ extension Snapshot {
 
     public func exportCount(_ filter: ExportFilter) throws -> Int {
         let c = filter.condition
-        return Int(try conn.query("SELECT COUNT(*) FROM responses WHERE \(c.sql)", c.args).first?.int(0) ?? 0)
+        return Int(try conn.query("SELECT COUNT(*) AS n FROM responses WHERE \(c.sql)", c.args).first?.int("n") ?? 0)
     }
 
     /// The responses in response-id order (ids are time-ordered), one at a time.
     public func exportRows(_ filter: ExportFilter) throws -> ExportRows {
         let c = filter.condition
         return ExportRows(try rows("""
-            SELECT response_id, client_submission_id, survey_version_id, submitter, received_at, captured_at, review_state,
-                   revision, field_task_id, answers
-            FROM responses WHERE \(c.sql) ORDER BY response_id
+            SELECT \(ExportedResponse.columns) FROM responses WHERE \(c.sql) ORDER BY response_id
             """, c.args))
     }
 }
@@ -94,14 +92,24 @@ public struct ExportedResponse: Sendable, Equatable {
     }
 }
 
+extension ExportedResponse {
+    static let columns = """
+        response_id, client_submission_id, survey_version_id, submitter, received_at, captured_at, review_state,
+        revision, field_task_id, answers
+        """
+    init(row: Row) throws {
+        self.init(responseId: try row["response_id"], clientSubmissionId: try row["client_submission_id"],
+                  surveyVersionId: try row["survey_version_id"], submitter: try row["submitter"], receivedAt: try row["received_at"],
+                  capturedAt: try row["captured_at"], reviewState: try row["review_state"], revision: try row["revision"],
+                  fieldTaskId: try row["field_task_id"], answers: try row["answers"])
+    }
+}
+
 /// An export's rows, read one at a time from its snapshot.
 public final class ExportRows {
     private let rows: RowCursor
     init(_ rows: RowCursor) { self.rows = rows }
     public func next() throws -> ExportedResponse? {
-        guard let r = try rows.next() else { return nil }
-        return ExportedResponse(responseId: r.string(0), clientSubmissionId: r.string(1), surveyVersionId: r.string(2), submitter: r.string(3),
-                                receivedAt: r.int(4), capturedAt: r.optionalInt(5), reviewState: r.string(6), revision: r.int(7),
-                                fieldTaskId: r.optionalString(8), answers: r.string(9))
+        try rows.next().map(ExportedResponse.init)
     }
 }

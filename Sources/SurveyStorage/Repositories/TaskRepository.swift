@@ -1,26 +1,18 @@
 import SurveyDomain
 
 extension ReadContext {
-    private static let columns = """
-        task_id, org_id, title, survey_id, assignee_user_id, due_at, notes, state, created_at, completed_at, completed_by, response_id
-        """
-    private static func task(_ r: Row) -> TaskRecord {
-        TaskRecord(taskId: r.string(0), orgId: r.string(1), title: r.string(2), surveyId: r.string(3), assigneeUserId: r.string(4),
-                   dueAt: r.optionalInt(5), notes: r.optionalString(6), state: r.string(7), createdAt: r.int(8),
-                   completedAt: r.optionalInt(9), completedBy: r.optionalString(10), responseId: r.optionalString(11))
-    }
-
     public func task(orgId: String, taskId: String) throws -> TaskRecord? {
-        try conn.query("SELECT \(Self.columns) FROM tasks WHERE task_id = ? AND org_id = ?", [.text(taskId), .text(orgId)]).first.map(Self.task)
+        try conn.query("SELECT \(TaskRecord.columns) FROM tasks WHERE task_id = ? AND org_id = ?", [.text(taskId), .text(orgId)])
+            .first.map(TaskRecord.init)
     }
 
     public func tasks(orgId: String, assignee: String?, after: String?, limit: Int) throws -> [TaskRecord] {
-        var sql = "SELECT \(Self.columns) FROM tasks WHERE org_id = ? AND task_id > ?"
+        var sql = "SELECT \(TaskRecord.columns) FROM tasks WHERE org_id = ? AND task_id > ?"
         var args: [SQLValue] = [.text(orgId), .text(after ?? "")]
         if let assignee { sql += " AND assignee_user_id = ?"; args.append(.text(assignee)) }
         sql += " ORDER BY task_id LIMIT ?"
         args.append(.int(Int64(limit)))
-        return try conn.query(sql, args).map(Self.task)
+        return try conn.query(sql, args).map(TaskRecord.init)
     }
 }
 
