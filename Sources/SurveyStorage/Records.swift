@@ -90,7 +90,7 @@ public struct ResponseRecord: Sendable, Equatable {
     public let fieldTaskId: String?
     public let capturedAt: Int64?
     public let receivedAt: Int64
-    public let reviewState: String
+    public let reviewState: ReviewState
     public let revision: Int64
     /// The version the response was accepted with, when a resubmission has changed it since
     /// (nil: `surveyVersionId` still is). A replay answers the receipt as it was at acceptance.
@@ -98,7 +98,7 @@ public struct ResponseRecord: Sendable, Equatable {
 
     public init(responseId: String, orgId: String, clientSubmissionId: String, submitter: String, surveyId: String,
                 surveyVersionId: String, requestDigest: String, requestSHA256: [UInt8], answers: String,
-                fieldTaskId: String?, capturedAt: Int64?, receivedAt: Int64, reviewState: String, revision: Int64,
+                fieldTaskId: String?, capturedAt: Int64?, receivedAt: Int64, reviewState: ReviewState, revision: Int64,
                 acceptedSurveyVersionId: String? = nil) {
         self.acceptedSurveyVersionId = acceptedSurveyVersionId
         self.responseId = responseId; self.orgId = orgId; self.clientSubmissionId = clientSubmissionId
@@ -215,14 +215,14 @@ public struct TaskRecord: Sendable, Equatable {
     public let assigneeUserId: String
     public let dueAt: Int64?
     public let notes: String?
-    public let state: String
+    public let state: TaskState
     public let createdAt: Int64
     public let completedAt: Int64?
     public let completedBy: String?
     public let responseId: String?
 
     public init(taskId: String, orgId: String, title: String, surveyId: String, assigneeUserId: String, dueAt: Int64?, notes: String?,
-                state: String, createdAt: Int64, completedAt: Int64?, completedBy: String?, responseId: String?) {
+                state: TaskState, createdAt: Int64, completedAt: Int64?, completedBy: String?, responseId: String?) {
         self.taskId = taskId; self.orgId = orgId; self.title = title; self.surveyId = surveyId; self.assigneeUserId = assigneeUserId
         self.dueAt = dueAt; self.notes = notes; self.state = state; self.createdAt = createdAt; self.completedAt = completedAt
         self.completedBy = completedBy; self.responseId = responseId

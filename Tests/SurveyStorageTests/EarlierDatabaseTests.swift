@@ -25,11 +25,11 @@ import SurveyDomain
         #expect(org.name == "Demo Field Team")
         let responses = try db.read { try $0.responses(orgId: Self.orgId, submitter: nil, reviewState: nil, after: nil, limit: 10) }
         #expect(responses.map(\.clientSubmissionId) == ["fixture-0002", "fixture-0003", "fixture-0001"])
-        #expect(responses.map { "\($0.reviewState)" } == ["returned", "rejected", "approved"])
+        #expect(responses.map(\.reviewState.rawValue) == ["returned", "rejected", "approved"])
         #expect(responses.map(\.revision) == [3, 3, 3])
         let tasks = try db.read { try $0.tasks(orgId: Self.orgId, assignee: nil, after: nil, limit: 10) }
         #expect(tasks.map(\.title) == ["Visit the north well", "Visit the south well"])
-        #expect(tasks.map { "\($0.state)" } == ["completed", "open"])
+        #expect(tasks.map(\.state.rawValue) == ["completed", "open"])
         #expect(tasks.first?.responseId == responses.last?.responseId)
         #expect(tasks.first?.notes == "bring a bucket")
         #expect(tasks.last?.dueAt == 1_798_761_600_000)

@@ -44,6 +44,30 @@ import SurveyDomain
         }
     }
 
+    /// Review and task states are read as their enums, once, here: a stored name that is no
+    /// case is an error naming the column and the value, never a state chosen for it.
+    @Test func aStoredStateThatIsNoCaseFailsNamingTheColumn() throws {
+        try Self.withOrg { db, conn in
+            try conn.run("""
+                INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
+                    request_digest, request_body, answers, received_at, review_state, revision)
+                VALUES ('rsp_1', 'org_1', 'csid-1', 'usr_1', 'srv_1', 'sv_1', 'sha256:x', x'', '{}', 1, 'pending', 1)
+                """)
+            #expect(throws: RowDecodingError.unknownValue(column: "review_state", value: "pending", type: "ReviewState")) {
+                _ = try db.read { try $0.response(orgId: "org_1", responseId: "rsp_1") }
+            }
+            try conn.run("UPDATE responses SET review_state = 'in_review'")
+            #expect(try db.read { try $0.response(orgId: "org_1", responseId: "rsp_1") }?.reviewState == .inReview)
+            try conn.run("""
+                INSERT INTO tasks(task_id, org_id, title, survey_id, assignee_user_id, state, created_by, created_at)
+                VALUES ('tsk_1', 'org_1', 'T', 'srv_1', 'usr_1', 'done', 'usr_1', 1)
+                """)
+            #expect(throws: RowDecodingError.unknownValue(column: "state", value: "done", type: "TaskState")) {
+                _ = try db.read { try $0.task(orgId: "org_1", taskId: "tsk_1") }
+            }
+        }
+    }
+
     @Test func nullReadsOnlyAsAnOptional() throws {
         try Self.withOrg { _, conn in
             let row = try #require(try conn.query("SELECT NULL AS completed_at, 7 AS size").first)

@@ -65,3 +65,4 @@ extension SQLDecodable where Self: RawRepresentable, RawValue == String {
 }
 
 extension ReviewState: SQLDecodable {}
+extension TaskState: SQLDecodable {}

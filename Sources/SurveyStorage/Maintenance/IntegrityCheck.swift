@@ -100,7 +100,7 @@ public enum IntegrityCheck {
             let id = try t.string("task_id"), state = try t.string("state")
             let stamps = try ["completed_at", "completed_by", "response_id"].filter { try t.value($0) != .null }.count
             switch state {
-            case "completed":
+            case TaskState.completed.rawValue:
                 if stamps != 3 { r.violations.append("task \(id): completed without completedAt, completedBy and responseId") }
                 if try t.optionalString("found_response_id") == nil { r.violations.append("task \(id): completed by a response that does not exist") }
                 else {
@@ -109,11 +109,11 @@ public enum IntegrityCheck {
                     if try t.optionalString("completed_by") != t.optionalString("submitter") {
                         r.violations.append("task \(id): completedBy is not the response's collector")
                     }
-                    if try t.optionalBool("review_required") == true && reviewState != "approved" {
+                    if try t.optionalBool("review_required") == true && reviewState != ReviewState.approved.rawValue {
                         r.violations.append("task \(id): completed but its response is \(reviewState)")
                     }
                 }
-            case "open":
+            case TaskState.open.rawValue:
                 if stamps != 0 { r.violations.append("task \(id): open but carries completion fields") }
             default:
                 r.violations.append("task \(id): unknown state \(state)")

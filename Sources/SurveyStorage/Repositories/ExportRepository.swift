@@ -5,7 +5,7 @@ public struct ExportFilter: Sendable {
     public var orgId: String
     public var surveyId: String
     /// Any of these states (empty: all).
-    public var reviewStates: [String] = []
+    public var reviewStates: [ReviewState] = []
     public var surveyVersionId: String?
     public var submittedBy: String?
     public var fieldTaskId: String?
@@ -24,7 +24,7 @@ public struct ExportFilter: Sendable {
         var args: [SQLValue] = [.text(orgId), .text(surveyId)]
         if !reviewStates.isEmpty {
             sql += " AND review_state IN (" + reviewStates.map { _ in "?" }.joined(separator: ",") + ")"
-            args += reviewStates.map { .text($0) }
+            args += reviewStates.map { .text($0.rawValue) }
         }
         if let surveyVersionId { sql += " AND survey_version_id = ?"; args.append(.text(surveyVersionId)) }
         if let submittedBy { sql += " AND submitter = ?"; args.append(.text(submittedBy)) }
@@ -78,14 +78,14 @@ public struct ExportedResponse: Sendable, Equatable {
     public let submitter: String
     public let receivedAt: Int64
     public let capturedAt: Int64?
-    public let reviewState: String
+    public let reviewState: ReviewState
     public let revision: Int64
     public let fieldTaskId: String?
     /// Canonical JSON, as stored.
     public let answers: String
 
     public init(responseId: String, clientSubmissionId: String, surveyVersionId: String, submitter: String, receivedAt: Int64,
-                capturedAt: Int64?, reviewState: String, revision: Int64, fieldTaskId: String?, answers: String) {
+                capturedAt: Int64?, reviewState: ReviewState, revision: Int64, fieldTaskId: String?, answers: String) {
         self.responseId = responseId; self.clientSubmissionId = clientSubmissionId; self.surveyVersionId = surveyVersionId
         self.submitter = submitter; self.receivedAt = receivedAt; self.capturedAt = capturedAt; self.reviewState = reviewState
         self.revision = revision; self.fieldTaskId = fieldTaskId; self.answers = answers

@@ -12,11 +12,11 @@ extension ReadContext {
     }
 
     /// A page in response-id order (ids are time-ordered), optionally one submitter's, one state's.
-    public func responses(orgId: String, submitter: String?, reviewState: String?, after: String?, limit: Int) throws -> [ResponseRecord] {
+    public func responses(orgId: String, submitter: String?, reviewState: ReviewState?, after: String?, limit: Int) throws -> [ResponseRecord] {
         var sql = "SELECT \(ResponseRecord.columns) FROM responses WHERE org_id = ? AND response_id > ?"
         var args: [SQLValue] = [.text(orgId), .text(after ?? "")]
         if let submitter { sql += " AND submitter = ?"; args.append(.text(submitter)) }
-        if let reviewState { sql += " AND review_state = ?"; args.append(.text(reviewState)) }
+        if let reviewState { sql += " AND review_state = ?"; args.append(.text(reviewState.rawValue)) }
         sql += " ORDER BY response_id LIMIT ?"
         args.append(.int(Int64(limit)))
         return try conn.query(sql, args).map(ResponseRecord.init)
@@ -37,16 +37,16 @@ extension GatedTransaction {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(r.responseId), .text(orgId), .text(r.clientSubmissionId), .text(r.submitter), .text(r.surveyId),
                   .text(r.surveyVersionId), .text(r.requestDigest), .blob([]), .blob(r.requestSHA256), .text(r.answers),
-                  .optional(r.fieldTaskId), .optional(r.capturedAt), .int(r.receivedAt), .text(r.reviewState), .int(r.revision)])
+                  .optional(r.fieldTaskId), .optional(r.capturedAt), .int(r.receivedAt), .text(r.reviewState.rawValue), .int(r.revision)])
         try audit(action: "response.accept", targetType: "response", targetId: r.responseId, revision: r.revision,
-                  detail: CanonicalJSON.string(["toState": .string(r.reviewState), "clientSubmissionId": .string(r.clientSubmissionId)]))
+                  detail: CanonicalJSON.string(["toState": .string(r.reviewState.rawValue), "clientSubmissionId": .string(r.clientSubmissionId)]))
     }
 }
 
 extension GatedTransaction {
     /// One review step: the state and revision move only if the revision is still `expected`
     /// (1021 otherwise, carrying the current state). Audited with the transition.
-    public func applyReview(responseId: String, expectedRevision: Int64, from: String, to: String, action: String,
+    public func applyReview(responseId: String, expectedRevision: Int64, from: ReviewState, to: ReviewState, action: String,
                             comment: String?, answers: (surveyVersionId: String, text: String)? = nil) throws -> ResponseRecord {
         try context.keepForWebhooks(responseId: responseId)
         if let answers {
@@ -54,19 +54,20 @@ extension GatedTransaction {
                 UPDATE responses SET review_state = ?, revision = revision + 1, survey_version_id = ?, answers = ?,
                     accepted_survey_version_id = COALESCE(accepted_survey_version_id, survey_version_id)
                 WHERE response_id = ? AND org_id = ? AND revision = ? AND review_state = ?
-                """, [.text(to), .text(answers.surveyVersionId), .text(answers.text), .text(responseId), .text(orgId), .int(expectedRevision), .text(from)])
+                """, [.text(to.rawValue), .text(answers.surveyVersionId), .text(answers.text), .text(responseId), .text(orgId), .int(expectedRevision),
+                      .text(from.rawValue)])
         } else {
             try context.conn.run("""
                 UPDATE responses SET review_state = ?, revision = revision + 1
                 WHERE response_id = ? AND org_id = ? AND revision = ? AND review_state = ?
-                """, [.text(to), .text(responseId), .text(orgId), .int(expectedRevision), .text(from)])
+                """, [.text(to.rawValue), .text(responseId), .text(orgId), .int(expectedRevision), .text(from.rawValue)])
         }
         guard context.conn.changes == 1, let updated = try read.response(orgId: orgId, responseId: responseId) else {
             let current = try read.response(orgId: orgId, responseId: responseId)
             throw ApiError(.staleRevision, "The response is at revision \(current?.revision ?? 0), not \(expectedRevision).",
-                           extra: ["reviewState": .string(current?.reviewState ?? ""), "revision": .number(Double(current?.revision ?? 0))])
+                           extra: ["reviewState": .string(current?.reviewState.rawValue ?? ""), "revision": .number(Double(current?.revision ?? 0))])
         }
-        var detail: [String: JSONValue] = ["fromState": .string(from), "toState": .string(to)]
+        var detail: [String: JSONValue] = ["fromState": .string(from.rawValue), "toState": .string(to.rawValue)]
         if let comment { detail["comment"] = .string(comment) }
         try audit(action: action, targetType: "response", targetId: responseId, revision: updated.revision,
                   detail: CanonicalJSON.string(.object(detail)))

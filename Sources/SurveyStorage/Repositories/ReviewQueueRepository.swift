@@ -10,12 +10,12 @@ extension ReadContext {
     }
 
     /// How many of the responses matching `filter` are in each review state.
-    public func stateCounts(_ filter: ExportFilter) throws -> [String: Int] {
+    public func stateCounts(_ filter: ExportFilter) throws -> [ReviewState: Int] {
         let c = filter.condition
-        var counts: [String: Int] = [:]
+        var counts: [ReviewState: Int] = [:]
         for r in try conn.query("SELECT review_state, COUNT(*) AS n FROM responses WHERE \(c.sql) GROUP BY review_state", c.args) {
             let n: Int = try r["n"]
-            counts[try r.string("review_state")] = n
+            counts[try r["review_state"]] = n
         }
         return counts
     }

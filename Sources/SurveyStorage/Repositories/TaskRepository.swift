@@ -20,9 +20,9 @@ extension GatedTransaction {
     public func createTask(_ t: TaskRecord, createdBy: String) throws {
         try context.conn.run("""
             INSERT INTO tasks(task_id, org_id, title, survey_id, assignee_user_id, due_at, notes, state, created_by, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(t.taskId), .text(orgId), .text(t.title), .text(t.surveyId), .text(t.assigneeUserId), .optional(t.dueAt),
-                  .optional(t.notes), .text(createdBy), .int(now)])
+                  .optional(t.notes), .text(TaskState.open.rawValue), .text(createdBy), .int(now)])
         try audit(action: "task.create", targetType: "task", targetId: t.taskId, detail: #"{"taskState":"open"}"#)
     }
 
@@ -30,9 +30,10 @@ extension GatedTransaction {
     /// completedBy and responseId together. 1022 when it is no longer open.
     public func completeTask(taskId: String, responseId: String, completedBy: String) throws {
         try context.conn.run("""
-            UPDATE tasks SET state = 'completed', completed_at = ?, completed_by = ?, response_id = ?
-            WHERE task_id = ? AND org_id = ? AND state = 'open'
-            """, [.int(now), .text(completedBy), .text(responseId), .text(taskId), .text(orgId)])
+            UPDATE tasks SET state = ?, completed_at = ?, completed_by = ?, response_id = ?
+            WHERE task_id = ? AND org_id = ? AND state = ?
+            """, [.text(TaskState.completed.rawValue), .int(now), .text(completedBy), .text(responseId), .text(taskId), .text(orgId),
+                  .text(TaskState.open.rawValue)])
         guard context.conn.changes == 1 else { throw ApiError(.taskAlreadyCompleted, "The field task \(taskId) is already completed.") }
         try audit(action: "task.complete", targetType: "task", targetId: taskId, detail: #"{"taskState":"completed","responseId":"\#(responseId)"}"#)
     }
