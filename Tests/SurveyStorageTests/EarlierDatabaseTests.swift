@@ -21,6 +21,9 @@ import SurveyDomain
         let dir = TempDir()
         let db = try Database(.init(path: try Self.copy(into: dir)))
         defer { db.close() }
+        // Its steps are recognised by name: none runs again, none is missing.
+        let conn = try Connection(path: dir.db, readOnly: true)
+        #expect(try Migrations.applied(conn) == Migrations.steps.map(\.name))
         let org = try #require(try db.read { try $0.org(Self.orgId) })
         #expect(org.name == "Demo Field Team")
         let responses = try db.read { try $0.responses(orgId: Self.orgId, submitter: nil, reviewState: nil, after: nil, limit: 10) }

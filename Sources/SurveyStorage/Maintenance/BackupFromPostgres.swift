@@ -29,9 +29,15 @@ public enum BackupFromPostgres {
         let source = try PostgresConnection(url: url)
         try source.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         defer { try? source.execute("COMMIT") }
-        let version = try Migrations.currentVersion(source)
-        guard version == Migrations.steps.count else {
-            throw MaintenanceError("the database has schema version \(version), this surveyd knows \(Migrations.steps.count).")
+        let applied = try Migrations.applied(source)
+        let unknown = Migrations.unknown(applied)
+        guard unknown.isEmpty else { throw MaintenanceError(Migrations.refusal(unknown, version: try Migrations.currentVersion(source))) }
+        let pending = Migrations.pending(applied)
+        guard pending.isEmpty else {
+            throw MaintenanceError("""
+                the database lacks migration\(pending.count == 1 ? "" : "s") \(pending.map { "'\($0.name)'" }.joined(separator: ", ")); \
+                start this surveyd on it once (it migrates), then back it up.
+                """)
         }
         let target = try Connection(path: there.database, readOnly: false)
         _ = try target.pragma("journal_mode=WAL")

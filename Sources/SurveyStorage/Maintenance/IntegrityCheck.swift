@@ -50,8 +50,9 @@ public enum IntegrityCheck {
             }
         }
         defer { try? conn.execute("COMMIT") }
-        let version = try Migrations.currentVersion(conn)
-        if version != Migrations.steps.count { r.violations.append("schema version \(version), this surveyd knows \(Migrations.steps.count)") }
+        let applied = try Migrations.applied(conn)
+        for name in Migrations.unknown(applied) { r.violations.append("migration '\(name)' is applied, which this surveyd does not know (a newer surveyd's)") }
+        for step in Migrations.pending(applied) { r.violations.append("migration '\(step.name)' is not applied (start this surveyd once to apply it)") }
 
         // 2. Uploads: every row has its file, of the right size and hash; no file without a row.
         let root = layout.blobs

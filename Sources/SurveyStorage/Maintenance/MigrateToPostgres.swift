@@ -30,9 +30,15 @@ public enum MigrateToPostgres {
         let source = try Connection(path: layout.database, readOnly: true)
         try source.execute("BEGIN")  // one snapshot for everything copied
         defer { try? source.execute("COMMIT") }
-        let version = try Migrations.currentVersion(source)
-        guard version == Migrations.steps.count else {
-            throw MaintenanceError("the data dir has schema version \(version); start this surveyd on it once (it migrates), then migrate it. Nothing was written.")
+        let applied = try Migrations.applied(source)
+        let unknown = Migrations.unknown(applied)
+        guard unknown.isEmpty else { throw MaintenanceError(Migrations.refusal(unknown, version: try Migrations.currentVersion(source))) }
+        let pending = Migrations.pending(applied)
+        guard pending.isEmpty else {
+            throw MaintenanceError("""
+                the data dir lacks migration\(pending.count == 1 ? "" : "s") \(pending.map { "'\($0.name)'" }.joined(separator: ", ")); \
+                start this surveyd on it once (it migrates), then migrate it. Nothing was written.
+                """)
         }
 
         let target = try PostgresConnection(url: url)
