@@ -58,7 +58,8 @@ let package = Package(
         .executableTarget(name: "surveysync", dependencies: ["SurveySync"]),
 
         .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain"]),
-        .testTarget(name: "SurveyStorageTests", dependencies: ["SurveyStorage", "SurveyDomain"]),
+        // Fixtures/: databases written by earlier builds, opened by the current one.
+        .testTarget(name: "SurveyStorageTests", dependencies: ["SurveyStorage", "SurveyDomain"], exclude: ["Fixtures"]),
         .testTarget(name: "SurveyHTTPTests", dependencies: ["SurveyHTTP"]),
         .testTarget(name: "SurveyOperationsTests", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain"]),
         .testTarget(name: "SurveyExportsTests", dependencies: ["SurveyExports", "SurveyStorage", "SurveyDomain"]),

@@ -293,7 +293,7 @@ struct AdminPages: Sendable {
             if let at = t.completedAt { completed = "by \(names[t.completedBy ?? ""] ?? t.completedBy ?? "?"), \(Pages.time(at))" }
             return ["title": .text(t.title), "taskId": .text(t.taskId), "notes": .text(t.notes ?? ""), "survey": .text(titles[t.surveyId] ?? t.surveyId),
                     "assignee": .text(names[t.assigneeUserId] ?? t.assigneeUserId), "due": .text(t.dueAt.map(Pages.date) ?? "—"),
-                    "state": .text(t.state), "completed": .text(completed),
+                    "state": .text(t.state.rawValue), "completed": .text(completed),
                     "responseUrl": .text(t.responseId.map { "/console/orgs/\(orgId)/responses/\($0)" } ?? "")]
         }
         return pages.render("tasks", [

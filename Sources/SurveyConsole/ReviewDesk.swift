@@ -15,7 +15,7 @@ struct ReviewDesk: Sendable {
     static let stateLabels: [(ReviewState, String)] = [
         (.submitted, "Submitted"), (.inReview, "In review"), (.returned, "Returned"), (.approved, "Approved"), (.rejected, "Rejected"), (.none, "No review"),
     ]
-    static func label(_ state: String) -> String { stateLabels.first { $0.0.rawValue == state }?.1 ?? state }
+    static func label(_ state: ReviewState) -> String { stateLabels.first { $0.0 == state }?.1 ?? state.rawValue }
     static let actionLabels: [(ReviewAction, String, String)] = [
         (.startReview, "Start review", "good"), (.returnForCorrection, "Return for correction", "secondary"),
         (.approve, "Approve", "good"), (.reject, "Reject", "danger"),
@@ -42,7 +42,7 @@ struct ReviewDesk: Sendable {
             let surveys: [[String: TemplateValue]] = try operations.database.read { db in
                 try db.surveys(orgId: user.orgId, after: nil, limit: 500).map { s in
                     let counts = try db.stateCounts(ExportFilter(orgId: user.orgId, surveyId: s.surveyId))
-                    let waiting = counts["submitted", default: 0]
+                    let waiting = counts[.submitted, default: 0]
                     return ["surveyTitle": .text(s.title), "waiting": .text(reviews ? "\(waiting) waiting for review" : ""),
                             "queueUrl": .text(reviews ? "/console/orgs/\(user.orgId)/surveys/\(s.surveyId)/responses?state=submitted" : "/console/")]
                 }
@@ -67,7 +67,7 @@ struct ReviewDesk: Sendable {
                            results: [[String: TemplateValue]], problem: String? = nil) throws -> HTTPResponse {
         let user = try member(v, orgId)
         var filter = ReviewQueue.Filter()
-        let state = query["state"].flatMap { ReviewState(rawValue: $0) }?.rawValue
+        let state = query["state"].flatMap { ReviewState(rawValue: $0) }
         filter.state = state
         filter.surveyVersionId = query["version"].flatMap { $0.isEmpty ? nil : $0 }
         filter.submittedBy = query["submitter"].flatMap { $0.isEmpty ? nil : $0 }
@@ -76,30 +76,30 @@ struct ReviewDesk: Sendable {
         filter.receivedTo = query["to"].flatMap { Timestamp.parse($0 + "T00:00:00Z") }
         let page = try operations.reviewQueue.page(orgId: orgId, surveyId: surveyId, by: user, filter, before: query["before"])
         let base = "/console/orgs/\(orgId)/surveys/\(surveyId)/responses"
-        func url(state: String?, before: String? = nil) -> String {
+        func url(state: ReviewState?, before: String? = nil) -> String {
             var q = query.filter { ["version", "submitter", "task", "from", "to"].contains($0.key) && !$0.value.isEmpty }
-            q["state"] = state
+            q["state"] = state?.rawValue
             q["before"] = before
             let s = q.sorted { $0.key < $1.key }.map { "\($0.key)=\(urlEncoded($0.value))" }.joined(separator: "&")
             return s.isEmpty ? base : base + "?" + s
         }
         var states: [[String: TemplateValue]] = [["label": .text("All"), "count": .text(String(page.counts.values.reduce(0, +))),
                                                   "url": .text(url(state: nil)), "current": .flag(state == nil)]]
-        for (s, label) in Self.stateLabels where s != .none || page.counts["none"] != nil {
-            states.append(["label": .text(label), "count": .text(String(page.counts[s.rawValue, default: 0])), "url": .text(url(state: s.rawValue)),
-                           "current": .flag(state == s.rawValue)])
+        for (s, label) in Self.stateLabels where s != .none || page.counts[.none] != nil {
+            states.append(["label": .text(label), "count": .text(String(page.counts[s, default: 0])), "url": .text(url(state: s)),
+                           "current": .flag(state == s)])
         }
         let names = Dictionary(page.submitters.map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
         let rows: [[String: TemplateValue]] = page.rows.map { r in
             ["responseId": .text(r.responseId), "clientSubmissionId": .text(r.clientSubmissionId), "revision": .text(String(r.revision)),
              "url": .text("/console/orgs/\(orgId)/responses/\(r.responseId)"), "submitter": .text(names[r.submitter] ?? r.submitter),
-             "receivedAt": .text(Pages.time(r.receivedAt)), "reviewState": .text(r.reviewState), "stateLabel": .text(Self.label(r.reviewState))]
+             "receivedAt": .text(Pages.time(r.receivedAt)), "reviewState": .text(r.reviewState.rawValue), "stateLabel": .text(Self.label(r.reviewState))]
         }
         var frame = console.frame("Review queue", v)
         frame.expired = console.expiredNotice(orgId)
         frame.problem = problem
         let values: [String: TemplateValue] = [
-            "surveyTitle": .text(page.survey.title), "states": .list(states), "queueUrl": .text(base), "state": .text(state ?? ""),
+            "surveyTitle": .text(page.survey.title), "states": .list(states), "queueUrl": .text(base), "state": .text(state?.rawValue ?? ""),
             "exportsUrl": .text("/console/orgs/\(orgId)/surveys/\(surveyId)/exports"),
             "filtering": .flag(["version", "submitter", "task", "from", "to"].contains { !(query[$0] ?? "").isEmpty }),
             "versions": .list(page.versions.map { ["id": .text($0.surveyVersionId), "label": .text("Version \($0.number)"),
@@ -160,10 +160,10 @@ struct ReviewDesk: Sendable {
             return "Write a comment first: “\(label)” tells the collector why, in the response's history."
         case .invalidTransition:
             let now = try? operations.database.read { try $0.response(orgId: orgId, responseId: responseId) }
-            return "“\(label)” is not possible now" + (now.map { ": the response is \(Self.label($0.reviewState)) (\($0.reviewState))." } ?? ".")
+            return "“\(label)” is not possible now" + (now.map { ": the response is \(Self.label($0.reviewState)) (\($0.reviewState.rawValue))." } ?? ".")
         case .staleRevision:
             let now = try? operations.database.read { try $0.response(orgId: orgId, responseId: responseId) }
-            let state = now.map { "It is now \(Self.label($0.reviewState)) (\($0.reviewState)), revision \($0.revision)." } ?? ""
+            let state = now.map { "It is now \(Self.label($0.reviewState)) (\($0.reviewState.rawValue)), revision \($0.revision)." } ?? ""
             return "This response changed since you opened it, so nothing was done. \(state) Look at it again before you act."
         case .subscriptionExpired: return "the subscription has expired, so nothing was changed."
         default: return Console.sentence(e).1
@@ -235,15 +235,15 @@ struct ReviewDesk: Sendable {
             if let c = detail?["comment"]?.stringValue, !c.isEmpty { item["comment"] = .text(c) }
             return item
         }
-        let state = ReviewState(rawValue: r.reviewState)
+        let state = r.reviewState
         let gatedOff = frame.expired == nil ? "" : "The subscription has expired: review actions wait until it is renewed."
         let actions: [[String: TemplateValue]] = user.has(.reviewer) ? Self.actionLabels.compactMap { (action, label, style) in
-            guard let state, ReviewStateMachine.apply(action, to: state) != nil else { return nil }
+            guard ReviewStateMachine.apply(action, to: state) != nil else { return nil }
             return ["action": .text(action.rawValue), "label": .text(label), "style": .text(style)]
         } : []
         let values: [String: TemplateValue] = [
             "responseId": .text(r.responseId), "clientSubmissionId": .text(r.clientSubmissionId), "revision": .text(String(r.revision)),
-            "reviewState": .text(r.reviewState), "stateLabel": .text(Self.label(r.reviewState)),
+            "reviewState": .text(r.reviewState.rawValue), "stateLabel": .text(Self.label(r.reviewState)),
             "submitter": .text(names[r.submitter] ?? r.submitter), "receivedAt": .text(Pages.time(r.receivedAt)),
             "capturedAt": .text(r.capturedAt.map(Pages.time) ?? ""),
             "version": .text(version.map { "Version \($0.number)" } ?? r.surveyVersionId), "fieldTaskId": .text(r.fieldTaskId ?? ""),
@@ -263,7 +263,7 @@ struct ReviewDesk: Sendable {
         case "review.approve": "Approved"
         case "review.reject": "Rejected"
         case "review.resubmit", "response.resubmit": "Resubmitted"
-        default: state.map { "\(action) → \(label($0))" } ?? action
+        default: state.map { "\(action) → \(ReviewState(rawValue: $0).map(label) ?? $0)" } ?? action
         }
     }
 

@@ -97,7 +97,7 @@ struct CSVRowWriter {
         out += Timestamp.format(r.receivedAt).utf8; out.append(comma)
         if let c = r.capturedAt { out += Timestamp.format(c).utf8 }
         out.append(comma)
-        CSVEncoder.field(r.reviewState, into: &out, guardingFormulas: true); out.append(comma)
+        CSVEncoder.field(r.reviewState.rawValue, into: &out, guardingFormulas: true); out.append(comma)
         CSVEncoder.number(Double(r.revision), into: &out); out.append(comma)
         if let t = r.fieldTaskId { CSVEncoder.field(t, into: &out, guardingFormulas: true) }
     }
@@ -305,6 +305,6 @@ extension ExportRow {
         let answers = (try? JSONParser.parse(Array(r.answers.utf8)))?.objectValue ?? [:]
         self.init(responseId: r.responseId, clientSubmissionId: r.clientSubmissionId, surveyVersionId: r.surveyVersionId,
                   versionNumber: versionNumber, submittedBy: r.submitter, submitterName: submitterName, receivedAt: r.receivedAt,
-                  capturedAt: r.capturedAt, reviewState: r.reviewState, revision: r.revision, fieldTaskId: r.fieldTaskId, answers: answers)
+                  capturedAt: r.capturedAt, reviewState: r.reviewState.rawValue, revision: r.revision, fieldTaskId: r.fieldTaskId, answers: answers)
     }
 }

@@ -44,7 +44,7 @@ public struct Exports: Sendable {
                 }
                 filter.changedAfter = seq
             }
-            filter.reviewStates = request.reviewStates.map(\.rawValue)
+            filter.reviewStates = request.reviewStates
             filter.surveyVersionId = request.surveyVersionId
             filter.submittedBy = request.submittedBy
             filter.fieldTaskId = request.fieldTaskId

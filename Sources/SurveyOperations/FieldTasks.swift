@@ -34,7 +34,7 @@ public struct FieldTasks: Sendable {
             guard errors.isEmpty else { throw ApiError(.validationFailed, "The task is not valid.", errors: errors) }
             let now = ops.clock.nowMillis()
             return TaskRecord(taskId: Ids.make("tsk", nowMillis: now), orgId: orgId, title: new.title, surveyId: new.surveyId,
-                              assigneeUserId: new.assigneeUserId, dueAt: new.dueAt, notes: new.notes, state: "open", createdAt: now,
+                              assigneeUserId: new.assigneeUserId, dueAt: new.dueAt, notes: new.notes, state: .open, createdAt: now,
                               completedAt: nil, completedBy: nil, responseId: nil)
         }, write: { [createdBy = user.userId] task, tx in
             try tx.createTask(task, createdBy: createdBy)

@@ -7,7 +7,7 @@ public struct ReviewQueue: Sendable {
     let operations: Operations
 
     public struct Filter: Sendable {
-        public var state: String?
+        public var state: ReviewState?
         public var surveyVersionId: String?
         public var submittedBy: String?
         public var fieldTaskId: String?
@@ -23,7 +23,7 @@ public struct ReviewQueue: Sendable {
         public let submitters: [UserRecord]
         public let rows: [ResponseRecord]
         /// Per review state, with every filter but the state applied.
-        public let counts: [String: Int]
+        public let counts: [ReviewState: Int]
         /// The response id to continue before, when there are older rows.
         public let more: String?
     }

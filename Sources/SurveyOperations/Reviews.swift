@@ -50,7 +50,7 @@ public struct Reviews: Sendable {
             let current = try ops.database.read { try $0.response(orgId: orgId, responseId: responseId) }!
             let (from, to) = try Self.plan(current, expected: r.expectedRevision, action: action)
             if to == .approved, let taskId = current.fieldTaskId,
-               try ops.database.read({ try $0.task(orgId: orgId, taskId: taskId) })?.state != "open" {
+               try ops.database.read({ try $0.task(orgId: orgId, taskId: taskId) })?.state != .open {
                 throw ApiError(.taskAlreadyCompleted, "The field task \(taskId) is already completed.")
             }
             return Step(responseId: responseId, expectedRevision: Int64(r.expectedRevision), from: from, to: to,
@@ -118,7 +118,7 @@ public struct Reviews: Sendable {
     /// machine does not allow.
     private static func plan(_ current: ResponseRecord, expected: Int, action: ReviewAction) throws -> (ReviewState, ReviewState) {
         guard current.revision == Int64(expected) else { throw stale(current, expected: expected) }
-        let from = ReviewState(rawValue: current.reviewState) ?? .none
+        let from = current.reviewState
         guard let to = ReviewStateMachine.apply(action, to: from) else {
             throw ApiError(.invalidTransition, "\(action.rawValue) is not allowed from \(from.rawValue).",
                            extra: ["reviewState": .string(from.rawValue), "revision": .number(Double(current.revision))])
@@ -128,14 +128,14 @@ public struct Reviews: Sendable {
 
     static func stale(_ current: ResponseRecord, expected: Int) -> ApiError {
         ApiError(.staleRevision, "The response is at revision \(current.revision), not \(expected).",
-                 extra: ["reviewState": .string(current.reviewState), "revision": .number(Double(current.revision))])
+                 extra: ["reviewState": .string(current.reviewState.rawValue), "revision": .number(Double(current.revision))])
     }
 
     /// Inside the gated transaction: the guarded update (1021 if the revision moved meanwhile),
     /// its audit entry, and the task completion when approved.
     @Sendable private static func apply(_ step: Step, _ tx: GatedTransaction) throws -> ResponseRecord {
-        let updated = try tx.applyReview(responseId: step.responseId, expectedRevision: step.expectedRevision, from: step.from.rawValue,
-                                         to: step.to.rawValue, action: step.auditAction, comment: step.comment, answers: step.answers)
+        let updated = try tx.applyReview(responseId: step.responseId, expectedRevision: step.expectedRevision, from: step.from,
+                                         to: step.to, action: step.auditAction, comment: step.comment, answers: step.answers)
         if step.to == .approved, let taskId = updated.fieldTaskId {
             try tx.completeTask(taskId: taskId, responseId: updated.responseId, completedBy: updated.submitter)
         }

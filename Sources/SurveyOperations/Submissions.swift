@@ -97,7 +97,7 @@ public struct Submissions: Sendable {
                 throw ApiError(.validationFailed, "The field task is for another survey.",
                                errors: [FieldError(path: "fieldTaskId", message: "task is for survey \(task.surveyId)")])
             }
-            guard task.state == "open" else { throw ApiError(.taskAlreadyCompleted, "The field task \(task.taskId) is already completed.") }
+            guard task.state == .open else { throw ApiError(.taskAlreadyCompleted, "The field task \(task.taskId) is already completed.") }
         }
         // A survey without review is complete on acceptance, and so is its task.
         let completesTask = fieldTaskId != nil && !survey.reviewRequired
@@ -108,7 +108,7 @@ public struct Submissions: Sendable {
         let digest = submission.digest(canonicalAnswers: canonicalAnswers)
         let responseId = Ids.make("rsp", nowMillis: ops.clock.nowMillis())
         let answersText = String(decoding: canonicalAnswers, as: UTF8.self)
-        let reviewState = survey.reviewRequired ? ReviewState.submitted.rawValue : ReviewState.none.rawValue
+        let reviewState: ReviewState = survey.reviewRequired ? .submitted : .none
         let submitter = user.userId, surveyId = survey.surveyId, versionId = version.surveyVersionId
         let metrics = ops.metrics
         // The insert's UNIQUE (org_id, client_submission_id) finds a duplicate committed since the

@@ -48,7 +48,7 @@ final class Checkpointer: @unchecked Sendable {
         var seen: Int64 = -1
         while true {
             // `data_version` changes when another connection (the writer) has committed.
-            let now = (try? connection.query("PRAGMA data_version").first?.int(0)) ?? -1
+            let now = (try? connection.query("PRAGMA data_version").first?.int("data_version")) ?? -1
             let interval = now == seen ? Self.idleInterval : Self.busyInterval
             cond.lock()
             if !stopping { _ = cond.wait(until: Date(timeIntervalSinceNow: interval)) }

@@ -91,7 +91,8 @@ public final class Database: Sendable {
         do {
             let hasWAL = FileManager.default.fileExists(atPath: path + "-wal")
             let ro = try Connection(path: hasWAL ? path : "file:\(path)?immutable=1", readOnly: true)
-            let result = try ro.query(check == .full ? "PRAGMA integrity_check" : "PRAGMA quick_check").map { $0.string(0) }
+            let pragma = check == .full ? "integrity_check" : "quick_check"
+            let result = try ro.query("PRAGMA \(pragma)").map { try $0.string(pragma) }
             if result == ["ok"] { return }
             problem = result.prefix(5).joined(separator: "; ")
         } catch {

@@ -12,14 +12,14 @@ extension ResponseRecord {
     /// is reviewed, which every later state implies; `none` otherwise). For replays.
     public var acceptedReceipt: JSONValue {
         receipt(surveyVersionId: acceptedSurveyVersionId ?? surveyVersionId,
-                reviewState: reviewState == ReviewState.none.rawValue ? ReviewState.none.rawValue : ReviewState.submitted.rawValue,
+                reviewState: reviewState == .none ? .none : .submitted,
                 revision: 1)
     }
 
-    private func receipt(surveyVersionId: String, reviewState: String, revision: Int64) -> JSONValue {
+    private func receipt(surveyVersionId: String, reviewState: ReviewState, revision: Int64) -> JSONValue {
         var o: [String: JSONValue] = [
             "responseId": .string(responseId), "clientSubmissionId": .string(clientSubmissionId),
-            "surveyVersionId": .string(surveyVersionId), "status": "accepted", "reviewState": .string(reviewState),
+            "surveyVersionId": .string(surveyVersionId), "status": "accepted", "reviewState": .string(reviewState.rawValue),
             "revision": .number(Double(revision)), "receivedAt": .string(Timestamp.format(receivedAt)),
         ]
         if let t = fieldTaskId { o["fieldTaskId"] = .string(t) }
@@ -61,7 +61,7 @@ extension TaskRecord {
     public var document: JSONValue {
         var o: [String: JSONValue] = [
             "taskId": .string(taskId), "title": .string(title), "surveyId": .string(surveyId),
-            "assigneeUserId": .string(assigneeUserId), "state": .string(state), "createdAt": .string(Timestamp.format(createdAt)),
+            "assigneeUserId": .string(assigneeUserId), "state": .string(state.rawValue), "createdAt": .string(Timestamp.format(createdAt)),
         ]
         if let d = dueAt { o["dueAt"] = .string(Timestamp.format(d)) }
         if let n = notes { o["notes"] = .string(n) }

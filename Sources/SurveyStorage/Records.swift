@@ -1,9 +1,19 @@
-/// Rows as the services see them.
+import SurveyDomain
+
+/// Rows as the services see them. Beside each record read from the database: its column list
+/// (what a SELECT names) and `init(row:)`, which reads exactly those columns by name.
 public struct OrgRecord: Sendable, Equatable {
     public let orgId: String
     public let name: String
     public let expiresAt: Int64
     public let createdAt: Int64
+}
+
+extension OrgRecord {
+    static let columns = "org_id, name, expires_at, created_at"
+    init(row: Row) throws {
+        self.init(orgId: try row["org_id"], name: try row["name"], expiresAt: try row["expires_at"], createdAt: try row["created_at"])
+    }
 }
 
 public struct UserRecord: Sendable, Equatable {
@@ -12,6 +22,15 @@ public struct UserRecord: Sendable, Equatable {
     public let name: String
     public let roles: [String]
     public let active: Bool
+}
+
+extension UserRecord {
+    /// The users table as `u` (it is joined with tokens, sessions and invitations).
+    static let columns = "u.user_id, u.org_id, u.name, u.roles, u.active"
+    init(row: Row) throws {
+        self.init(userId: try row["user_id"], orgId: try row["org_id"], name: try row["name"],
+                  roles: try row.string("roles").split(separator: ",").map(String.init), active: try row["active"])
+    }
 }
 
 /// Who a token belongs to.
@@ -29,6 +48,14 @@ public struct SurveyRecord: Sendable, Equatable {
     public let createdAt: Int64
 }
 
+extension SurveyRecord {
+    static let columns = "survey_id, org_id, title, review_required, created_at"
+    init(row: Row) throws {
+        self.init(surveyId: try row["survey_id"], orgId: try row["org_id"], title: try row["title"],
+                  reviewRequired: try row["review_required"], createdAt: try row["created_at"])
+    }
+}
+
 public struct SurveyVersionRecord: Sendable, Equatable {
     public let surveyVersionId: String
     public let surveyId: String
@@ -37,6 +64,15 @@ public struct SurveyVersionRecord: Sendable, Equatable {
     public let contentHash: String
     public let definition: String
     public let createdAt: Int64
+}
+
+extension SurveyVersionRecord {
+    static let columns = "survey_version_id, survey_id, org_id, number, content_hash, definition, created_at"
+    init(row: Row) throws {
+        self.init(surveyVersionId: try row["survey_version_id"], surveyId: try row["survey_id"], orgId: try row["org_id"],
+                  number: try row["number"], contentHash: try row["content_hash"], definition: try row["definition"],
+                  createdAt: try row["created_at"])
+    }
 }
 
 public struct ResponseRecord: Sendable, Equatable {
@@ -54,7 +90,7 @@ public struct ResponseRecord: Sendable, Equatable {
     public let fieldTaskId: String?
     public let capturedAt: Int64?
     public let receivedAt: Int64
-    public let reviewState: String
+    public let reviewState: ReviewState
     public let revision: Int64
     /// The version the response was accepted with, when a resubmission has changed it since
     /// (nil: `surveyVersionId` still is). A replay answers the receipt as it was at acceptance.
@@ -62,7 +98,7 @@ public struct ResponseRecord: Sendable, Equatable {
 
     public init(responseId: String, orgId: String, clientSubmissionId: String, submitter: String, surveyId: String,
                 surveyVersionId: String, requestDigest: String, requestSHA256: [UInt8], answers: String,
-                fieldTaskId: String?, capturedAt: Int64?, receivedAt: Int64, reviewState: String, revision: Int64,
+                fieldTaskId: String?, capturedAt: Int64?, receivedAt: Int64, reviewState: ReviewState, revision: Int64,
                 acceptedSurveyVersionId: String? = nil) {
         self.acceptedSurveyVersionId = acceptedSurveyVersionId
         self.responseId = responseId; self.orgId = orgId; self.clientSubmissionId = clientSubmissionId
@@ -70,6 +106,23 @@ public struct ResponseRecord: Sendable, Equatable {
         self.requestDigest = requestDigest; self.requestSHA256 = requestSHA256; self.answers = answers
         self.fieldTaskId = fieldTaskId; self.capturedAt = capturedAt; self.receivedAt = receivedAt
         self.reviewState = reviewState; self.revision = revision
+    }
+}
+
+extension ResponseRecord {
+    static let columns = """
+        response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id, request_digest, request_body,
+        answers, field_task_id, captured_at, received_at, review_state, revision, request_sha256, accepted_survey_version_id
+        """
+    init(row: Row) throws {
+        self.init(responseId: try row["response_id"], orgId: try row["org_id"], clientSubmissionId: try row["client_submission_id"],
+                  submitter: try row["submitter"], surveyId: try row["survey_id"], surveyVersionId: try row["survey_version_id"],
+                  requestDigest: try row["request_digest"],
+                  // Rows from before schema step 2 kept the body itself instead of its hash.
+                  requestSHA256: try row.optionalBlob("request_sha256") ?? Digest.sha256(try row.blob("request_body")),
+                  answers: try row["answers"], fieldTaskId: try row["field_task_id"], capturedAt: try row["captured_at"],
+                  receivedAt: try row["received_at"], reviewState: try row["review_state"], revision: try row["revision"],
+                  acceptedSurveyVersionId: try row["accepted_survey_version_id"])
     }
 }
 
@@ -82,6 +135,14 @@ public struct AuditRecord: Sendable, Equatable {
     public let revision: Int64?
     public let detail: String?
     public let at: Int64
+}
+
+extension AuditRecord {
+    static let columns = "seq, actor, action, target_type, target_id, revision, detail, at"
+    init(row: Row) throws {
+        self.init(seq: try row["seq"], actor: try row["actor"], action: try row["action"], targetType: try row["target_type"],
+                  targetId: try row["target_id"], revision: try row["revision"], detail: try row["detail"], at: try row["at"])
+    }
 }
 
 public struct UploadRecord: Sendable, Equatable {
@@ -100,6 +161,15 @@ public struct UploadRecord: Sendable, Equatable {
         self.orgId = orgId; self.clientUploadId = clientUploadId; self.uploader = uploader
         self.surveyVersionId = surveyVersionId; self.questionId = questionId; self.contentType = contentType
         self.size = size; self.sha256 = sha256; self.receivedAt = receivedAt
+    }
+}
+
+extension UploadRecord {
+    static let columns = "org_id, client_upload_id, uploader, survey_version_id, question_id, content_type, size, sha256, received_at"
+    init(row: Row) throws {
+        self.init(orgId: try row["org_id"], clientUploadId: try row["client_upload_id"], uploader: try row["uploader"],
+                  surveyVersionId: try row["survey_version_id"], questionId: try row["question_id"], contentType: try row["content_type"],
+                  size: try row["size"], sha256: try row["sha256"], receivedAt: try row["received_at"])
     }
 }
 
@@ -125,6 +195,18 @@ public struct ResumableUploadRecord: Sendable, Equatable {
     }
 }
 
+extension ResumableUploadRecord {
+    static let columns = """
+        upload_id, org_id, client_upload_id, owner, survey_version_id, question_id, content_type, length, received_bytes, expires_at, created_at
+        """
+    init(row: Row) throws {
+        self.init(uploadId: try row["upload_id"], orgId: try row["org_id"], clientUploadId: try row["client_upload_id"],
+                  owner: try row["owner"], surveyVersionId: try row["survey_version_id"], questionId: try row["question_id"],
+                  contentType: try row["content_type"], length: try row["length"], receivedBytes: try row["received_bytes"],
+                  expiresAt: try row["expires_at"], createdAt: try row["created_at"])
+    }
+}
+
 public struct TaskRecord: Sendable, Equatable {
     public let taskId: String
     public let orgId: String
@@ -133,17 +215,29 @@ public struct TaskRecord: Sendable, Equatable {
     public let assigneeUserId: String
     public let dueAt: Int64?
     public let notes: String?
-    public let state: String
+    public let state: TaskState
     public let createdAt: Int64
     public let completedAt: Int64?
     public let completedBy: String?
     public let responseId: String?
 
     public init(taskId: String, orgId: String, title: String, surveyId: String, assigneeUserId: String, dueAt: Int64?, notes: String?,
-                state: String, createdAt: Int64, completedAt: Int64?, completedBy: String?, responseId: String?) {
+                state: TaskState, createdAt: Int64, completedAt: Int64?, completedBy: String?, responseId: String?) {
         self.taskId = taskId; self.orgId = orgId; self.title = title; self.surveyId = surveyId; self.assigneeUserId = assigneeUserId
         self.dueAt = dueAt; self.notes = notes; self.state = state; self.createdAt = createdAt; self.completedAt = completedAt
         self.completedBy = completedBy; self.responseId = responseId
+    }
+}
+
+extension TaskRecord {
+    static let columns = """
+        task_id, org_id, title, survey_id, assignee_user_id, due_at, notes, state, created_at, completed_at, completed_by, response_id
+        """
+    init(row: Row) throws {
+        self.init(taskId: try row["task_id"], orgId: try row["org_id"], title: try row["title"], surveyId: try row["survey_id"],
+                  assigneeUserId: try row["assignee_user_id"], dueAt: try row["due_at"], notes: try row["notes"], state: try row["state"],
+                  createdAt: try row["created_at"], completedAt: try row["completed_at"], completedBy: try row["completed_by"],
+                  responseId: try row["response_id"])
     }
 }
 
@@ -175,6 +269,13 @@ public struct StoredAnswer: Sendable, Equatable {
     }
 }
 
+extension StoredAnswer {
+    static let columns = "status, location, body, request_digest"
+    init(row: Row) throws {
+        self.init(status: try row["status"], location: try row["location"], body: try row["body"], requestDigest: try row["request_digest"])
+    }
+}
+
 /// One entry of the changes feed (an audit entry about a response or a task).
 public struct ChangeRecord: Sendable, Equatable {
     public let seq: Int64
@@ -184,4 +285,13 @@ public struct ChangeRecord: Sendable, Equatable {
     public let revision: Int64?
     public let detail: String?
     public let at: Int64
+}
+
+extension ChangeRecord {
+    /// The audit log as `a`.
+    static let columns = "a.seq, a.target_type, a.target_id, a.action, a.revision, a.detail, a.at"
+    init(row: Row) throws {
+        self.init(seq: try row["seq"], kind: try row["target_type"], id: try row["target_id"], action: try row["action"],
+                  revision: try row["revision"], detail: try row["detail"], at: try row["at"])
+    }
 }

@@ -66,7 +66,7 @@ import Testing
         }
         // A form aimed at the other organization changes nothing there.
         #expect(try intruder.post("/console/orgs/\(a.orgId)/users/\(a.collectorId)/deactivate", ["confirm": "yes"]).status == 404)
-        #expect(try a.server.count("SELECT COUNT(*) FROM users WHERE user_id = ? AND active = 1", [.text(a.collectorId)]) == 1)
+        #expect(try a.server.count("SELECT COUNT(*) AS n FROM users WHERE user_id = ? AND active = 1", [.text(a.collectorId)]) == 1)
     }
 
     @Test func aVersionIsPublishedFromAFileAndABrokenOneIsRefusedPerField() throws {
@@ -77,10 +77,10 @@ import Testing
         let broken = try s.upload(path, file: Array(#"{"title":"x","questions":[{"id":"1bad","type":"integer"}]}"#.utf8))
         #expect(broken.status == 422)
         #expect(broken.text.contains("definition.questions[0].id") && broken.text.contains("definition.questions[0].label"))
-        #expect(try f.server.count("SELECT COUNT(*) FROM survey_versions WHERE survey_id = ?", [.text(survey.surveyId)]) == 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM survey_versions WHERE survey_id = ?", [.text(survey.surveyId)]) == 1)
         let good = try s.upload(path, file: Array(#"{"title":"x","questions":[{"id":"size","type":"integer","label":"Size"}]}"#.utf8))
         #expect(good.status == 303 && good.header("location")?.hasSuffix("?published=2") == true)
-        let hash = try f.server.rows("SELECT content_hash FROM survey_versions WHERE survey_id = ? AND number = 2", [.text(survey.surveyId)]).first?.string(0)
+        let hash = try f.server.rows("SELECT content_hash FROM survey_versions WHERE survey_id = ? AND number = 2", [.text(survey.surveyId)]).first?.string("content_hash")
         let page = try s.get("/console/orgs/\(f.orgId)/surveys/\(survey.surveyId)").text
         #expect(hash != nil && page.contains(hash ?? "-"))
     }
@@ -92,7 +92,7 @@ import Testing
         let r = try Session(f, token: f.reviewerToken).get("/console/orgs/\(f.orgId)/surveys/\(survey.surveyId)/download?format=csv&reviewState=&from=2000-01-01")
         #expect(r.status == 200 && r.header("content-type") == "text/csv; charset=utf-8")
         #expect(r.text.contains("console-export-1") && r.header("surveyd-export-cursor") != nil)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'export.csv'") == 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'export.csv'") == 1)
         // A collector's session gets the page of a refusal, not the data.
         #expect(try Session(f, token: f.collectorToken).get("/console/orgs/\(f.orgId)/surveys/\(survey.surveyId)/download?format=csv").status == 403)
     }
@@ -102,13 +102,13 @@ import Testing
         try f.expire()
         let s = try Session(f, token: f.server.operatorToken)
         #expect(try s.get("/console/operator/orgs").text.contains("expired"))
-        let before = try f.server.rows("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(f.orgId)]).first?.int(0)
+        let before = try f.server.rows("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(f.orgId)]).first?.int("expires_at")
         let ask = try s.post("/console/operator/orgs/\(f.orgId)/renew", ["expiresAt": "2099-12-31"])
         #expect(ask.status == 200 && ask.text.contains("Renew"))
-        #expect(try f.server.rows("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(f.orgId)]).first?.int(0) == before)
+        #expect(try f.server.rows("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(f.orgId)]).first?.int("expires_at") == before)
         let done = try s.post("/console/operator/orgs/\(f.orgId)/renew", ["expiresAt": "2099-12-31", "confirmed": "yes"])
         #expect(done.status == 303)
-        #expect(try f.server.rows("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(f.orgId)]).first?.int(0) == Timestamp.parse("2099-12-31T23:59:59.999Z"))
+        #expect(try f.server.rows("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(f.orgId)]).first?.int("expires_at") == Timestamp.parse("2099-12-31T23:59:59.999Z"))
         #expect(try s.get("/console/operator/orgs").text.contains("state-active\">active"))
         // An admin is no operator: the page is not theirs.
         #expect(try Session(f, token: f.adminToken).get("/console/operator/orgs").status == 404)
@@ -121,7 +121,7 @@ import Testing
         let f = try Fixture()
         let s = try Session(f, token: f.server.operatorToken)
         let tables = ["orgs", "users", "invitations", "audit"]
-        let before = try tables.map { try f.server.count("SELECT COUNT(*) FROM \($0)") }
+        let before = try tables.map { try f.server.count("SELECT COUNT(*) AS n FROM \($0)") }
         for adminName in [String(repeating: "a", count: 201), "\n", "   "] {
             let r = try s.post("/console/operator/orgs", ["name": "Well Team", "expiresAt": "2099-12-31", "adminName": adminName,
                                                           "adminEmail": "first.admin@example.org"])
@@ -132,11 +132,11 @@ import Testing
         let longName = try s.post("/console/operator/orgs", ["name": String(repeating: "o", count: 201), "expiresAt": "2099-12-31",
                                                              "adminName": "Ada", "adminEmail": "first.admin@example.org"])
         #expect(longName.status == 422 && longName.text.contains("Name: 1 to 200 characters"))
-        #expect(try tables.map { try f.server.count("SELECT COUNT(*) FROM \($0)") } == before)
+        #expect(try tables.map { try f.server.count("SELECT COUNT(*) AS n FROM \($0)") } == before)
         // Sent again with a valid name, it is created once, with its admin.
         let done = try s.post("/console/operator/orgs", ["name": "Well Team", "expiresAt": "2099-12-31", "adminName": "Ada",
                                                          "adminEmail": "first.admin@example.org"])
         #expect(done.status == 200 && done.text.contains("Well Team was created"))
-        #expect(try f.server.count("SELECT COUNT(*) FROM orgs WHERE name = 'Well Team'") == 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM orgs WHERE name = 'Well Team'") == 1)
     }
 }

@@ -84,7 +84,7 @@ import Testing
     @Test func anInvitationSetsTheEmailAndItsLinkWorksOnce() throws {
         let w = try World()
         // The email is set (lowercased); another user may not take it.
-        #expect(try w.f.server.rows("SELECT email FROM users WHERE user_id = ?", [.text(w.reviewerId)]).first?.string(0) == World.email)
+        #expect(try w.f.server.rows("SELECT email FROM users WHERE user_id = ?", [.text(w.reviewerId)]).first?.string("email") == World.email)
         let taken = try w.f.client.post("/v1/orgs/\(w.f.orgId)/users/\(w.f.collectorId)/invitations", token: w.f.adminToken, ["email": "RAE@example.org"])
         #expect(taken.status == 422 && taken.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "email")
         // Roles and tenancy: a collector may not invite (1006); another organization's user is 404.
@@ -106,7 +106,7 @@ import Testing
         #expect(try w.form("POST", w.path(second), ["password": "a third good password"]).status == 404)
         #expect(try w.signIn(World.email, "another good password").hasPrefix("ses_"))
         // Every invitation is audited: the set-up's and the two above.
-        let audit = try w.f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'user.invite' AND target_id = ?", [.text(w.reviewerId)])
+        let audit = try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'user.invite' AND target_id = ?", [.text(w.reviewerId)])
         #expect(audit == 3)
     }
 
@@ -127,7 +127,7 @@ import Testing
         #expect(home.header("content-security-policy")?.contains("default-src 'none'") == true && home.header("x-frame-options") == "DENY")
         #expect(home.header("referrer-policy") == "same-origin" && home.header("x-content-type-options") == "nosniff")
         // The session is stored only as a hash.
-        #expect(try w.f.server.count("SELECT COUNT(*) FROM console_sessions WHERE session_hash = ?", [.blob(Digest.sha256(Array(session.utf8)))]) == 1)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM console_sessions WHERE session_hash = ?", [.blob(Digest.sha256(Array(session.utf8)))]) == 1)
         // Signing out ends it.
         let other = try w.signIn()
         let csrf = World.csrf(try w.form("GET", "/console/", cookie: other).text) ?? ""
@@ -140,7 +140,7 @@ import Testing
         #expect(try w.f.client.request("DELETE", "/v1/orgs/\(w.f.orgId)/users/\(w.reviewerId)", token: w.f.adminToken).status == 204)
         let after = try w.form("GET", "/console/", cookie: session)
         #expect(after.status == 303 && after.header("location")?.hasPrefix("/console/sign-in") == true)
-        #expect(try w.f.server.count("SELECT COUNT(*) FROM console_sessions WHERE user_id = ?", [.text(w.reviewerId)]) == 0)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM console_sessions WHERE user_id = ?", [.text(w.reviewerId)]) == 0)
     }
 
     @Test func aFormNeedsItsTokenAndThisOrigin() throws {
@@ -158,12 +158,12 @@ import Testing
             #expect(r.status == 403 && r.header("content-type")?.hasPrefix("text/html") == true)
             #expect(try w.state(rid) == ("submitted", 1))
         }
-        #expect(try w.f.server.count("SELECT COUNT(*) FROM audit WHERE target_id = ? AND action LIKE 'review.%'", [.text(rid)]) == 0)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE target_id = ? AND action LIKE 'review.%'", [.text(rid)]) == 0)
         // With both: done, as the API's own step (same audit entry, the signed-in user as actor).
         let ok = try w.form("POST", action, ["action": "startReview", "expectedRevision": "1", "csrf": csrf], cookie: session)
         #expect(ok.status == 303)
         #expect(try w.state(rid) == ("in_review", 2))
-        #expect(try w.f.server.rows("SELECT actor FROM audit WHERE target_id = ? AND action = 'review.startReview'", [.text(rid)]).first?.string(0) == w.reviewerId)
+        #expect(try w.f.server.rows("SELECT actor FROM audit WHERE target_id = ? AND action = 'review.startReview'", [.text(rid)]).first?.string("actor") == w.reviewerId)
         // The same form again is stale: a sentence with the current state, nothing overwritten.
         let stale = try w.form("POST", action, ["action": "startReview", "expectedRevision": "1", "csrf": csrf], cookie: session)
         #expect(stale.status == 409 && stale.text.contains("changed since you opened it") && stale.text.contains("in_review"))

@@ -84,9 +84,9 @@ struct DatabaseOutageTests {
         #expect(all.suffix(20).allSatisfy { $0.status == 201 })
         // Nothing partial: every acknowledged response is there with its audit entry, and no
         // response exists without one.
-        let stored = Set(try f.server.rows("SELECT client_submission_id FROM responses").map { $0.string(0) })
+        let stored = Set(try f.server.rows("SELECT client_submission_id FROM responses").map { try $0.string("client_submission_id") })
         #expect(all.filter { $0.status == 201 }.allSatisfy { stored.contains($0.id) })
-        #expect(try f.server.count("SELECT COUNT(*) FROM responses r WHERE NOT EXISTS (SELECT 1 FROM audit a WHERE a.target_id = r.response_id AND a.action = 'response.accept')") == 0)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM responses r WHERE NOT EXISTS (SELECT 1 FROM audit a WHERE a.target_id = r.response_id AND a.action = 'response.accept')") == 0)
         // Each refused request, sent again unchanged, is accepted once (or answered as the
         // replay of a commit whose answer the outage swallowed).
         for o in all where o.status != 201 {
@@ -95,6 +95,6 @@ struct DatabaseOutageTests {
             let again = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken, body)
             #expect(again.status == 201 || again.status == 200, "\(again.text)")
         }
-        #expect(try f.server.count("SELECT COUNT(*) FROM responses") == Int64(Set(all.map(\.id)).count))
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM responses") == Int64(Set(all.map(\.id)).count))
     }
 }

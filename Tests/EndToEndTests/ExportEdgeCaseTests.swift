@@ -89,7 +89,7 @@ import SurveyDomain
     }
 
     /// Counts every audit entry: a refusal must leave none of any kind.
-    static func audited(_ w: World) throws -> Int64 { try w.f.server.count("SELECT COUNT(*) FROM audit") }
+    static func audited(_ w: World) throws -> Int64 { try w.f.server.count("SELECT COUNT(*) AS n FROM audit") }
 
     @Test func aRefusedExportLeavesNoAuditEntry() throws {
         let w = try World()
@@ -146,7 +146,7 @@ import SurveyDomain
         // Exactly A's own change since, as before.
         #expect(second.rows.dropFirst().map { $0[0] } == [a2])
         // Opaque: no number in them to subtract, and the same shape whatever happened meanwhile.
-        let latest = try f.server.count("SELECT MAX(seq) FROM audit")
+        let latest = try f.server.count("SELECT MAX(seq) AS n FROM audit")
         for c in [first, second.cursor, foreign] {
             #expect(c.hasPrefix("ec2.") && c.count == first.count, "\(c)")
             #expect(Int64(c.dropFirst(4)) == nil && c.split(separator: ".").allSatisfy { Int64($0) == nil }, "\(c)")

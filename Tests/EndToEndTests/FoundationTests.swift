@@ -41,7 +41,7 @@ import SurveyDomain
 
         // A second token for the collector, revoked by the admin: refused on the very next request.
         let users = try f.server.rows("SELECT user_id FROM users WHERE org_id = ? AND roles = 'collector'", [.text(f.orgId)])
-        let userId = users[0].string(0)
+        let userId = try users[0].string("user_id")
         let t = try f.client.post("/v1/orgs/\(f.orgId)/users/\(userId)/tokens", token: f.adminToken, [:])
         #expect(t.status == 201)
         let token = try #require(t.json?["token"]?.stringValue)
@@ -52,8 +52,8 @@ import SurveyDomain
         // The other token of the same user still works.
         #expect(try f.client.get(path, token: f.collectorToken).status == 200)
         // Tokens are stored only as SHA-256 hashes.
-        #expect(try f.server.count("SELECT COUNT(*) FROM tokens WHERE token_hash = ?", [.blob(Digest.sha256(Array(token.utf8)))]) == 1)
-        #expect(try f.server.count("SELECT COUNT(*) FROM tokens WHERE CAST(token_hash AS TEXT) = ?", [.text(token)]) == 0)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM tokens WHERE token_hash = ?", [.blob(Digest.sha256(Array(token.utf8)))]) == 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM tokens WHERE CAST(token_hash AS TEXT) = ?", [.text(token)]) == 0)
     }
 
     @Test func subscriptionActiveThenExpiredWithServerTime() throws {
@@ -75,7 +75,7 @@ import SurveyDomain
         #expect(expired.json?["expiresAt"]?.stringValue == Timestamp.format(past))
         #expect(expired.json?["serverTime"]?.stringValue != nil)
         // The change is audited.
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'subscription.set' AND target_id = ?", [.text(f.orgId)]) == 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'subscription.set' AND target_id = ?", [.text(f.orgId)]) == 1)
     }
 
     @Test func onlyOperatorsChangeSubscriptionsOrCreateOrgs() throws {
@@ -89,8 +89,8 @@ import SurveyDomain
         let other = try Fixture(server: f.server)
         Self.expectProblem(try f.client.put(path, token: other.adminToken, body), .notFound)
         Self.expectProblem(try f.client.get(path, token: other.collectorToken), .notFound)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'subscription.set'") == 0)
-        #expect(try f.server.rows("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(f.orgId)])[0].int(0) != Timestamp.parse("2099-01-01T00:00:00Z"))
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'subscription.set'") == 0)
+        #expect(try f.server.rows("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(f.orgId)])[0].int("expires_at") != Timestamp.parse("2099-01-01T00:00:00Z"))
     }
 
     @Test func malformedJSONIs1031AndUnknownRouteIs404() throws {
@@ -105,7 +105,7 @@ import SurveyDomain
         let wrongMethod = try f.client.request("PATCH", "/healthz")
         #expect(wrongMethod.status == 405)
         #expect(wrongMethod.header("allow") == "GET")
-        #expect(try f.server.count("SELECT COUNT(*) FROM surveys") == 0)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM surveys") == 0)
     }
 
     @Test func fiveMebibyteBodyIs413AndServerStaysHealthy() throws {
@@ -127,37 +127,37 @@ import SurveyDomain
         let chunked = try RawHTTPClient.readReply(fd)
         Self.expectProblem(chunked, .payloadTooLarge)
         #expect(try f.client.get("/healthz").status == 200)
-        #expect(try f.server.count("SELECT COUNT(*) FROM surveys") == 0)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM surveys") == 0)
     }
 
     @Test func gatedWriteRefusedWhileExpiredLeavesNoRowThenSucceedsOnce() throws {
         let f = try Fixture()
-        let auditBefore = try f.server.count("SELECT COUNT(*) FROM audit")
+        let auditBefore = try f.server.count("SELECT COUNT(*) AS n FROM audit")
         try f.expire()
         let refused = try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": "Wells", "reviewRequired": false])
         Self.expectProblem(refused, .subscriptionExpired)
-        #expect(try f.server.count("SELECT COUNT(*) FROM surveys") == 0)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM surveys") == 0)
         // Only the subscription change itself was audited.
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit") == auditBefore + 1)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action LIKE 'survey%'") == 0)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit") == auditBefore + 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action LIKE 'survey%'") == 0)
 
         try f.renew()
         let ok = try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": "Wells", "reviewRequired": false])
         #expect(ok.status == 201)
         let surveyId = try #require(ok.json?["surveyId"]?.stringValue)
         #expect(ok.header("location") == "/v1/orgs/\(f.orgId)/surveys/\(surveyId)")
-        #expect(try f.server.count("SELECT COUNT(*) FROM surveys") == 1)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'survey.create' AND target_id = ?", [.text(surveyId)]) == 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM surveys") == 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'survey.create' AND target_id = ?", [.text(surveyId)]) == 1)
     }
 
     @Test func securityActionsWorkWhileExpired() throws {
         let f = try Fixture()
         try f.expire()
-        let userId = try f.server.rows("SELECT user_id FROM users WHERE org_id = ? AND roles = 'collector'", [.text(f.orgId)])[0].string(0)
+        let userId = try f.server.rows("SELECT user_id FROM users WHERE org_id = ? AND roles = 'collector'", [.text(f.orgId)])[0].string("user_id")
         // Change roles.
         let roles = try f.client.put("/v1/orgs/\(f.orgId)/users/\(userId)/roles", token: f.adminToken, ["roles": ["collector", "reviewer"]])
         #expect(roles.status == 200)
-        #expect(try f.server.rows("SELECT roles FROM users WHERE user_id = ?", [.text(userId)])[0].string(0) == "collector,reviewer")
+        #expect(try f.server.rows("SELECT roles FROM users WHERE user_id = ?", [.text(userId)])[0].string("roles") == "collector,reviewer")
         // Create a user and a token, then revoke the token and deactivate the user.
         let u = try f.client.post("/v1/orgs/\(f.orgId)/users", token: f.adminToken, ["name": "Temp", "roles": ["collector"]])
         #expect(u.status == 201)
@@ -168,16 +168,16 @@ import SurveyDomain
         Self.expectProblem(try f.client.get("/v1/orgs/\(f.orgId)/subscription", token: newToken), .unauthenticated)
         #expect(try f.client.delete("/v1/orgs/\(f.orgId)/users/\(userId)", token: f.adminToken).status == 204)
         Self.expectProblem(try f.client.get("/v1/orgs/\(f.orgId)/subscription", token: f.collectorToken), .unauthenticated)
-        #expect(try f.server.count("SELECT COUNT(*) FROM tokens WHERE user_id = ? AND revoked_at IS NULL", [.text(userId)]) == 0)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM tokens WHERE user_id = ? AND revoked_at IS NULL", [.text(userId)]) == 0)
     }
 
     @Test func roleRemovedTakesEffectOnNextRequest() throws {
         let f = try Fixture()
-        let adminId = try f.server.rows("SELECT user_id FROM users WHERE org_id = ? AND roles = 'admin'", [.text(f.orgId)])[0].string(0)
+        let adminId = try f.server.rows("SELECT user_id FROM users WHERE org_id = ? AND roles = 'admin'", [.text(f.orgId)])[0].string("user_id")
         #expect(try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": "A"]).status == 201)
         #expect(try f.client.put("/v1/orgs/\(f.orgId)/users/\(adminId)/roles", token: f.server.operatorToken, ["roles": ["reviewer"]]).status == 200)
         Self.expectProblem(try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": "B"]), .forbidden)
-        #expect(try f.server.count("SELECT COUNT(*) FROM surveys") == 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM surveys") == 1)
     }
 
     @Test func metricsNeedAnOperator() throws {
@@ -212,7 +212,7 @@ import SurveyDomain
         #expect(put.status == 405)
         #expect(put.header("allow") == "OPTIONS, POST")
         #expect(try f.client.get("/v1/orgs/\(f.orgId)/uploads/resumable", token: f.collectorToken).status == 405)
-        #expect(try f.server.count("SELECT COUNT(*) FROM uploads") == 0)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM uploads") == 0)
     }
 
     @Test func pathsSplitOnTheSlashByteEvenBeforeACombiningMark() throws {

@@ -31,7 +31,7 @@ import SurveyServer
         let expiry = Timestamp.nowMillis() - 60_000
         try f.setExpiry(expiry)
         let before = try Self.refusals(f)
-        let audit = try f.server.count("SELECT COUNT(*) FROM audit")
+        let audit = try f.server.count("SELECT COUNT(*) AS n FROM audit")
         let tusHeaders = ["Tus-Resumable": "1.0.0"]
         let refused: [(String, Reply)] = [
             ("createSurvey", try f.client.post("\(orgPath)/surveys", token: f.adminToken, ["title": "Later"])),
@@ -53,6 +53,6 @@ import SurveyServer
             #expect(r.json?["expiresAt"]?.stringValue == Timestamp.format(expiry), "\(route): \(r.text)")
         }
         #expect(try Self.refusals(f) == before + refused.count)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit") == audit)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit") == audit)
     }
 }

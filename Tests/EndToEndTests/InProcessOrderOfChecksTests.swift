@@ -58,7 +58,7 @@ import SurveyDomain
         /// Rows that a refusal must not have added: responses, audit entries, stored keys.
         func traces() throws -> [Int64] {
             try app.database.read { db in
-                try ["responses", "audit", "idempotency_keys"].map { try db.conn.query("SELECT COUNT(*) FROM \($0)").first!.int(0) }
+                try ["responses", "audit", "idempotency_keys"].map { try db.conn.query("SELECT COUNT(*) AS n FROM \($0)").first?.int("n") ?? -1 }
             }
         }
 

@@ -108,11 +108,35 @@ import SurveyDomain
     @Test func idempotencyKeysArePurgedAfterTheirRetention() throws {
         let w = try Self.busyWorld()
         let db = w.f.server.app.database
-        #expect(try w.f.server.count("SELECT COUNT(*) FROM idempotency_keys") == 1)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM idempotency_keys") == 1)
         #expect(try db.purgeIdempotencyKeys(olderThan: Timestamp.nowMillis() - 30 * 86_400_000) == 0)
         #expect(try db.purgeIdempotencyKeys(olderThan: Timestamp.nowMillis() + 1000) == 1)
         // The key is free again: the same request now runs as new (and is refused on its merits).
         #expect(try w.review("startReview", 1, key: "maint-key-0001").errorCode == ErrorCode.staleRevision.rawValue)
+    }
+
+    /// A database that has applied a step this surveyd does not know: `serve` exits non-zero
+    /// with a sentence naming the step, before it listens or changes anything.
+    @Test func aDatabaseWithAMigrationOfANewerSurveydIsRefusedNamingIt() throws {
+        let server = ServerProcess()
+        try server.start()
+        _ = try server.seed()
+        #expect(server.terminate() == 0)
+        let writer: any SQLConnection = if TestEngine.isPostgres, let url = try TestEngine.database(for: server.dataDir) {
+            try PostgresConnection(url: url)
+        } else {
+            try Connection(path: server.dataDir + "/surveyd.sqlite", readOnly: false)
+        }
+        try writer.run("""
+            INSERT INTO schema_migrations(version, name, applied_at) SELECT MAX(version) + 1, 'sealed-exports', 0 FROM schema_migrations
+            """, [])
+        let (status, out) = try Self.surveyd(["serve", "--data-dir", server.dataDir, "--port", String(ServerProcess.freePort())]
+                                             + (try TestEngine.urlArguments(dataDir: server.dataDir)), timeout: 20)
+        #expect(status != 0)
+        #expect(out.contains("""
+            This database has migration 'sealed-exports' applied, which this surveyd does not know: it was written by a \
+            newer surveyd. Run that version, or restore a backup made before it.
+            """), "\(out)")
     }
 
     @Test(.enabled(if: !TestEngine.isPostgres, "a damaged SQLite file")) func aDamagedDatabaseIsRefusedAndLeftUntouched() throws {

@@ -76,9 +76,9 @@ struct MigrateToPostgresTests {
         let backup = try ServerProcess.command(["backup", "--database-url", url, "--to", backupDir], timeout: 120)
         #expect(backup.status == 0, "\(backup.stdout) \(backup.stderr)")
         #expect(try IntegrityCheck.run(dataDir: backupDir).ok)
-        #expect(try Connection(path: backupDir + "/surveyd.sqlite", readOnly: true).query("SELECT COUNT(*) FROM uploads").first?.int(0) == 3)
+        #expect(try Connection(path: backupDir + "/surveyd.sqlite", readOnly: true).query("SELECT COUNT(*) AS n FROM uploads").first?.int("n") == 3)
         let key = "SELECT key FROM export_cursor_key"
-        #expect(try Connection(path: backupDir + "/surveyd.sqlite", readOnly: true).query(key).first?.blob(0)
-                == (try Connection(path: f.server.dataDir + "/surveyd.sqlite", readOnly: true).query(key).first?.blob(0)))
+        #expect(try Connection(path: backupDir + "/surveyd.sqlite", readOnly: true).query(key).first?.blob("key")
+                == (try Connection(path: f.server.dataDir + "/surveyd.sqlite", readOnly: true).query(key).first?.blob("key")))
     }
 }

@@ -58,7 +58,7 @@ struct MultiProcessTests {
         }
 
         func count(_ sql: String, _ args: [SQLValue] = []) throws -> Int64 {
-            try TestEngine.rows(dataDir: servers[0].dataDir, sql, args).first?.int(0) ?? -1
+            try TestEngine.rows(dataDir: servers[0].dataDir, sql, args).first?.int("n") ?? -1
         }
 
         func setExpiry(_ millis: Int64) throws -> Reply {
@@ -113,8 +113,8 @@ struct MultiProcessTests {
         done.store(true, ordering: .relaxed)
         follower.wait()
         #expect(replies.allSatisfy { $0?.status == 201 || $0?.status == 200 }, "\(replies.compactMap { $0 }.filter { $0.status >= 300 }.prefix(3).map(\.text))")
-        #expect(try c.count("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'multi-sub-%'") == 100)
-        #expect(try c.count("SELECT COUNT(*) FROM audit WHERE action = 'response.accept'") == 100)
+        #expect(try c.count("SELECT COUNT(*) AS n FROM responses WHERE client_submission_id LIKE 'multi-sub-%'") == 100)
+        #expect(try c.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'response.accept'") == 100)
         // Every answer for one id is the same receipt: one 201, the rest replays of it.
         for id in 0..<100 {
             let answers = stride(from: id, to: 1_000, by: 100).compactMap { replies[$0] }
@@ -148,9 +148,9 @@ struct MultiProcessTests {
             #expect(Set(answers.map(\.body)).count == 1)
             #expect(answers.filter { $0.header("idempotent-replayed") == "true" }.count == 9)
         }
-        #expect(try c.count("SELECT COUNT(*) FROM audit WHERE action = 'review.startReview'") == 20)
-        #expect(try c.count("SELECT COUNT(*) FROM responses WHERE revision = 2") == 20)
-        #expect(try c.count("SELECT COUNT(*) FROM idempotency_keys WHERE idempotency_key LIKE 'mp-review-key-%'") == 20)
+        #expect(try c.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'review.startReview'") == 20)
+        #expect(try c.count("SELECT COUNT(*) AS n FROM responses WHERE revision = 2") == 20)
+        #expect(try c.count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE idempotency_key LIKE 'mp-review-key-%'") == 20)
     }
 
     @Test func anExpiryRacingABurstLetsNoWriteCommitAfterIt() throws {
@@ -176,17 +176,17 @@ struct MultiProcessTests {
         // times: the test cluster runs with track_commit_timestamp). A write that was already
         // through the gate when the expiry came may be stamped after `at`: it holds the
         // organization row, so the expiry waited for its commit.
-        #expect(try c.count("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'race-sub-%'") == Int64(accepted.count))
+        #expect(try c.count("SELECT COUNT(*) AS n FROM responses WHERE client_submission_id LIKE 'race-sub-%'") == Int64(accepted.count))
         #expect(try c.count("""
-            SELECT COUNT(*) FROM responses r, orgs o WHERE o.org_id = ? AND r.client_submission_id LIKE 'race-sub-%'
+            SELECT COUNT(*) AS n FROM responses r, orgs o WHERE o.org_id = ? AND r.client_submission_id LIKE 'race-sub-%'
               AND pg_xact_commit_timestamp(r.xmin) > pg_xact_commit_timestamp(o.xmin)
             """, [.text(c.orgId)]) == 0)
-        #expect(try c.count("SELECT COUNT(*) FROM orgs WHERE org_id = ? AND expires_at = ?", [.text(c.orgId), .int(at)]) == 1)
+        #expect(try c.count("SELECT COUNT(*) AS n FROM orgs WHERE org_id = ? AND expires_at = ?", [.text(c.orgId), .int(at)]) == 1)
         // Renewed: each refused request, sent again unchanged, is accepted exactly once.
         #expect(try c.setExpiry(Timestamp.nowMillis() + 86_400_000).status == 200)
         let again = Self.parallel(refused.count) { k in c.submit(k, "race-sub-\(refused[k])") }
         #expect(again.allSatisfy { $0?.status == 201 })
-        #expect(try c.count("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'race-sub-%'") == 599)
+        #expect(try c.count("SELECT COUNT(*) AS n FROM responses WHERE client_submission_id LIKE 'race-sub-%'") == 599)
     }
 
     @Test func killingOneProcessMidLoadLosesNoAcknowledgedWrite() throws {
@@ -202,13 +202,13 @@ struct MultiProcessTests {
         #expect(survivors.allSatisfy { replies[$0]?.status == 201 }, "\(survivors.compactMap { replies[$0] }.filter { $0.status != 201 }.prefix(3).map(\.text))")
         #expect(acknowledged.count >= survivors.count)
         let stored = Set(try TestEngine.rows(dataDir: c.servers[0].dataDir, "SELECT client_submission_id FROM responses WHERE client_submission_id LIKE 'kill-sub-%'", [])
-            .map { $0.string(0) })
+            .map { try $0.string("client_submission_id") })
         #expect(acknowledged.allSatisfy { stored.contains("kill-sub-\($0)") })
         // What the killed process never answered is sent again to a survivor: accepted once.
         let unanswered = (0..<900).filter { replies[$0]?.status != 201 }
         let again = Self.parallel(unanswered.count) { k in try? c.client(k % 2).post("/v1/orgs/\(c.orgId)/responses", token: c.collectorToken, c.submission("kill-sub-\(unanswered[k])")) }
         #expect(again.allSatisfy { $0?.status == 201 || $0?.status == 200 })
-        #expect(try c.count("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'kill-sub-%'") == 900)
+        #expect(try c.count("SELECT COUNT(*) AS n FROM responses WHERE client_submission_id LIKE 'kill-sub-%'") == 900)
         let check = try ServerProcess.command(["check", "--data-dir", c.servers[0].dataDir] + TestEngine.urlArguments(dataDir: c.servers[0].dataDir))
         #expect(check.status == 0, "\(check.stdout)")
     }
@@ -288,7 +288,7 @@ struct MultiProcessTests {
             firstSeen.append(call.json?["data"]?["responseId"]?.stringValue ?? "?")
         }
         let logOrder = try TestEngine.rows(dataDir: c.servers[1].dataDir,
-                                           "SELECT target_id FROM audit WHERE action = 'response.accept' ORDER BY seq", []).map { $0.string(0) }
+                                           "SELECT target_id FROM audit WHERE action = 'response.accept' ORDER BY seq", []).map { try $0.string("target_id") }
         #expect(firstSeen == logOrder)
     }
 
@@ -313,8 +313,8 @@ struct MultiProcessTests {
         let again = try c.client(2).post("/v1/orgs/\(c.orgId)/surveys", token: c.adminToken, ["title": .string("Held \(refused)")],
                                          headers: ["Idempotency-Key": "held-key-000\(refused)"])
         #expect(again.status == 201, "\(again.text)")
-        #expect(try c.count("SELECT COUNT(*) FROM surveys WHERE title LIKE 'Held %'") == 4)
-        #expect(try c.count("SELECT COUNT(*) FROM keyed_in_flight") == 0)
+        #expect(try c.count("SELECT COUNT(*) AS n FROM surveys WHERE title LIKE 'Held %'") == 4)
+        #expect(try c.count("SELECT COUNT(*) AS n FROM keyed_in_flight") == 0)
     }
 
     /// Sign-in attempts are counted in the database: wrong passwords for one account spread over
@@ -335,6 +335,6 @@ struct MultiProcessTests {
             i += 1
         }
         #expect(checked == 10, "\(checked) checks; the burst answered \(statuses.withLock { $0 })")
-        #expect(try c.count("SELECT COUNT(*) FROM sign_in_attempts WHERE key = 'account:nobody@example.org'") == 10)
+        #expect(try c.count("SELECT COUNT(*) AS n FROM sign_in_attempts WHERE key = 'account:nobody@example.org'") == 10)
     }
 }

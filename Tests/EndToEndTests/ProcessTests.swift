@@ -41,7 +41,7 @@ import SurveyDomain
         try server.start()
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []).isEmpty)
         let conn = try TestEngine.Reader(dataDir: server.dataDir)
-        #expect(try conn.query("SELECT COUNT(*) FROM uploads").first?.int(0) == 0)
+        #expect(try conn.query("SELECT COUNT(*) AS n FROM uploads").first?.int("n") == 0)
         #expect(ServerProcess.regularFiles(under: server.dataDir + "/blobs").isEmpty)
         // The same upload afterwards succeeds.
         let ok = try server.client.request("PUT", "/v1/orgs/\(seed.orgId)/uploads/killed-0001", token: seed.collectorToken,
@@ -68,7 +68,7 @@ import SurveyDomain
         #expect(reply.status == 201, "\(reply.text)")
         #expect(p.terminationReason == .exit && p.terminationStatus == 0, "stderr: \(server.stderrText.suffix(4000))")
         let conn = try TestEngine.Reader(dataDir: server.dataDir)
-        #expect(try conn.query("SELECT COUNT(*) FROM uploads").first?.int(0) == 1)
+        #expect(try conn.query("SELECT COUNT(*) AS n FROM uploads").first?.int("n") == 1)
     }
 
     /// Submissions wait for their group commit with their connection suspended (no thread held).
@@ -107,7 +107,7 @@ import SurveyDomain
         let answered = accepted.withLock { $0 }
         let conn = try TestEngine.Reader(dataDir: server.dataDir)
         let stored = Dictionary(uniqueKeysWithValues: try conn.query(
-            "SELECT client_submission_id, response_id FROM responses WHERE client_submission_id LIKE 'burst-%'").map { ($0.string(0), $0.string(1)) })
+            "SELECT client_submission_id, response_id FROM responses WHERE client_submission_id LIKE 'burst-%'").map { (try $0.string("client_submission_id"), try $0.string("response_id")) })
         #expect(answered.count >= 200)
         #expect(stored == answered, "stored \(stored.count), answered 201 \(answered.count)")
     }
@@ -142,7 +142,7 @@ import SurveyDomain
         }
         #expect(statuses.withLock { $0 } == [Int](repeating: 201, count: 80))
         let conn = try TestEngine.Reader(dataDir: server.dataDir)
-        #expect(try conn.query("SELECT COUNT(*) FROM responses WHERE client_submission_id LIKE 'half-closed-%'").first?.int(0) == 40)
+        #expect(try conn.query("SELECT COUNT(*) AS n FROM responses WHERE client_submission_id LIKE 'half-closed-%'").first?.int("n") == 40)
     }
 
     /// A client that sends part of a request and then its FIN is cut off at once, not held until

@@ -64,7 +64,7 @@ import SurveyServer
     @Test func aRetriedCreateUserWithItsKeyMakesOneUser() throws {
         let f = try Fixture()
         let path = "/v1/orgs/\(f.orgId)/users"
-        let users = try f.server.count("SELECT COUNT(*) FROM users")
+        let users = try f.server.count("SELECT COUNT(*) AS n FROM users")
         let first = try f.client.post(path, token: f.adminToken, ["name": "Kim", "roles": ["collector"]], headers: ["Idempotency-Key": "new-user-0001"])
         #expect(first.status == 201)
         let again = try f.client.post(path, token: f.adminToken, ["name": "Kim", "roles": ["collector"]], headers: ["Idempotency-Key": "\"new-user-0001\""])
@@ -75,13 +75,13 @@ import SurveyServer
         // The token is shown once: never stored in the clear, so its replay leaves it out.
         #expect(again.json?["token"] == nil)
         #expect(again.json?["tokenOmitted"]?.boolValue == true)
-        #expect(try f.server.count("SELECT COUNT(*) FROM users") == users + 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM users") == users + 1)
         let token = try #require(first.json?["token"]?.stringValue)
-        #expect(try f.server.count("SELECT COUNT(*) FROM idempotency_keys WHERE CAST(body AS TEXT) LIKE ?", [.text("%\(token)%")]) == 0)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE CAST(body AS TEXT) LIKE ?", [.text("%\(token)%")]) == 0)
         // Another body under the key: 1004, nothing written.
         P.expectProblem(try f.client.post(path, token: f.adminToken, ["name": "Lee", "roles": ["collector"]], headers: ["Idempotency-Key": "new-user-0001"]),
                         .idempotencyConflict)
-        #expect(try f.server.count("SELECT COUNT(*) FROM users") == users + 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM users") == users + 1)
         // A refused request leaves its key free.
         P.expectProblem(try f.client.post(path, token: f.adminToken, ["name": "", "roles": ["collector"]], headers: ["Idempotency-Key": "new-user-0002"]),
                         .validationFailed)
@@ -91,14 +91,14 @@ import SurveyServer
     @Test func keysOnOperatorAndOtherUserWrites() throws {
         let f = try Fixture()
         let op = f.server.operatorToken
-        let orgs = try f.server.count("SELECT COUNT(*) FROM orgs")
+        let orgs = try f.server.count("SELECT COUNT(*) AS n FROM orgs")
         let body: JSONValue = ["name": "Second team", "expiresAt": "2031-01-01T00:00:00Z"]
         let org1 = try f.client.post("/v1/orgs", token: op, body, headers: ["Idempotency-Key": "new-org-0001"])
         let org2 = try f.client.post("/v1/orgs", token: op, body, headers: ["Idempotency-Key": "new-org-0001"])
         #expect(org1.status == 201)
         #expect(org2.status == 200)
         #expect(org2.json == org1.json)
-        #expect(try f.server.count("SELECT COUNT(*) FROM orgs") == orgs + 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM orgs") == orgs + 1)
 
         let renew: JSONValue = ["expiresAt": "2032-01-01T00:00:00Z"]
         let sub1 = try f.client.request("PUT", "/v1/orgs/\(f.orgId)/subscription", token: op, json: renew, headers: ["Idempotency-Key": "renew-0001"])
@@ -106,14 +106,14 @@ import SurveyServer
         #expect(sub1.status == 200)
         #expect(sub2.header("idempotent-replayed") == "true")
         #expect(sub2.json == sub1.json)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'subscription.set' AND target_id = ?", [.text(f.orgId)]) == 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'subscription.set' AND target_id = ?", [.text(f.orgId)]) == 1)
 
         let made = try f.client.post("/v1/orgs/\(f.orgId)/users/\(f.collectorId)/tokens", token: f.adminToken, [:], headers: ["Idempotency-Key": "token-0001"])
         let again = try f.client.post("/v1/orgs/\(f.orgId)/users/\(f.collectorId)/tokens", token: f.adminToken, [:], headers: ["Idempotency-Key": "token-0001"])
         #expect(made.status == 201)
         #expect(again.status == 200)
         #expect(again.json?["tokenId"] == made.json?["tokenId"])
-        #expect(try f.server.count("SELECT COUNT(*) FROM tokens WHERE user_id = ?", [.text(f.collectorId)]) == 2)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM tokens WHERE user_id = ?", [.text(f.collectorId)]) == 2)
 
         let tokenId = try #require(made.json?["tokenId"]?.stringValue)
         let revokePath = "/v1/orgs/\(f.orgId)/users/\(f.collectorId)/tokens/\(tokenId)"
@@ -132,7 +132,7 @@ import SurveyServer
         let path = "/v1/orgs/\(f.orgId)/users/\(f.collectorId)/tokens/\(tokenId)"
         #expect(try f.client.delete(path, token: f.adminToken).status == 204)
         #expect(try f.client.delete(path, token: f.adminToken).status == 204)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'token.revoke' AND target_id = ?", [.text(tokenId)]) == 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'token.revoke' AND target_id = ?", [.text(tokenId)]) == 1)
         #expect(try TestEngine.check(dataDir: f.server.dataDir).ok)
     }
 }

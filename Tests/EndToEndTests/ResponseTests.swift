@@ -15,7 +15,7 @@ import SurveyDomain
         return .object(o)
     }
 
-    func responseCount(_ f: Fixture) throws -> Int64 { try f.server.count("SELECT COUNT(*) FROM responses") }
+    func responseCount(_ f: Fixture) throws -> Int64 { try f.server.count("SELECT COUNT(*) AS n FROM responses") }
 
     @Test func theVerifiedSequence() throws {
         let f = try Fixture()
@@ -29,7 +29,7 @@ import SurveyDomain
             CanonicalJSON.encode(Self.submission("c0ffee00-0000-4000-8000-00000000000\(i)", v,
                                                   extra: ["capturedAt": .string(Timestamp.format(Timestamp.nowMillis() - 3_600_000))]))
         }
-        let auditBefore = try f.server.count("SELECT COUNT(*) FROM audit")
+        let auditBefore = try f.server.count("SELECT COUNT(*) AS n FROM audit")
         // 3. the subscription expires; 4–5. the sync is refused with 1001, retryable
         try f.expire()
         for body in queued {
@@ -40,8 +40,8 @@ import SurveyDomain
         }
         // 6. nothing was created: no response, no audit entry (beyond the expiry itself), no key consumed
         #expect(try responseCount(f) == 0)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit") == auditBefore + 1)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action LIKE 'response%'") == 0)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit") == auditBefore + 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action LIKE 'response%'") == 0)
         // 7. renewal; 8–9. the identical payload is accepted exactly once
         try f.renew()
         var ids: [String] = []
@@ -67,7 +67,7 @@ import SurveyDomain
             }
         }
         #expect(try responseCount(f) == 3)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'response.accept'") == 3)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'response.accept'") == 3)
         // capturedAt is kept as information; receivedAt is server time.
         let stored = try f.client.get("/v1/orgs/\(f.orgId)/responses/\(ids[0])", token: f.collectorToken)
         #expect(stored.json?["capturedAt"]?.stringValue != nil)
@@ -171,7 +171,7 @@ import SurveyDomain
                             .attachmentNotUploaded)
         }
         #expect(try responseCount(f) == 0)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action LIKE 'response%'") == 0)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action LIKE 'response%'") == 0)
     }
 
     @Test func olderVersionsKeepAcceptingAndOtherOrgsVersionsAreNotFound() throws {
@@ -257,7 +257,7 @@ import SurveyDomain
         P.expectProblem(foreign, .idempotencyConflict)
         #expect(!foreign.text.contains(storedId))
         #expect(try responseCount(f) == 2)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'response.accept'") == 2)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'response.accept'") == 2)
     }
 
     @Test func fiftyConcurrentIdenticalSubmissionsMakeOneRow() throws {

@@ -18,7 +18,7 @@ import SurveyDomain
     }
 
     static func offsetInDatabase(_ t: Tus, _ uploadId: String) throws -> Int64? {
-        try t.s.f.server.rows("SELECT received_bytes FROM resumable_uploads WHERE upload_id = ?", [.text(uploadId)]).first?.int(0)
+        try t.s.f.server.rows("SELECT received_bytes FROM resumable_uploads WHERE upload_id = ?", [.text(uploadId)]).first?.int("received_bytes")
     }
 
     /// Starts a PATCH whose body is only partly sent, and returns once the server holds the
@@ -57,12 +57,12 @@ import SurveyDomain
         P.expectProblem(finish, .forbidden)
         #expect(finish.header("tus-resumable") == "1.0.0")
         P.expectProblem(try t.s.f.client.request("DELETE", location, token: t.s.f.collectorToken, headers: ["Tus-Resumable": "1.0.0"]), .forbidden)
-        #expect(try t.s.f.server.count("SELECT COUNT(*) FROM uploads") == 0)
+        #expect(try t.s.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 0)
         #expect(try Self.offsetInDatabase(t, Self.uploadId(location)) == 1_000)
         // The role back: the same PATCH succeeds exactly once.
         try setRoles(t, ["collector"])
         #expect(try t.patch(location, offset: 1_000, Array(file[1_000...])).status == 204)
-        #expect(try t.s.f.server.count("SELECT COUNT(*) FROM uploads") == 1)
+        #expect(try t.s.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 1)
     }
 
     // MARK: - Item 3: expiry frees what it held
@@ -85,7 +85,7 @@ import SurveyDomain
         #expect(try Self.offsetInDatabase(t, Self.uploadId(first)) == nil)
         #expect(try t.offset(second) == 0)
         #expect(try t.patch(second, offset: 0, file).status == 204)
-        #expect(try t.s.f.server.count("SELECT COUNT(*) FROM uploads") == 1)
+        #expect(try t.s.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 1)
 
         // DELETE abandons an expired upload (it answered 410 before).
         let third = try #require(try t.create("expire-me-0002", length: file.count).header("location"))
@@ -112,7 +112,7 @@ import SurveyDomain
         #expect(try ResumableUploadService.sweepExpired(database: app.database, blobs: app.blobs, busy: app.uploadLocks) == 1)
         #expect(try Self.offsetInDatabase(t, ids[0]) == nil)
         #expect(Self.partialSize(t, ids[0]) == nil)
-        #expect(try t.s.f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'upload.resumable.expire' AND target_id = ?", [.text(ids[0])]) == 1)
+        #expect(try t.s.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'upload.resumable.expire' AND target_id = ?", [.text(ids[0])]) == 1)
         #expect(Self.partialSize(t, ids[1]) == 1_000)
         // An upload with a request in progress is left for the next sweep.
         try app.database.testOnlyExpireResumable(ids[1])
@@ -137,7 +137,7 @@ import SurveyDomain
         let refused = try t.create("quota-0002", length: 1_000_000)
         P.expectProblem(refused, .tooManyPendingRequests)
         #expect(refused.header("retry-after") != nil)
-        #expect(try server.count("SELECT COUNT(*) FROM resumable_uploads") == 1)
+        #expect(try server.count("SELECT COUNT(*) AS n FROM resumable_uploads") == 1)
         #expect(server.files(in: "partial") == [Self.uploadId(first)])
         // Freeing the first makes room: the same create succeeds.
         #expect(try f.client.request("DELETE", first, token: f.collectorToken, headers: ["Tus-Resumable": "1.0.0"]).status == 204)
@@ -175,7 +175,7 @@ import SurveyDomain
         #expect(patched.status == 409, "\(patched.text)")
         #expect(patched.json?["errorCode"]?.intValue == ErrorCode.idempotencyConflict.rawValue)
         #expect(patched.header("tus-resumable") == "1.0.0")
-        #expect(try t.s.f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'upload.resumable.append'") == 0)
+        #expect(try t.s.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'upload.resumable.append'") == 0)
     }
 
     // MARK: - Item 5: a finished upload stays finished
@@ -196,7 +196,7 @@ import SurveyDomain
         #expect(empty.status == 204, "\(empty.text)")
         #expect(empty.header("upload-offset") == String(file.count))
         #expect(t.s.f.server.files(in: "partial").isEmpty)
-        #expect(try t.s.f.server.count("SELECT COUNT(*) FROM uploads") == 1)
+        #expect(try t.s.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 1)
     }
 
     @Test func checkReportsAStrayPartialFile() throws {
@@ -333,7 +333,7 @@ import SurveyDomain
         #expect(a.status == 201, "\(a.text)")
         P.expectProblem(b, .idempotencyConflict)
         #expect(b.header("location") == nil)
-        #expect(try f.server.count("SELECT COUNT(*) FROM resumable_uploads") == 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM resumable_uploads") == 1)
         #expect(f.server.files(in: "partial").count == 1)
     }
 
@@ -348,7 +348,7 @@ import SurveyDomain
         let last = try t.patch(location, offset: 1_000, Array(file[1_000...]))
         #expect(last.status == 204, "\(last.text)")
         #expect(try t.offset(location) == file.count)
-        #expect(try t.s.f.server.count("SELECT COUNT(*) FROM uploads") == 1)
+        #expect(try t.s.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 1)
         #expect(t.s.f.server.files(in: "partial").isEmpty)
         #expect(try TestEngine.check(dataDir: t.s.f.server.dataDir).ok)
         // Different bytes under the id: 1004, and the chunk is kept for the offset it had.

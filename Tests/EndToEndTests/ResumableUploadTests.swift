@@ -106,7 +106,7 @@ import SurveyDomain
         let chunk2 = Array(file[100_000..<200_000])
         let r2 = try t.patch(location, offset: try t.offset(location), chunk2, checksum: "sha256 " + Base64.encode(Digest.sha256(chunk2)))
         #expect(r2.status == 204)
-        #expect(try t.s.f.server.count("SELECT COUNT(*) FROM uploads") == 0)
+        #expect(try t.s.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 0)
         // Creating again with the same clientUploadId → the same upload.
         let again = try t.create("big-photo-0001", length: file.count)
         #expect(again.header("location") == location)
@@ -138,10 +138,10 @@ import SurveyDomain
         #expect(try t.s.f.server.receivedBytes(uploadId: t.s.f.server.files(in: "partial")[0]) == Array(file[0..<20_000]))
         // Creating a new one is refused too, and leaves nothing.
         P.expectProblem(try t.create("expiring-0002", length: 10), .subscriptionExpired)
-        #expect(try t.s.f.server.count("SELECT COUNT(*) FROM resumable_uploads") == 1)
+        #expect(try t.s.f.server.count("SELECT COUNT(*) AS n FROM resumable_uploads") == 1)
         try t.s.f.renew()
         #expect(try t.patch(location, offset: 20_000, Array(file[20_000...])).status == 204)
-        #expect(try t.s.f.server.count("SELECT COUNT(*) FROM uploads") == 1)
+        #expect(try t.s.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 1)
     }
 
     @Test func terminationAndExpiredUploads() throws {
@@ -170,7 +170,7 @@ import SurveyDomain
         let location = try #require(try t.create("tus-bad-0004", length: 1000).header("location"))
         P.expectProblem(try t.patch(location, offset: 0, Files.png(1000)), .corruptFile)
         #expect(try t.offset(location) == 0)
-        #expect(try t.s.f.server.count("SELECT COUNT(*) FROM uploads") == 0)
+        #expect(try t.s.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 0)
         #expect(t.s.f.server.files(in: "blobs").isEmpty)
         let noTus = try t.s.f.client.request("POST", t.base, token: t.s.f.collectorToken, body: [], headers: ["Upload-Length": "10"])
         #expect(noTus.status == 412)

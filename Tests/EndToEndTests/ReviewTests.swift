@@ -61,10 +61,10 @@ import SurveyServer
             let task = try f.server.rows("SELECT state, completed_at, completed_by, response_id FROM tasks WHERE task_id = ?", [.text(taskId)])[0]
             return Snapshot(state: r.json?["reviewState"]?.stringValue, revision: r.json?["revision"]?.intValue,
                             history: h.json?["items"]?.arrayValue?.count ?? -1,
-                            dbRow: [row.string(0), String(row.int(1)), row.string(2)],
-                            task: task.values.map { "\($0)" },
-                            audit: try f.server.count("SELECT COUNT(*) FROM audit"),
-                            keys: try f.server.count("SELECT COUNT(*) FROM idempotency_keys"))
+                            dbRow: [try row.string("review_state"), String(try row.int("revision")), try row.string("answers")],
+                            task: try task.columns.names.map { "\(try task.value($0))" },
+                            audit: try f.server.count("SELECT COUNT(*) AS n FROM audit"),
+                            keys: try f.server.count("SELECT COUNT(*) AS n FROM idempotency_keys"))
         }
     }
 
@@ -101,8 +101,9 @@ import SurveyServer
                 ["response.accept", "review.startReview", "review.returnForCorrection", "response.resubmit", "review.startReview", "review.approve"])
         // In the database: completion written with the approval, every revision audited.
         let row = try w.f.server.rows("SELECT state, completed_at, completed_by, response_id FROM tasks WHERE task_id = ?", [.text(w.taskId)])[0]
-        #expect(row.string(0) == "completed" && row.optionalInt(1) != nil && row.string(2) == w.f.collectorId && row.string(3) == w.responseId)
-        #expect(try w.f.server.count("SELECT COUNT(DISTINCT revision) FROM audit WHERE target_id = ?", [.text(w.responseId)]) == 6)
+        #expect(try row.string("state") == "completed" && row.optionalInt("completed_at") != nil && row.string("completed_by") == w.f.collectorId
+                && row.string("response_id") == w.responseId)
+        #expect(try w.f.server.count("SELECT COUNT(DISTINCT revision) AS n FROM audit WHERE target_id = ?", [.text(w.responseId)]) == 6)
     }
 
     @Test func everyRefusalAtEveryStepLeavesEverythingAsItWas() throws {
@@ -173,7 +174,7 @@ import SurveyServer
             #expect(cite.body == citeNone.body)
             #expect(try w.f.client.get("/v1/orgs/\(w.f.orgId)/tasks", token: otherToken).json?["items"]?.arrayValue?.count == 0)
         }
-        #expect(try w.f.server.count("SELECT COUNT(*) FROM responses") == 1)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM responses") == 1)
     }
 
     @Test func aTaskOfASurveyWithoutReviewCompletesOnAcceptanceAndOnlyOnce() throws {
@@ -186,7 +187,8 @@ import SurveyServer
         P.expectProblem(try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
                                           ResponseTests.submission("task-done-0001", v, extra: ["fieldTaskId": .string(taskId)])), .subscriptionExpired)
         let untouched = try f.server.rows("SELECT state, completed_at, completed_by, response_id FROM tasks WHERE task_id = ?", [.text(taskId)])[0]
-        #expect(untouched.string(0) == "open" && untouched.values[1] == .null && untouched.values[2] == .null && untouched.values[3] == .null)
+        #expect(try untouched.string("state") == "open" && untouched.value("completed_at") == .null && untouched.value("completed_by") == .null
+                && untouched.value("response_id") == .null)
         try f.renew()
         let r = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
                                   ResponseTests.submission("task-done-0001", v, extra: ["fieldTaskId": .string(taskId)]))
@@ -199,7 +201,7 @@ import SurveyServer
                                   ResponseTests.submission("task-done-0001", v, extra: ["fieldTaskId": .string(taskId)])).status == 200)
         P.expectProblem(try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
                                           ResponseTests.submission("task-done-0002", v, extra: ["fieldTaskId": .string(taskId)])), .taskAlreadyCompleted)
-        #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'task.complete'") == 1)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'task.complete'") == 1)
     }
 
     @Test func idempotencyKeyReplayConflictAndRefusedKeysStayFree() throws {
@@ -217,7 +219,7 @@ import SurveyServer
         // Refused while expired: the key stays free and the retry after renewal succeeds once.
         try w.f.expire()
         P.expectProblem(try w.review("returnForCorrection", 2, comment: "x", key: "key-return-0001"), .subscriptionExpired)
-        #expect(try w.f.server.count("SELECT COUNT(*) FROM idempotency_keys WHERE idempotency_key = 'key-return-0001'") == 0)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE idempotency_key = 'key-return-0001'") == 0)
         try w.f.renew()
         #expect(try w.review("returnForCorrection", 2, comment: "x", key: "key-return-0001").status == 200)
         #expect(try w.review("returnForCorrection", 2, comment: "x", key: "key-return-0001").header("idempotent-replayed") == "true")
@@ -233,7 +235,7 @@ import SurveyServer
         #expect(s2.status == 200)
         #expect(s1.json?["surveyId"] == s2.json?["surveyId"])
         #expect(s2.header("location") == s1.header("location"))
-        #expect(try w.f.server.count("SELECT COUNT(*) FROM surveys WHERE title = 'Keyed'") == 1)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM surveys WHERE title = 'Keyed'") == 1)
     }
 
     /// Holds the writes of the server from outside so they queue up, in flight.
@@ -267,7 +269,7 @@ import SurveyServer
         #expect(replies.filter { $0.header("idempotent-replayed") == "true" }.count == 1)
         #expect(Set(replies.map(\.body)).count == 1)
         #expect(try w.snapshot().revision == 2)
-        #expect(try w.f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'review.startReview'") == 1)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'review.startReview'") == 1)
     }
 
     @Test func pastTheInFlightLimitIs1030() throws {

@@ -28,8 +28,8 @@ import SurveyDomain
 
         /// Nothing of a refused upload remains: no row, no audit entry, no blob, no temp file.
         func expectNothingStored(sourceLocation: SourceLocation = #_sourceLocation) throws {
-            #expect(try f.server.count("SELECT COUNT(*) FROM uploads") == 0, sourceLocation: sourceLocation)
-            #expect(try f.server.count("SELECT COUNT(*) FROM audit WHERE action LIKE 'upload%'") == 0, sourceLocation: sourceLocation)
+            #expect(try f.server.count("SELECT COUNT(*) AS n FROM uploads") == 0, sourceLocation: sourceLocation)
+            #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action LIKE 'upload%'") == 0, sourceLocation: sourceLocation)
             #expect(f.server.files(in: "blobs").isEmpty, sourceLocation: sourceLocation)
             #expect(f.server.files(in: "tmp").isEmpty, sourceLocation: sourceLocation)
         }
@@ -102,7 +102,7 @@ import SurveyDomain
         #expect(try s.put("photo-0001", bytes).status == 200)
         P.expectProblem(try s.put("photo-0001", Files.jpeg(4096, seed: 9)), .idempotencyConflict)
         P.expectProblem(try s.put("photo-0001", bytes, type: "image/png"), .idempotencyConflict)
-        #expect(try s.f.server.count("SELECT COUNT(*) FROM uploads") == 1)
+        #expect(try s.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 1)
         #expect(s.f.server.files(in: "blobs") .count == 1)
         #expect(s.f.server.files(in: "tmp").isEmpty)
         // The stored file is exactly the bytes sent, at its content address.
@@ -134,7 +134,7 @@ import SurveyDomain
         #expect(content.status == 200)
         #expect(content.body.count == bytes.count)
         #expect(content.body == bytes)
-        #expect(try s.f.server.count("SELECT size FROM uploads WHERE client_upload_id = 'photo-0003'") == 999_999)
+        #expect(try s.f.server.count("SELECT size AS n FROM uploads WHERE client_upload_id = 'photo-0003'") == 999_999)
     }
 
     @Test func invalidIdsAndMissingHeaders() throws {
@@ -174,7 +174,7 @@ import SurveyDomain
                                             ResponseTests.submission("with-photo-0004", (s.v.surveyId, v2id, v2hash),
                                                                      answers: ["size": 2, "photo": ["clientUploadId": "photo-0003"]])),
                         .attachmentNotUploaded)
-        #expect(try s.f.server.count("SELECT COUNT(*) FROM responses") == 1)
+        #expect(try s.f.server.count("SELECT COUNT(*) AS n FROM responses") == 1)
     }
 
     @Test func aClientThatDisconnectsMidBodyLeavesNothing() throws {

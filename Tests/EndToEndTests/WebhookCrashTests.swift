@@ -33,8 +33,8 @@ import SurveyDomain
         // Events not yet done with: behind the webhook's cursor in the audit log.
         func pending() throws -> Int64 {
             try TestEngine.Reader(dataDir: server.dataDir).query("""
-                SELECT COUNT(*) FROM audit a JOIN webhooks w ON w.org_id = a.org_id WHERE a.seq > w.cursor AND a.action = 'response.accept'
-                """).first?.int(0) ?? -1
+                SELECT COUNT(*) AS n FROM audit a JOIN webhooks w ON w.org_id = a.org_id WHERE a.seq > w.cursor AND a.action = 'response.accept'
+                """).first?.int("n") ?? -1
         }
         #expect(try pending() == 1000)
 

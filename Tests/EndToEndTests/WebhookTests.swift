@@ -56,7 +56,7 @@ import SurveyWebhooks
             return try deliveries(webhookId)
         }
 
-        func rowCount(_ table: String) throws -> Int64 { try f.server.count("SELECT COUNT(*) FROM \(table)") }
+        func rowCount(_ table: String) throws -> Int64 { try f.server.count("SELECT COUNT(*) AS n FROM \(table)") }
     }
 
     @Test func aCommittedEventIsDeliveredSignedOnceAndARefusedWriteNever() throws {
@@ -82,7 +82,7 @@ import SurveyWebhooks
         try w.f.expire()
         let refused = try w.f.client.post("/v1/orgs/\(w.f.orgId)/responses", token: w.f.collectorToken, ResponseTests.submission("wh-sub-0002", w.v))
         #expect(refused.status == 402 && refused.json?["errorCode"]?.intValue == 1001)
-        #expect(try w.f.server.count("SELECT COUNT(*) FROM audit WHERE action = 'response.accept'") == 1)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'response.accept'") == 1)
         #expect(try w.deliveries(hook.id).count == 1)
         try w.f.renew()
         _ = try w.submit("wh-sub-0002")
@@ -223,7 +223,7 @@ import SurveyWebhooks
         #expect(replay.status == 200 && replay.header("Idempotent-Replayed") == "true")
         #expect(replay.json?["webhookId"]?.stringValue == hook.id && replay.json?["secret"] == nil && replay.json?["secretOmitted"]?.boolValue == true)
         #expect(try w.rowCount("webhooks") == 1)
-        #expect(try w.f.server.count("SELECT COUNT(*) FROM idempotency_keys WHERE CAST(body AS TEXT) LIKE '%whsec_%'") == 0)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE CAST(body AS TEXT) LIKE '%whsec_%'") == 0)
 
         let rotated = try w.f.client.post("/v1/orgs/\(w.f.orgId)/webhooks/\(hook.id)/rotate-secret", token: w.f.adminToken, [:])
         #expect(rotated.status == 200)
@@ -284,7 +284,7 @@ import SurveyWebhooks
     @Test func managementFollowsTheGate() throws {
         let w = try World()
         let hook = try w.webhook(w.receiver.url())
-        let audit = { try w.f.server.count("SELECT COUNT(*) FROM audit WHERE action LIKE 'webhook.%'") }
+        let audit = { try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action LIKE 'webhook.%'") }
         #expect(try audit() == 1)
         try w.f.expire()
         let create = try w.f.client.post("/v1/orgs/\(w.f.orgId)/webhooks", token: w.f.adminToken,

@@ -20,7 +20,7 @@ import Testing
 
     static func record(_ answers: String) -> ExportedResponse {
         ExportedResponse(responseId: "rsp_1", clientSubmissionId: "-starts-with-minus", surveyVersionId: "sv_1", submitter: "usr_1",
-                         receivedAt: 1_700_000_001_000, capturedAt: 1_700_000_000_123, reviewState: "submitted", revision: 3,
+                         receivedAt: 1_700_000_001_000, capturedAt: 1_700_000_000_123, reviewState: .submitted, revision: 3,
                          fieldTaskId: "=task", answers: answers)
     }
 

@@ -41,7 +41,7 @@ import SurveyDomain
         #expect(try w.traces() == before)
 
         let moved = try reviews.review(orgId: w.org, responseId: r.responseId, by: w.reviewer.user) { start }.written
-        #expect(moved.reviewState == "in_review" && moved.revision == 2)
+        #expect(moved.reviewState.rawValue == "in_review" && moved.revision == 2)
         // The same step on the revision it was taken from is now stale, and says where it is.
         let stale = refusalError { try reviews.review(orgId: w.org, responseId: r.responseId, by: w.reviewer.user) { start } }
         #expect(stale?.code == .staleRevision && stale?.extra["revision"]?.intValue == 2)

@@ -47,7 +47,7 @@ import SurveyDomain
         #expect(try w.traces() == before)
 
         guard case .accepted(let stored) = try Self.submit(w, token: w.collector.token, doc) else { throw TestFailure("not accepted") }
-        #expect(stored.submitter == w.collector.user.userId && stored.reviewState == "submitted" && stored.revision == 1)
+        #expect(stored.submitter == w.collector.user.userId && stored.reviewState.rawValue == "submitted" && stored.revision == 1)
         let afterOne = try w.traces()
         // The same bytes, and a re-encoding of the same content: the stored response, nothing new.
         guard case .replayed(let again) = try Self.submit(w, token: w.collector.token, doc) else { throw TestFailure("not replayed") }

@@ -57,7 +57,7 @@ final class World: @unchecked Sendable {
     /// file in the blob, temp and partial directories.
     func traces() throws -> [Int64] {
         let rows = try database.read { db in
-            try ["responses", "uploads", "audit", "idempotency_keys"].map { try db.conn.query("SELECT COUNT(*) FROM \($0)").first!.int(0) }
+            try ["responses", "uploads", "audit", "idempotency_keys"].map { try db.conn.query("SELECT COUNT(*) AS n FROM \($0)").first?.int("n") ?? -1 }
         }
         let files = DataDirectory(dir).fileDirectories.map { path in
             Int64(FileManager.default.enumerator(atPath: path)?.allObjects.count ?? 0)

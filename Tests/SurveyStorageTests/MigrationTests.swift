@@ -19,7 +19,7 @@ final class TempDir {
         let conn = try Connection(path: dir.db, readOnly: true)
         #expect(try Migrations.currentVersion(conn) == Migrations.steps.count)
         #expect(try conn.pragma("journal_mode") == "wal")
-        let names = try conn.query("SELECT name FROM schema_migrations ORDER BY version").map { $0.string(0) }
+        let names = try conn.query("SELECT name FROM schema_migrations ORDER BY version").map { try $0.string("name") }
         #expect(names == Migrations.steps.map(\.name))
         for table in ["orgs", "users", "tokens", "audit", "surveys", "survey_versions", "responses"] {
             #expect(try !conn.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", [.text(table)]).isEmpty, "\(table)")
@@ -32,7 +32,7 @@ final class TempDir {
         let dir = TempDir()
         let conn = try Connection(path: dir.db, readOnly: false)
         try conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
-        try conn.execute(Migrations.steps[0].sql)
+        try conn.execute(try #require(Migrations.steps[0].sql(for: .sqlite)))
         try conn.run("INSERT INTO schema_migrations VALUES (1, ?, 0)", [.text(Migrations.steps[0].name)])
         let body = Array(#"{"answers":{"q1":1},"clientSubmissionId":"old-body-1","contentHash":"sha256:0","surveyVersionId":"ver_1"}"#.utf8)
         try conn.run("""
@@ -45,7 +45,7 @@ final class TempDir {
         let stored = try #require(try db.read { try $0.response(orgId: "org_1", clientSubmissionId: "old-body-1") })
         #expect(stored.requestSHA256 == Digest.sha256(body))
         #expect(try conn.query("SELECT 1 FROM sqlite_master WHERE name = 'responses_task'").isEmpty)
-        #expect(try conn.query("SELECT request_body FROM responses").first?.blob(0) == body)
+        #expect(try conn.query("SELECT request_body FROM responses").first?.blob("request_body") == body)
     }
 
     @Test func reopeningRunsNothingTwiceAndKeepsData() throws {
@@ -57,7 +57,7 @@ final class TempDir {
         #expect(try second.read { try $0.org("org_1") }?.name == "A")
         second.close()
         let conn = try Connection(path: dir.db, readOnly: true)
-        #expect(try conn.query("SELECT COUNT(*) FROM schema_migrations").first?.int(0) == Int64(Migrations.steps.count))
+        #expect(try conn.query("SELECT COUNT(*) AS n FROM schema_migrations").first?.int("n") == Int64(Migrations.steps.count))
     }
 
     @Test func newerSchemaIsRefusedAndLeftUntouched() throws {
@@ -75,8 +75,64 @@ final class TempDir {
             "\(error)".contains("newer surveyd") && "\(error)".contains("schema version \(future)")
         }
         let conn = try Connection(path: dir.db, readOnly: true)
-        #expect(try conn.query("SELECT MAX(version) FROM schema_migrations").first?.int(0) == future)
+        #expect(try conn.query("SELECT MAX(version) AS version FROM schema_migrations").first?.int("version") == future)
         _ = before
+    }
+
+    /// Steps are known by name, not by how many there are: a database whose last step is one
+    /// this build lacks is refused even when its count matches, with a sentence naming it.
+    @Test func anUnknownAppliedMigrationNameStopsStartUpWithASentenceNamingIt() throws {
+        let dir = TempDir()
+        try Database(.init(path: dir.db)).close()
+        let last = Int64(Migrations.steps.count)
+        do {
+            let conn = try Connection(path: dir.db, readOnly: false)
+            try conn.run("UPDATE schema_migrations SET name = 'sealed-exports' WHERE version = ?", [.int(last)])
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: dir.db))
+        #expect {
+            _ = try Database(.init(path: dir.db))
+        } throws: { error in
+            "\(error)".hasPrefix("""
+                This database has migration 'sealed-exports' applied, which this surveyd does not know: it was written by a \
+                newer surveyd. Run that version, or restore a backup made before it.
+                """)
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.db)) == before)
+    }
+
+    /// A step this build has that the database never applied runs, wherever it stands in the
+    /// list (a database may have met the steps in another order); the others do not run again.
+    @Test func aStepNotAppliedRunsWhereverItStandsAndTheOthersDoNotRunAgain() throws {
+        let dir = TempDir()
+        try Database(.init(path: dir.db)).close()
+        do {
+            let conn = try Connection(path: dir.db, readOnly: false)
+            try conn.execute("DROP INDEX responses_survey; DELETE FROM schema_migrations WHERE name = 'responses-by-survey'")
+        }
+        let db = try Database(.init(path: dir.db))  // every other step would fail if it ran again (its tables exist)
+        db.close()
+        let conn = try Connection(path: dir.db, readOnly: true)
+        #expect(try !conn.query("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'responses_survey'").isEmpty)
+        let names = try conn.query("SELECT name FROM schema_migrations ORDER BY version").map { try $0.string("name") }
+        #expect(Set(names) == Set(Migrations.steps.map(\.name)) && names.count == Migrations.steps.count)
+        #expect(names.last == "responses-by-survey")
+    }
+
+    /// PostgreSQL's text is written out where it differs; a step that is PostgreSQL's alone is
+    /// recorded on SQLite with nothing run.
+    @Test func eachStepHasEachEnginesText() throws {
+        #expect(Set(Migrations.steps.map(\.name)).count == Migrations.steps.count)
+        let postgresOnly = Migrations.steps.filter { $0.sql(for: .sqlite) == nil }.map(\.name)
+        #expect(postgresOnly == ["files-in-database", "keyed-in-flight", "sign-in-attempts"])
+        for step in Migrations.steps {
+            let pg = try #require(step.sql(for: .postgres))
+            #expect(!pg.contains("INTEGER") && !pg.contains("BLOB") && !pg.contains("WITHOUT ROWID") && !pg.contains("randomblob"), "\(step.name)")
+        }
+        let dir = TempDir()
+        try Database(.init(path: dir.db)).close()
+        let conn = try Connection(path: dir.db, readOnly: true)
+        #expect(try conn.query("SELECT 1 FROM sqlite_master WHERE name IN ('blob_chunks', 'keyed_in_flight', 'sign_in_attempts')").isEmpty)
     }
 
     @Test func synchronousIsFullByDefaultAndConfigurable() throws {

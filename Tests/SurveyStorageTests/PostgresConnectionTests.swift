@@ -42,15 +42,15 @@ import Testing
                       [.int(9_007_199_254_740_993), .text("Wanjiru 'Kamau' ? ünïcode"), .blob(bytes), .double(2.5), .null])
             #expect(c.changes == 1)
             let row = try #require(try c.query("SELECT id, name, data, score, note FROM t WHERE id = ?", [.int(9_007_199_254_740_993)]).first)
-            #expect(row.int(0) == 9_007_199_254_740_993)
-            #expect(row.string(1) == "Wanjiru 'Kamau' ? ünïcode")
-            #expect(row.blob(2) == bytes)
-            #expect(row.values[3] == .double(2.5))
-            #expect(row.values[4] == .null)
+            #expect(try row.int("id") == 9_007_199_254_740_993)
+            #expect(try row.string("name") == "Wanjiru 'Kamau' ? ünïcode")
+            #expect(try row.blob("data") == bytes)
+            #expect(try row.value("score") == .double(2.5))
+            #expect(try row.value("note") == .null)
             // A `?` inside a literal is text, not a parameter.
             let q = try #require(try c.query("SELECT '?' AS mark, ? AS given", [.text("x")]).first)
-            #expect(q.string(0) == "?" && q.string(1) == "x")
-            try c.run("UPDATE t SET score = score + 1 WHERE id > ?", [.int(0)])
+            #expect(try q.string("mark") == "?" && q.string("given") == "x")
+            try c.run("UPDATE t SET score = score + 1 WHERE id > ?", [.int(-1)])
             #expect(c.changes == 1)
         }
     }
@@ -79,14 +79,14 @@ import Testing
             try a.execute("CREATE TABLE responses (org TEXT, client_id TEXT, response_id TEXT, PRIMARY KEY (org, client_id))")
             let insert = "INSERT INTO responses VALUES (?, ?, ?) ON CONFLICT (org, client_id) DO NOTHING RETURNING response_id"
             try a.execute("BEGIN")
-            #expect(try a.query(insert, [.text("o"), .text("c-1"), .text("rsp_A")]).first?.string(0) == "rsp_A")
+            #expect(try a.query(insert, [.text("o"), .text("c-1"), .text("rsp_A")]).first?.string("response_id") == "rsp_A")
             let answered = DispatchSemaphore(value: 0)
             nonisolated(unsafe) var bAnswer: String?
             nonisolated(unsafe) var bInserted = true
             Thread {
                 try? b.execute("BEGIN")
                 bInserted = (try? b.query(insert, [.text("o"), .text("c-1"), .text("rsp_B")]))?.isEmpty == false
-                bAnswer = try? b.query("SELECT response_id FROM responses WHERE org = ? AND client_id = ?", [.text("o"), .text("c-1")]).first?.string(0)
+                bAnswer = try? b.query("SELECT response_id FROM responses WHERE org = ? AND client_id = ?", [.text("o"), .text("c-1")]).first?.string("response_id")
                 try? b.execute("COMMIT")
                 answered.signal()
             }.start()
@@ -96,7 +96,7 @@ import Testing
             #expect(answered.wait(timeout: .now() + 10) == .success)
             #expect(!bInserted)
             #expect(bAnswer == "rsp_A")
-            #expect(try a.query("SELECT COUNT(*) FROM responses").first?.int(0) == 1)
+            #expect(try a.query("SELECT COUNT(*) AS n FROM responses").first?.int("n") == 1)
         }
     }
 
@@ -108,7 +108,7 @@ import Testing
             try writer.execute("CREATE TABLE orgs (org_id TEXT PRIMARY KEY, expires_at BIGINT NOT NULL)")
             try writer.run("INSERT INTO orgs VALUES (?, ?)", [.text("o"), .int(100)])
             try writer.execute("BEGIN")
-            #expect(try writer.query("SELECT expires_at FROM orgs WHERE org_id = ? FOR SHARE", [.text("o")]).first?.int(0) == 100)
+            #expect(try writer.query("SELECT expires_at FROM orgs WHERE org_id = ? FOR SHARE", [.text("o")]).first?.int("expires_at") == 100)
             let renewed = DispatchSemaphore(value: 0)
             Thread {
                 try? operatorSide.run("UPDATE orgs SET expires_at = ? WHERE org_id = ?", [.int(200), .text("o")])
@@ -117,7 +117,7 @@ import Testing
             #expect(renewed.wait(timeout: .now() + 0.5) == .timedOut)
             try writer.execute("COMMIT")
             #expect(renewed.wait(timeout: .now() + 10) == .success)
-            #expect(try writer.query("SELECT expires_at FROM orgs WHERE org_id = ?", [.text("o")]).first?.int(0) == 200)
+            #expect(try writer.query("SELECT expires_at FROM orgs WHERE org_id = ?", [.text("o")]).first?.int("expires_at") == 200)
         }
     }
 }

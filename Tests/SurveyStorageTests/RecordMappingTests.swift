@@ -3,9 +3,9 @@ import Testing
 @testable import SurveyStorage
 import SurveyDomain
 
-/// Rows are read back by column position, and a position that does not match its column would
-/// read back as "" or 0. Here every record is written through its real repository method, with
-/// every field set to a distinct value (NUL-bearing text included), and read back equal.
+/// Every record is written through its real repository method, with every field set to a
+/// distinct value (NUL-bearing text included), and read back equal: its INSERT and its
+/// `init(row:)` agree on every column (a column the SELECT lacks fails: `RowDecodingTests`).
 @Suite struct RecordMappingTests {
     @Test func recordsReadBackExactlyAsWritten() throws {
         let dir = TempDir()
@@ -35,7 +35,7 @@ import SurveyDomain
         let response = ResponseRecord(
             responseId: "rsp_1", orgId: "org_1", clientSubmissionId: "csid-0001", submitter: "usr_1", surveyId: "srv_1",
             surveyVersionId: "sv_1", requestDigest: "sha256:cd", requestSHA256: Array(repeating: 7, count: 32),
-            answers: "{\"a\":\"x\u{0}y\"}", fieldTaskId: nil, capturedAt: now - 5_000, receivedAt: now, reviewState: "submitted", revision: 1)
+            answers: "{\"a\":\"x\u{0}y\"}", fieldTaskId: nil, capturedAt: now - 5_000, receivedAt: now, reviewState: .submitted, revision: 1)
         _ = try gate.write(orgId: "org_1", actor: "usr_1") { tx in try tx.insertResponse(response) }
         #expect(try db.read { try $0.response(orgId: "org_1", responseId: "rsp_1") } == response)
         #expect(try db.read { try $0.response(orgId: "org_1", clientSubmissionId: "csid-0001") } == response)

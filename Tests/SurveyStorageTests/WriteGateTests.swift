@@ -16,10 +16,10 @@ import SurveyDomain
     }
 
     func surveys(_ db: Database) throws -> Int64 {
-        try db.writer.submit { try $0.query("SELECT COUNT(*) FROM surveys").first!.int(0) }
+        try db.writer.submit { try $0.query("SELECT COUNT(*) AS n FROM surveys").first?.int("n") ?? -1 }
     }
     func audits(_ db: Database) throws -> Int64 {
-        try db.writer.submit { try $0.query("SELECT COUNT(*) FROM audit").first!.int(0) }
+        try db.writer.submit { try $0.query("SELECT COUNT(*) AS n FROM audit").first?.int("n") ?? -1 }
     }
 
     @Test func expiredSubscriptionRefusesWithNothingWritten() throws {
@@ -60,7 +60,7 @@ import SurveyDomain
         guard case .written = fresh else { Issue.record("expected a write, got \(fresh)"); return }
         // s3 is written first, then s1 collides: s3 and its audit entry are taken back.
         let outcome = try gate.write(orgId: "org_1", actor: "u", replay: { db in
-            try db.conn.query("SELECT title FROM surveys WHERE survey_id = 's1'").first.map { "stored " + $0.string(0) }
+            try db.conn.query("SELECT title FROM surveys WHERE survey_id = 's1'").first.map { "stored " + (try $0.string("title")) }
         }, replayCheck: .onConflict) { tx in
             _ = try tx.createSurvey(surveyId: "s3", title: "T", reviewRequired: false, createdBy: "u")
             _ = try tx.createSurvey(surveyId: "s1", title: "again", reviewRequired: false, createdBy: "u")
@@ -127,7 +127,7 @@ import SurveyDomain
         }
         #expect(try surveys(db) == Int64((0..<40).filter { $0 % 3 != 0 }.count))
         let orphanAudits = try db.writer.submit {
-            try $0.query("SELECT COUNT(*) FROM audit WHERE action = 'survey.create' AND target_id NOT IN (SELECT survey_id FROM surveys)").first!.int(0)
+            try $0.query("SELECT COUNT(*) AS n FROM audit WHERE action = 'survey.create' AND target_id NOT IN (SELECT survey_id FROM surveys)").first?.int("n") ?? -1
         }
         #expect(orphanAudits == 0)
     }

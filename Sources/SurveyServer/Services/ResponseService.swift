@@ -59,12 +59,12 @@ struct ResponseService {
             return .json(200, try r.document())
         }
         let page = try Page(request)
-        var state: String?
+        var state: ReviewState?
         if let s = request.query["reviewState"] {
-            guard ReviewState(rawValue: s) != nil else {
+            guard let known = ReviewState(rawValue: s) else {
                 throw ApiError(.validationFailed, "Unknown reviewState.", errors: [FieldError(path: "reviewState", message: "one of \(ReviewState.allCases.map(\.rawValue).joined(separator: ", "))")])
             }
-            state = s
+            state = known
         }
         let onlyOwn = !services.operations.seesAll(user)
         let rows = try services.database.read {

@@ -51,17 +51,16 @@ public enum Backup {
 
         var blobs = 0, bytes: Int64 = 0, partials = 0
         for row in try target.query("SELECT DISTINCT sha256, size FROM uploads") {
-            let to = there.blob(sha256: row.string(0))
+            let sha256 = try row.string("sha256"), to = there.blob(sha256: sha256)
             try fm.createDirectory(atPath: (to as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try copyDurably(from: here.blob(sha256: row.string(0)), to: to)
+            try copyDurably(from: here.blob(sha256: sha256), to: to)
             blobs += 1
-            bytes += row.int(1)
+            bytes += try row.int("size")
         }
         for row in try target.query("SELECT upload_id, received_bytes FROM resumable_uploads WHERE received_bytes < length") {
-            let from = here.partial(uploadId: row.string(0))
+            let uploadId = try row.string("upload_id"), from = here.partial(uploadId: uploadId)
             guard fm.fileExists(atPath: from) else { continue }
-            let to = there.partial(uploadId: row.string(0))
-            try copyDurably(from: from, to: to, limit: Int(row.int(1)))
+            try copyDurably(from: from, to: there.partial(uploadId: uploadId), limit: Int(try row.int("received_bytes")))
             partials += 1
         }
         try BlobStore.fsyncDirectory(there.root)

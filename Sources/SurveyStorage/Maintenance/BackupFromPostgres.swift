@@ -29,9 +29,15 @@ public enum BackupFromPostgres {
         let source = try PostgresConnection(url: url)
         try source.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         defer { try? source.execute("COMMIT") }
-        let version = try Migrations.currentVersion(source)
-        guard version == Migrations.steps.count else {
-            throw MaintenanceError("the database has schema version \(version), this surveyd knows \(Migrations.steps.count).")
+        let applied = try Migrations.applied(source)
+        let unknown = Migrations.unknown(applied)
+        guard unknown.isEmpty else { throw MaintenanceError(Migrations.refusal(unknown, version: try Migrations.currentVersion(source))) }
+        let pending = Migrations.pending(applied)
+        guard pending.isEmpty else {
+            throw MaintenanceError("""
+                the database lacks migration\(pending.count == 1 ? "" : "s") \(pending.map { "'\($0.name)'" }.joined(separator: ", ")); \
+                start this surveyd on it once (it migrates), then back it up.
+                """)
         }
         let target = try Connection(path: there.database, readOnly: false)
         _ = try target.pragma("journal_mode=WAL")
@@ -39,12 +45,12 @@ public enum BackupFromPostgres {
         try target.execute("BEGIN IMMEDIATE; " + MigrateToPostgres.ownKeys.map { "DELETE FROM \($0);" }.joined(separator: " "))
         do {
             for table in MigrateToPostgres.tables {
-                let columns = try target.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { $0.string(0) }
+                let columns = try target.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { try $0.string("name") }
                 let insert = "INSERT INTO \(table)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
                 try source.execute("DECLARE copy_rows NO SCROLL CURSOR FOR SELECT \(columns.joined(separator: ", ")) FROM \(table)")
                 while true {
                     let batch = try source.query("FETCH 500 FROM copy_rows")
-                    for row in batch { try target.run(insert, row.values) }
+                    for row in batch { try target.run(insert, try columns.map { try row.value($0) }) }
                     if batch.count < 500 { break }
                 }
                 try source.execute("CLOSE copy_rows")
@@ -56,15 +62,16 @@ public enum BackupFromPostgres {
         }
         var blobs = 0, bytes: Int64 = 0, partials = 0
         for row in try source.query("SELECT DISTINCT sha256, size FROM uploads") {
-            let to = there.blob(sha256: row.string(0))
+            let sha256 = try row.string("sha256"), to = there.blob(sha256: sha256)
             try fm.createDirectory(atPath: (to as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try write(pieces: "SELECT bytes FROM blob_chunks WHERE sha256 = ? ORDER BY n", [.text(row.string(0))], from: source, to: to)
+            try write(pieces: "SELECT bytes FROM blob_chunks WHERE sha256 = ? ORDER BY n", [.text(sha256)], from: source, to: to)
             blobs += 1
-            bytes += row.int(1)
+            bytes += try row.int("size")
         }
         for row in try source.query("SELECT upload_id FROM resumable_uploads WHERE received_bytes < length") {
-            try write(pieces: "SELECT bytes FROM partial_chunks WHERE upload_id = ? ORDER BY start", [.text(row.string(0))],
-                      from: source, to: there.partial(uploadId: row.string(0)))
+            let uploadId = try row.string("upload_id")
+            try write(pieces: "SELECT bytes FROM partial_chunks WHERE upload_id = ? ORDER BY start", [.text(uploadId)],
+                      from: source, to: there.partial(uploadId: uploadId))
             partials += 1
         }
         try BlobStore.fsyncDirectory(there.root)
@@ -78,7 +85,7 @@ public enum BackupFromPostgres {
         guard fd >= 0 else { throw BlobStore.ioError("create \(path)", errno) }
         defer { close(fd) }
         try source.run("DECLARE copy_pieces NO SCROLL CURSOR FOR " + sql, args)
-        while let piece = try source.query("FETCH 1 FROM copy_pieces").first?.blob(0) {
+        while let piece = try source.query("FETCH 1 FROM copy_pieces").first?.blob("bytes") {
             try piece.withUnsafeBytes { buf in
                 var off = 0
                 while off < buf.count {

@@ -41,37 +41,42 @@ public enum IntegrityCheck {
             try sqlite.execute("BEGIN")  // one snapshot for every query below
             conn = sqlite
             // 1. SQLite's own view of the file.
-            let integrity = try sqlite.query("PRAGMA integrity_check").map { $0.string(0) }
+            let integrity = try sqlite.query("PRAGMA integrity_check").map { try $0.string("integrity_check") }
             if integrity != ["ok"] { r.violations += integrity.map { "integrity_check: \($0)" } }
             for fk in try sqlite.query("PRAGMA foreign_key_check") {
-                r.violations.append("foreign key: table \(fk.string(0)) rowid \(fk.int(1)) → \(fk.string(2))")
+                // rowid is NULL for a WITHOUT ROWID table.
+                let rowid = try fk.optionalInt("rowid").map(String.init) ?? "NULL"
+                r.violations.append("foreign key: table \(try fk.string("table")) rowid \(rowid) → \(try fk.string("parent"))")
             }
         }
         defer { try? conn.execute("COMMIT") }
-        let version = try Migrations.currentVersion(conn)
-        if version != Migrations.steps.count { r.violations.append("schema version \(version), this surveyd knows \(Migrations.steps.count)") }
+        let applied = try Migrations.applied(conn)
+        for name in Migrations.unknown(applied) { r.violations.append("migration '\(name)' is applied, which this surveyd does not know (a newer surveyd's)") }
+        for step in Migrations.pending(applied) { r.violations.append("migration '\(step.name)' is not applied (start this surveyd once to apply it)") }
 
         // 2. Uploads: every row has its file, of the right size and hash; no file without a row.
         let root = layout.blobs
         var referenced = Set<String>()
         let uploads = try conn.query("SELECT org_id, client_upload_id, size, sha256 FROM uploads")
         for u in uploads {
-            let sha = u.string(3)
+            let sha = try u.string("sha256"), orgId = try u.string("org_id"), uploadId = try u.string("client_upload_id")
+            let rowSize = try u.int("size")
             referenced.insert(sha)
-            guard sha.utf8.count == 64 else { r.violations.append("upload \(u.string(1)): malformed sha256"); continue }
+            guard sha.utf8.count == 64 else { r.violations.append("upload \(uploadId): malformed sha256"); continue }
             let path = layout.blob(sha256: sha)
             guard let (size, hash) = databaseFiles ? try hashRows(conn, sha256: sha) : hashFile(path) else {
-                r.violations.append("upload \(u.string(0))/\(u.string(1)): file \(databaseFiles ? "blob_chunks " + sha : path) is missing")
+                r.violations.append("upload \(orgId)/\(uploadId): file \(databaseFiles ? "blob_chunks " + sha : path) is missing")
                 continue
             }
-            if Int64(size) != u.int(2) { r.violations.append("upload \(u.string(1)): file has \(size) bytes, row says \(u.int(2))") }
-            if hash != sha { r.violations.append("upload \(u.string(1)): file hash \(hash) differs from row \(sha)") }
+            if Int64(size) != rowSize { r.violations.append("upload \(uploadId): file has \(size) bytes, row says \(rowSize)") }
+            if hash != sha { r.violations.append("upload \(uploadId): file hash \(hash) differs from row \(sha)") }
         }
         var blobFiles = 0
         if databaseFiles {
             for b in try conn.query("SELECT DISTINCT sha256 FROM blob_chunks") {
                 blobFiles += 1
-                if !referenced.contains(b.string(0)) { r.violations.append("blob_chunks \(b.string(0)) has no upload row") }
+                let sha = try b.string("sha256")
+                if !referenced.contains(sha) { r.violations.append("blob_chunks \(sha) has no upload row") }
             }
         }
         if let walker = FileManager.default.enumerator(atPath: root) {
@@ -88,25 +93,31 @@ public enum IntegrityCheck {
 
         // 3. Tasks: completion is all or nothing, and made by its response.
         for t in try conn.query("""
-            SELECT t.task_id, t.state, t.completed_at, t.completed_by, t.response_id, r.response_id, r.submitter, r.field_task_id,
-                   r.review_state, s.review_required
+            SELECT t.task_id, t.state, t.completed_at, t.completed_by, t.response_id, r.response_id AS found_response_id,
+                   r.submitter, r.field_task_id, r.review_state, s.review_required
             FROM tasks t LEFT JOIN responses r ON r.response_id = t.response_id LEFT JOIN surveys s ON s.survey_id = t.survey_id
             """) {
-            let id = t.string(0)
-            let stamps = [t.values[2], t.values[3], t.values[4]].filter { $0 != .null }.count
-            switch t.string(1) {
-            case "completed":
+            // The stored text, not `TaskState`: a state that is no case is what this reports.
+            let id = try t.string("task_id"), state = try t.string("state")
+            let stamps = try ["completed_at", "completed_by", "response_id"].filter { try t.value($0) != .null }.count
+            switch state {
+            case TaskState.completed.rawValue:
                 if stamps != 3 { r.violations.append("task \(id): completed without completedAt, completedBy and responseId") }
-                if t.optionalString(5) == nil { r.violations.append("task \(id): completed by a response that does not exist") }
+                if try t.optionalString("found_response_id") == nil { r.violations.append("task \(id): completed by a response that does not exist") }
                 else {
-                    if t.optionalString(7) != id { r.violations.append("task \(id): its response does not cite it") }
-                    if t.optionalString(3) != t.optionalString(6) { r.violations.append("task \(id): completedBy is not the response's collector") }
-                    if t.bool(9) && t.string(8) != "approved" { r.violations.append("task \(id): completed but its response is \(t.string(8))") }
+                    let reviewState = try t.string("review_state")
+                    if try t.optionalString("field_task_id") != id { r.violations.append("task \(id): its response does not cite it") }
+                    if try t.optionalString("completed_by") != t.optionalString("submitter") {
+                        r.violations.append("task \(id): completedBy is not the response's collector")
+                    }
+                    if try t.optionalBool("review_required") == true && reviewState != ReviewState.approved.rawValue {
+                        r.violations.append("task \(id): completed but its response is \(reviewState)")
+                    }
                 }
-            case "open":
+            case TaskState.open.rawValue:
                 if stamps != 0 { r.violations.append("task \(id): open but carries completion fields") }
             default:
-                r.violations.append("task \(id): unknown state \(t.string(1))")
+                r.violations.append("task \(id): unknown state \(state)")
             }
         }
 
@@ -114,27 +125,32 @@ public enum IntegrityCheck {
         let missing = try conn.query("""
             SELECT r.response_id, r.revision, (SELECT COUNT(DISTINCT a.revision) FROM audit a
                 WHERE a.org_id = r.org_id AND a.target_type = 'response' AND a.target_id = r.response_id
-                  AND a.revision BETWEEN 1 AND r.revision),
-                (SELECT COUNT(*) FROM audit a WHERE a.org_id = r.org_id AND a.target_type = 'response' AND a.target_id = r.response_id)
+                  AND a.revision BETWEEN 1 AND r.revision) AS revisions_audited,
+                (SELECT COUNT(*) FROM audit a WHERE a.org_id = r.org_id AND a.target_type = 'response' AND a.target_id = r.response_id) AS entries
             FROM responses r
             """)
-        for m in missing where m.int(2) != m.int(1) || m.int(3) != m.int(1) {
-            r.violations.append("response \(m.string(0)): revision \(m.int(1)) but \(m.int(3)) audit entries covering \(m.int(2)) revisions")
+        for m in missing {
+            let revision = try m.int("revision"), audited = try m.int("revisions_audited"), entries = try m.int("entries")
+            guard audited != revision || entries != revision else { continue }
+            r.violations.append("response \(try m.string("response_id")): revision \(revision) but \(entries) audit entries covering \(audited) revisions")
         }
+        // The stored text, not `ReviewState`: a state that is no case is what this reports.
         let states = Set(ReviewState.allCases.map(\.rawValue))
-        for s in try conn.query("SELECT response_id, review_state FROM responses") where !states.contains(s.string(1)) {
-            r.violations.append("response \(s.string(0)): unknown review state \(s.string(1))")
+        for s in try conn.query("SELECT response_id, review_state FROM responses") {
+            let state = try s.string("review_state")
+            if !states.contains(state) { r.violations.append("response \(try s.string("response_id")): unknown review state \(state)") }
         }
 
         // 5. Idempotency records belong to committed writes: one audit entry by the same caller
         //    in the same transaction (same server time), and only successes are stored.
         for k in try conn.query("""
             SELECT k.idempotency_key, k.caller, k.status,
-                   (SELECT COUNT(*) FROM audit a WHERE a.org_id = k.org_id AND a.actor = k.caller AND a.at = k.created_at)
+                   (SELECT COUNT(*) FROM audit a WHERE a.org_id = k.org_id AND a.actor = k.caller AND a.at = k.created_at) AS entries
             FROM idempotency_keys k
             """) {
-            if !(200..<300).contains(k.int(2)) { r.violations.append("idempotency key \(k.string(0)): stores a non-success \(k.int(2))") }
-            if k.int(3) == 0 { r.violations.append("idempotency key \(k.string(0)) of \(k.string(1)): no write committed with it") }
+            let key = try k.string("idempotency_key"), status = try k.int("status")
+            if !(200..<300).contains(status) { r.violations.append("idempotency key \(key): stores a non-success \(status)") }
+            if try k.int("entries") == 0 { r.violations.append("idempotency key \(key) of \(try k.string("caller")): no write committed with it") }
         }
 
         // 6. Resumable uploads: the offset never runs past the length or ahead of the disk, and
@@ -142,20 +158,24 @@ public enum IntegrityCheck {
         var unfinished = Set<String>()
         var expired = 0
         for u in try conn.query("SELECT upload_id, length, received_bytes, expires_at FROM resumable_uploads") {
-            if u.int(2) > u.int(1) { r.violations.append("resumable upload \(u.string(0)): offset past its length") }
-            if u.int(2) < u.int(1) { unfinished.insert(u.string(0)) }
-            if u.int(2) < u.int(1) && u.int(3) <= Timestamp.nowMillis() { expired += 1 }
-            if u.int(2) < u.int(1) && u.int(3) > Timestamp.nowMillis() {
-                let path = layout.partial(uploadId: u.string(0))
+            let id = try u.string("upload_id"), length = try u.int("length"), offset = try u.int("received_bytes")
+            let expiresAt = try u.int("expires_at")
+            if offset > length { r.violations.append("resumable upload \(id): offset past its length") }
+            if offset < length { unfinished.insert(id) }
+            if offset < length && expiresAt <= Timestamp.nowMillis() { expired += 1 }
+            if offset < length && expiresAt > Timestamp.nowMillis() {
+                let path = layout.partial(uploadId: id)
                 let size = databaseFiles
-                    ? Int(try conn.query("SELECT COALESCE(SUM(length(bytes)), 0) FROM partial_chunks WHERE upload_id = ?", [.text(u.string(0))]).first?.int(0) ?? 0)
+                    ? Int(try conn.query("SELECT COALESCE(SUM(length(bytes)), 0) AS bytes FROM partial_chunks WHERE upload_id = ?", [.text(id)])
+                        .first?.int("bytes") ?? 0)
                     : (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? -1
-                if size < Int(u.int(2)) { r.violations.append("resumable upload \(u.string(0)): \(max(size, 0)) bytes on disk, offset \(u.int(2))") }
+                if size < Int(offset) { r.violations.append("resumable upload \(id): \(max(size, 0)) bytes on disk, offset \(offset)") }
             }
         }
         if databaseFiles {
-            for p in try conn.query("SELECT DISTINCT upload_id FROM partial_chunks") where !unfinished.contains(p.string(0)) {
-                r.violations.append("partial_chunks of \(p.string(0)) belong to no unfinished resumable upload")
+            for p in try conn.query("SELECT DISTINCT upload_id FROM partial_chunks") {
+                let id = try p.string("upload_id")
+                if !unfinished.contains(id) { r.violations.append("partial_chunks of \(id) belong to no unfinished resumable upload") }
             }
         }
         for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.partial)) ?? [] where !unfinished.contains(name) {
@@ -165,7 +185,7 @@ public enum IntegrityCheck {
 
         for (name, table) in [("organizations", "orgs"), ("users", "users"), ("responses", "responses"), ("uploads", "uploads"),
                               ("tasks", "tasks"), ("audit entries", "audit"), ("idempotency keys", "idempotency_keys")] {
-            r.counts.append((name, Int(try conn.query("SELECT COUNT(*) FROM \(table)").first?.int(0) ?? 0)))
+            r.counts.append((name, Int(try conn.query("SELECT COUNT(*) AS n FROM \(table)").first?.int("n") ?? 0)))
         }
         r.counts.append(("blob files", blobFiles))
         return r
@@ -175,7 +195,7 @@ public enum IntegrityCheck {
     static func hashRows(_ conn: any SQLConnection, sha256: String) throws -> (Int, String)? {
         var d = Digest(.sha256)
         var size = 0, n: Int64 = 0
-        while let piece = try conn.query("SELECT bytes FROM blob_chunks WHERE sha256 = ? AND n = ?", [.text(sha256), .int(n)]).first?.blob(0) {
+        while let piece = try conn.query("SELECT bytes FROM blob_chunks WHERE sha256 = ? AND n = ?", [.text(sha256), .int(n)]).first?.blob("bytes") {
             piece.withUnsafeBytes { d.update($0) }
             size += piece.count
             n += 1

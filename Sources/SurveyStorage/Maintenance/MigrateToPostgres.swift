@@ -30,9 +30,15 @@ public enum MigrateToPostgres {
         let source = try Connection(path: layout.database, readOnly: true)
         try source.execute("BEGIN")  // one snapshot for everything copied
         defer { try? source.execute("COMMIT") }
-        let version = try Migrations.currentVersion(source)
-        guard version == Migrations.steps.count else {
-            throw MaintenanceError("the data dir has schema version \(version); start this surveyd on it once (it migrates), then migrate it. Nothing was written.")
+        let applied = try Migrations.applied(source)
+        let unknown = Migrations.unknown(applied)
+        guard unknown.isEmpty else { throw MaintenanceError(Migrations.refusal(unknown, version: try Migrations.currentVersion(source))) }
+        let pending = Migrations.pending(applied)
+        guard pending.isEmpty else {
+            throw MaintenanceError("""
+                the data dir lacks migration\(pending.count == 1 ? "" : "s") \(pending.map { "'\($0.name)'" }.joined(separator: ", ")); \
+                start this surveyd on it once (it migrates), then migrate it. Nothing was written.
+                """)
         }
 
         let target = try PostgresConnection(url: url)
@@ -53,11 +59,14 @@ public enum MigrateToPostgres {
             // The audit sequence goes on after the last entry copied.
             try target.query("SELECT setval(pg_get_serial_sequence('audit', 'seq'), MAX(seq)) FROM audit HAVING MAX(seq) IS NOT NULL")
             for u in try source.query("SELECT DISTINCT sha256 FROM uploads") {
-                try PostgresFiles.storeBlob(target, path: layout.blob(sha256: u.string(0)), sha256: u.string(0))
+                let sha256 = try u.string("sha256")
+                try PostgresFiles.storeBlob(target, path: layout.blob(sha256: sha256), sha256: sha256)
                 files += 1
             }
             for u in try source.query("SELECT upload_id, received_bytes FROM resumable_uploads WHERE received_bytes < length AND received_bytes > 0") {
-                try PostgresFiles.appendPartial(target, uploadId: u.string(0), start: 0, path: layout.partial(uploadId: u.string(0)), upTo: u.int(1))
+                let uploadId = try u.string("upload_id")
+                try PostgresFiles.appendPartial(target, uploadId: uploadId, start: 0, path: layout.partial(uploadId: uploadId),
+                                                upTo: try u.int("received_bytes"))
                 partials += 1
             }
             try target.execute("COMMIT")
@@ -74,15 +83,16 @@ public enum MigrateToPostgres {
 
     /// Copies every row of `table`, column by column as SQLite holds them (bytes stay bytes).
     private static func copy(_ table: String, from source: Connection, to target: PostgresConnection) throws -> Int {
-        let columns = try source.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { $0.string(0) }
+        let columns = try source.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { try $0.string("name") }
         let binary = Set(try target.query("""
             SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND data_type = 'bytea'
-            """, [.text(table)]).map { $0.string(0) })
+            """, [.text(table)]).map { try $0.string("column_name") })
         let insert = "INSERT INTO \(table)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
         let statement = try Statement(connection: source, sql: "SELECT \(columns.joined(separator: ", ")) FROM \(table)")
         var count = 0
         while let row = try statement.next() {
-            let values = zip(columns, row.values).map { name, value -> SQLValue in
+            let values = try columns.map { name -> SQLValue in
+                let value = try row.value(name)
                 if binary.contains(name), case .text(let s) = value { return .blob(Array(s.utf8)) }
                 return value
             }

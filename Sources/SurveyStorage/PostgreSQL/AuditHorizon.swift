@@ -25,20 +25,20 @@ enum AuditHorizon {
     /// The highest sequence number a reader may go up to; outside any transaction, before the
     /// read's snapshot. Waits at most `timeout` for writers in flight (they are milliseconds long).
     static func settled(_ conn: any SQLConnection, timeout: TimeInterval = 10) throws -> Int64 {
-        let last = try conn.query("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM audit_seq_seq").first?.int(0) ?? 0
+        let last = try conn.query("SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS last FROM audit_seq_seq").first?.int("last") ?? 0
         let holders = """
             SELECT virtualtransaction FROM pg_locks
             WHERE locktype = 'advisory' AND classid::bigint = ? AND objid::bigint = ? AND objsubid = 1 AND granted
             """
         let key: [SQLValue] = [.int(AdvisoryLock.auditAppend >> 32), .int(AdvisoryLock.auditAppend & 0xFFFF_FFFF)]
-        var waitingFor = Set(try conn.query(holders, key).map { $0.string(0) })
+        var waitingFor = Set(try conn.query(holders, key).map { try $0.string("virtualtransaction") })
         let deadline = Date().addingTimeInterval(timeout)
         while !waitingFor.isEmpty {
             guard Date() < deadline else {
                 throw ApiError(.storageUnavailable, "A write to the audit log has been in flight for \(Int(timeout)) s; retry shortly.", retryAfterSeconds: 1)
             }
             usleep(500)
-            waitingFor.formIntersection(try conn.query(holders, key).map { $0.string(0) })
+            waitingFor.formIntersection(try conn.query(holders, key).map { try $0.string("virtualtransaction") })
         }
         return last
     }

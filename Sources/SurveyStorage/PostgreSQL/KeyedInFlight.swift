@@ -20,8 +20,8 @@ public final class KeyedInFlight: Sendable {
         let now = database.clock.nowMillis()
         return try database.writer.submit { conn -> String? in
             try conn.takeTurn("keyed-in-flight\u{1}" + caller)
-            let held = try conn.query("SELECT COUNT(*) FROM keyed_in_flight WHERE caller = ? AND started_at > ?",
-                                      [.text(caller), .int(now - Self.staleAfterMillis)]).first?.int(0) ?? 0
+            let held = try conn.query("SELECT COUNT(*) AS n FROM keyed_in_flight WHERE caller = ? AND started_at > ?",
+                                      [.text(caller), .int(now - Self.staleAfterMillis)]).first?.int("n") ?? 0
             guard held < limit else { return nil }
             try conn.run("INSERT INTO keyed_in_flight(claim_id, caller, started_at) VALUES (?, ?, ?)", [.text(id), .text(caller), .int(now)])
             return id

@@ -30,7 +30,7 @@ public final class Lease: Sendable {
                 s.conn = nil
             }
             guard let conn = try? PostgresConnection(url: url),
-                  (try? conn.query("SELECT pg_try_advisory_lock(?)", [.int(key)]).first?.int(0)) == 1 else { return false }
+                  (try? conn.query("SELECT pg_try_advisory_lock(?) AS taken", [.int(key)]).first?.bool("taken")) == true else { return false }
             s.conn = conn
             s.checkedAt = Date()
             return true

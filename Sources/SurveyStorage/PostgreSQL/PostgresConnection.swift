@@ -165,11 +165,12 @@ public final class PostgresConnection: @unchecked Sendable {
         throw PostgresError(sqlState: state, message: message.trimmingCharacters(in: .whitespacesAndNewlines), sql: sql)
     }
 
-    /// Values by column type: integers as `.int`, floats as `.double`, `bytea` as `.blob`, the rest
+    /// Rows with their columns' names; values by column type: integers as `.int`, floats as `.double`, `bytea` as `.blob`, the rest
     /// as `.text` (text-format results; `PQgetvalue` gives "" for NULL, so `PQgetisnull` decides).
     private func rows(of result: OpaquePointer?) -> [Row] {
         let n = PQntuples(result), columns = PQnfields(result)
         let types = (0..<columns).map { PQftype(result, $0) }
+        let names = Row.Columns((0..<columns).map { PQfname(result, $0).map { String(cString: $0) } ?? "" })
         var out: [Row] = []
         out.reserveCapacity(Int(n))
         for r in 0..<n {
@@ -187,7 +188,7 @@ public final class PostgresConnection: @unchecked Sendable {
                 default: values.append(.text(Self.readable(text)))
                 }
             }
-            out.append(Row(values: values))
+            out.append(Row(columns: names, values: values))
         }
         return out
     }

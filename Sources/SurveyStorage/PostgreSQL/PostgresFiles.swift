@@ -78,7 +78,7 @@ extension Database {
         var n: Int64 = 0
         return RowPiecesReader { [self] in
             defer { n += 1 }
-            return try read { db in try db.conn.query("SELECT bytes FROM blob_chunks WHERE sha256 = ? AND n = ?", [.text(sha256), .int(n)]).first?.blob(0) }
+            return try read { db in try db.conn.query("SELECT bytes FROM blob_chunks WHERE sha256 = ? AND n = ?", [.text(sha256), .int(n)]).first?.blob("bytes") }
         }
     }
 
@@ -90,8 +90,8 @@ extension Database {
                 try db.conn.query("SELECT start, bytes FROM partial_chunks WHERE upload_id = ? AND start >= ? ORDER BY start LIMIT 1",
                                   [.text(uploadId), .int(next)]).first
             }) else { return nil }
-            let bytes = row.blob(1)
-            next = row.int(0) + Int64(bytes.count)
+            let bytes = try row.blob("bytes")
+            next = try row.int("start") + Int64(bytes.count)
             return bytes
         }
     }

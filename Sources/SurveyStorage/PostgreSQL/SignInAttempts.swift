@@ -19,10 +19,10 @@ public final class SignInAttempts: Sendable {
             for key in keys.sorted() { try conn.takeTurn("sign-in\u{1}" + key) }
             var wait: Int64 = 0
             for key in keys {
-                let rows = try conn.query("SELECT COUNT(*), MIN(at) FROM sign_in_attempts WHERE key = ? AND at > ?",
+                let rows = try conn.query("SELECT COUNT(*) AS n, MIN(at) AS first_at FROM sign_in_attempts WHERE key = ? AND at > ?",
                                           [.text(key), .int(now - windowMillis)])
                 guard let row = rows.first else { continue }
-                if row.int(0) >= Int64(limit) { wait = max(wait, row.int(1) + windowMillis - now) }
+                if try row.int("n") >= Int64(limit) { wait = max(wait, try row.int("first_at") + windowMillis - now) }
             }
             if wait > 0 { return wait }
             for key in keys {

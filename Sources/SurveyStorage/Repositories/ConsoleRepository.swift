@@ -8,6 +8,13 @@ public struct ConsoleAccount: Sendable {
     public let passwordHash: String?
 }
 
+extension ConsoleAccount {
+    static let columns = "\(UserRecord.columns), u.email, u.password_hash"
+    init(row: Row) throws {
+        self.init(user: try UserRecord(row: row), email: try row["email"], passwordHash: try row["password_hash"])
+    }
+}
+
 /// A live console session as a request finds it.
 public struct ConsoleSessionRecord: Sendable {
     /// The signed-in user; nil for an operator who signed in with an operator token.
@@ -19,51 +26,57 @@ public struct ConsoleSessionRecord: Sendable {
     public let seenAt: Int64
 }
 
+extension ConsoleSessionRecord {
+    /// The sessions table as `s`; the user is read beside it (`consoleSession(hash:)`).
+    static let columns = "s.token_id, s.csrf_token, s.created_at, s.seen_at"
+    init(row: Row, user: UserRecord?) throws {
+        self.init(user: user, tokenId: try row["token_id"], csrfToken: try row["csrf_token"], createdAt: try row["created_at"],
+                  seenAt: try row["seen_at"])
+    }
+}
+
 extension ReadContext {
     /// The account of an email (lowercased by the caller), active or not.
     public func consoleAccount(email: String) throws -> ConsoleAccount? {
-        guard let r = try conn.query("SELECT \(Self.userColumns), u.email, u.password_hash FROM users u WHERE u.email = ?",
-                                     [.text(email)]).first else { return nil }
-        return ConsoleAccount(user: Self.user(r), email: r.string(5), passwordHash: r.optionalString(6))
+        try conn.query("SELECT \(ConsoleAccount.columns) FROM users u WHERE u.email = ?", [.text(email)]).first.map(ConsoleAccount.init)
     }
 
     public func email(userId: String) throws -> String? {
-        try conn.query("SELECT email FROM users WHERE user_id = ?", [.text(userId)]).first?.optionalString(0)
+        try conn.query("SELECT email FROM users WHERE user_id = ?", [.text(userId)]).first?.optionalString("email")
     }
 
     /// An invitation that can still be used: not used, not voided, not expired at `now`.
     public func openInvitation(hash: [UInt8], now: Int64) throws -> (user: UserRecord, email: String)? {
         guard let r = try conn.query("""
-            SELECT \(Self.userColumns), u.email FROM invitations i JOIN users u ON u.user_id = i.user_id
+            SELECT \(UserRecord.columns), u.email FROM invitations i JOIN users u ON u.user_id = i.user_id
             WHERE i.token_hash = ? AND i.used_at IS NULL AND i.expires_at > ?
             """, [.blob(hash), .int(now)]).first else { return nil }
-        return (Self.user(r), r.string(5))
+        return (try UserRecord(row: r), try r.string("email"))
     }
 
     /// A session by its hash, with the user (or operator token) it belongs to — nil when the
     /// user is deactivated or the token it signed in with is revoked.
     public func consoleSession(hash: [UInt8]) throws -> ConsoleSessionRecord? {
         guard let r = try conn.query("""
-            SELECT s.token_id, s.csrf_token, s.created_at, s.seen_at, t.revoked_at, s.user_id, \(Self.userColumns)
+            SELECT \(ConsoleSessionRecord.columns), t.revoked_at, s.user_id AS session_user_id, \(UserRecord.columns)
             FROM console_sessions s LEFT JOIN users u ON u.user_id = s.user_id LEFT JOIN tokens t ON t.token_id = s.token_id
             WHERE s.session_hash = ?
             """, [.blob(hash)]).first else { return nil }
-        let tokenId = r.optionalString(0)
-        if tokenId != nil && r.optionalInt(4) != nil { return nil }
+        if try r.optionalString("token_id") != nil, try r.optionalInt("revoked_at") != nil { return nil }
         var user: UserRecord?
-        if r.optionalString(5) != nil {
-            guard r.optionalString(6) != nil else { return nil }
-            user = Self.user(r, at: 6)
-            guard user!.active else { return nil }
+        if try r.optionalString("session_user_id") != nil {
+            guard try r.optionalString("user_id") != nil else { return nil }  // the user's columns are NULL: the user is gone
+            user = try UserRecord(row: r)
+            guard user?.active == true else { return nil }
         }
-        return ConsoleSessionRecord(user: user, tokenId: tokenId, csrfToken: r.string(1), createdAt: r.int(2), seenAt: r.int(3))
+        return try ConsoleSessionRecord(row: r, user: user)
     }
 }
 
 extension SecurityTransaction {
     /// Sets the user's email; false when another user holds it.
     public func setEmail(userId: String, email: String) throws -> Bool {
-        if let holder = try context.conn.query("SELECT user_id FROM users WHERE email = ?", [.text(email)]).first?.string(0), holder != userId {
+        if let holder = try context.conn.query("SELECT user_id FROM users WHERE email = ?", [.text(email)]).first?.string("user_id"), holder != userId {
             return false
         }
         try context.conn.run("UPDATE users SET email = ? WHERE user_id = ?", [.text(email), .text(userId)])
@@ -131,17 +144,23 @@ public struct TokenSummary: Sendable {
     public let revokedAt: Int64?
 }
 
+extension TokenSummary {
+    static let columns = "token_id, created_at, revoked_at"
+    init(row: Row) throws {
+        self.init(tokenId: try row["token_id"], createdAt: try row["created_at"], revokedAt: try row["revoked_at"])
+    }
+}
+
 extension ReadContext {
     public func tokens(userId: String) throws -> [TokenSummary] {
-        try conn.query("SELECT token_id, created_at, revoked_at FROM tokens WHERE user_id = ? ORDER BY created_at", [.text(userId)]).map {
-            TokenSummary(tokenId: $0.string(0), createdAt: $0.int(1), revokedAt: $0.optionalInt(2))
-        }
+        try conn.query("SELECT \(TokenSummary.columns) FROM tokens WHERE user_id = ? ORDER BY created_at", [.text(userId)])
+            .map(TokenSummary.init)
     }
 
     /// The organization's users with their console email, by name.
     public func usersWithEmail(orgId: String) throws -> [(user: UserRecord, email: String?)] {
-        try conn.query("SELECT \(Self.userColumns), u.email FROM users u WHERE u.org_id = ? ORDER BY u.name", [.text(orgId)]).map {
-            (Self.user($0), $0.optionalString(5))
+        try conn.query("SELECT \(UserRecord.columns), u.email FROM users u WHERE u.org_id = ? ORDER BY u.name", [.text(orgId)]).map {
+            (try UserRecord(row: $0), try $0.optionalString("email"))
         }
     }
 }

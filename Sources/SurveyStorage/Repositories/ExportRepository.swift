@@ -5,7 +5,7 @@ public struct ExportFilter: Sendable {
     public var orgId: String
     public var surveyId: String
     /// Any of these states (empty: all).
-    public var reviewStates: [String] = []
+    public var reviewStates: [ReviewState] = []
     public var surveyVersionId: String?
     public var submittedBy: String?
     public var fieldTaskId: String?
@@ -24,7 +24,7 @@ public struct ExportFilter: Sendable {
         var args: [SQLValue] = [.text(orgId), .text(surveyId)]
         if !reviewStates.isEmpty {
             sql += " AND review_state IN (" + reviewStates.map { _ in "?" }.joined(separator: ",") + ")"
-            args += reviewStates.map { .text($0) }
+            args += reviewStates.map { .text($0.rawValue) }
         }
         if let surveyVersionId { sql += " AND survey_version_id = ?"; args.append(.text(surveyVersionId)) }
         if let submittedBy { sql += " AND submitter = ?"; args.append(.text(submittedBy)) }
@@ -44,7 +44,7 @@ extension Snapshot {
     /// The last audit sequence number this snapshot sees: every change of a response up to it is
     /// in the snapshot, none after it.
     public func changeSequence() throws -> Int64 {
-        try conn.query("SELECT COALESCE(MAX(seq), 0) FROM audit").first?.int(0) ?? 0
+        try conn.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM audit").first?.int("seq") ?? 0
     }
 
     /// The key cursors are sealed with (`SealedCursor`).
@@ -52,16 +52,14 @@ extension Snapshot {
 
     public func exportCount(_ filter: ExportFilter) throws -> Int {
         let c = filter.condition
-        return Int(try conn.query("SELECT COUNT(*) FROM responses WHERE \(c.sql)", c.args).first?.int(0) ?? 0)
+        return Int(try conn.query("SELECT COUNT(*) AS n FROM responses WHERE \(c.sql)", c.args).first?.int("n") ?? 0)
     }
 
     /// The responses in response-id order (ids are time-ordered), one at a time.
     public func exportRows(_ filter: ExportFilter) throws -> ExportRows {
         let c = filter.condition
         return ExportRows(try rows("""
-            SELECT response_id, client_submission_id, survey_version_id, submitter, received_at, captured_at, review_state,
-                   revision, field_task_id, answers
-            FROM responses WHERE \(c.sql) ORDER BY response_id
+            SELECT \(ExportedResponse.columns) FROM responses WHERE \(c.sql) ORDER BY response_id
             """, c.args))
     }
 }
@@ -75,17 +73,30 @@ public struct ExportedResponse: Sendable, Equatable {
     public let submitter: String
     public let receivedAt: Int64
     public let capturedAt: Int64?
-    public let reviewState: String
+    public let reviewState: ReviewState
     public let revision: Int64
     public let fieldTaskId: String?
     /// Canonical JSON, as stored.
     public let answers: String
 
     public init(responseId: String, clientSubmissionId: String, surveyVersionId: String, submitter: String, receivedAt: Int64,
-                capturedAt: Int64?, reviewState: String, revision: Int64, fieldTaskId: String?, answers: String) {
+                capturedAt: Int64?, reviewState: ReviewState, revision: Int64, fieldTaskId: String?, answers: String) {
         self.responseId = responseId; self.clientSubmissionId = clientSubmissionId; self.surveyVersionId = surveyVersionId
         self.submitter = submitter; self.receivedAt = receivedAt; self.capturedAt = capturedAt; self.reviewState = reviewState
         self.revision = revision; self.fieldTaskId = fieldTaskId; self.answers = answers
+    }
+}
+
+extension ExportedResponse {
+    static let columns = """
+        response_id, client_submission_id, survey_version_id, submitter, received_at, captured_at, review_state,
+        revision, field_task_id, answers
+        """
+    init(row: Row) throws {
+        self.init(responseId: try row["response_id"], clientSubmissionId: try row["client_submission_id"],
+                  surveyVersionId: try row["survey_version_id"], submitter: try row["submitter"], receivedAt: try row["received_at"],
+                  capturedAt: try row["captured_at"], reviewState: try row["review_state"], revision: try row["revision"],
+                  fieldTaskId: try row["field_task_id"], answers: try row["answers"])
     }
 }
 
@@ -94,10 +105,7 @@ public final class ExportRows {
     private let rows: RowCursor
     init(_ rows: RowCursor) { self.rows = rows }
     public func next() throws -> ExportedResponse? {
-        guard let r = try rows.next() else { return nil }
-        return ExportedResponse(responseId: r.string(0), clientSubmissionId: r.string(1), surveyVersionId: r.string(2), submitter: r.string(3),
-                                receivedAt: r.int(4), capturedAt: r.optionalInt(5), reviewState: r.string(6), revision: r.int(7),
-                                fieldTaskId: r.optionalString(8), answers: r.string(9))
+        try rows.next().map(ExportedResponse.init)
     }
 }
 
@@ -108,7 +116,7 @@ extension ReadContext {
 
 /// One per database, made by its migration.
 func cursorKey(_ conn: any SQLConnection) throws -> [UInt8] {
-    guard let key = try conn.query("SELECT key FROM export_cursor_key WHERE id = 1").first?.blob(0), key.count == 32 else {
+    guard let key = try conn.query("SELECT key FROM export_cursor_key WHERE id = 1").first?.blob("key"), key.count == 32 else {
         throw ApiError(.storageUnavailable, "The database holds no cursor key (run surveyd once to migrate it).")
     }
     return key

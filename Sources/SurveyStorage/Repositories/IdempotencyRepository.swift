@@ -4,11 +4,9 @@ extension ReadContext {
     /// The answer stored under a key in its scope, if any.
     public func storedAnswer(_ s: IdempotencyScope) throws -> StoredAnswer? {
         try conn.query("""
-            SELECT status, location, body, request_digest FROM idempotency_keys
+            SELECT \(StoredAnswer.columns) FROM idempotency_keys
             WHERE org_id = ? AND caller = ? AND method = ? AND route = ? AND target = ? AND idempotency_key = ?
-            """, [.text(s.orgId), .text(s.caller), .text(s.method), .text(s.route), .text(s.target), .text(s.key)]).first.map {
-            StoredAnswer(status: Int($0.int(0)), location: $0.optionalString(1), body: $0.blob(2), requestDigest: $0.string(3))
-        }
+            """, [.text(s.orgId), .text(s.caller), .text(s.method), .text(s.route), .text(s.target), .text(s.key)]).first.map(StoredAnswer.init)
     }
 }
 

@@ -2,8 +2,7 @@ import SurveyDomain
 
 extension ReadContext {
     public func org(_ orgId: String) throws -> OrgRecord? {
-        try conn.query("SELECT org_id, name, expires_at, created_at FROM orgs WHERE org_id = ?", [.text(orgId)])
-            .first.map { OrgRecord(orgId: $0.string(0), name: $0.string(1), expiresAt: $0.int(2), createdAt: $0.int(3)) }
+        try conn.query("SELECT \(OrgRecord.columns) FROM orgs WHERE org_id = ?", [.text(orgId)]).first.map(OrgRecord.init)
     }
 }
 

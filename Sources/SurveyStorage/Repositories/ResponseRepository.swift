@@ -1,48 +1,31 @@
 import SurveyDomain
 
 extension ReadContext {
-    static let responseColumns = """
-        response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id, request_digest, request_body,
-        answers, field_task_id, captured_at, received_at, review_state, revision, request_sha256, accepted_survey_version_id
-        """
-    static func response(_ r: Row) -> ResponseRecord {
-        ResponseRecord(responseId: r.string(0), orgId: r.string(1), clientSubmissionId: r.string(2), submitter: r.string(3),
-                       surveyId: r.string(4), surveyVersionId: r.string(5), requestDigest: r.string(6),
-                       // Rows from before schema step 2 kept the body itself instead of its hash.
-                       requestSHA256: r.optionalBlob(14) ?? Digest.sha256(r.blob(7)),
-                       answers: r.string(8), fieldTaskId: r.optionalString(9), capturedAt: r.optionalInt(10),
-                       receivedAt: r.int(11), reviewState: r.string(12), revision: r.int(13), acceptedSurveyVersionId: r.optionalString(15))
-    }
-
     public func response(orgId: String, responseId: String) throws -> ResponseRecord? {
-        try conn.query("SELECT \(Self.responseColumns) FROM responses WHERE response_id = ? AND org_id = ?",
-                       [.text(responseId), .text(orgId)]).first.map(Self.response)
+        try conn.query("SELECT \(ResponseRecord.columns) FROM responses WHERE response_id = ? AND org_id = ?",
+                       [.text(responseId), .text(orgId)]).first.map(ResponseRecord.init)
     }
 
     public func response(orgId: String, clientSubmissionId: String) throws -> ResponseRecord? {
-        try conn.query("SELECT \(Self.responseColumns) FROM responses WHERE org_id = ? AND client_submission_id = ?",
-                       [.text(orgId), .text(clientSubmissionId)]).first.map(Self.response)
+        try conn.query("SELECT \(ResponseRecord.columns) FROM responses WHERE org_id = ? AND client_submission_id = ?",
+                       [.text(orgId), .text(clientSubmissionId)]).first.map(ResponseRecord.init)
     }
 
     /// A page in response-id order (ids are time-ordered), optionally one submitter's, one state's.
-    public func responses(orgId: String, submitter: String?, reviewState: String?, after: String?, limit: Int) throws -> [ResponseRecord] {
-        var sql = "SELECT \(Self.responseColumns) FROM responses WHERE org_id = ? AND response_id > ?"
+    public func responses(orgId: String, submitter: String?, reviewState: ReviewState?, after: String?, limit: Int) throws -> [ResponseRecord] {
+        var sql = "SELECT \(ResponseRecord.columns) FROM responses WHERE org_id = ? AND response_id > ?"
         var args: [SQLValue] = [.text(orgId), .text(after ?? "")]
         if let submitter { sql += " AND submitter = ?"; args.append(.text(submitter)) }
-        if let reviewState { sql += " AND review_state = ?"; args.append(.text(reviewState)) }
+        if let reviewState { sql += " AND review_state = ?"; args.append(.text(reviewState.rawValue)) }
         sql += " ORDER BY response_id LIMIT ?"
         args.append(.int(Int64(limit)))
-        return try conn.query(sql, args).map(Self.response)
+        return try conn.query(sql, args).map(ResponseRecord.init)
     }
 
     public func auditTrail(orgId: String, targetType: String, targetId: String) throws -> [AuditRecord] {
         try conn.query("""
-            SELECT seq, actor, action, target_type, target_id, revision, detail, at FROM audit
-            WHERE org_id = ? AND target_type = ? AND target_id = ? ORDER BY seq
-            """, [.text(orgId), .text(targetType), .text(targetId)]).map {
-            AuditRecord(seq: $0.int(0), actor: $0.string(1), action: $0.string(2), targetType: $0.string(3),
-                        targetId: $0.string(4), revision: $0.optionalInt(5), detail: $0.optionalString(6), at: $0.int(7))
-        }
+            SELECT \(AuditRecord.columns) FROM audit WHERE org_id = ? AND target_type = ? AND target_id = ? ORDER BY seq
+            """, [.text(orgId), .text(targetType), .text(targetId)]).map(AuditRecord.init)
     }
 }
 
@@ -54,16 +37,16 @@ extension GatedTransaction {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(r.responseId), .text(orgId), .text(r.clientSubmissionId), .text(r.submitter), .text(r.surveyId),
                   .text(r.surveyVersionId), .text(r.requestDigest), .blob([]), .blob(r.requestSHA256), .text(r.answers),
-                  .optional(r.fieldTaskId), .optional(r.capturedAt), .int(r.receivedAt), .text(r.reviewState), .int(r.revision)])
+                  .optional(r.fieldTaskId), .optional(r.capturedAt), .int(r.receivedAt), .text(r.reviewState.rawValue), .int(r.revision)])
         try audit(action: "response.accept", targetType: "response", targetId: r.responseId, revision: r.revision,
-                  detail: CanonicalJSON.string(["toState": .string(r.reviewState), "clientSubmissionId": .string(r.clientSubmissionId)]))
+                  detail: CanonicalJSON.string(["toState": .string(r.reviewState.rawValue), "clientSubmissionId": .string(r.clientSubmissionId)]))
     }
 }
 
 extension GatedTransaction {
     /// One review step: the state and revision move only if the revision is still `expected`
     /// (1021 otherwise, carrying the current state). Audited with the transition.
-    public func applyReview(responseId: String, expectedRevision: Int64, from: String, to: String, action: String,
+    public func applyReview(responseId: String, expectedRevision: Int64, from: ReviewState, to: ReviewState, action: String,
                             comment: String?, answers: (surveyVersionId: String, text: String)? = nil) throws -> ResponseRecord {
         try context.keepForWebhooks(responseId: responseId)
         if let answers {
@@ -71,19 +54,20 @@ extension GatedTransaction {
                 UPDATE responses SET review_state = ?, revision = revision + 1, survey_version_id = ?, answers = ?,
                     accepted_survey_version_id = COALESCE(accepted_survey_version_id, survey_version_id)
                 WHERE response_id = ? AND org_id = ? AND revision = ? AND review_state = ?
-                """, [.text(to), .text(answers.surveyVersionId), .text(answers.text), .text(responseId), .text(orgId), .int(expectedRevision), .text(from)])
+                """, [.text(to.rawValue), .text(answers.surveyVersionId), .text(answers.text), .text(responseId), .text(orgId), .int(expectedRevision),
+                      .text(from.rawValue)])
         } else {
             try context.conn.run("""
                 UPDATE responses SET review_state = ?, revision = revision + 1
                 WHERE response_id = ? AND org_id = ? AND revision = ? AND review_state = ?
-                """, [.text(to), .text(responseId), .text(orgId), .int(expectedRevision), .text(from)])
+                """, [.text(to.rawValue), .text(responseId), .text(orgId), .int(expectedRevision), .text(from.rawValue)])
         }
         guard context.conn.changes == 1, let updated = try read.response(orgId: orgId, responseId: responseId) else {
             let current = try read.response(orgId: orgId, responseId: responseId)
             throw ApiError(.staleRevision, "The response is at revision \(current?.revision ?? 0), not \(expectedRevision).",
-                           extra: ["reviewState": .string(current?.reviewState ?? ""), "revision": .number(Double(current?.revision ?? 0))])
+                           extra: ["reviewState": .string(current?.reviewState.rawValue ?? ""), "revision": .number(Double(current?.revision ?? 0))])
         }
-        var detail: [String: JSONValue] = ["fromState": .string(from), "toState": .string(to)]
+        var detail: [String: JSONValue] = ["fromState": .string(from.rawValue), "toState": .string(to.rawValue)]
         if let comment { detail["comment"] = .string(comment) }
         try audit(action: action, targetType: "response", targetId: responseId, revision: updated.revision,
                   detail: CanonicalJSON.string(.object(detail)))
@@ -95,7 +79,7 @@ extension ReadContext {
     /// The changes feed: audit entries about responses (and tasks) the caller may follow, after a
     /// cursor, in server order. `userId` nil means the whole organization (reviewers, admins).
     public func changes(orgId: String, userId: String?, after: Int64, limit: Int) throws -> [ChangeRecord] {
-        var sql = "SELECT a.seq, a.target_type, a.target_id, a.action, a.revision, a.detail, a.at FROM audit a WHERE a.org_id = ? AND a.seq > ?"
+        var sql = "SELECT \(ChangeRecord.columns) FROM audit a WHERE a.org_id = ? AND a.seq > ?"
         var args: [SQLValue] = [.text(orgId), .int(after)]
         if let userId {
             sql += """
@@ -112,9 +96,6 @@ extension ReadContext {
         }
         sql += " ORDER BY a.seq LIMIT ?"
         args.append(.int(Int64(limit)))
-        return try conn.query(sql, args).map {
-            ChangeRecord(seq: $0.int(0), kind: $0.string(1), id: $0.string(2), action: $0.string(3), revision: $0.optionalInt(4),
-                         detail: $0.optionalString(5), at: $0.int(6))
-        }
+        return try conn.query(sql, args).map(ChangeRecord.init)
     }
 }

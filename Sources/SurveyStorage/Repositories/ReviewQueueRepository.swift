@@ -5,16 +5,17 @@ extension ReadContext {
     public func queueRows(_ filter: ExportFilter, before: String?, limit: Int) throws -> [ResponseRecord] {
         var c = filter.condition
         if let before { c.sql += " AND response_id < ?"; c.args.append(.text(before)) }
-        return try conn.query("SELECT \(Self.responseColumns) FROM responses WHERE \(c.sql) ORDER BY response_id DESC LIMIT ?",
-                              c.args + [.int(Int64(limit))]).map(Self.response)
+        return try conn.query("SELECT \(ResponseRecord.columns) FROM responses WHERE \(c.sql) ORDER BY response_id DESC LIMIT ?",
+                              c.args + [.int(Int64(limit))]).map(ResponseRecord.init)
     }
 
     /// How many of the responses matching `filter` are in each review state.
-    public func stateCounts(_ filter: ExportFilter) throws -> [String: Int] {
+    public func stateCounts(_ filter: ExportFilter) throws -> [ReviewState: Int] {
         let c = filter.condition
-        var counts: [String: Int] = [:]
-        for r in try conn.query("SELECT review_state, COUNT(*) FROM responses WHERE \(c.sql) GROUP BY review_state", c.args) {
-            counts[r.string(0)] = Int(r.int(1))
+        var counts: [ReviewState: Int] = [:]
+        for r in try conn.query("SELECT review_state, COUNT(*) AS n FROM responses WHERE \(c.sql) GROUP BY review_state", c.args) {
+            let n: Int = try r["n"]
+            counts[try r["review_state"]] = n
         }
         return counts
     }
@@ -22,14 +23,12 @@ extension ReadContext {
     /// The people who submitted to a survey (for the queue's filter).
     public func submitters(orgId: String, surveyId: String) throws -> [UserRecord] {
         try conn.query("""
-            SELECT \(Self.userColumns) FROM users u WHERE u.user_id IN
+            SELECT \(UserRecord.columns) FROM users u WHERE u.user_id IN
               (SELECT DISTINCT submitter FROM responses WHERE org_id = ? AND survey_id = ?) ORDER BY u.name
-            """, [.text(orgId), .text(surveyId)]).map { Self.user($0) }
+            """, [.text(orgId), .text(surveyId)]).map(UserRecord.init)
     }
 
     public func orgs() throws -> [OrgRecord] {
-        try conn.query("SELECT org_id, name, expires_at, created_at FROM orgs ORDER BY name").map {
-            OrgRecord(orgId: $0.string(0), name: $0.string(1), expiresAt: $0.int(2), createdAt: $0.int(3))
-        }
+        try conn.query("SELECT \(OrgRecord.columns) FROM orgs ORDER BY name").map(OrgRecord.init)
     }
 }

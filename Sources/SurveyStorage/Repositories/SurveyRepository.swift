@@ -1,35 +1,25 @@
 import SurveyDomain
 
 extension ReadContext {
-    private static func survey(_ r: Row) -> SurveyRecord {
-        SurveyRecord(surveyId: r.string(0), orgId: r.string(1), title: r.string(2), reviewRequired: r.bool(3), createdAt: r.int(4))
-    }
-    private static func version(_ r: Row) -> SurveyVersionRecord {
-        SurveyVersionRecord(surveyVersionId: r.string(0), surveyId: r.string(1), orgId: r.string(2), number: r.int(3),
-                            contentHash: r.string(4), definition: r.string(5), createdAt: r.int(6))
-    }
-    private static let surveyColumns = "survey_id, org_id, title, review_required, created_at"
-    private static let versionColumns = "survey_version_id, survey_id, org_id, number, content_hash, definition, created_at"
-
     /// A survey of this organization (another organization's is simply not found).
     public func survey(orgId: String, surveyId: String) throws -> SurveyRecord? {
-        try conn.query("SELECT \(Self.surveyColumns) FROM surveys WHERE survey_id = ? AND org_id = ?",
-                       [.text(surveyId), .text(orgId)]).first.map(Self.survey)
+        try conn.query("SELECT \(SurveyRecord.columns) FROM surveys WHERE survey_id = ? AND org_id = ?",
+                       [.text(surveyId), .text(orgId)]).first.map(SurveyRecord.init)
     }
 
     public func surveys(orgId: String, after: String?, limit: Int) throws -> [SurveyRecord] {
-        try conn.query("SELECT \(Self.surveyColumns) FROM surveys WHERE org_id = ? AND survey_id > ? ORDER BY survey_id LIMIT ?",
-                       [.text(orgId), .text(after ?? ""), .int(Int64(limit))]).map(Self.survey)
+        try conn.query("SELECT \(SurveyRecord.columns) FROM surveys WHERE org_id = ? AND survey_id > ? ORDER BY survey_id LIMIT ?",
+                       [.text(orgId), .text(after ?? ""), .int(Int64(limit))]).map(SurveyRecord.init)
     }
 
     public func surveyVersion(orgId: String, surveyVersionId: String) throws -> SurveyVersionRecord? {
-        try conn.query("SELECT \(Self.versionColumns) FROM survey_versions WHERE survey_version_id = ? AND org_id = ?",
-                       [.text(surveyVersionId), .text(orgId)]).first.map(Self.version)
+        try conn.query("SELECT \(SurveyVersionRecord.columns) FROM survey_versions WHERE survey_version_id = ? AND org_id = ?",
+                       [.text(surveyVersionId), .text(orgId)]).first.map(SurveyVersionRecord.init)
     }
 
     public func surveyVersions(surveyId: String) throws -> [SurveyVersionRecord] {
-        try conn.query("SELECT \(Self.versionColumns) FROM survey_versions WHERE survey_id = ? ORDER BY number",
-                       [.text(surveyId)]).map(Self.version)
+        try conn.query("SELECT \(SurveyVersionRecord.columns) FROM survey_versions WHERE survey_id = ? ORDER BY number",
+                       [.text(surveyId)]).map(SurveyVersionRecord.init)
     }
 }
 
@@ -44,8 +34,8 @@ extension GatedTransaction {
 
     /// Publishes the next version number of a survey; versions are immutable once written.
     public func publishVersion(surveyVersionId: String, surveyId: String, contentHash: String, definition: String) throws -> SurveyVersionRecord {
-        let number = (try context.conn.query("SELECT COALESCE(MAX(number), 0) + 1 FROM survey_versions WHERE survey_id = ?",
-                                             [.text(surveyId)]).first?.int(0)) ?? 1
+        let number = try context.conn.query("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM survey_versions WHERE survey_id = ?",
+                                            [.text(surveyId)]).first?.int("next") ?? 1
         try context.conn.run("""
             INSERT INTO survey_versions(survey_version_id, survey_id, org_id, number, content_hash, definition, created_at)
             VALUES (?, ?, ?, ?, ?, ?, ?)

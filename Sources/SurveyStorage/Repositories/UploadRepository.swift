@@ -2,57 +2,43 @@ import Foundation
 import SurveyDomain
 
 extension ReadContext {
-    private static let uploadColumns = "org_id, client_upload_id, uploader, survey_version_id, question_id, content_type, size, sha256, received_at"
-    private static func upload(_ r: Row) -> UploadRecord {
-        UploadRecord(orgId: r.string(0), clientUploadId: r.string(1), uploader: r.string(2), surveyVersionId: r.string(3),
-                     questionId: r.string(4), contentType: r.string(5), size: r.int(6), sha256: r.string(7), receivedAt: r.int(8))
-    }
-
     public func upload(orgId: String, clientUploadId: String) throws -> UploadRecord? {
-        try conn.query("SELECT \(Self.uploadColumns) FROM uploads WHERE org_id = ? AND client_upload_id = ?",
-                       [.text(orgId), .text(clientUploadId)]).first.map(Self.upload)
+        try conn.query("SELECT \(UploadRecord.columns) FROM uploads WHERE org_id = ? AND client_upload_id = ?",
+                       [.text(orgId), .text(clientUploadId)]).first.map(UploadRecord.init)
     }
 
     /// The content hashes that rows reference: every other blob file is garbage.
     public func referencedBlobHashes() throws -> Set<String> {
-        Set(try conn.query("SELECT DISTINCT sha256 FROM uploads").map { $0.string(0) })
-    }
-
-    private static let resumableColumns = """
-        upload_id, org_id, client_upload_id, owner, survey_version_id, question_id, content_type, length, received_bytes, expires_at, created_at
-        """
-    private static func resumable(_ r: Row) -> ResumableUploadRecord {
-        ResumableUploadRecord(uploadId: r.string(0), orgId: r.string(1), clientUploadId: r.string(2), owner: r.string(3),
-                              surveyVersionId: r.string(4), questionId: r.string(5), contentType: r.string(6), length: r.int(7),
-                              receivedBytes: r.int(8), expiresAt: r.int(9), createdAt: r.int(10))
+        Set(try conn.query("SELECT DISTINCT sha256 FROM uploads").map { try $0.string("sha256") })
     }
 
     public func resumableUpload(orgId: String, uploadId: String) throws -> ResumableUploadRecord? {
-        try conn.query("SELECT \(Self.resumableColumns) FROM resumable_uploads WHERE upload_id = ? AND org_id = ?",
-                       [.text(uploadId), .text(orgId)]).first.map(Self.resumable)
+        try conn.query("SELECT \(ResumableUploadRecord.columns) FROM resumable_uploads WHERE upload_id = ? AND org_id = ?",
+                       [.text(uploadId), .text(orgId)]).first.map(ResumableUploadRecord.init)
     }
 
     public func resumableUpload(orgId: String, clientUploadId: String) throws -> ResumableUploadRecord? {
-        try conn.query("SELECT \(Self.resumableColumns) FROM resumable_uploads WHERE org_id = ? AND client_upload_id = ?",
-                       [.text(orgId), .text(clientUploadId)]).first.map(Self.resumable)
+        try conn.query("SELECT \(ResumableUploadRecord.columns) FROM resumable_uploads WHERE org_id = ? AND client_upload_id = ?",
+                       [.text(orgId), .text(clientUploadId)]).first.map(ResumableUploadRecord.init)
     }
 
     /// Unfinished uploads, whose partial files are kept; any other partial file is a leftover.
     public func liveResumableUploadIds() throws -> Set<String> {
-        Set(try conn.query("SELECT upload_id FROM resumable_uploads WHERE received_bytes < length").map { $0.string(0) })
+        Set(try conn.query("SELECT upload_id FROM resumable_uploads WHERE received_bytes < length").map { try $0.string("upload_id") })
     }
 
     /// Unfinished uploads past their expiry: their bytes are freed by `expireResumableUploads`.
     public func expiredResumableUploadIds(now: Int64) throws -> [String] {
-        try conn.query("SELECT upload_id FROM resumable_uploads WHERE received_bytes < length AND expires_at <= ?", [.int(now)]).map { $0.string(0) }
+        try conn.query("SELECT upload_id FROM resumable_uploads WHERE received_bytes < length AND expires_at <= ?", [.int(now)])
+            .map { try $0.string("upload_id") }
     }
 
     /// Bytes the owner has declared for unfinished, unexpired uploads: what they may still fill.
     public func unfinishedResumableBytes(orgId: String, owner: String, now: Int64) throws -> Int64 {
         try conn.query("""
-            SELECT COALESCE(SUM(length), 0) FROM resumable_uploads
+            SELECT COALESCE(SUM(length), 0) AS bytes FROM resumable_uploads
             WHERE org_id = ? AND owner = ? AND received_bytes < length AND expires_at > ?
-            """, [.text(orgId), .text(owner), .int(now)]).first?.int(0) ?? 0
+            """, [.text(orgId), .text(owner), .int(now)]).first?.int("bytes") ?? 0
     }
 }
 
@@ -75,8 +61,8 @@ extension Database {
                     SELECT org_id, client_upload_id FROM resumable_uploads
                     WHERE upload_id = ? AND received_bytes < length AND expires_at <= ?
                     """, [.text(id), .int(now)]).first else { continue }
-                try WriteContext(conn, orgId: row.string(0), actor: "surveyd", now: now)
-                    .removeExpiredResumableUpload(uploadId: id, clientUploadId: row.string(1))
+                try WriteContext(conn, orgId: try row.string("org_id"), actor: "surveyd", now: now)
+                    .removeExpiredResumableUpload(uploadId: id, clientUploadId: try row.string("client_upload_id"))
                 removed.append(id)
             }
             return removed

@@ -1,35 +1,29 @@
 import SurveyDomain
 
 extension ReadContext {
-    static let userColumns = "u.user_id, u.org_id, u.name, u.roles, u.active"
-
-    static func user(_ r: Row, at i: Int = 0) -> UserRecord {
-        UserRecord(userId: r.string(i), orgId: r.string(i + 1), name: r.string(i + 2),
-                   roles: r.string(i + 3).split(separator: ",").map(String.init), active: r.bool(i + 4))
-    }
-
     /// Every user of the organization (their names head an export's rows).
     public func users(orgId: String) throws -> [UserRecord] {
-        try conn.query("SELECT \(Self.userColumns) FROM users u WHERE u.org_id = ? ORDER BY u.user_id", [.text(orgId)]).map { Self.user($0) }
+        try conn.query("SELECT \(UserRecord.columns) FROM users u WHERE u.org_id = ? ORDER BY u.user_id", [.text(orgId)]).map(UserRecord.init)
     }
 
     public func user(_ userId: String) throws -> UserRecord? {
-        try conn.query("SELECT \(Self.userColumns) FROM users u WHERE u.user_id = ?", [.text(userId)]).first.map { Self.user($0) }
+        try conn.query("SELECT \(UserRecord.columns) FROM users u WHERE u.user_id = ?", [.text(userId)]).first.map(UserRecord.init)
     }
 
     /// The live owner of a token hash: not revoked, and (for user tokens) an active user.
     /// The lookup is by the hash's index; the caller compares the hash again in constant time.
     public func tokenOwner(hash: [UInt8]) throws -> (owner: TokenOwner, storedHash: [UInt8])? {
         let rows = try conn.query("""
-            SELECT t.token_id, t.is_operator, t.token_hash, \(Self.userColumns)
+            SELECT t.token_id, t.is_operator, t.token_hash, \(UserRecord.columns)
             FROM tokens t LEFT JOIN users u ON u.user_id = t.user_id
             WHERE t.token_hash = ? AND t.revoked_at IS NULL
             """, [.blob(hash)])
         guard let r = rows.first else { return nil }
-        let isOperator = r.bool(1)
-        let user: UserRecord? = r.optionalString(3) == nil ? nil : Self.user(r, at: 3)
+        let isOperator = try r.bool("is_operator")
+        // An operator token has no user: the joined user's columns are NULL.
+        let user = try r.optionalString("user_id") == nil ? nil : try UserRecord(row: r)
         if !isOperator && user?.active != true { return nil }
-        return (TokenOwner(tokenId: r.string(0), isOperator: isOperator, user: user), r.blob(2))
+        return (TokenOwner(tokenId: try r.string("token_id"), isOperator: isOperator, user: user), try r.blob("token_hash"))
     }
 
     public func tokenBelongs(tokenId: String, userId: String) throws -> Bool {

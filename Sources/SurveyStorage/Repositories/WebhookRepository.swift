@@ -47,6 +47,21 @@ public struct WebhookRecord: Sendable, Equatable {
     var actions: Set<String> { Set(Self.eventTypes.filter { events.contains($0.value) }.keys) }
 }
 
+extension WebhookRecord {
+    /// The webhooks table as `w`.
+    static let columns = """
+        w.webhook_id, w.org_id, w.url, w.events, w.description, w.enabled, w.disabled_reason, w.secret, w.previous_secret,
+        w.previous_secret_until, w.cursor, w.created_at, w.updated_at
+        """
+    init(row: Row) throws {
+        self.init(webhookId: try row["webhook_id"], orgId: try row["org_id"], url: try row["url"],
+                  events: try row.string("events").split(separator: " ").map(String.init), description: try row["description"],
+                  enabled: try row["enabled"], disabledReason: try row["disabled_reason"], secret: try row["secret"],
+                  previousSecret: try row["previous_secret"], previousSecretUntil: try row["previous_secret_until"],
+                  cursor: try row["cursor"], createdAt: try row["created_at"], updatedAt: try row["updated_at"])
+    }
+}
+
 /// One event for one webhook: what was sent and what came back. A delivery that has not been
 /// attempted yet is `pending` with no attempts.
 public struct DeliveryRecord: Sendable, Equatable {
@@ -86,43 +101,32 @@ struct EventEntry {
     var type: String { WebhookRecord.eventTypes[action] ?? action }
 
     static let columns = "seq, actor, action, target_id, revision, detail, at"
-    init(_ r: Row) {
-        seq = r.int(0); actor = r.string(1); action = r.string(2); targetId = r.string(3); revision = r.optionalInt(4)
-        detail = r.optionalString(5); at = r.int(6)
+    init(row: Row) throws {
+        seq = try row["seq"]; actor = try row["actor"]; action = try row["action"]; targetId = try row["target_id"]
+        revision = try row["revision"]; detail = try row["detail"]; at = try row["at"]
     }
 }
 
 extension ReadContext {
-    static let webhookColumns = """
-        w.webhook_id, w.org_id, w.url, w.events, w.description, w.enabled, w.disabled_reason, w.secret, w.previous_secret,
-        w.previous_secret_until, w.cursor, w.created_at, w.updated_at
-        """
-    static func webhook(_ r: Row) -> WebhookRecord {
-        WebhookRecord(webhookId: r.string(0), orgId: r.string(1), url: r.string(2), events: r.string(3).split(separator: " ").map(String.init),
-                      description: r.optionalString(4), enabled: r.bool(5), disabledReason: r.optionalString(6), secret: r.string(7),
-                      previousSecret: r.optionalString(8), previousSecretUntil: r.optionalInt(9), cursor: r.int(10),
-                      createdAt: r.int(11), updatedAt: r.int(12))
-    }
-
     public func webhooks(orgId: String, after: String?, limit: Int) throws -> [WebhookRecord] {
-        try conn.query("SELECT \(Self.webhookColumns) FROM webhooks w WHERE w.org_id = ? AND w.webhook_id > ? ORDER BY w.webhook_id LIMIT ?",
-                       [.text(orgId), .text(after ?? ""), .int(Int64(limit))]).map(Self.webhook)
+        try conn.query("SELECT \(WebhookRecord.columns) FROM webhooks w WHERE w.org_id = ? AND w.webhook_id > ? ORDER BY w.webhook_id LIMIT ?",
+                       [.text(orgId), .text(after ?? ""), .int(Int64(limit))]).map(WebhookRecord.init)
     }
 
     public func webhook(orgId: String, webhookId: String) throws -> WebhookRecord? {
-        try conn.query("SELECT \(Self.webhookColumns) FROM webhooks w WHERE w.webhook_id = ? AND w.org_id = ?",
-                       [.text(webhookId), .text(orgId)]).first.map(Self.webhook)
+        try conn.query("SELECT \(WebhookRecord.columns) FROM webhooks w WHERE w.webhook_id = ? AND w.org_id = ?",
+                       [.text(webhookId), .text(orgId)]).first.map(WebhookRecord.init)
     }
 
     public func enabledWebhooks() throws -> [WebhookRecord] {
-        try conn.query("SELECT \(Self.webhookColumns) FROM webhooks w WHERE w.enabled = 1").map(Self.webhook)
+        try conn.query("SELECT \(WebhookRecord.columns) FROM webhooks w WHERE w.enabled = 1").map(WebhookRecord.init)
     }
 
     // MARK: events and deliveries
 
     /// What makes this database's event ids its own.
     func eventIdSalt() throws -> [UInt8] {
-        try conn.query("SELECT salt FROM webhook_identity WHERE id = 1").first?.blob(0) ?? []
+        try conn.query("SELECT salt FROM webhook_identity WHERE id = 1").first?.blob("salt") ?? []
     }
 
     /// The events of `w`'s organization it listens to, after `after`, in order. `scan` bounds the
@@ -132,8 +136,13 @@ extension ReadContext {
         let rows = try conn.query("SELECT \(EventEntry.columns) FROM audit WHERE org_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
                                   [.text(w.orgId), .int(after), .int(auditHorizon ?? .max), .int(Int64(scan))])
         let actions = w.actions
-        let events = Array(rows.lazy.map(EventEntry.init).filter { actions.contains($0.action) }.prefix(limit))
-        let scannedTo = events.count == limit ? events.last!.seq : rows.last.map { $0.int(0) } ?? after
+        var events: [EventEntry] = []
+        for row in rows {
+            guard events.count < limit else { break }
+            let e = try EventEntry(row: row)
+            if actions.contains(e.action) { events.append(e) }
+        }
+        let scannedTo = try events.count == limit ? events.last!.seq : rows.last.map { try $0.int("seq") } ?? after
         return (events, scannedTo)
     }
 
@@ -146,13 +155,16 @@ extension ReadContext {
     func delivery(_ event: EventEntry, of w: WebhookRecord, salt: [UInt8]) throws -> DeliveryRecord {
         let id = EventIds.uuid(seq: event.seq, at: event.at, salt: salt)
         let row = try conn.query("""
-            SELECT status, attempts, next_attempt_at, last_attempt_at, last_status_code, last_error, created_at
+            SELECT status, attempts, next_attempt_at, last_attempt_at, last_status_code, last_error
             FROM webhook_deliveries WHERE webhook_id = ? AND event_seq = ?
             """, [.text(w.webhookId), .int(event.seq)]).first
+        // Not attempted yet: due from the event's time on.
+        let nextAttemptAt: Int64? = if let row { try row.optionalInt("next_attempt_at") } else { event.at }
         return DeliveryRecord(deliveryId: "dlv_" + id, webhookId: w.webhookId, eventId: "evt_" + id, eventSeq: event.seq, type: event.type,
-                              status: row?.string(0) ?? "pending", attempts: row?.int(1) ?? 0,
-                              nextAttemptAt: row == nil ? event.at : row?.optionalInt(2), lastAttemptAt: row?.optionalInt(3),
-                              lastStatusCode: row?.optionalInt(4), lastError: row?.optionalString(5), createdAt: event.at)
+                              status: try row?.string("status") ?? "pending", attempts: try row?.int("attempts") ?? 0,
+                              nextAttemptAt: nextAttemptAt,
+                              lastAttemptAt: try row?.optionalInt("last_attempt_at"), lastStatusCode: try row?.optionalInt("last_status_code"),
+                              lastError: try row?.optionalString("last_error"), createdAt: event.at)
     }
 
     /// A webhook's deliveries in the order they go out, after the delivery `after`: those made
@@ -161,7 +173,7 @@ extension ReadContext {
         let salt = try eventIdSalt()
         let afterSeq = after.flatMap(EventIds.seq(fromDeliveryId:)) ?? 0
         let made = try conn.query("SELECT event_seq FROM webhook_deliveries WHERE webhook_id = ? AND event_seq > ? ORDER BY event_seq LIMIT ?",
-                                  [.text(w.webhookId), .int(afterSeq), .int(Int64(limit))]).map { $0.int(0) }
+                                  [.text(w.webhookId), .int(afterSeq), .int(Int64(limit))]).map { try $0.int("event_seq") }
         var seqs = Set(made)
         var from = max(afterSeq, w.cursor)
         while true {
@@ -192,7 +204,7 @@ extension ReadContext {
         let salt = try eventIdSalt()
         let made = try conn.query("SELECT event_seq FROM webhook_deliveries WHERE webhook_id = ? ORDER BY event_seq DESC LIMIT ?",
                                   [.text(w.webhookId), .int(Int64(limit))]).compactMap { row in
-            try event(orgId: w.orgId, seq: row.int(0)).map { try delivery($0, of: w, salt: salt) }
+            try event(orgId: w.orgId, seq: try row.int("event_seq")).map { try delivery($0, of: w, salt: salt) }
         }
         var waiting = 0, from = w.cursor
         while waiting < countUpTo {
@@ -213,7 +225,7 @@ extension ReadContext {
         var next: EventEntry?
         var scannedTo = from
         if let seq = try conn.query("SELECT event_seq FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' ORDER BY event_seq LIMIT 1",
-                                    [.text(w.webhookId)]).first?.int(0) {
+                                    [.text(w.webhookId)]).first?.int("event_seq") {
             next = try event(orgId: w.orgId, seq: seq)
         }
         if next == nil || next!.seq > from {
@@ -254,7 +266,7 @@ extension ReadContext {
             if let r = try response(orgId: orgId, responseId: e.targetId), r.revision == revision {
                 data = r.encodedDocument(adding: review.map { ["review": .object($0)] } ?? [:])
             } else if let kept = try conn.query("SELECT document FROM webhook_snapshots WHERE response_id = ? AND revision = ?",
-                                                [.text(e.targetId), .int(revision)]).first?.blob(0) {
+                                                [.text(e.targetId), .int(revision)]).first?.blob("document") {
                 data = kept
                 if let review, case .object(var o)? = try? JSONParser.parse(kept) {
                     o["review"] = .object(review)

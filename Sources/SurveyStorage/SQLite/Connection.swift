@@ -56,9 +56,12 @@ final class Connection {
     var changes: Int { Int(sqlite3_changes(handle)) }
     var totalChanges: Int64 { Int64(sqlite3_total_changes64(handle)) }
 
-    func pragma(_ name: String) throws(SQLiteError) -> String? {
-        try query("PRAGMA \(name)", []).first?.values.first.flatMap {
-            switch $0 { case .text(let s): s; case .int(let i): String(i); default: nil }
+    /// A pragma's value as text. It answers in one column named after it (`journal_mode=WAL`
+    /// reads `journal_mode`).
+    func pragma(_ name: String) throws -> String? {
+        let column = String(name.prefix { $0 != "=" && $0 != "(" })
+        return try query("PRAGMA \(name)", []).first.flatMap {
+            switch try $0.value(column) { case .text(let s): s; case .int(let i): String(i); default: nil }
         }
     }
 }

@@ -16,16 +16,15 @@ extension SQLValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Exp
     public static func bool(_ b: Bool) -> SQLValue { .int(b ? 1 : 0) }
 }
 
-/// One result row.
-public struct Row: Sendable {
-    public let values: [SQLValue]
-    public func string(_ i: Int) -> String { if case .text(let s) = values[i] { return s }; return "" }
-    public func optionalString(_ i: Int) -> String? { if case .text(let s) = values[i] { return s }; return nil }
-    public func int(_ i: Int) -> Int64 { if case .int(let v) = values[i] { return v }; return 0 }
-    public func optionalInt(_ i: Int) -> Int64? { if case .int(let v) = values[i] { return v }; return nil }
-    public func bool(_ i: Int) -> Bool { int(i) != 0 }
-    public func optionalBlob(_ i: Int) -> [UInt8]? { if case .blob(let b) = values[i] { return b }; return nil }
-    public func blob(_ i: Int) -> [UInt8] {
-        switch values[i] { case .blob(let b): b; case .text(let s): Array(s.utf8); default: [] }
+extension SQLValue {
+    /// What kind of value this is, for an error that must not repeat the value itself.
+    var kind: String {
+        switch self {
+        case .null: "NULL"
+        case .int: "an integer"
+        case .double: "a real"
+        case .text: "text"
+        case .blob: "a blob"
+        }
     }
 }

@@ -5,6 +5,8 @@ final class Statement {
     let handle: OpaquePointer
     let sql: String
     unowned let connection: Connection
+    /// The result columns' names, fixed by the SQL when it is prepared.
+    let columns: Row.Columns
 
     init(connection: Connection, sql: String) throws(SQLiteError) {
         var h: OpaquePointer?
@@ -13,6 +15,7 @@ final class Statement {
         self.handle = h
         self.sql = sql
         self.connection = connection
+        columns = Row.Columns((0..<sqlite3_column_count(h)).map { sqlite3_column_name(h, $0).map { String(cString: $0) } ?? "" })
     }
     deinit { sqlite3_finalize(handle) }
 
@@ -78,6 +81,6 @@ final class Statement {
             default: values.append(.null)
             }
         }
-        return Row(values: values)
+        return Row(columns: columns, values: values)
     }
 }

@@ -6,12 +6,12 @@ extension TestServer {
     /// hold received bytes (as each has a partial file on disk with SQLite).
     func files(in sub: String) -> [String] {
         if TestEngine.isPostgres && sub == "blobs" {
-            return ((try? rows("SELECT DISTINCT sha256 FROM blob_chunks")) ?? []).map { $0.string(0) }
+            return ((try? rows("SELECT DISTINCT sha256 FROM blob_chunks")) ?? []).compactMap { try? $0.string("sha256") }
         }
         if TestEngine.isPostgres && sub == "partial" {
             return ((try? rows("""
                 SELECT upload_id FROM resumable_uploads WHERE received_bytes < length UNION SELECT upload_id FROM partial_chunks
-                """)) ?? []).map { $0.string(0) }
+                """)) ?? []).compactMap { try? $0.string("upload_id") }
         }
         return ServerProcess.regularFiles(under: dataDir + "/" + sub)
     }
@@ -19,7 +19,7 @@ extension TestServer {
     /// The bytes of a stored file, by its name in `files(in: "blobs")`.
     func storedBytes(blob name: String) throws -> [UInt8] {
         guard TestEngine.isPostgres else { return Array(try Data(contentsOf: URL(fileURLWithPath: dataDir + "/blobs/" + name))) }
-        return try rows("SELECT bytes FROM blob_chunks WHERE sha256 = ? ORDER BY n", [.text(name)]).flatMap { $0.blob(0) }
+        return try rows("SELECT bytes FROM blob_chunks WHERE sha256 = ? ORDER BY n", [.text(name)]).flatMap { try $0.blob("bytes") }
     }
 
     /// The bytes received so far of an unfinished resumable upload; nil when it keeps none.
@@ -28,7 +28,7 @@ extension TestServer {
             return (try? Data(contentsOf: URL(fileURLWithPath: dataDir + "/partial/" + uploadId))).map(Array.init)
         }
         guard files(in: "partial").contains(uploadId) else { return nil }
-        return try rows("SELECT bytes FROM partial_chunks WHERE upload_id = ? ORDER BY start", [.text(uploadId)]).flatMap { $0.blob(0) }
+        return try rows("SELECT bytes FROM partial_chunks WHERE upload_id = ? ORDER BY start", [.text(uploadId)]).flatMap { try $0.blob("bytes") }
     }
 }
 

@@ -50,8 +50,9 @@ final class TestServer: @unchecked Sendable {
         try TestEngine.rows(dataDir: dataDir, sql, args)
     }
 
+    /// The number a query answers as its column `n` (`SELECT COUNT(*) AS n FROM …`).
     func count(_ sql: String, _ args: [SQLValue] = []) throws -> Int64 {
-        try rows(sql, args).first?.int(0) ?? -1
+        try rows(sql, args).first?.int("n") ?? -1
     }
 }
 
