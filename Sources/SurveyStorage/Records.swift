@@ -111,8 +111,8 @@ public struct ResponseRecord: Sendable, Equatable {
 
 extension ResponseRecord {
     static let columns = """
-        response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id, request_digest, request_body,
-        answers, field_task_id, captured_at, received_at, review_state, revision, request_sha256, accepted_survey_version_id
+        response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id, request_digest, request_sha256,
+        request_body, answers, field_task_id, captured_at, received_at, review_state, revision, accepted_survey_version_id
         """
     init(row: Row) throws {
         self.init(responseId: try row["response_id"], orgId: try row["org_id"], clientSubmissionId: try row["client_submission_id"],

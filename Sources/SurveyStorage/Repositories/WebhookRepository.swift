@@ -142,7 +142,7 @@ extension ReadContext {
             let e = try EventEntry(row: row)
             if actions.contains(e.action) { events.append(e) }
         }
-        let scannedTo = try events.count == limit ? events.last!.seq : rows.last.map { try $0.int("seq") } ?? after
+        let scannedTo = if events.count == limit, let last = events.last { last.seq } else { try rows.last.map { try $0.int("seq") } ?? after }
         return (events, scannedTo)
     }
 
