@@ -10,7 +10,8 @@ public struct Submission: Sendable {
     public let fieldTaskId: String?
     /// As sent: checked with the rest of the request (step 4), so a bad one is reported there.
     public let capturedAt: JSONValue?
-    /// Every member of the envelope, answers aside: what the canonical digest covers with them.
+    /// Every member of the envelope (`answers` aside, or left in and skipped): what the canonical
+    /// digest covers with the answers.
     let envelope: [String: JSONValue]
     /// The SHA-256 of the bytes as sent, where the door has such bytes (a retry of the same
     /// bytes is then recognised without comparing content); empty otherwise.
@@ -32,9 +33,8 @@ public struct Submission: Sendable {
             _ = try Self.identifier(body)  // an unusable id is reported first, as it always was
             throw ApiError.malformed("`answers` is required.")
         }
-        var envelope = body.fields
-        envelope["answers"] = nil
-        try self.init(envelope: envelope, answers: answers, bytesSHA256: Digest.sha256(bytes))
+        // The envelope keeps `answers`: the digest encodes the canonical answers in its place.
+        try self.init(envelope: body.fields, answers: answers, bytesSHA256: Digest.sha256(bytes))
     }
 
     private init(envelope: [String: JSONValue], answers: JSONValue, bytesSHA256: [UInt8]) throws(ApiError) {
