@@ -27,8 +27,10 @@ public struct WebhookTarget: Sendable, Equatable {
         guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             return refuse("must be an http:// or https:// URL")
         }
-        guard var host = c.host, !host.isEmpty else { return refuse("must name a host") }
+        guard var host = c.host else { return refuse("must name a host") }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        // After the brackets are gone: `http://[]:80/` names no host either (found by fuzzing).
+        guard !host.isEmpty else { return refuse("must name a host") }
         guard c.user == nil, c.password == nil else { return refuse("must not carry a user name or password; verify deliveries by their signature") }
         guard c.fragment == nil else { return refuse("must not have a #fragment") }
         let port = c.port ?? (scheme == "https" ? 443 : 80)
