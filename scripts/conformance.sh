@@ -189,6 +189,9 @@ for op, statuses in [("createTask", ["422"]), ("createToken", ["422"]), ("invite
                      # not a geopoint question of the survey is 422 / 1002.
                      ("exportResponsesCsv", ["400"]), ("exportResponsesXlsx", ["400"]), ("exportResponsesZip", ["400"]),
                      ("exportResponsesGeoJSON", ["400", "422"]),
+                     # The changes feed: a cursor of the right shape that this server never sealed
+                     # for the organization is 422 / 1002 at `after`.
+                     ("listChanges", ["422"]),
                      # Webhooks: a URL whose host is or resolves to a private, loopback, link-local,
                      # CGNAT, multicast or unspecified address (e.g. "http://0") is 422 / 1002, which
                      # needs a DNS answer no schema has.
