@@ -24,6 +24,13 @@ import Testing
         #expect(throws: ApiError.self) { try UploadMetadata.parse("key \(Base64.encode([0xFF, 0xFE]))") }
     }
 
+    /// A comma or a space that a combining mark joins into one Character still separates.
+    @Test func uploadMetadataSeparatorsJoinedToMarks() throws {
+        #expect(try UploadMetadata.parse("a\u{0602},b") == ["a\u{0602}": "", "b": ""])
+        #expect(try UploadMetadata.parse("a,\u{0301}b") == ["a": "", "\u{0301}b": ""])
+        #expect(throws: ApiError.self) { try UploadMetadata.parse("k \u{0301}") }  // a value, not base64
+    }
+
     @Test func uploadChecksum() throws {
         let c = try ChunkChecksum(header: "SHA256 \(Base64.encode(Self.sha))")
         #expect(c.algorithm == .sha256 && c.matches(Self.sha) && !c.matches(Self.sha + [0]))
