@@ -12,12 +12,6 @@ struct AdminPages: Sendable {
     var pages: Pages { console.pages }
     var operations: Operations { console.operations }
 
-    /// The signed-in admin of this organization (anyone else: 404 or 403, as in the API).
-    func admin(_ v: Console.Visitor, _ orgId: String) throws -> UserRecord {
-        guard let user = v.caller.user else { throw ApiError.notFound() }
-        return try operations.member(user, of: orgId, withAnyOf: [.admin])
-    }
-
     func frame(_ title: String, _ v: Console.Visitor, _ orgId: String, _ section: String) -> Pages.Frame {
         var f = console.frame(title, v, section: section)
         f.expired = console.expiredNotice(orgId)
@@ -33,13 +27,14 @@ struct AdminPages: Sendable {
 
     // MARK: users
 
-    func users(_ request: HTTPRequest) throws -> HTTPResponse {
-        let v = try console.signedIn(request)
-        return try usersPage(v, request.parameter("orgId"), frame: frame("Users", v, request.parameter("orgId"), "users"))
+    func users(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
+        return try usersPage(visit, frame: frame("Users", v, request.parameter("orgId"), "users"))
     }
 
-    private func usersPage(_ v: Console.Visitor, _ orgId: String, frame: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
-        _ = try admin(v, orgId)
+    private func usersPage(_ visit: Visit, frame: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
+        let v = visit.visitor, orgId = visit.orgId
+        _ = try visit.member()
         let list = try operations.database.read { try $0.usersWithEmail(orgId: orgId) }
         let rows: [[String: TemplateValue]] = list.map { u, email in
             ["name": .text(u.name), "roles": .text(u.roles.joined(separator: ", ")), "email": .text(email ?? "—"),
@@ -49,10 +44,10 @@ struct AdminPages: Sendable {
                             frame: frame, status: status)
     }
 
-    func createUser(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try console.signedInForm(request)
+    func createUser(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId")
-        _ = try admin(v, orgId)
+        _ = try visit.member()
         do {
             let email = (form["email"] ?? "").trimmingCharacters(in: .whitespaces)
             if !email.isEmpty { _ = try operations.invitations.checkAvailable(email: email) }  // refused before the user exists
@@ -68,27 +63,28 @@ struct AdminPages: Sendable {
                 }
             }
             f.notice = "\(issued.user.name) was added."
-            return try userPage(v, orgId, issued.user.userId, frame: f, secrets: secrets)
+            return try userPage(visit, issued.user.userId, frame: f, secrets: secrets)
         } catch let e as ApiError where e.code == .validationFailed {
             var f = frame("Users", v, orgId, "users")
             refused(e, &f)
-            return try usersPage(v, orgId, frame: f, status: 422)
+            return try usersPage(visit, frame: f, status: 422)
         }
     }
 
-    func user(_ request: HTTPRequest) throws -> HTTPResponse {
-        let v = try console.signedIn(request)
+    func user(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId")
         var f = frame("User", v, orgId, "users")
         if request.query["done"] == "roles" { f.notice = "Roles saved. They apply on the user's next request or page." }
         if request.query["done"] == "revoked" { f.notice = "The token was revoked." }
         if request.query["done"] == "deactivated" { f.notice = "The user was deactivated: their tokens and sessions have ended." }
-        return try userPage(v, orgId, request.parameter("userId"), frame: f)
+        return try userPage(visit, request.parameter("userId"), frame: f)
     }
 
-    private func userPage(_ v: Console.Visitor, _ orgId: String, _ userId: String, frame: Pages.Frame, status: Int = 200,
+    private func userPage(_ visit: Visit, _ userId: String, frame: Pages.Frame, status: Int = 200,
                           secrets: [[String: TemplateValue]] = []) throws -> HTTPResponse {
-        _ = try admin(v, orgId)
+        let v = visit.visitor, orgId = visit.orgId
+        _ = try visit.member()
         let (user, email, tokens) = try operations.database.read { db in
             (try db.user(userId), try db.email(userId: userId), try db.tokens(userId: userId))
         }
@@ -120,8 +116,8 @@ struct AdminPages: Sendable {
                 "value": .text(url), "qr": .html(QRCode.svg(url, label: "QR code of the invitation link") ?? "")]
     }
 
-    func setRoles(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try console.signedInForm(request)
+    func setRoles(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId"), userId = request.parameter("userId")
         do {
             _ = try operations.users.setRoles(orgId: orgId, userId: userId, by: v.caller) { form.all("role") }
@@ -129,44 +125,44 @@ struct AdminPages: Sendable {
         } catch let e as ApiError where e.code == .validationFailed {
             var f = frame("User", v, orgId, "users")
             refused(e, &f)
-            return try userPage(v, orgId, userId, frame: f, status: 422)
+            return try userPage(visit, userId, frame: f, status: 422)
         }
     }
 
-    func invite(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try console.signedInForm(request)
+    func invite(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId"), userId = request.parameter("userId")
         var f = frame("User", v, orgId, "users")
         do {
             let issued = try operations.invitations.invite(orgId: orgId, userId: userId, by: v.caller) { form["email"] ?? "" }.unkeyed()
-            return try userPage(v, orgId, userId, frame: f, secrets: [invitationSecret(issued, request)])
+            return try userPage(visit, userId, frame: f, secrets: [invitationSecret(issued, request)])
         } catch let e as ApiError where e.code == .validationFailed {
             refused(e, &f)
-            return try userPage(v, orgId, userId, frame: f, status: 422)
+            return try userPage(visit, userId, frame: f, status: 422)
         }
     }
 
-    func newToken(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, _) = try console.signedInForm(request)
+    func newToken(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId"), userId = request.parameter("userId")
         let issued = try operations.users.createToken(orgId: orgId, userId: userId, by: v.caller).unkeyed()
-        return try userPage(v, orgId, userId, frame: frame("User", v, orgId, "users"), secrets: [tokenSecret(issued.token, id: issued.tokenId, for: issued.user)])
+        return try userPage(visit, userId, frame: frame("User", v, orgId, "users"), secrets: [tokenSecret(issued.token, id: issued.tokenId, for: issued.user)])
     }
 
-    func revokeToken(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, _) = try console.signedInForm(request)
+    func revokeToken(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId"), userId = request.parameter("userId")
         _ = try operations.users.revokeToken(orgId: orgId, userId: userId, tokenId: request.parameter("tokenId"), by: v.caller)
         return Pages.redirect("/console/orgs/\(orgId)/users/\(userId)?done=revoked")
     }
 
-    func deactivate(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try console.signedInForm(request)
+    func deactivate(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId"), userId = request.parameter("userId")
         guard form["confirm"] == "yes" else {
             var f = frame("User", v, orgId, "users")
             f.problem = "Tick “Yes, deactivate” to confirm."
-            return try userPage(v, orgId, userId, frame: f, status: 422)
+            return try userPage(visit, userId, frame: f, status: 422)
         }
         _ = try operations.users.deactivate(orgId: orgId, userId: userId, by: v.caller)
         return Pages.redirect("/console/orgs/\(orgId)/users/\(userId)?done=deactivated")
@@ -174,18 +170,19 @@ struct AdminPages: Sendable {
 
     // MARK: surveys
 
-    func surveys(_ request: HTTPRequest) throws -> HTTPResponse {
-        let v = try console.signedIn(request)
+    func surveys(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId")
-        return try surveysPage(v, orgId, frame: frame("Surveys", v, orgId, "surveys"))
+        return try surveysPage(visit, frame: frame("Surveys", v, orgId, "surveys"))
     }
 
     func gatedOff(_ f: Pages.Frame) -> TemplateValue {
         .text(f.expired == nil ? "" : "The subscription has expired: creating and publishing wait until it is renewed.")
     }
 
-    private func surveysPage(_ v: Console.Visitor, _ orgId: String, frame f: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
-        _ = try admin(v, orgId)
+    private func surveysPage(_ visit: Visit, frame f: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
+        let v = visit.visitor, orgId = visit.orgId
+        _ = try visit.member()
         let list: [[String: TemplateValue]] = try operations.database.read { db in
             try db.surveys(orgId: orgId, after: nil, limit: 500).map { s in
                 let versions = try db.surveyVersions(surveyId: s.surveyId)
@@ -197,10 +194,10 @@ struct AdminPages: Sendable {
                                         "gatedOff": gatedOff(f)], frame: f, status: status)
     }
 
-    func createSurvey(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try console.signedInForm(request)
+    func createSurvey(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId")
-        let user = try admin(v, orgId)
+        let user = try visit.member()
         do {
             let s = try operations.surveys.create(orgId: orgId, by: user) {
                 Surveys.NewSurvey(title: form["title"] ?? "", reviewRequired: form["reviewRequired"] == "true")
@@ -209,20 +206,21 @@ struct AdminPages: Sendable {
         } catch let e as ApiError where [.validationFailed, .subscriptionExpired].contains(e.code) {
             var f = frame("Surveys", v, orgId, "surveys")
             refused(e, &f)
-            return try surveysPage(v, orgId, frame: f, status: e.code.httpStatus)
+            return try surveysPage(visit, frame: f, status: e.code.httpStatus)
         }
     }
 
-    func survey(_ request: HTTPRequest) throws -> HTTPResponse {
-        let v = try console.signedIn(request)
+    func survey(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId")
         var f = frame("Survey", v, orgId, "surveys")
         if let n = request.query["published"] { f.notice = "Version \(n) is published." }
-        return try surveyPage(v, orgId, request.parameter("surveyId"), frame: f)
+        return try surveyPage(visit, request.parameter("surveyId"), frame: f)
     }
 
-    private func surveyPage(_ v: Console.Visitor, _ orgId: String, _ surveyId: String, frame: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
-        _ = try admin(v, orgId)
+    private func surveyPage(_ visit: Visit, _ surveyId: String, frame: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
+        let v = visit.visitor, orgId = visit.orgId
+        _ = try visit.member()
         let (survey, versions) = try operations.database.read { db in (try db.survey(orgId: orgId, surveyId: surveyId), try db.surveyVersions(surveyId: surveyId)) }
         guard let survey else { throw ApiError.notFound() }
         var f = frame
@@ -251,10 +249,10 @@ struct AdminPages: Sendable {
     }
 
     /// A definition file, published as the survey's next version; a refusal lists each field.
-    func publish(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try console.signedInForm(request)
+    func publish(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId"), surveyId = request.parameter("surveyId")
-        let user = try admin(v, orgId)
+        let user = try visit.member()
         do {
             let version = try operations.surveys.publish(orgId: orgId, surveyId: surveyId, by: user) {
                 guard let file = form.files["definition"], file.size > 0 else {
@@ -269,20 +267,21 @@ struct AdminPages: Sendable {
             var f = frame("Survey", v, orgId, "surveys")
             refused(e, &f)
             if e.code == .validationFailed { f.problem = "The definition was not published. " + e.detail }
-            return try surveyPage(v, orgId, surveyId, frame: f, status: e.code.httpStatus)
+            return try surveyPage(visit, surveyId, frame: f, status: e.code.httpStatus)
         }
     }
 
     // MARK: tasks
 
-    func tasks(_ request: HTTPRequest) throws -> HTTPResponse {
-        let v = try console.signedIn(request)
+    func tasks(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId")
-        return try tasksPage(v, orgId, frame: frame("Field tasks", v, orgId, "tasks"))
+        return try tasksPage(visit, frame: frame("Field tasks", v, orgId, "tasks"))
     }
 
-    private func tasksPage(_ v: Console.Visitor, _ orgId: String, frame f: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
-        _ = try admin(v, orgId)
+    private func tasksPage(_ visit: Visit, frame f: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
+        let v = visit.visitor, orgId = visit.orgId
+        _ = try visit.member()
         let (tasks, surveys, users) = try operations.database.read { db in
             (try db.tasks(orgId: orgId, assignee: nil, after: nil, limit: 500), try db.surveys(orgId: orgId, after: nil, limit: 500), try db.users(orgId: orgId))
         }
@@ -303,10 +302,10 @@ struct AdminPages: Sendable {
         ], frame: f, status: status)
     }
 
-    func createTask(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try console.signedInForm(request)
+    func createTask(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId")
-        let user = try admin(v, orgId)
+        let user = try visit.member()
         do {
             _ = try operations.tasks.create(orgId: orgId, by: user) {
                 let notes = (form["notes"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -316,18 +315,18 @@ struct AdminPages: Sendable {
             }
             var f = frame("Field tasks", v, orgId, "tasks")
             f.notice = "The task was assigned."
-            return try tasksPage(v, orgId, frame: f)
+            return try tasksPage(visit, frame: f)
         } catch let e as ApiError where [.validationFailed, .subscriptionExpired].contains(e.code) {
             var f = frame("Field tasks", v, orgId, "tasks")
             refused(e, &f)
-            return try tasksPage(v, orgId, frame: f, status: e.code.httpStatus)
+            return try tasksPage(visit, frame: f, status: e.code.httpStatus)
         }
     }
 
     // MARK: exports and the subscription
 
-    func exports(_ request: HTTPRequest) throws -> HTTPResponse {
-        let v = try console.signedIn(request)
+    func exports(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId"), surveyId = request.parameter("surveyId")
         guard let user = v.caller.user else { throw ApiError.notFound() }
         try operations.member(user, of: orgId, withAnyOf: [.reviewer, .admin])
@@ -343,10 +342,10 @@ struct AdminPages: Sendable {
         ], frame: frame("Export", v, orgId, "surveys"))
     }
 
-    func subscription(_ request: HTTPRequest) throws -> HTTPResponse {
-        let v = try console.signedIn(request)
+    func subscription(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId")
-        _ = try admin(v, orgId)
+        _ = try visit.member()
         let org = try operations.organizations.organization(orgId)
         let expired = operations.gate.isExpired(org)
         return pages.render("subscription", [

@@ -28,68 +28,92 @@ public struct Console: Sendable {
             let (heading, sentence) = Console.sentence(error)
             return pages.message(heading, sentence, frame: Pages.Frame(title: heading), status: status)
         }
-        router.add("GET", "/console") { _ in Pages.redirect("/console/") }
-        router.add("GET", "/console/assets/console.css") { _ in
+        publicPage(&router, "GET", "/console") { _ in Pages.redirect("/console/") }
+        publicPage(&router, "GET", "/console/assets/console.css") { _ in
             HTTPResponse(status: 200, headers: [("Content-Type", "text/css; charset=utf-8"), ("Cache-Control", "public, max-age=3600"),
                                                  ("X-Content-Type-Options", "nosniff")], body: pages.stylesheet)
         }
         let signIn = SignInPages(console: self)
-        page(&router, "GET", "/console/sign-in", signIn.form)
-        page(&router, "POST", "/console/sign-in", needsClientAddress: true, signIn.signIn)  // throttled per address
-        page(&router, "POST", "/console/sign-out", signIn.signOut)
-        page(&router, "GET", "/console/invitations/{invitationSecret}", signIn.invitation)
-        page(&router, "POST", "/console/invitations/{invitationSecret}", signIn.acceptInvitation)
+        publicPage(&router, "GET", "/console/sign-in", signIn.form)
+        publicPage(&router, "POST", "/console/sign-in", needsClientAddress: true, signIn.signIn)  // throttled per address
+        page(&router, "POST", "/console/sign-out", .anyCaller, signIn.signOut)
+        publicPage(&router, "GET", "/console/invitations/{invitationSecret}", signIn.invitation)
+        publicPage(&router, "POST", "/console/invitations/{invitationSecret}", signIn.acceptInvitation)
         let desk = ReviewDesk(console: self)
-        page(&router, "GET", "/console/", desk.home)
-        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/responses", desk.queue)
-        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/bulk", desk.bulk)
-        page(&router, "GET", "/console/orgs/{orgId}/responses/{responseId}", desk.response)
-        page(&router, "POST", "/console/orgs/{orgId}/responses/{responseId}/review", desk.review)
+        let anyMember = Access.member(anyOf: [])
+        page(&router, "GET", "/console/", .anyCaller, desk.home)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/responses", anyMember, desk.queue)
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/bulk", anyMember, desk.bulk)
+        page(&router, "GET", "/console/orgs/{orgId}/responses/{responseId}", anyMember, desk.response)
+        page(&router, "POST", "/console/orgs/{orgId}/responses/{responseId}/review", anyMember, desk.review)
+        page(&router, "GET", "/console/orgs/{orgId}/uploads/{clientUploadId}", anyMember, desk.file)
         let admin = AdminPages(console: self)
-        page(&router, "GET", "/console/orgs/{orgId}/users", admin.users)
-        page(&router, "POST", "/console/orgs/{orgId}/users", admin.createUser)
-        page(&router, "GET", "/console/orgs/{orgId}/users/{userId}", admin.user)
-        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/roles", admin.setRoles)
-        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/invitation", admin.invite)
-        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/tokens", admin.newToken)
-        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/tokens/{tokenId}/revoke", admin.revokeToken)
-        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/deactivate", admin.deactivate)
-        page(&router, "GET", "/console/orgs/{orgId}/surveys", admin.surveys)
-        page(&router, "POST", "/console/orgs/{orgId}/surveys", admin.createSurvey)
-        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}", admin.survey)
-        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/versions", admin.publish)
-        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/exports", admin.exports)
-        page(&router, "GET", "/console/orgs/{orgId}/tasks", admin.tasks)
-        page(&router, "POST", "/console/orgs/{orgId}/tasks", admin.createTask)
-        page(&router, "GET", "/console/orgs/{orgId}/subscription", admin.subscription)
+        let admins = Access.member(anyOf: [.admin])
+        page(&router, "GET", "/console/orgs/{orgId}/users", admins, admin.users)
+        page(&router, "POST", "/console/orgs/{orgId}/users", admins, admin.createUser)
+        page(&router, "GET", "/console/orgs/{orgId}/users/{userId}", admins, admin.user)
+        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/roles", admins, admin.setRoles)
+        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/invitation", admins, admin.invite)
+        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/tokens", admins, admin.newToken)
+        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/tokens/{tokenId}/revoke", admins, admin.revokeToken)
+        page(&router, "POST", "/console/orgs/{orgId}/users/{userId}/deactivate", admins, admin.deactivate)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys", admins, admin.surveys)
+        page(&router, "POST", "/console/orgs/{orgId}/surveys", admins, admin.createSurvey)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}", admins, admin.survey)
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/versions", admins, admin.publish)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/exports", Exports.access, admin.exports)
+        page(&router, "GET", "/console/orgs/{orgId}/tasks", admins, admin.tasks)
+        page(&router, "POST", "/console/orgs/{orgId}/tasks", admins, admin.createTask)
+        page(&router, "GET", "/console/orgs/{orgId}/subscription", admins, admin.subscription)
         let webhooks = WebhookPages(admin: admin)
-        page(&router, "GET", "/console/orgs/{orgId}/webhooks", webhooks.list)
-        page(&router, "POST", "/console/orgs/{orgId}/webhooks", webhooks.create)
-        page(&router, "GET", "/console/orgs/{orgId}/webhooks/{webhookId}", webhooks.webhook)
-        page(&router, "POST", "/console/orgs/{orgId}/webhooks/{webhookId}/enabled", webhooks.setEnabled)
-        page(&router, "POST", "/console/orgs/{orgId}/webhooks/{webhookId}/rotate-secret", webhooks.rotate)
-        page(&router, "POST", "/console/orgs/{orgId}/webhooks/{webhookId}/delete", webhooks.delete)
-        page(&router, "POST", "/console/orgs/{orgId}/webhooks/{webhookId}/deliveries/{deliveryId}/retry", webhooks.retry)
+        page(&router, "GET", "/console/orgs/{orgId}/webhooks", admins, webhooks.list)
+        page(&router, "POST", "/console/orgs/{orgId}/webhooks", admins, webhooks.create)
+        page(&router, "GET", "/console/orgs/{orgId}/webhooks/{webhookId}", admins, webhooks.webhook)
+        page(&router, "POST", "/console/orgs/{orgId}/webhooks/{webhookId}/enabled", admins, webhooks.setEnabled)
+        page(&router, "POST", "/console/orgs/{orgId}/webhooks/{webhookId}/rotate-secret", admins, webhooks.rotate)
+        page(&router, "POST", "/console/orgs/{orgId}/webhooks/{webhookId}/delete", admins, webhooks.delete)
+        page(&router, "POST", "/console/orgs/{orgId}/webhooks/{webhookId}/deliveries/{deliveryId}/retry", admins, webhooks.retry)
         let operators = OperatorPages(console: self)
-        page(&router, "GET", "/console/operator/orgs", operators.orgs)
-        page(&router, "POST", "/console/operator/orgs", operators.create)
-        page(&router, "POST", "/console/operator/orgs/{orgId}/renew", operators.renew)
-        page(&router, "POST", "/console/operator/orgs/{orgId}/end", operators.end)
-        router.add("GET", "/console/orgs/{orgId}/uploads/{clientUploadId}") { request in
-            do { return try desk.file(try signedIn(request), request) } catch { return failure(error, request) }
-        }
+        page(&router, "GET", "/console/operator/orgs", .operatorOnly, operators.orgs)
+        page(&router, "POST", "/console/operator/orgs", .operatorOnly, operators.create)
+        page(&router, "POST", "/console/operator/orgs/{orgId}/renew", .operatorOnly, operators.renew)
+        page(&router, "POST", "/console/operator/orgs/{orgId}/end", .operatorOnly, operators.end)
     }
 
-    /// A page route: a refusal becomes a page, and a page that needs a session without one goes
-    /// to the sign-in page. Every POST passes the form checks first.
-    private func page(_ router: inout Router, _ method: String, _ pattern: String, needsClientAddress: Bool = false,
-                      _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
+    /// A page anyone may open: a refusal becomes a page. Every POST passes the form checks first.
+    private func publicPage(_ router: inout Router, _ method: String, _ pattern: String, needsClientAddress: Bool = false,
+                            _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
         let console = self
         // Every console POST is a form: decoded as it streams in, within the form limits.
-        router.add(method, pattern, form: method == "POST" ? Self.formLimits : nil, needsClientAddress: needsClientAddress) { request in
+        router.add(method, pattern, access: Access.anyone, form: method == "POST" ? Self.formLimits : nil,
+                   needsClientAddress: needsClientAddress) { request in
             do {
                 if method == "POST" { try console.checkOrigin(request) }
                 return try handler(request)
+            } catch {
+                return console.failure(error, request)
+            }
+        }
+    }
+
+    /// A page for signed-in people: without a session it goes to the sign-in page (and back
+    /// after); a POST must carry the session's CSRF token; then the visitor is admitted to
+    /// `access` exactly as the API admits a token. The operator's pages are not found for
+    /// anyone else, rather than forbidden: a user has no reason to learn they exist.
+    public func page(_ router: inout Router, _ method: String, _ pattern: String, _ access: Access, runs execution: Router.Execution? = nil,
+                     _ handler: @escaping @Sendable (Visit, HTTPRequest) throws -> HTTPResponse) {
+        let console = self
+        router.add(method, pattern, access: access, form: method == "POST" ? Self.formLimits : nil, runs: execution) { request in
+            do {
+                if method == "POST" { try console.checkOrigin(request) }
+                let (v, form) = method == "POST" ? try console.signedInForm(request) : (try console.signedIn(request), FormFields())
+                let admission: Admission
+                do {
+                    admission = try console.operations.admit(v.caller, to: access, orgId: request.parameter("orgId"))
+                } catch let e as ApiError where access == .operatorOnly && e.code == .forbidden {
+                    throw ApiError.notFound()
+                }
+                return try handler(Visit(visitor: v, admission: admission, form: form), request)
             } catch {
                 return console.failure(error, request)
             }
@@ -152,11 +176,6 @@ public struct Console: Sendable {
         (request.head.isHTTPS ? "https://" : "http://") + (request.header("host") ?? "localhost")
     }
 
-    /// For other doors on console URLs (the export download): the signed-in caller, or nil.
-    public func caller(_ request: HTTPRequest) throws -> Caller? { try visitor(request)?.caller }
-
-    /// A refusal as the console shows it (for other doors on console URLs).
-    public func page(for error: any Error, _ request: HTTPRequest) -> HTTPResponse { failure(error, request) }
 
     func sessionCookie(_ id: String, _ request: HTTPRequest, maxAge: Int64 = ConsoleSessions.absoluteMillis / 1000) -> (String, String) {
         let secure = request.head.isHTTPS ? "; Secure" : ""

@@ -12,20 +12,14 @@ struct OperatorPages: Sendable {
     var pages: Pages { console.pages }
     var operations: Operations { console.operations }
 
-    private func operatorVisitor(_ request: HTTPRequest, form: Bool) throws -> (Console.Visitor, FormFields) {
-        let (v, f) = form ? try console.signedInForm(request) : (try console.signedIn(request), FormFields())
-        guard v.caller.isOperator else { throw ApiError.notFound() }
-        return (v, f)
-    }
-
     /// A date field as the end of that day (UTC): "until 31 December" includes the 31st.
     static func endOfDay(_ date: String?) -> Int64? {
         guard let date, date.count == 10 else { return nil }
         return Timestamp.parse(date + "T23:59:59.999Z")
     }
 
-    func orgs(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, _) = try operatorVisitor(request, form: false)
+    func orgs(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         var f = console.frame("Organizations", v, section: "orgs")
         switch request.query["done"] {
         case "renewed"?: f.notice = "The subscription was renewed. Writes the organization queued are accepted again."
@@ -45,8 +39,8 @@ struct OperatorPages: Sendable {
         return pages.render("orgs", ["orgs": .list(rows), "csrf": .text(v.csrf), "secrets": .html(secrets.map { pages.fragment("secret", $0) }.joined())], frame: frame, status: status)
     }
 
-    func create(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try operatorVisitor(request, form: true)
+    func create(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         var f = console.frame("Organizations", v, section: "orgs")
         do {
             guard let expiresAt = Self.endOfDay(form["expiresAt"]) else {
@@ -79,8 +73,8 @@ struct OperatorPages: Sendable {
     }
 
     /// Renewing: the date, a confirmation, then the operation.
-    func renew(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try operatorVisitor(request, form: true)
+    func renew(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId")
         let org = try operations.organizations.organization(orgId)
         guard let expiresAt = Self.endOfDay(form["expiresAt"]) else {
@@ -102,8 +96,8 @@ struct OperatorPages: Sendable {
     }
 
     /// Ending: a confirmation, then the subscription ends now (audited like the API's).
-    func end(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try operatorVisitor(request, form: true)
+    func end(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId")
         let org = try operations.organizations.organization(orgId)
         guard !operations.gate.isExpired(org) else { return Pages.redirect("/console/operator/orgs?done=ended") }

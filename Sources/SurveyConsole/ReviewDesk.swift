@@ -21,16 +21,10 @@ struct ReviewDesk: Sendable {
         (.approve, "Approve", "good"), (.reject, "Reject", "danger"),
     ]
 
-    /// The signed-in user of this organization (an operator is no member: 404, as in the API).
-    private func member(_ v: Console.Visitor, _ orgId: String) throws -> UserRecord {
-        guard let user = v.caller.user else { throw ApiError.notFound() }
-        return try operations.member(user, of: orgId)
-    }
-
     // MARK: home
 
-    func home(_ request: HTTPRequest) throws -> HTTPResponse {
-        let v = try console.signedIn(request)
+    func home(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         var frame = console.frame("Home", v)
         switch v.caller {
         case .operatorToken:
@@ -58,14 +52,15 @@ struct ReviewDesk: Sendable {
 
     // MARK: the queue
 
-    func queue(_ request: HTTPRequest) throws -> HTTPResponse {
-        let v = try console.signedIn(request)
-        return try queuePage(v, orgId: request.parameter("orgId"), surveyId: request.parameter("surveyId"), query: request.query, results: [])
+    func queue(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
+        return try queuePage(visit, surveyId: request.parameter("surveyId"), query: request.query, results: [])
     }
 
-    private func queuePage(_ v: Console.Visitor, orgId: String, surveyId: String, query: [String: String],
+    private func queuePage(_ visit: Visit, surveyId: String, query: [String: String],
                            results: [[String: TemplateValue]], problem: String? = nil) throws -> HTTPResponse {
-        let user = try member(v, orgId)
+        let v = visit.visitor, orgId = visit.orgId
+        let user = try visit.member()
         var filter = ReviewQueue.Filter()
         let state = query["state"].flatMap { ReviewState(rawValue: $0) }
         filter.state = state
@@ -117,10 +112,10 @@ struct ReviewDesk: Sendable {
 
     /// Start review of, or approve, every selected response — each with the revision the queue
     /// showed — and list what happened to each.
-    func bulk(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try console.signedInForm(request)
+    func bulk(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId"), surveyId = request.parameter("surveyId")
-        let user = try member(v, orgId)
+        let user = try visit.member()
         guard let action = form["action"], action == "startReview" || action == "approve" else {
             throw ApiError(.validationFailed, "Choose Start review or Approve for the selected responses.")
         }
@@ -148,7 +143,7 @@ struct ReviewDesk: Sendable {
             guard kv.count == 2, let value = formDecoded(kv[1]) else { return nil }
             return (String(kv[0]), value)
         }, uniquingKeysWith: { a, _ in a })
-        return try queuePage(v, orgId: orgId, surveyId: surveyId, query: query, results: results,
+        return try queuePage(visit, surveyId: surveyId, query: query, results: results,
                              problem: results.isEmpty ? "Select at least one response first, then press the button again." : nil)
     }
 
@@ -172,10 +167,10 @@ struct ReviewDesk: Sendable {
 
     // MARK: a response
 
-    func response(_ request: HTTPRequest) throws -> HTTPResponse {
-        let v = try console.signedIn(request)
+    func response(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId"), responseId = request.parameter("responseId")
-        let user = try member(v, orgId)
+        let user = try visit.member()
         let r = try operations.visibleResponse(user, orgId: orgId, responseId: responseId)
         var frame = console.frame("Response \(r.clientSubmissionId)", v)
         frame.expired = console.expiredNotice(orgId)
@@ -268,10 +263,10 @@ struct ReviewDesk: Sendable {
     }
 
     /// One review step from the response page, on the revision the page showed.
-    func review(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try console.signedInForm(request)
+    func review(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId"), responseId = request.parameter("responseId")
-        let user = try member(v, orgId)
+        let user = try visit.member()
         let action = form["action"] ?? ""
         let comment = (form["comment"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         do {
@@ -291,9 +286,9 @@ struct ReviewDesk: Sendable {
     // MARK: files
 
     /// An upload's bytes for a page (an image inline, anything else as a download).
-    func file(_ v: Console.Visitor, _ request: HTTPRequest) throws -> HTTPResponse {
+    func file(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        let user = try member(v, orgId)
+        let user = try visit.member()
         let u = try operations.readableUpload(user, orgId: orgId, clientUploadId: request.parameter("clientUploadId"))
         let inline = ["image/jpeg", "image/png", "image/gif", "image/webp"].contains(u.contentType)
         guard let r = HTTPResponse.storedFile(operations.blobs, sha256: u.sha256, size: u.size, headers: [

@@ -46,8 +46,8 @@ struct SignInPages: Sendable {
         }
     }
 
-    func signOut(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, _) = try console.signedInForm(request)
+    func signOut(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         try operations.consoleSessions.signOut(v.sessionId)
         return Pages.redirect("/console/sign-in", headers: [console.sessionCookie("", request, maxAge: 0)])
     }

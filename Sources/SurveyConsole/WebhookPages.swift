@@ -17,15 +17,16 @@ struct WebhookPages: Sendable {
         ("upload.completed", "A file upload completes"), ("task.completed", "A field task is completed"),
     ]
 
-    func list(_ request: HTTPRequest) throws -> HTTPResponse {
-        let v = try admin.console.signedIn(request)
+    func list(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId")
-        return try listPage(v, orgId, frame: admin.frame("Webhooks", v, orgId, "webhooks"))
+        return try listPage(visit, frame: admin.frame("Webhooks", v, orgId, "webhooks"))
     }
 
-    private func listPage(_ v: Console.Visitor, _ orgId: String, frame f: Pages.Frame, status: Int = 200,
+    private func listPage(_ visit: Visit, frame f: Pages.Frame, status: Int = 200,
                           form: [String: String] = [:], checked: [String] = ["response.accepted"]) throws -> HTTPResponse {
-        let user = try admin.admin(v, orgId)
+        let v = visit.visitor, orgId = visit.orgId
+        let user = try visit.member()
         let hooks = try operations.webhooks.list(orgId: orgId, by: user, after: nil, limit: 500)
         let rows: [[String: TemplateValue]] = hooks.map { w in
             ["url": .text(w.url), "description": .text(w.description ?? ""), "events": .text(w.events.joined(separator: ", ")),
@@ -38,10 +39,10 @@ struct WebhookPages: Sendable {
         ], frame: f, status: status)
     }
 
-    func create(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try admin.console.signedInForm(request)
+    func create(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId")
-        let user = try admin.admin(v, orgId)
+        let user = try visit.member()
         let description = (form["description"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         do {
             let w = try operations.webhooks.create(orgId: orgId, by: user) {
@@ -50,17 +51,17 @@ struct WebhookPages: Sendable {
             }.unkeyed()
             var f = admin.frame("Webhook", v, orgId, "webhooks")
             f.notice = "The webhook was added. Copy its secret now: your receiver needs it to check every delivery's signature."
-            return try webhookPage(v, orgId, w.webhookId, frame: f, secret: secret(w.secret, "Signing secret"))
+            return try webhookPage(visit, w.webhookId, frame: f, secret: secret(w.secret, "Signing secret"))
         } catch let e as ApiError where [.validationFailed, .subscriptionExpired].contains(e.code) {
             var f = admin.frame("Webhooks", v, orgId, "webhooks")
             admin.refused(e, &f)
-            return try listPage(v, orgId, frame: f, status: e.code.httpStatus, form: ["url": form["url"] ?? "", "description": description],
+            return try listPage(visit, frame: f, status: e.code.httpStatus, form: ["url": form["url"] ?? "", "description": description],
                                 checked: form.all("event"))
         }
     }
 
-    func webhook(_ request: HTTPRequest) throws -> HTTPResponse {
-        let v = try admin.console.signedIn(request)
+    func webhook(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId")
         var f = admin.frame("Webhook", v, orgId, "webhooks")
         switch request.query["done"] {
@@ -69,12 +70,13 @@ struct WebhookPages: Sendable {
         case "retry": f.notice = "The delivery is queued again; it goes out in its place in the order."
         default: break
         }
-        return try webhookPage(v, orgId, request.parameter("webhookId"), frame: f)
+        return try webhookPage(visit, request.parameter("webhookId"), frame: f)
     }
 
-    private func webhookPage(_ v: Console.Visitor, _ orgId: String, _ webhookId: String, frame: Pages.Frame, status: Int = 200,
+    private func webhookPage(_ visit: Visit, _ webhookId: String, frame: Pages.Frame, status: Int = 200,
                              secret: String = "") throws -> HTTPResponse {
-        let user = try admin.admin(v, orgId)
+        let v = visit.visitor, orgId = visit.orgId
+        let user = try visit.member()
         let w = try operations.webhooks.get(orgId: orgId, webhookId: webhookId, by: user)
         let (deliveries, waiting) = try operations.database.read { try $0.latestDeliveries(of: w, limit: 50) }
         let base = "/console/orgs/\(orgId)/webhooks/\(webhookId)"
@@ -105,10 +107,10 @@ struct WebhookPages: Sendable {
     }
 
     /// Enable (gated) or disable (never gated).
-    func setEnabled(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try admin.console.signedInForm(request)
+    func setEnabled(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId"), webhookId = request.parameter("webhookId")
-        let user = try admin.admin(v, orgId)
+        let user = try visit.member()
         let enable = form["enabled"] == "true"
         do {
             _ = try operations.webhooks.update(orgId: orgId, webhookId: webhookId, by: user) { Webhooks.Settings(enabled: enable) }.unkeyed()
@@ -116,46 +118,46 @@ struct WebhookPages: Sendable {
         } catch let e as ApiError where e.code == .subscriptionExpired {
             var f = admin.frame("Webhook", v, orgId, "webhooks")
             admin.refused(e, &f)
-            return try webhookPage(v, orgId, webhookId, frame: f, status: e.code.httpStatus)
+            return try webhookPage(visit, webhookId, frame: f, status: e.code.httpStatus)
         }
     }
 
-    func rotate(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, _) = try admin.console.signedInForm(request)
+    func rotate(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId"), webhookId = request.parameter("webhookId")
-        let user = try admin.admin(v, orgId)
+        let user = try visit.member()
         let w = try operations.webhooks.rotateSecret(orgId: orgId, webhookId: webhookId, by: user).unkeyed()
         var f = admin.frame("Webhook", v, orgId, "webhooks")
         f.notice = "A new secret is in use. Until \(Pages.time(w.previousSecretUntil ?? w.updatedAt)) every delivery is signed with both the new and the old secret, so your receiver can switch over."
-        return try webhookPage(v, orgId, webhookId, frame: f, secret: secret(w.secret, "New signing secret"))
+        return try webhookPage(visit, webhookId, frame: f, secret: secret(w.secret, "New signing secret"))
     }
 
-    func delete(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = try admin.console.signedInForm(request)
+    func delete(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId"), webhookId = request.parameter("webhookId")
-        let user = try admin.admin(v, orgId)
+        let user = try visit.member()
         guard form["confirm"] == "yes" else {
             var f = admin.frame("Webhook", v, orgId, "webhooks")
             f.problem = "Tick “Yes, delete” to confirm."
-            return try webhookPage(v, orgId, webhookId, frame: f, status: 422)
+            return try webhookPage(visit, webhookId, frame: f, status: 422)
         }
         _ = try operations.webhooks.delete(orgId: orgId, webhookId: webhookId, by: user).unkeyed()
         var f = admin.frame("Webhooks", v, orgId, "webhooks")
         f.notice = "The webhook was deleted; deliveries it had not made were dropped."
-        return try listPage(v, orgId, frame: f)
+        return try listPage(visit, frame: f)
     }
 
-    func retry(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, _) = try admin.console.signedInForm(request)
+    func retry(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let v = visit.visitor
         let orgId = request.parameter("orgId"), webhookId = request.parameter("webhookId")
-        let user = try admin.admin(v, orgId)
+        let user = try visit.member()
         do {
             _ = try operations.webhooks.retry(orgId: orgId, webhookId: webhookId, deliveryId: request.parameter("deliveryId"), by: user).unkeyed()
             return Pages.redirect("/console/orgs/\(orgId)/webhooks/\(webhookId)?done=retry")
         } catch let e as ApiError where e.code == .subscriptionExpired {
             var f = admin.frame("Webhook", v, orgId, "webhooks")
             admin.refused(e, &f)
-            return try webhookPage(v, orgId, webhookId, frame: f, status: e.code.httpStatus)
+            return try webhookPage(visit, webhookId, frame: f, status: e.code.httpStatus)
         }
     }
 }

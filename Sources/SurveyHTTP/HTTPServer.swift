@@ -106,6 +106,8 @@ public final class HTTPServer: @unchecked Sendable {
     /// Answers a request in process, without a socket (the demo seeding and tests use it):
     /// routed, its body received and the handler run through the same states as on the wire, so
     /// the status, headers and body are the ones a client would get.
+    public var declaredRoutes: [(method: String, pattern: String, access: String)] { router.declaredRoutes }
+
     public func respond(method: String, path: String, headers: [String: String] = [:], body: [UInt8] = []) -> HTTPResponse {
         let headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
         func head(_ route: Router.Route?, _ params: [String: String]) -> RequestHead {

@@ -28,6 +28,8 @@ public struct Router: Sendable {
     struct Route: Sendable {
         let method: String
         let pattern: String
+        /// Who may call it, as the door declared it (the door checks it; the router lists it).
+        let access: String
         let segments: [Segment]
         let bodyLimit: Int?
         let opener: SinkOpener?
@@ -73,18 +75,27 @@ public struct Router: Sendable {
     /// `needsClientAddress`: the handler reads the peer's address (most do not, and asking for it
     /// costs every request). `form`: the body is a form (urlencoded or multipart), decoded into
     /// `request.form` within these limits; any other body is refused.
-    public mutating func add(_ method: String, _ pattern: String, bodyLimit: Int? = nil, form: FormDecoder.Limits? = nil,
-                             runs execution: Execution? = nil, needsClientAddress: Bool = false, _ handler: @escaping Handler) {
-        routes.append(Route(method: method, pattern: pattern, segments: Self.patternSegments(pattern), bodyLimit: form?.maxBytes ?? bodyLimit,
+    /// Every route declares who may call it (`access`, the door's own declaration, which the door's
+    /// registration checks before `handler` runs): there is no route without one.
+    public mutating func add(_ method: String, _ pattern: String, access: some CustomStringConvertible & Sendable, bodyLimit: Int? = nil,
+                             form: FormDecoder.Limits? = nil, runs execution: Execution? = nil, needsClientAddress: Bool = false,
+                             _ handler: @escaping Handler) {
+        routes.append(Route(method: method, pattern: pattern, access: access.description, segments: Self.patternSegments(pattern), bodyLimit: form?.maxBytes ?? bodyLimit,
                             opener: nil, form: form, execution: execution ?? Self.defaultExecution(method), needsClientAddress: needsClientAddress,
                             handler: handler))
     }
 
     /// A streaming route: the body goes to the sink `opener` returns (on the polling thread: it
     /// must not wait), then `handler` runs with `request.sink` set, on a blocking thread.
-    public mutating func add(_ method: String, _ pattern: String, streamingTo opener: @escaping SinkOpener, _ handler: @escaping Handler) {
-        routes.append(Route(method: method, pattern: pattern, segments: Self.patternSegments(pattern), bodyLimit: nil,
+    public mutating func add(_ method: String, _ pattern: String, access: some CustomStringConvertible & Sendable,
+                             streamingTo opener: @escaping SinkOpener, _ handler: @escaping Handler) {
+        routes.append(Route(method: method, pattern: pattern, access: access.description, segments: Self.patternSegments(pattern), bodyLimit: nil,
                             opener: opener, form: nil, execution: .blocking, needsClientAddress: false, handler: handler))
+    }
+
+    /// Every route with its declared access, in registration order (for tests and the docs).
+    public var declaredRoutes: [(method: String, pattern: String, access: String)] {
+        routes.map { ($0.method, $0.pattern, $0.access) }
     }
 
     static func defaultExecution(_ method: String) -> Execution { method == "GET" || method == "HEAD" ? .inline : .blocking }

@@ -22,6 +22,8 @@ public struct ExportRequest: Sendable {
 /// can always take its data out). An export reads one snapshot: every row is its response as of
 /// the export's cursor.
 public struct Exports: Sendable {
+    /// Who may export: reviewers and admins. Doors declare their export routes with it.
+    public static let access = Access.member(anyOf: [.reviewer, .admin])
     let operations: Operations
 
     /// Order: tenancy (404), role (1006), the survey (404), the cursor (1031); then the snapshot
@@ -30,7 +32,7 @@ public struct Exports: Sendable {
     /// it is about to send it. The caller streams the rows and closes the export.
     public func open(orgId: String, surveyId: String, by user: UserRecord, _ request: ExportRequest) throws -> Export {
         let ops = operations
-        try ops.member(user, of: orgId, withAnyOf: [.reviewer, .admin])
+        try ops.admit(user, to: Self.access, orgId: orgId)
         let snapshot = try ops.database.snapshot()
         do {
             let read = snapshot.read

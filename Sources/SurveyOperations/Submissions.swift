@@ -13,6 +13,8 @@ public enum SubmissionOutcome: Sendable {
 /// whichever door (`SubmissionDoor`) they arrive.
 public struct Submissions: Sendable {
     let operations: Operations
+    /// Who may submit, checked in the submission's own snapshot; doors declare their routes with it.
+    public static let access = Access.member(anyOf: [.collector])
 
     /// What the snapshot read of a submission found.
     private enum Seen {
@@ -37,7 +39,7 @@ public struct Submissions: Sendable {
         // Steps 1–3 read one snapshot: who is calling, the task they cite, and what is already
         // stored under this clientSubmissionId (one reader checkout, one BEGIN, one cache refill).
         let seen = try ops.database.read { db -> Seen in
-            let user = try ops.member(try door.caller(in: db, operations: ops), of: orgId, withAnyOf: [.collector])
+            let user = try ops.admit(try door.caller(in: db, operations: ops), to: Self.access, orgId: orgId, in: db).member()
             let (submission, lookup): (Submission, SubmissionArrival.StoredLookup)
             switch try door.arrival(in: db, orgId: orgId, submitter: user) {
             case .replay(let stored): return .replay(stored)

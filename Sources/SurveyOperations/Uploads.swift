@@ -20,13 +20,15 @@ public struct UploadTarget: Sendable {
 /// (1005, 1010–1015), never as 1001; committed through the gate with their file, or not at all.
 public struct Uploads: Sendable {
     let operations: Operations
+    /// Who may upload (plainly or resumably), checked with the metadata; doors declare their routes with it.
+    public static let access = Access.member(anyOf: [.collector])
 
     /// Steps 1–4 for an upload's metadata: tenancy and role, the key's format, replay by
     /// metadata, version, question, type and declared size. Shared by plain and resumable uploads.
     public func target(orgId: String, clientUploadId: String, caller: Caller, idempotencyKey: String? = nil, surveyVersionId: String?,
                        questionId: String?, contentType: String?, declaredLength: Int?) throws -> UploadTarget {
         let ops = operations
-        let user = try ops.member(caller, of: orgId, withAnyOf: [.collector])
+        let user = try ops.admit(caller, to: Self.access, orgId: orgId).member()
         // clientUploadId is this write's key; an Idempotency-Key is checked for format only.
         if let idempotencyKey { _ = try IdempotencyKey<Done>.normalized(idempotencyKey) }
         guard ClientIdentifier.isValid(clientUploadId) else {

@@ -159,13 +159,19 @@ public final class App: Sendable {
         queue.async { trimWhenIdle() }
     }
 
+    public typealias Answer = (status: Int, headers: [(String, String)], body: JSONValue?)
+
     /// Serves one request in process (no socket), through the same routes and checks.
-    public func respond(method: String, path: String, token: String? = nil, body: JSONValue? = nil) -> (status: Int, body: JSONValue?) {
-        var headers: [String: String] = [:]
+    public func respond(method: String, path: String, token: String? = nil, headers: [String: String] = [:],
+                        body: JSONValue? = nil) -> Answer {
+        var headers = headers
         if let token { headers["authorization"] = "Bearer \(token)" }
         let r = server.respond(method: method, path: path, headers: headers, body: body.map(CanonicalJSON.encode) ?? [])
-        return (r.status, try? JSONParser.parse(r.body))
+        return (r.status, r.headers, try? JSONParser.parse(r.body))
     }
+
+    /// Every route with the access its door declared.
+    var declaredRoutes: [(method: String, pattern: String, access: String)] { server.declaredRoutes }
     public var port: UInt16 { server.port }
 
     /// Answers in-flight requests, then closes connections and the database.

@@ -51,7 +51,7 @@ import SurveyDomain
              "answers": ["size": .number(Double(size)), "source": "well"]]
         }
 
-        func submit(_ body: JSONValue, token: String?) -> (status: Int, body: JSONValue?) {
+        func submit(_ body: JSONValue, token: String?) -> App.Answer {
             app.respond(method: "POST", path: "/v1/orgs/\(org)/responses", token: token, body: body)
         }
 
@@ -65,7 +65,7 @@ import SurveyDomain
         func expire() { clock.advance(byMillis: 2 * 86_400_000) }
     }
 
-    static func code(_ r: (status: Int, body: JSONValue?)) -> Int? { r.body?["errorCode"]?.intValue }
+    static func code(_ r: App.Answer) -> Int? { r.body?["errorCode"]?.intValue }
 
     @Test func aSubmissionIsCheckedInTheContractsOrder() throws {
         let w = try World()
@@ -99,7 +99,7 @@ import SurveyDomain
         let accepted = w.submit(w.submission("review-0001"), token: w.collector)
         let responseId = try #require(accepted.body?["responseId"]?.stringValue)
         let path = "/v1/orgs/\(w.org)/responses/\(responseId)/review"
-        func step(_ action: String, _ expected: Int, token: String?) -> (status: Int, body: JSONValue?) {
+        func step(_ action: String, _ expected: Int, token: String?) -> App.Answer {
             w.app.respond(method: "POST", path: path, token: token, body: ["action": .string(action), "expectedRevision": .number(Double(expected))])
         }
         let before = try w.traces()

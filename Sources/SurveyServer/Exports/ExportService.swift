@@ -28,7 +28,7 @@ struct ExportService {
         for format in Format.allCases {
             // Blocking: an export appends its audit entry (a write) before it is sent.
             services.route(&router, "GET", "/v1/orgs/{orgId}/surveys/{surveyId}/responses.\(format.rawValue)",
-                           .member(anyOf: [.reviewer, .admin]), runs: .blocking) { context, request in
+                           Exports.access, runs: .blocking) { context, request in
                 try export(format, context, request)
             }
         }
@@ -39,29 +39,21 @@ struct ExportService {
     /// empty fields are no filter.
     func registerConsoleDownload(into router: inout Router, console: Console) {
         let service = self
-        router.add("GET", "/console/orgs/{orgId}/surveys/{surveyId}/download", runs: .blocking) { request in
-            do {
-                guard let caller = try console.caller(request) else {
-                    return HTTPResponse(status: 303, headers: [("Location", "/console/sign-in")])
-                }
-                guard let format = request.query["format"].flatMap(Format.init(rawValue:)) else {
-                    throw ApiError.malformed("Choose a format: csv, xlsx, geojson or zip.")
-                }
-                var query = request.query.filter { !$0.value.isEmpty && !["format", "from", "to"].contains($0.key) }
-                if let d = request.query["from"], !d.isEmpty { query["receivedFrom"] = d + "T00:00:00Z" }
-                if let d = request.query["to"], !d.isEmpty { query["receivedTo"] = d + "T00:00:00Z" }
-                let h = request.head
-                let head = RequestHead(method: h.method, path: h.path, route: h.route, pathParameters: h.pathParameters, query: query,
-                                       headers: h.headers, clientAddress: h.clientAddress)
-                let context = RequestContext(caller: caller, orgId: request.parameter("orgId"))
-                return try service.export(format, context, HTTPRequest(head: head, body: []))
-            } catch {
-                return console.page(for: error, request)
+        console.page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/download", Exports.access, runs: .blocking) { visit, request in
+            guard let format = request.query["format"].flatMap(Format.init(rawValue:)) else {
+                throw ApiError.malformed("Choose a format: csv, xlsx, geojson or zip.")
             }
+            var query = request.query.filter { !$0.value.isEmpty && !["format", "from", "to"].contains($0.key) }
+            if let d = request.query["from"], !d.isEmpty { query["receivedFrom"] = d + "T00:00:00Z" }
+            if let d = request.query["to"], !d.isEmpty { query["receivedTo"] = d + "T00:00:00Z" }
+            let h = request.head
+            let head = RequestHead(method: h.method, path: h.path, route: h.route, pathParameters: h.pathParameters, query: query,
+                                   headers: h.headers, clientAddress: h.clientAddress)
+            return try service.export(format, visit.admission, HTTPRequest(head: head, body: []))
         }
     }
 
-    func export(_ format: Format, _ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func export(_ format: Format, _ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let query = request.query
         let bom = try Self.flag(query, "bom")
         let split = try Self.flag(query, "splitSelectMultiples")

@@ -13,7 +13,7 @@ struct ChangesService {
         services.route(&router, "GET", "/v1/orgs/{orgId}/changes", .member(anyOf: []), changes)
     }
 
-    func changes(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func changes(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let user = try context.member()
         let page = try Page(request)

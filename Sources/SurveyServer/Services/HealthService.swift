@@ -7,17 +7,17 @@ struct HealthService {
     let services: Services
 
     func register(into router: inout Router) {
-        router.add("GET", "/healthz") { _ in .json(200, ["status": "ok"]) }
+        services.publicRoute(&router, "GET", "/healthz") { _ in .json(200, ["status": "ok"]) }
         // Blocking: readiness is a real commit on the writer, at most one a second.
         let readiness = services.readiness
-        router.add("GET", "/readyz", runs: .blocking) { _ in
+        services.publicRoute(&router, "GET", "/readyz", runs: .blocking) { _ in
             readiness.isReady()
                 ? .json(200, ["status": "ready"])
                 : .problem(ApiError(.storageUnavailable, "The database does not take writes."))
         }
         // The contract itself, one self-contained document (no auth: it holds no data).
         let openapi = HealthService.openAPIDocument()
-        router.add("GET", "/v1/openapi.json") { _ in
+        services.publicRoute(&router, "GET", "/v1/openapi.json") { _ in
             openapi.map { HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: $0) }
                 ?? .problem(ApiError(.internalError, "The OpenAPI document is missing from this build."))
         }

@@ -22,7 +22,7 @@ struct OrgService {
         ["orgId": .string(org.orgId), "name": .string(org.name), "subscription": subscription(org, now: now)]
     }
 
-    func createOrg(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func createOrg(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let clock = services.clock
         let render: @Sendable (OrgRecord) -> HTTPResponse = { .created("/v1/orgs/\($0.orgId)", Self.orgJSON($0, now: clock.nowMillis())) }
         let keyed = KeyedAnswer(request, render)
@@ -33,11 +33,11 @@ struct OrgService {
         return try keyed.answer(outcome)
     }
 
-    func getSubscription(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func getSubscription(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         Self.subscriptionAnswer(try services.operations.organizations.organization(context.orgId), now: services.clock.nowMillis())
     }
 
-    func putSubscription(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func putSubscription(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let clock = services.clock
         let render: @Sendable (OrgRecord) -> HTTPResponse = { Self.subscriptionAnswer($0, now: clock.nowMillis()) }
         let keyed = KeyedAnswer(request, render)

@@ -10,7 +10,7 @@ struct ResponseService {
 
     func register(into router: inout Router) {
         // Inline: everything before the write is reads; the write itself is queued (`later`).
-        router.add("POST", "/v1/orgs/{orgId}/responses", runs: .inline, submit)
+        services.routeAdmittedByOperation(&router, "POST", "/v1/orgs/{orgId}/responses", Submissions.access, runs: .inline, submit)
         services.route(&router, "GET", "/v1/orgs/{orgId}/responses", .member(anyOf: []), list)
         services.route(&router, "GET", "/v1/orgs/{orgId}/responses/{responseId}", .member(anyOf: []), get)
     }
@@ -42,13 +42,13 @@ struct ResponseService {
         }
     }
 
-    func get(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func get(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let user = try context.member()
         return .json(200, try services.operations.visibleResponse(user, orgId: orgId, responseId: request.parameter("responseId")).document())
     }
 
-    func list(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func list(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let user = try context.member()
         if let csid = request.query["clientSubmissionId"] {

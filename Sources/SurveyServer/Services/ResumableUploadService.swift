@@ -17,11 +17,13 @@ struct ResumableUploadService {
     static let tusHeaders: [(String, String)] = [("Tus-Resumable", "1.0.0")]
 
     func register(into router: inout Router) {
-        router.add("OPTIONS", Self.base, options)
-        router.add("POST", Self.base, create)
-        router.add("HEAD", Self.base + "/{uploadId}", head)
-        router.add("PATCH", Self.base + "/{uploadId}", streamingTo: openChunk, finishChunk)
-        router.add("DELETE", Self.base + "/{uploadId}", terminate)
+        // OPTIONS tells what the server supports, to anyone (tus discovery). The rest admit the
+        // caller in the operation, after the Tus-Resumable check tus puts first.
+        services.publicRoute(&router, "OPTIONS", Self.base, options)
+        services.routeAdmittedByOperation(&router, "POST", Self.base, Uploads.access, create)
+        services.routeAdmittedByOperation(&router, "HEAD", Self.base + "/{uploadId}", Uploads.access, head)
+        services.routeAdmittedByOperation(&router, "PATCH", Self.base + "/{uploadId}", Uploads.access, streamingTo: openChunk, finishChunk)
+        services.routeAdmittedByOperation(&router, "DELETE", Self.base + "/{uploadId}", Uploads.access, terminate)
     }
 
     func location(_ r: ResumableUploadRecord) -> String { "/v1/orgs/\(r.orgId)/uploads/resumable/\(r.uploadId)" }

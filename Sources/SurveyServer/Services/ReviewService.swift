@@ -14,7 +14,7 @@ struct ReviewService {
         services.route(&router, "GET", "/v1/orgs/{orgId}/responses/{responseId}/history", .member(anyOf: []), history)
     }
 
-    func review(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func review(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let keyed = KeyedAnswer(request, Self.render)
         let outcome = try services.operations.reviews.review(
             orgId: context.orgId, responseId: request.parameter("responseId"), by: try context.member(),
@@ -26,7 +26,7 @@ struct ReviewService {
         return try keyed.answer(outcome)
     }
 
-    func resubmit(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func resubmit(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let keyed = KeyedAnswer(request, Self.render)
         let outcome = try services.operations.reviews.resubmit(
             orgId: context.orgId, responseId: request.parameter("responseId"), by: try context.member(),
@@ -45,7 +45,7 @@ struct ReviewService {
         .json(200, try updated.document()).logging(["responseId": updated.responseId])
     }
 
-    func history(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func history(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let trail = try services.operations.reviews.history(orgId: context.orgId, responseId: request.parameter("responseId"),
                                                             by: try context.member())
         return .json(200, ["items": .array(trail.map(Self.historyItem))])

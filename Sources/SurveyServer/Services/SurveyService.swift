@@ -28,7 +28,7 @@ struct SurveyService {
          "createdAt": .string(Timestamp.format(v.createdAt))]
     }
 
-    func createSurvey(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func createSurvey(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = context.orgId
         let render: @Sendable (SurveyRecord) -> HTTPResponse = {
             .created("/v1/orgs/\(orgId)/surveys/\($0.surveyId)", Self.surveyJSON($0, versions: []))
@@ -41,7 +41,7 @@ struct SurveyService {
         return try keyed.answer(outcome)
     }
 
-    func listSurveys(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func listSurveys(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let page = try Page(request)
         let rows = try services.database.read { db in
@@ -50,7 +50,7 @@ struct SurveyService {
         return .json(200, page.render(rows, id: { $0.0.surveyId }, item: { Self.surveyJSON($0.0, versions: $0.1) }))
     }
 
-    func getSurvey(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func getSurvey(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let surveyId = request.parameter("surveyId")
         guard let found = try services.database.read({ db in
@@ -59,7 +59,7 @@ struct SurveyService {
         return .json(200, Self.surveyJSON(found.0, versions: found.1))
     }
 
-    func publishVersion(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func publishVersion(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = context.orgId
         let render: @Sendable (SurveyVersionRecord) throws -> HTTPResponse = {
             .created("/v1/orgs/\(orgId)/survey-versions/\($0.surveyVersionId)", try Self.versionJSON($0))
@@ -73,7 +73,7 @@ struct SurveyService {
         return try keyed.answer(outcome)
     }
 
-    func getVersion(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func getVersion(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         guard let v = try services.database.read({ try $0.surveyVersion(orgId: orgId, surveyVersionId: request.parameter("surveyVersionId")) })
         else { throw ApiError.notFound() }

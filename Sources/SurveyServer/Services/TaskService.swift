@@ -13,7 +13,7 @@ struct TaskService {
         services.route(&router, "GET", "/v1/orgs/{orgId}/tasks/{taskId}", .member(anyOf: []), get)
     }
 
-    func create(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func create(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = context.orgId
         let render: @Sendable (TaskRecord) -> HTTPResponse = { .created("/v1/orgs/\(orgId)/tasks/\($0.taskId)", $0.document) }
         let keyed = KeyedAnswer(request, render)
@@ -26,7 +26,7 @@ struct TaskService {
         return try keyed.answer(outcome)
     }
 
-    func list(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func list(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let user = try context.member()
         let page = try Page(request)
@@ -35,7 +35,7 @@ struct TaskService {
         return .json(200, page.render(rows, id: \.taskId, item: \.document))
     }
 
-    func get(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func get(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let user = try context.member()
         return .json(200, try services.operations.visibleTask(user, orgId: orgId, taskId: request.parameter("taskId")).document)

@@ -11,7 +11,7 @@ struct UploadService {
     let services: Services
 
     func register(into router: inout Router) {
-        router.add("PUT", "/v1/orgs/{orgId}/uploads/{clientUploadId}", streamingTo: open, finish)
+        services.routeAdmittedByOperation(&router, "PUT", "/v1/orgs/{orgId}/uploads/{clientUploadId}", Uploads.access, streamingTo: open, finish)
         services.route(&router, "GET", "/v1/orgs/{orgId}/uploads/{clientUploadId}", .member(anyOf: []), metadata)
         services.route(&router, "GET", "/v1/orgs/{orgId}/uploads/{clientUploadId}/content", .member(anyOf: []), content)
     }
@@ -37,15 +37,15 @@ struct UploadService {
         }
     }
 
-    private func readable(_ context: RequestContext, _ request: HTTPRequest) throws -> UploadRecord {
+    private func readable(_ context: Admission, _ request: HTTPRequest) throws -> UploadRecord {
         try services.operations.readableUpload(try context.member(), orgId: context.orgId, clientUploadId: request.parameter("clientUploadId"))
     }
 
-    func metadata(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func metadata(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         .json(200, try readable(context, request).document)
     }
 
-    func content(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func content(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let u = try readable(context, request)
         guard let r = HTTPResponse.storedFile(services.blobs, sha256: u.sha256, size: u.size, headers: [
             ("Content-Type", u.contentType), ("X-Content-Type-Options", "nosniff"),

@@ -21,7 +21,7 @@ struct UserService {
     /// A one-time console link for the user, who sets a password on the page it opens. The
     /// link's host is the one this request came to (`X-Forwarded-Proto: https` from a trusted TLS proxy
     /// makes it https).
-    func invite(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func invite(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let scheme = request.head.isHTTPS ? "https" : "http"
         let base = "\(scheme)://\(request.header("host") ?? "localhost")"
         let render: @Sendable (Invitations.Issued) -> HTTPResponse = {
@@ -40,7 +40,7 @@ struct UserService {
         ["userId": .string(u.userId), "name": .string(u.name), "roles": .array(u.roles.map { .string($0) }), "active": .bool(u.active)]
     }
 
-    func createUser(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func createUser(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = context.orgId
         let render: @Sendable (Users.Issued) -> HTTPResponse = { issued in
             var out = Self.userJSON(issued.user)
@@ -56,7 +56,7 @@ struct UserService {
         return try keyed.answer(outcome)
     }
 
-    func createToken(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func createToken(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = context.orgId
         let render: @Sendable (Users.Issued) -> HTTPResponse = {
             .created("/v1/orgs/\(orgId)/users/\($0.user.userId)/tokens/\($0.tokenId)", ["tokenId": .string($0.tokenId), "token": .string($0.token)])
@@ -68,7 +68,7 @@ struct UserService {
     }
 
     /// Revoking a token that is already revoked is a no-op: 204, nothing written, no audit entry.
-    func revokeToken(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func revokeToken(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let keyed = KeyedAnswer(request, Self.noContent)
         let outcome = try services.operations.users.revokeToken(orgId: context.orgId, userId: request.parameter("userId"),
                                                                 tokenId: request.parameter("tokenId"), by: context.caller,
@@ -76,14 +76,14 @@ struct UserService {
         return try keyed.answer(outcome)
     }
 
-    func deactivateUser(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func deactivateUser(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let keyed = KeyedAnswer(request, Self.noContent)
         let outcome = try services.operations.users.deactivate(orgId: context.orgId, userId: request.parameter("userId"), by: context.caller,
                                                                key: keyed.key)
         return try keyed.answer(outcome)
     }
 
-    func setRoles(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func setRoles(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let render: @Sendable (UserRecord) -> HTTPResponse = { .json(200, .object(Self.userJSON($0))) }
         let keyed = KeyedAnswer(request, render)
         let outcome = try services.operations.users.setRoles(orgId: context.orgId, userId: request.parameter("userId"), by: context.caller,

@@ -53,7 +53,7 @@ struct WebhookService {
                                  description: try body.optionalString("description"), enabled: try body.optionalBool("enabled"))
     }
 
-    func create(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func create(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = context.orgId
         let render: @Sendable (WebhookRecord) -> HTTPResponse = {
             var o = Self.webhookJSON($0)
@@ -66,18 +66,18 @@ struct WebhookService {
         })
     }
 
-    func list(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func list(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let page = try Page(request)
         let rows = try services.operations.webhooks.list(orgId: context.orgId, by: try context.member(), after: page.after, limit: page.limit)
         return .json(200, page.render(rows, id: \.webhookId, item: { .object(Self.webhookJSON($0)) }))
     }
 
-    func get(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func get(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         .json(200, .object(Self.webhookJSON(try services.operations.webhooks.get(orgId: context.orgId, webhookId: request.parameter("webhookId"),
                                                                                   by: try context.member()))))
     }
 
-    func update(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func update(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let keyed = KeyedAnswer(request) { (w: WebhookRecord) in HTTPResponse.json(200, .object(Self.webhookJSON(w))) }
         return try keyed.answer(try services.operations.webhooks.update(orgId: context.orgId, webhookId: request.parameter("webhookId"),
                                                                         by: try context.member(), key: keyed.key) {
@@ -85,13 +85,13 @@ struct WebhookService {
         })
     }
 
-    func delete(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func delete(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let keyed = KeyedAnswer(request, UserService.noContent)
         return try keyed.answer(try services.operations.webhooks.delete(orgId: context.orgId, webhookId: request.parameter("webhookId"),
                                                                         by: try context.member(), key: keyed.key))
     }
 
-    func rotate(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func rotate(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let keyed = KeyedAnswer(request) { (w: WebhookRecord) in
             HTTPResponse.json(200, ["webhookId": .string(w.webhookId), "secret": .string(w.secret),
                                     "previousSecretExpiresAt": .string(Timestamp.format(w.previousSecretUntil ?? w.updatedAt))])
@@ -100,14 +100,14 @@ struct WebhookService {
                                                                               by: try context.member(), key: keyed.key))
     }
 
-    func deliveries(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func deliveries(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let page = try Page(request)
         let rows = try services.operations.webhooks.deliveries(orgId: context.orgId, webhookId: request.parameter("webhookId"),
                                                                by: try context.member(), after: page.after, limit: page.limit)
         return .json(200, page.render(rows, id: \.deliveryId, item: Self.deliveryJSON))
     }
 
-    func retry(_ context: RequestContext, _ request: HTTPRequest) throws -> HTTPResponse {
+    func retry(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let keyed = KeyedAnswer(request) { (d: DeliveryRecord) in HTTPResponse.json(200, Self.deliveryJSON(d)) }
         return try keyed.answer(try services.operations.webhooks.retry(orgId: context.orgId, webhookId: request.parameter("webhookId"),
                                                                        deliveryId: request.parameter("deliveryId"), by: try context.member(),

@@ -3,63 +3,46 @@ import SurveyHTTP
 import SurveyOperations
 import SurveyStorage
 
-/// Who may call a route, declared where the route is registered and checked before its handler
-/// runs (steps 1 and 2 of the order of checks): the token (1007), then the organization of the
-/// path — anyone who is not of it gets the 404 of a thing that does not exist — then the role
-/// (1006). What depends on the thing itself (a response only its collector may see, a task only
-/// its assignee) stays with the handler, which knows the thing.
-enum Access: Sendable {
-    /// Operators only (a user gets 1006).
-    case operatorOnly
-    /// A user of `{orgId}` holding one of the roles (none listed: any role).
-    case member(anyOf: [Role])
-    /// An operator (the organization must exist), or a user of `{orgId}` holding one of the roles.
-    case memberOrOperator(anyOf: [Role])
-}
-
-/// The caller, resolved once per request by the route's `Access`.
-struct RequestContext: Sendable {
-    let caller: Caller
-    /// The path's `{orgId}`.
-    let orgId: String
-
-    /// The calling user; a route declared `.member` always has one.
-    func member() throws -> UserRecord {
-        guard let user = caller.user, user.orgId == orgId else { throw ApiError.notFound() }
-        return user
-    }
-}
-
 extension Services {
-    typealias ContextHandler = @Sendable (RequestContext, HTTPRequest) throws -> HTTPResponse
+    typealias AdmittedHandler = @Sendable (Admission, HTTPRequest) throws -> HTTPResponse
 
-    /// Registers a route whose handler runs only for the callers `access` admits.
+    /// Registers a route whose handler runs only for the callers `access` admits: the bearer
+    /// token and the declared access are checked in one read snapshot before `handler` runs.
     func route(_ router: inout Router, _ method: String, _ pattern: String, _ access: Access, runs execution: Router.Execution? = nil,
-               _ handler: @escaping ContextHandler) {
+               _ handler: @escaping AdmittedHandler) {
+        // At start-up, never on a request: a route open to anyone has no caller to admit.
+        precondition(access != .anyone, "\(pattern): a route open to anyone is a publicRoute")
         let services = self
-        router.add(method, pattern, runs: execution) { request in
-            try handler(try services.resolve(access, request.head), request)
+        router.add(method, pattern, access: access, runs: execution) { request in
+            try handler(try services.admit(access, request.head), request)
         }
     }
 
+    /// A route whose operation admits the caller itself, inside the read it makes anyway (a
+    /// submission's single snapshot, tus's claim before its row is read): `access` is the
+    /// operation's own declaration, so what the route lists is what the operation checks.
+    func routeAdmittedByOperation(_ router: inout Router, _ method: String, _ pattern: String, _ access: Access,
+                                  runs execution: Router.Execution? = nil, _ handler: @escaping Router.Handler) {
+        router.add(method, pattern, access: access, runs: execution, handler)
+    }
+
+    /// The same for a streaming route.
+    func routeAdmittedByOperation(_ router: inout Router, _ method: String, _ pattern: String, _ access: Access,
+                                  streamingTo opener: @escaping Router.SinkOpener, _ handler: @escaping Router.Handler) {
+        router.add(method, pattern, access: access, streamingTo: opener, handler)
+    }
+
+    /// A route open to anyone: no token is read.
+    func publicRoute(_ router: inout Router, _ method: String, _ pattern: String, runs execution: Router.Execution? = nil,
+                     _ handler: @escaping Router.Handler) {
+        router.add(method, pattern, access: Access.anyone, runs: execution, handler)
+    }
+
     /// Steps 1–2 for `access`, in one read snapshot.
-    func resolve(_ access: Access, _ head: RequestHead) throws -> RequestContext {
-        let orgId = head.parameter("orgId")
+    func admit(_ access: Access, _ head: RequestHead) throws -> Admission {
         return try database.read { db in
             let caller = try operations.authenticate(bearerToken: head.bearerToken, in: db)
-            switch access {
-            case .operatorOnly:
-                try operations.requireOperator(caller)
-            case .member(let roles):
-                _ = try operations.member(caller, of: orgId, withAnyOf: roles)
-            case .memberOrOperator(let roles):
-                if caller.isOperator {
-                    guard try db.org(orgId) != nil else { throw ApiError.notFound() }
-                } else {
-                    _ = try operations.member(caller, of: orgId, withAnyOf: roles)
-                }
-            }
-            return RequestContext(caller: caller, orgId: orgId)
+            return try operations.admit(caller, to: access, orgId: head.parameter("orgId"), in: db)
         }
     }
 }

@@ -39,7 +39,7 @@ final class WebhookReceiver: Sendable {
         var router = Router()
         let shared = self.shared
         for path in ["/hook", "/other", "/slow"] {
-            router.add("POST", path, runs: .blocking) { request in
+            router.add("POST", path, access: "anyone", runs: .blocking) { request in
                 let answer = shared.state.withLock { s -> Answer in s.script.isEmpty ? s.standing : s.script.removeFirst() }
                 if answer.hangSeconds > 0 { Thread.sleep(forTimeInterval: answer.hangSeconds) }
                 let call = Call(path: path, id: request.header("webhook-id") ?? "", timestamp: request.header("webhook-timestamp") ?? "",
