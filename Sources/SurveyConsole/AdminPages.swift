@@ -34,8 +34,7 @@ struct AdminPages: Sendable {
 
     private func usersPage(_ visit: Visit, frame: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
         let v = visit.visitor, orgId = visit.orgId
-        _ = try visit.member()
-        let list = try operations.database.read { try $0.usersWithEmail(orgId: orgId) }
+        let list = try operations.usersWithEmail(of: orgId, by: try visit.member())
         let rows: [[String: TemplateValue]] = list.map { u, email in
             ["name": .text(u.name), "roles": .text(u.roles.joined(separator: ", ")), "email": .text(email ?? "—"),
              "status": .text(u.active ? "active" : "deactivated"), "url": .text("/console/orgs/\(orgId)/users/\(u.userId)")]
@@ -47,7 +46,6 @@ struct AdminPages: Sendable {
     func createUser(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
         let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId")
-        _ = try visit.member()
         do {
             let email = (form["email"] ?? "").trimmingCharacters(in: .whitespaces)
             if !email.isEmpty { _ = try operations.invitations.checkAvailable(email: email) }  // refused before the user exists
@@ -84,11 +82,7 @@ struct AdminPages: Sendable {
     private func userPage(_ visit: Visit, _ userId: String, frame: Pages.Frame, status: Int = 200,
                           secrets: [[String: TemplateValue]] = []) throws -> HTTPResponse {
         let v = visit.visitor, orgId = visit.orgId
-        _ = try visit.member()
-        let (user, email, tokens) = try operations.database.read { db in
-            (try db.user(userId), try db.email(userId: userId), try db.tokens(userId: userId))
-        }
-        guard let user, user.orgId == orgId else { throw ApiError.notFound() }
+        let (user, email, tokens) = try operations.userAccount(userId, of: orgId, by: try visit.member())
         var f = frame
         f.title = user.name
         let base = "/console/orgs/\(orgId)/users/\(userId)"
@@ -182,13 +176,9 @@ struct AdminPages: Sendable {
 
     private func surveysPage(_ visit: Visit, frame f: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
         let v = visit.visitor, orgId = visit.orgId
-        _ = try visit.member()
-        let list: [[String: TemplateValue]] = try operations.database.read { db in
-            try db.surveys(orgId: orgId, after: nil, limit: 500).map { s in
-                let versions = try db.surveyVersions(surveyId: s.surveyId)
-                return ["title": .text(s.title), "url": .text("/console/orgs/\(orgId)/surveys/\(s.surveyId)"),
-                        "detail": .text("\(versions.count) version\(versions.count == 1 ? "" : "s")\(s.reviewRequired ? " · review required" : "")")]
-            }
+        let list: [[String: TemplateValue]] = try operations.visibleSurveys(of: orgId, by: try visit.member(), after: nil, limit: 500).map { s, versions in
+            ["title": .text(s.title), "url": .text("/console/orgs/\(orgId)/surveys/\(s.surveyId)"),
+             "detail": .text("\(versions.count) version\(versions.count == 1 ? "" : "s")\(s.reviewRequired ? " · review required" : "")")]
         }
         return pages.render("surveys", ["surveys": .list(list), "createUrl": .text("/console/orgs/\(orgId)/surveys"), "csrf": .text(v.csrf),
                                         "gatedOff": gatedOff(f)], frame: f, status: status)
@@ -220,9 +210,7 @@ struct AdminPages: Sendable {
 
     private func surveyPage(_ visit: Visit, _ surveyId: String, frame: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
         let v = visit.visitor, orgId = visit.orgId
-        _ = try visit.member()
-        let (survey, versions) = try operations.database.read { db in (try db.survey(orgId: orgId, surveyId: surveyId), try db.surveyVersions(surveyId: surveyId)) }
-        guard let survey else { throw ApiError.notFound() }
+        let (survey, versions) = try operations.visibleSurvey(surveyId, of: orgId, by: try visit.member())
         var f = frame
         f.title = survey.title
         let base = "/console/orgs/\(orgId)/surveys/\(surveyId)"
@@ -281,10 +269,10 @@ struct AdminPages: Sendable {
 
     private func tasksPage(_ visit: Visit, frame f: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
         let v = visit.visitor, orgId = visit.orgId
-        _ = try visit.member()
-        let (tasks, surveys, users) = try operations.database.read { db in
-            (try db.tasks(orgId: orgId, assignee: nil, after: nil, limit: 500), try db.surveys(orgId: orgId, after: nil, limit: 500), try db.users(orgId: orgId))
-        }
+        let admin = try visit.member()
+        let tasks = try operations.visibleTasks(admin, orgId: orgId, after: nil, limit: 500)
+        let surveys = try operations.visibleSurveys(of: orgId, by: admin, after: nil, limit: 500).map(\.0)
+        let users = try operations.members(of: orgId, by: admin)
         let names = Dictionary(users.map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
         let titles = Dictionary(surveys.map { ($0.surveyId, $0.title) }, uniquingKeysWith: { a, _ in a })
         let rows: [[String: TemplateValue]] = tasks.reversed().map { t in
@@ -330,8 +318,7 @@ struct AdminPages: Sendable {
         let orgId = request.parameter("orgId"), surveyId = request.parameter("surveyId")
         guard let user = v.caller.user else { throw ApiError.notFound() }
         try operations.member(user, of: orgId, withAnyOf: [.reviewer, .admin])
-        let (survey, versions) = try operations.database.read { db in (try db.survey(orgId: orgId, surveyId: surveyId), try db.surveyVersions(surveyId: surveyId)) }
-        guard let survey else { throw ApiError.notFound() }
+        let (survey, versions) = try operations.visibleSurvey(surveyId, of: orgId, by: try visit.member())
         let hasPoint = try versions.contains { try operations.definitions.definition(of: $0).questions.contains { $0.type == .geopoint } }
         return pages.render("exports", [
             "noPoint": .text(hasPoint ? "" : "GeoJSON needs a location (geopoint) question; this survey has none."),
@@ -345,7 +332,6 @@ struct AdminPages: Sendable {
     func subscription(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
         let v = visit.visitor
         let orgId = request.parameter("orgId")
-        _ = try visit.member()
         let org = try operations.organizations.organization(orgId)
         let expired = operations.gate.isExpired(org)
         return pages.render("subscription", [

@@ -33,13 +33,9 @@ struct ReviewDesk: Sendable {
             let org = try operations.organizations.organization(user.orgId)
             frame.expired = console.expiredNotice(user.orgId)
             let reviews = user.has(.reviewer) || user.has(.admin)
-            let surveys: [[String: TemplateValue]] = try operations.database.read { db in
-                try db.surveys(orgId: user.orgId, after: nil, limit: 500).map { s in
-                    let counts = try db.stateCounts(ExportFilter(orgId: user.orgId, surveyId: s.surveyId))
-                    let waiting = counts[.submitted, default: 0]
-                    return ["surveyTitle": .text(s.title), "waiting": .text(reviews ? "\(waiting) waiting for review" : ""),
-                            "queueUrl": .text(reviews ? "/console/orgs/\(user.orgId)/surveys/\(s.surveyId)/responses?state=submitted" : "/console/")]
-                }
+            let surveys: [[String: TemplateValue]] = try operations.waitingForReview(user, orgId: user.orgId).map { s, waiting in
+                ["surveyTitle": .text(s.title), "waiting": .text("\(waiting) waiting for review"),
+                 "queueUrl": .text("/console/orgs/\(user.orgId)/surveys/\(s.surveyId)/responses?state=submitted")]
             }
             let item: [String: TemplateValue] = [
                 "orgName": .text(org.name), "orgState": .text(operations.gate.isExpired(org) ? "expired" : "active"),
@@ -53,7 +49,6 @@ struct ReviewDesk: Sendable {
     // MARK: the queue
 
     func queue(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
-        let v = visit.visitor
         return try queuePage(visit, surveyId: request.parameter("surveyId"), query: request.query, results: [])
     }
 
@@ -113,7 +108,7 @@ struct ReviewDesk: Sendable {
     /// Start review of, or approve, every selected response — each with the revision the queue
     /// showed — and list what happened to each.
     func bulk(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, form) = (visit.visitor, visit.form)
+        let form = visit.form
         let orgId = request.parameter("orgId"), surveyId = request.parameter("surveyId")
         let user = try visit.member()
         guard let action = form["action"], action == "startReview" || action == "approve" else {
@@ -133,7 +128,7 @@ struct ReviewDesk: Sendable {
                 result["text"] = .text(action == "approve" ? "approved" : "review started")
             } catch let e as ApiError {
                 result["kind"] = .text("refused")
-                result["text"] = .text(stepRefusal(e, action: action, orgId: orgId, responseId: responseId))
+                result["text"] = .text(stepRefusal(e, action: action, by: user, orgId: orgId, responseId: responseId))
             }
             results.append(result)
         }
@@ -148,16 +143,16 @@ struct ReviewDesk: Sendable {
     }
 
     /// A refused review step, as a sentence.
-    private func stepRefusal(_ e: ApiError, action: String, orgId: String, responseId: String) -> String {
+    private func stepRefusal(_ e: ApiError, action: String, by user: UserRecord, orgId: String, responseId: String) -> String {
         let label = Self.actionLabels.first { $0.0.rawValue == action }?.1 ?? action
         switch e.code {
         case .validationFailed where e.errors.contains { $0.path == "comment" }:
             return "Write a comment first: “\(label)” tells the collector why, in the response's history."
         case .invalidTransition:
-            let now = try? operations.database.read { try $0.response(orgId: orgId, responseId: responseId) }
+            let now = try? operations.visibleResponse(user, orgId: orgId, responseId: responseId)
             return "“\(label)” is not possible now" + (now.map { ": the response is \(Self.label($0.reviewState)) (\($0.reviewState.rawValue))." } ?? ".")
         case .staleRevision:
-            let now = try? operations.database.read { try $0.response(orgId: orgId, responseId: responseId) }
+            let now = try? operations.visibleResponse(user, orgId: orgId, responseId: responseId)
             let state = now.map { "It is now \(Self.label($0.reviewState)) (\($0.reviewState.rawValue)), revision \($0.revision)." } ?? ""
             return "This response changed since you opened it, so nothing was done. \(state) Look at it again before you act."
         case .subscriptionExpired: return "the subscription has expired, so nothing was changed."
@@ -181,13 +176,13 @@ struct ReviewDesk: Sendable {
     private func responsePage(_ v: Console.Visitor, _ user: UserRecord, _ r: ResponseRecord, frame: Pages.Frame, status: Int = 200,
                               comment: String = "") throws -> HTTPResponse {
         let orgId = r.orgId
-        let (survey, version, users) = try operations.database.read { db in
-            (try db.survey(orgId: orgId, surveyId: r.surveyId), try db.surveyVersion(orgId: orgId, surveyVersionId: r.surveyVersionId), try db.users(orgId: orgId))
-        }
+        let survey = try? operations.visibleSurvey(r.surveyId, of: orgId, by: user).0
+        let version = try? operations.visibleVersion(r.surveyVersionId, of: orgId, by: user)
+        let users = try operations.members(of: orgId, by: user)
         let names = Dictionary(users.map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
         let definition = try version.map { try operations.definitions.definition(of: $0) }
         let answers = (try? JSONParser.parse(Array(r.answers.utf8)))?.objectValue ?? [:]
-        let shown: [[String: TemplateValue]] = try (definition?.questions ?? []).map { q in
+        let shown: [[String: TemplateValue]] = (definition?.questions ?? []).map { q in
             var item: [String: TemplateValue] = ["id": .text(q.id), "label": .text(q.label)]
             guard let value = answers[q.id], !value.isNull else { item["missing"] = .text("No answer"); return item }
             switch q.type {
@@ -206,7 +201,7 @@ struct ReviewDesk: Sendable {
                 }
             case .file:
                 let id = value.objectValue?["clientUploadId"]?.stringValue ?? ""
-                if let upload = try operations.database.read({ try $0.upload(orgId: orgId, clientUploadId: id) }) {
+                if let upload = try? operations.readableUpload(user, orgId: orgId, clientUploadId: id) {
                     let url = "/console/orgs/\(orgId)/uploads/\(urlEncoded(id))"
                     if ["image/jpeg", "image/png", "image/gif", "image/webp"].contains(upload.contentType) {
                         item["image"] = .text(url)
@@ -278,7 +273,7 @@ struct ReviewDesk: Sendable {
             let current = try operations.visibleResponse(user, orgId: orgId, responseId: responseId)
             var frame = console.frame("Response \(current.clientSubmissionId)", v)
             frame.expired = console.expiredNotice(orgId)
-            frame.problem = stepRefusal(e, action: action, orgId: orgId, responseId: responseId)
+            frame.problem = stepRefusal(e, action: action, by: user, orgId: orgId, responseId: responseId)
             return try responsePage(v, user, current, frame: frame, status: e.code.httpStatus, comment: comment)
         }
     }

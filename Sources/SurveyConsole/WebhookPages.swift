@@ -78,7 +78,7 @@ struct WebhookPages: Sendable {
         let v = visit.visitor, orgId = visit.orgId
         let user = try visit.member()
         let w = try operations.webhooks.get(orgId: orgId, webhookId: webhookId, by: user)
-        let (deliveries, waiting) = try operations.database.read { try $0.latestDeliveries(of: w, limit: 50) }
+        let (deliveries, waiting) = try operations.webhooks.latestDeliveries(of: w, by: user, limit: 50)
         let base = "/console/orgs/\(orgId)/webhooks/\(webhookId)"
         var f = frame
         f.title = w.description ?? w.url

@@ -109,6 +109,12 @@ public struct Webhooks: Sendable {
         return try operations.database.read { try $0.deliveries(of: w, after: after, limit: limit) }
     }
 
+    /// The newest deliveries of a webhook, and how many events wait (for the console's page).
+    public func latestDeliveries(of w: WebhookRecord, by user: UserRecord, limit: Int) throws -> (made: [DeliveryRecord], waiting: Int) {
+        let w = try get(orgId: w.orgId, webhookId: w.webhookId, by: user)
+        return try operations.database.read { try $0.latestDeliveries(of: w, limit: limit) }
+    }
+
     public func retry(orgId: String, webhookId: String, deliveryId: String, by user: UserRecord,
                       key: IdempotencyKey<DeliveryRecord>? = nil) throws -> KeyedOutcome<DeliveryRecord> {
         let w = try get(orgId: orgId, webhookId: webhookId, by: user)

@@ -17,20 +17,7 @@ struct ChangesService {
         let orgId = request.parameter("orgId")
         let user = try context.member()
         let page = try Page(request)
-        let all = user.has(.reviewer) || user.has(.admin)
-        let (rows, key) = try services.database.read(followingAudit: true) { db -> ([ChangeRecord], [UInt8]) in
-            let key = try db.cursorKey()
-            var after: Int64 = 0
-            if let a = page.after {
-                // Sealed, like export cursors: a plain number would show how much every other
-                // organization did between two pages.
-                guard let n = SealedCursor.changes.parse(a, orgId: orgId, key: key) else {
-                    throw ApiError(.validationFailed, "`after` must be a cursor from this feed.", errors: [FieldError(path: "after", message: "not a cursor")])
-                }
-                after = n
-            }
-            return (try db.changes(orgId: orgId, userId: all ? nil : user.userId, after: after, limit: page.limit), key)
-        }
+        let (rows, key) = try services.operations.visibleChanges(user, orgId: orgId, after: page.after, limit: page.limit)
         let cursor = { (c: ChangeRecord) in SealedCursor.changes.make(c.seq, orgId: orgId, key: key) }
         return .json(200, page.render(rows, id: cursor, item: { Self.item($0, cursor: cursor($0)) }))
     }

@@ -54,9 +54,7 @@ struct ResponseService {
         if let csid = request.query["clientSubmissionId"] {
             // Reconciling after an ambiguous answer: the caller's own submission only.
             guard ClientIdentifier.isValid(csid) else { throw ApiError(.invalidIdentifier, "clientSubmissionId is not a valid client id.") }
-            guard let r = try services.database.read({ try $0.response(orgId: orgId, clientSubmissionId: csid) }),
-                  r.submitter == user.userId else { throw ApiError.notFound() }
-            return .json(200, try r.document())
+            return .json(200, try services.operations.ownResponse(user, orgId: orgId, clientSubmissionId: csid).document())
         }
         let page = try Page(request)
         var state: ReviewState?
@@ -66,10 +64,7 @@ struct ResponseService {
             }
             state = known
         }
-        let onlyOwn = !services.operations.seesAll(user)
-        let rows = try services.database.read {
-            try $0.responses(orgId: orgId, submitter: onlyOwn ? user.userId : nil, reviewState: state, after: page.after, limit: page.limit)
-        }
+        let rows = try services.operations.visibleResponses(user, orgId: orgId, reviewState: state, after: page.after, limit: page.limit)
         return .json(200, page.render(rows, id: \.responseId, item: { (try? $0.document()) ?? .null }))
     }
 }

@@ -44,18 +44,14 @@ struct SurveyService {
     func listSurveys(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let page = try Page(request)
-        let rows = try services.database.read { db in
-            try db.surveys(orgId: orgId, after: page.after, limit: page.limit).map { ($0, try db.surveyVersions(surveyId: $0.surveyId)) }
-        }
+        let rows = try services.operations.visibleSurveys(of: orgId, by: try context.member(), after: page.after, limit: page.limit)
         return .json(200, page.render(rows, id: { $0.0.surveyId }, item: { Self.surveyJSON($0.0, versions: $0.1) }))
     }
 
     func getSurvey(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let surveyId = request.parameter("surveyId")
-        guard let found = try services.database.read({ db in
-            try db.survey(orgId: orgId, surveyId: surveyId).map { ($0, try db.surveyVersions(surveyId: $0.surveyId)) }
-        }) else { throw ApiError.notFound() }
+        let found = try services.operations.visibleSurvey(surveyId, of: orgId, by: try context.member())
         return .json(200, Self.surveyJSON(found.0, versions: found.1))
     }
 
@@ -75,8 +71,7 @@ struct SurveyService {
 
     func getVersion(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
-        guard let v = try services.database.read({ try $0.surveyVersion(orgId: orgId, surveyVersionId: request.parameter("surveyVersionId")) })
-        else { throw ApiError.notFound() }
+        let v = try services.operations.visibleVersion(request.parameter("surveyVersionId"), of: orgId, by: try context.member())
         return .json(200, try Self.versionJSON(v))
     }
 }

@@ -30,8 +30,7 @@ struct TaskService {
         let orgId = request.parameter("orgId")
         let user = try context.member()
         let page = try Page(request)
-        let all = services.operations.seesAll(user)
-        let rows = try services.database.read { try $0.tasks(orgId: orgId, assignee: all ? nil : user.userId, after: page.after, limit: page.limit) }
+        let rows = try services.operations.visibleTasks(user, orgId: orgId, after: page.after, limit: page.limit)
         return .json(200, page.render(rows, id: \.taskId, item: \.document))
     }
 
