@@ -71,7 +71,7 @@ struct ResumableUploadService {
             // same question again inside its transaction (another create may commit meanwhile).
             let clock = services.clock
             let now = clock.nowMillis()
-            if let r = try asked.replay(try services.database.read { try $0.resumableUpload(orgId: orgId, clientUploadId: clientUploadId) }, now: now) {
+            if let r = try asked.replay(try services.operations.resumableUpload(user, orgId: orgId, clientUploadId: clientUploadId), now: now) {
                 return created(r, replayed: true)
             }
             let target = try services.operations.uploads.target(orgId: orgId, clientUploadId: clientUploadId, caller: caller, surveyVersionId: meta["surveyVersionId"],
@@ -124,26 +124,50 @@ struct ResumableUploadService {
         return replayed ? .replayed(answer) : answer
     }
 
-    /// Step 2 for HEAD, PATCH and DELETE: the collector role is checked on every request (a
-    /// removed role counts from the next one), then the upload must be the caller's own, else
-    /// the 404 of nothing. `allowExpired`: DELETE may abandon an expired upload; the others get 410.
-    private func owned(_ head: RequestHead, user: UserRecord, allowExpired: Bool = false) throws -> ResumableUploadRecord {
-        guard let r = try services.database.read({ try $0.resumableUpload(orgId: user.orgId, uploadId: head.parameter("uploadId")) }),
-              r.owner == user.userId else { throw ApiError.notFound() }
-        if !allowExpired && r.isExpired(now: services.clock.nowMillis()) {
-            throw ProtocolRefusal(ApiError(.notFound, "This upload expired at \(Timestamp.format(r.expiresAt))."), status: 410)
-        }
-        return r
-    }
-
     private func collector(_ head: RequestHead) throws -> UserRecord {
         try services.member(try services.authenticate(head), of: head.parameter("orgId"), withAnyOf: .collector)
     }
 
+    /// A refusal of the exchange in tus's terms: its statuses and headers where tus has them.
+    static func tus(_ refusal: ResumableUploadRefusal) -> ProtocolRefusal {
+        switch refusal {
+        case .busy: ProtocolRefusal(refusal.error, status: 409)
+        case .gone: ProtocolRefusal(refusal.error, status: 410)
+        case .offsetMismatch(_, let current): ProtocolRefusal(refusal.error, status: 409, headers: [("Upload-Offset", String(current))])
+        case .checksumMismatch: ProtocolRefusal(refusal.error, status: 460)
+        default: ProtocolRefusal(refusal.error)
+        }
+    }
+
+    /// Runs an exchange's claim and row read for HEAD, PATCH or DELETE (the collector role is
+    /// checked on every request: a removed role counts from the next one).
+    private func start(_ request: ResumableUploadExchange.Request, _ head: RequestHead, chunk: ResumableUploadExchange.Chunk? = nil) throws
+        -> (ResumableUploadExchange, ResumableUploadExchange.Action) {
+        try requireTus(head)
+        let user = try collector(head)
+        let uploadId = head.parameter("uploadId")
+        var exchange = ResumableUploadExchange(request)
+        guard case .readRow = exchange.begin(claim: { busy.claim(uploadId) }) else {
+            throw Self.tus(.busy(request))
+        }
+        let row: ResumableUploadRecord?
+        do {
+            row = try services.operations.resumableUpload(user, uploadId: uploadId)
+        } catch {
+            if case .end(true) = exchange.end() { busy.release(uploadId) }
+            throw error
+        }
+        let action = exchange.rowRead(row, caller: user.userId, now: services.clock.nowMillis(), chunk: chunk)
+        if case .refuse(let reason, let release) = action {
+            if release { busy.release(uploadId) }
+            throw Self.tus(reason)
+        }
+        return (exchange, action)
+    }
+
     func head(_ request: HTTPRequest) throws -> HTTPResponse {
         do {
-            try requireTus(request.head)
-            let r = try owned(request.head, user: try collector(request.head))
+            guard case (_, .answerOffset(let r)) = try start(.head, request.head) else { return problem(ApiError(.internalError)) }
             return HTTPResponse(status: 200, headers: Self.tusHeaders + [
                 ("Upload-Offset", String(r.receivedBytes)), ("Upload-Length", String(r.length)),
                 ("Upload-Expires", Self.httpDate(r.expiresAt)), ("Cache-Control", "no-store"),
@@ -158,45 +182,32 @@ struct ResumableUploadService {
 
     func openChunk(_ head: RequestHead) throws -> any BodySink {
         do {
-            try requireTus(head)
-            let user = try collector(head)
-            let uploadId = head.parameter("uploadId")
-            // Claimed before the row is read: a PATCH that read the row first could act on an
-            // offset another PATCH has moved, or on an upload a DELETE has removed, meanwhile.
-            guard busy.claim(uploadId) else {
-                throw ProtocolRefusal(ApiError(.idempotencyConflict, "Another request on this upload is in progress."), status: 409)
-            }
-            do {
-                let r = try owned(head, user: user)
-                guard FileSignature.normalizedType(head.header("content-type") ?? "") == "application/offset+octet-stream" else {
-                    throw ApiError(.unsupportedFileType, "PATCH bodies must be application/offset+octet-stream.")
+            let chunk = ResumableUploadExchange.Chunk(
+                contentType: FileSignature.normalizedType(head.header("content-type") ?? ""),
+                offset: TusHeader.uploadOffset(head.header("upload-offset")),
+                contentLength: head.header("content-length").flatMap(Int64.init),
+                checksum: { [checksum = head.header("upload-checksum")] in try checksum.map(ChunkChecksum.init(header:)) })
+            var (exchange, action) = try start(.patch, head, chunk: chunk)
+            switch action {
+            case .answerComplete(let r, let release):
+                // Complete: an empty PATCH at the end changes nothing (its partial file is gone).
+                if release { busy.release(r.uploadId) }
+                return FinishedUploadSink(record: r)
+            case .receive(let r, _):
+                do {
+                    // Refuse early while expired: no byte is read. The gate checks again at commit.
+                    try services.operations.refuseWhileExpired(orgId: r.orgId)
+                    let blobs = services.blobs
+                    return try ChunkSink(exchange: exchange, record: r,
+                                         path: blobs.keepsFilesInDatabase ? try blobs.createStaging() : blobs.partialPath(uploadId: r.uploadId),
+                                         staged: blobs.keepsFilesInDatabase, busy: busy)
+                } catch {
+                    if case .end(true) = exchange.end() { busy.release(r.uploadId) }
+                    throw error
                 }
-                guard let offset = TusHeader.uploadOffset(head.header("upload-offset")) else {
-                    throw ApiError.malformed("Upload-Offset is required.")
-                }
-                let checksum = try head.header("upload-checksum").map(ChunkChecksum.init(header:))
-                guard offset == r.receivedBytes else {
-                    throw ProtocolRefusal(ApiError(.idempotencyConflict, "Upload-Offset is \(offset) but the upload is at \(r.receivedBytes)."),
-                                          status: 409, headers: [("Upload-Offset", String(r.receivedBytes))])
-                }
-                // Compared as what is left, not offset + length: a declared length near Int64.max
-                // overflowed the sum and trapped.
-                if let len = head.header("content-length").flatMap(Int64.init), len > r.length - offset {
-                    throw ApiError(.payloadTooLarge, "The chunk runs past Upload-Length \(r.length).")
-                }
-                // Finished: an empty PATCH at the end changes nothing (its partial file is gone).
-                if r.isComplete {
-                    busy.release(uploadId)
-                    return FinishedUploadSink(record: r)
-                }
-                // Refuse early while expired: no byte is read. The gate checks again at commit.
-                if let org = try services.database.read({ try $0.org(r.orgId) }) { try services.gate.refuseIfExpired(org) }
-                let blobs = services.blobs
-                return try ChunkSink(record: r, path: blobs.keepsFilesInDatabase ? try blobs.createStaging() : blobs.partialPath(uploadId: r.uploadId),
-                                     staged: blobs.keepsFilesInDatabase, checksum: checksum, busy: busy)
-            } catch {
-                busy.release(uploadId)
-                throw error
+            default:
+                if case .end(true) = exchange.end() { busy.release(head.parameter("uploadId")) }
+                throw ApiError(.internalError)
             }
         } catch {
             throw refusal(error)
@@ -209,23 +220,25 @@ struct ResumableUploadService {
                                                                           ("Upload-Expires", Self.httpDate(done.record.expiresAt))])
         }
         guard let sink = request.sink as? ChunkSink else { return problem(ApiError(.internalError)) }
-        defer { sink.abort() }  // truncates back unless the new offset was committed
+        defer { sink.abort() }  // truncates back unless the new offset was committed; ends the exchange
         let r = sink.record
         do {
             try sink.flush()
-            if let c = sink.checksum, !c.matches(sink.digest()) {
-                return problem(ApiError(.digestMismatch, "Upload-Checksum does not match the chunk; it was discarded."), status: 460)
-            }
-            let newOffset = r.receivedBytes + Int64(sink.written)
-            let done = [("Upload-Offset", String(newOffset)), ("Upload-Expires", Self.httpDate(r.expiresAt))]
             let path = sink.path
-            guard newOffset == r.length else {
+            switch sink.bodyEnded() {
+            case .refuse(let reason, _):
+                return problem(Self.tus(reason))
+            case .commitOffset(_, let newOffset):
                 _ = try gatedWrite(r) { tx in
                     try Self.advance(r, to: newOffset, tx)
                     try tx.appendResumableChunk(uploadId: r.uploadId, start: r.receivedBytes, path: path)
                 }
                 sink.committed = true
-                return HTTPResponse(status: 204, headers: Self.tusHeaders + done)
+                return HTTPResponse(status: 204, headers: Self.tusHeaders + [("Upload-Offset", String(newOffset)), ("Upload-Expires", Self.httpDate(r.expiresAt))])
+            case .commitWhole:
+                break
+            default:
+                return problem(ApiError(.internalError))
             }
             // The last chunk: the whole file is checked and committed like a plain upload.
             let whole: any ByteReader = sink.staged
@@ -234,7 +247,7 @@ struct ResumableUploadService {
             let record = try services.operations.uploads.verify(r, bytes: whole)
             let blobs = services.blobs
             let stored = try gatedWrite(r) { tx -> UploadRecord? in
-                try Self.advance(r, to: newOffset, tx)
+                try Self.advance(r, to: r.length, tx)
                 // A plain PUT of the same id may have stored the file meanwhile: the same bytes
                 // finish this upload too; different ones are 1004 (the chunk is kept for a retry
                 // after a DELETE, never silently dropped).
@@ -253,7 +266,8 @@ struct ResumableUploadService {
             sink.committed = true
             // The blob is a hard link made inside the transaction; the partial name goes now.
             unlink(sink.path)
-            return HTTPResponse(status: 204, headers: Self.tusHeaders + done, logFields: ["upload": stored == nil ? "existing" : "stored"])
+            return HTTPResponse(status: 204, headers: Self.tusHeaders + [("Upload-Offset", String(r.length)), ("Upload-Expires", Self.httpDate(r.expiresAt))],
+                                logFields: ["upload": stored == nil ? "existing" : "stored"])
         } catch {
             return problem(error)
         }
@@ -276,14 +290,9 @@ struct ResumableUploadService {
 
     func terminate(_ request: HTTPRequest) throws -> HTTPResponse {
         do {
-            try requireTus(request.head)
-            let user = try collector(request.head)
-            let uploadId = request.parameter("uploadId")
-            guard busy.claim(uploadId) else {
-                throw ProtocolRefusal(ApiError(.idempotencyConflict, "A PATCH of this upload is in progress; retry once it has ended."), status: 409)
-            }
-            defer { busy.release(uploadId) }
-            let r = try owned(request.head, user: user, allowExpired: true)
+            var (exchange, action) = try start(.delete, request.head)
+            defer { if case .end(true) = exchange.end() { busy.release(request.parameter("uploadId")) } }
+            guard case .delete(let r) = action else { throw ApiError(.internalError) }
             _ = try gatedWrite(r) { tx in
                 guard try tx.deleteResumableUpload(uploadId: r.uploadId, action: "upload.resumable.terminate") else { throw ApiError.notFound() }
             }

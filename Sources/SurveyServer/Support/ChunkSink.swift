@@ -7,12 +7,13 @@ import SurveyStorage
 /// Appends one PATCH body at the upload's offset: into the partial file (SQLite's data dir),
 /// or into a staging file of its own that the offset's transaction copies into the database
 /// (PostgreSQL, `staged`). Until `committed`, `abort` truncates the partial file back to the
-/// offset it started from; a staging file always goes.
+/// offset it started from; a staging file always goes. It carries the request's exchange, which
+/// `abort` ends, releasing the claim on the upload once, whichever way the request ended.
 final class ChunkSink: BodySink, @unchecked Sendable {
     // @unchecked: libmicrohttpd calls one connection's handler sequentially; `abort` comes last.
     let record: ResumableUploadRecord
     let path: String
-    let checksum: ChunkChecksum?
+    private var exchange: ResumableUploadExchange
     /// Where in `path` this chunk starts: the offset (partial file) or 0 (staging file).
     private let base: Int64
     let staged: Bool
@@ -23,12 +24,13 @@ final class ChunkSink: BodySink, @unchecked Sendable {
     private var closed = false
     private let busy: BusySet
 
-    init(record: ResumableUploadRecord, path: String, staged: Bool, checksum: ChunkChecksum?, busy: BusySet) throws {
+    init(exchange: ResumableUploadExchange, record: ResumableUploadRecord, path: String, staged: Bool, busy: BusySet) throws {
+        guard case .receiving(_, let checksum) = exchange.state else { throw ApiError(.internalError) }
+        self.exchange = exchange
         self.record = record
         self.path = path
         self.staged = staged
         base = staged ? 0 : record.receivedBytes
-        self.checksum = checksum
         self.busy = busy
         hasher = Digest(checksum?.algorithm ?? .sha256)
         // Never O_CREAT: the file is made with the upload's row, and reviving a removed one
@@ -60,7 +62,12 @@ final class ChunkSink: BodySink, @unchecked Sendable {
         guard fsync(fd) == 0 else { throw ApiError(.storageUnavailable, "fsync of the chunk failed; the offset is unchanged.") }
     }
 
-    func digest() -> [UInt8] { hasher.result() }
+    /// The body is in: what the exchange does with it (a checksum refusal, or which commit).
+    func bodyEnded() -> ResumableUploadExchange.Action {
+        let action = exchange.bodyEnded(written: Int64(written), digest: hasher.result())
+        if case .refuse(_, true) = action { busy.release(record.uploadId) }
+        return action
+    }
 
     func abort() {
         guard !closed else { return }
@@ -68,6 +75,6 @@ final class ChunkSink: BodySink, @unchecked Sendable {
         if !committed && !staged { ftruncate(fd, off_t(base)) }
         close(fd)
         if staged { unlink(path) }
-        busy.release(record.uploadId)
+        if case .end(true) = exchange.end() { busy.release(record.uploadId) }
     }
 }
