@@ -15,4 +15,16 @@ public final class BusySet: Sendable {
     }
 
     public func release(_ id: String) { _ = ids.withLock { $0.remove(id) } }
+
+    /// The id claimed, or nil while another holds it. The server's requests and sweeps claim
+    /// only through here, so a claim is released in one place: when its holder drops it.
+    public func hold(_ id: String) -> Claim? { claim(id) ? Claim(id, in: self) : nil }
+
+    /// One claimed id, released once, when the last reference to it goes.
+    public final class Claim: Sendable {
+        public let id: String
+        private let set: BusySet
+        fileprivate init(_ id: String, in set: BusySet) { self.id = id; self.set = set }
+        deinit { set.release(id) }
+    }
 }
