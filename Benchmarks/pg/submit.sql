@@ -22,7 +22,7 @@
 \set at :now + :n
 BEGIN;
 SAVEPOINT job;
-SELECT expires_at FROM orgs WHERE org_id = :org FOR SHARE;
+SELECT expires_at FROM orgs WHERE org_id = :org AND pg_advisory_xact_lock_shared(1398079492, hashtext(:org)) IS NOT NULL FOR SHARE;
 INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
     request_digest, request_body, request_sha256, answers, field_task_id, captured_at, received_at, review_state, revision)
 VALUES ('rsp_' || :rid::text, :org, :scramble::text || '-pgbench-' || :rid::text, :user, :survey, :version,

@@ -106,9 +106,9 @@ public struct WriteGate: Sendable {
         { conn, undo in
             if let turn { try conn.takeTurn(turn) }
             if replayCheck == .beforeWrite, let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
-            let rows = try conn.query("SELECT expires_at FROM orgs WHERE org_id = ?" + conn.dialect.lockForShare, [.text(orgId)])
+            let end = try conn.subscriptionEnd(orgId: orgId)
             let now = clock.nowMillis()  // after the lock: a write that waited for a renewal is judged by its end
-            guard let expiresAt = try rows.first?.int("expires_at") else { throw ApiError.notFound() }
+            guard let expiresAt = end else { throw ApiError.notFound() }
             guard now < expiresAt else {
                 if replayCheck == .onConflict, let answer = try replay(ReadContext(conn)) { return .replayed(answer) }
                 onRefusal()

@@ -1,10 +1,11 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import SurveyStorage
 
 /// The libpq connection against a real throwaway PostgreSQL 15 cluster (`scripts/pg_cluster.sh`),
 /// and the two database behaviours the engine rests on: insert-or-read for exactly-once, and
-/// `FOR SHARE` for the subscription gate across processes.
+/// the subscription gate's locks across processes.
 @Suite struct PostgresConnectionTests {
     /// A cluster for one test: started before `body`, stopped after it.
     static func withCluster(_ body: (String) throws -> Void) throws {
@@ -105,19 +106,73 @@ import Testing
     @Test func aSharedSubscriptionReadMakesARenewalWait() throws {
         try Self.withCluster { url in
             let writer = try PostgresConnection(url: url), operatorSide = try PostgresConnection(url: url)
-            try writer.execute("CREATE TABLE orgs (org_id TEXT PRIMARY KEY, expires_at BIGINT NOT NULL)")
-            try writer.run("INSERT INTO orgs VALUES (?, ?)", [.text("o"), .int(100)])
+            try Self.createOrg(writer)
             try writer.execute("BEGIN")
-            #expect(try writer.query("SELECT expires_at FROM orgs WHERE org_id = ? FOR SHARE", [.text("o")]).first?.int("expires_at") == 100)
+            #expect(try writer.subscriptionEnd(orgId: "o") == 100)
             let renewed = DispatchSemaphore(value: 0)
             Thread {
-                try? operatorSide.run("UPDATE orgs SET expires_at = ? WHERE org_id = ?", [.int(200), .text("o")])
+                try? Self.renew(operatorSide, to: 200)
                 renewed.signal()
             }.start()
             #expect(renewed.wait(timeout: .now() + 0.5) == .timedOut)
             try writer.execute("COMMIT")
             #expect(renewed.wait(timeout: .now() + 10) == .success)
-            #expect(try writer.query("SELECT expires_at FROM orgs WHERE org_id = ?", [.text("o")]).first?.int("expires_at") == 200)
+            #expect(try writer.subscriptionEnd(orgId: "o") == 200)
         }
+    }
+
+    /// A renewal that waits for the writes holding the subscription is not starved by writes that
+    /// keep coming: a later write queues behind it, then reads the renewed end. (Row share locks
+    /// alone let the later write join the held ones at once and read the old end.)
+    @Test func aWaitingRenewalIsNotOvertakenByALaterWrite() throws {
+        try Self.withCluster { url in
+            let first = try PostgresConnection(url: url), later = try PostgresConnection(url: url)
+            let operatorSide = try PostgresConnection(url: url), observer = try PostgresConnection(url: url)
+            try Self.createOrg(first)
+            try first.execute("BEGIN")
+            #expect(try first.subscriptionEnd(orgId: "o") == 100)
+            let renewed = DispatchSemaphore(value: 0), laterRead = DispatchSemaphore(value: 0)
+            let laterEnd = Mutex<Int64?>(nil)
+            Thread {
+                try? Self.renew(operatorSide, to: 200)
+                renewed.signal()
+            }.start()
+            #expect(try Self.waitForWaiters(observer, 1))
+            Thread {
+                try? later.execute("BEGIN")
+                let end = try? later.subscriptionEnd(orgId: "o")
+                laterEnd.withLock { $0 = end ?? nil }
+                laterRead.signal()
+                try? later.execute("COMMIT")
+            }.start()
+            #expect(try Self.waitForWaiters(observer, 2), "the later write did not queue behind the renewal")
+            try first.execute("COMMIT")
+            #expect(renewed.wait(timeout: .now() + 10) == .success)
+            #expect(laterRead.wait(timeout: .now() + 10) == .success)
+            #expect(laterEnd.withLock { $0 } == 200)
+        }
+    }
+
+    static func createOrg(_ conn: PostgresConnection) throws {
+        try conn.execute("CREATE TABLE orgs (org_id TEXT PRIMARY KEY, expires_at BIGINT NOT NULL)")
+        try conn.run("INSERT INTO orgs VALUES (?, ?)", [.text("o"), .int(100)])
+    }
+
+    /// A change of the subscription as `setSubscription` makes it: hold the organization, update.
+    static func renew(_ conn: PostgresConnection, to expiresAt: Int64) throws {
+        try conn.execute("BEGIN")
+        try conn.holdOrganization("o")
+        try conn.run("UPDATE orgs SET expires_at = ? WHERE org_id = ?", [.int(expiresAt), .text("o")])
+        try conn.execute("COMMIT")
+    }
+
+    /// True once `count` lock requests wait (ungranted) in the cluster; false after 10 s.
+    static func waitForWaiters(_ observer: PostgresConnection, _ count: Int64) throws -> Bool {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if try observer.query("SELECT COUNT(*) AS n FROM pg_locks WHERE NOT granted").first?.int("n") == count { return true }
+            usleep(5_000)
+        }
+        return false
     }
 }

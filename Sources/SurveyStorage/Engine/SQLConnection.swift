@@ -28,14 +28,32 @@ extension SQLConnection {
         guard dialect == .postgres else { return }
         try query("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [.text(key)])
     }
+
+    /// The gate's read of an organization's subscription end, nil when there is no such
+    /// organization. On PostgreSQL the row is locked `FOR SHARE`, so a renewal or expiry (an
+    /// UPDATE of it) waits for every write that read it and the reverse. Row locks alone would let
+    /// a steady stream of writes starve that UPDATE — a new share lock joins the ones held
+    /// without queueing — so the read first takes the organization's advisory lock, shared, whose
+    /// queue is fair: behind a waiting `holdOrganization` it waits its turn.
+    func subscriptionEnd(orgId: String) throws -> Int64? {
+        let sql = dialect == .postgres
+            ? "SELECT expires_at FROM orgs WHERE org_id = ? AND pg_advisory_xact_lock_shared(\(AdvisoryLock.organization), hashtext(?)) IS NOT NULL FOR SHARE"
+            : "SELECT expires_at FROM orgs WHERE org_id = ?"
+        let args: [SQLValue] = dialect == .postgres ? [.text(orgId), .text(orgId)] : [.text(orgId)]
+        return try query(sql, args).first?.int("expires_at")
+    }
+
+    /// Taken before a change of an organization's subscription: the writes that already read it
+    /// finish first, the ones that come later wait until the change commits (`subscriptionEnd`).
+    func holdOrganization(_ orgId: String) throws {
+        guard dialect == .postgres else { return }
+        try query("SELECT pg_advisory_xact_lock(\(AdvisoryLock.organization), hashtext(?))", [.text(orgId)])
+    }
 }
 
 /// The differences between the two engines' SQL at run time (the schema's are in `Migrations`).
+/// SQLite's single writer already runs one transaction at a time, so what PostgreSQL needs to
+/// order concurrent transactions (the helpers above) is nothing there.
 enum SQLDialect: Sendable {
     case sqlite, postgres
-
-    /// Appended to the gate's read of the organization row: on PostgreSQL a renewal or expiry
-    /// (an UPDATE of that row) waits for every write that read it, and the reverse, so the two
-    /// never interleave. SQLite's single writer gives the same order without a clause.
-    var lockForShare: String { self == .postgres ? " FOR SHARE" : "" }
 }

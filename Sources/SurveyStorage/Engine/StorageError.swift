@@ -23,6 +23,9 @@ enum AdvisoryLock {
     static let auditAppend: Int64 = 0x5355_5256_0002
     /// Held (session) by the one process that delivers webhooks (`Lease`).
     static let webhookDispatch: Int64 = 0x5355_5256_0003
+    /// The first half of an organization's two-part key (the second is a hash of its id): shared
+    /// by every gated write, exclusive for a change of its subscription.
+    static let organization: Int32 = 0x5355_0004
 }
 
 /// True when a UNIQUE index or primary key already holds the value, on either engine.

@@ -16,6 +16,7 @@ extension SecurityTransaction {
 
     /// Renews or ends the subscription. Returns nil when the organization does not exist.
     public func setSubscription(orgId: String, expiresAt: Int64) throws -> OrgRecord? {
+        try context.conn.holdOrganization(orgId)
         try context.conn.run("UPDATE orgs SET expires_at = ? WHERE org_id = ?", [.int(expiresAt), .text(orgId)])
         guard context.conn.changes == 1 else { return nil }
         try audit(action: "subscription.set", targetType: "org", targetId: orgId, detail: "expiresAt=\(Timestamp.format(expiresAt))")
