@@ -28,7 +28,9 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Pure rules, no I/O.
-        .target(name: "SurveyDomain", dependencies: ["CCrypto"]),
+        .target(name: "SurveyDomain", dependencies: ["CCrypto", "SurveyExpressions"]),
+        // The XLSForm/XForms expression engine, shared by the server and the SDK: no dependencies at all.
+        .target(name: "SurveyExpressions"),
         // SQLite, the single writer, the reader pool, migrations, repositories.
         .target(name: "SurveyStorage", dependencies: ["CSQLite", "CPostgres", "SurveyDomain"]),
         // The HTTP engine over libmicrohttpd; knows nothing about surveys.
@@ -57,7 +59,8 @@ let package = Package(
         ]),
         .executableTarget(name: "surveysync", dependencies: ["SurveySync"]),
 
-        .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain"]),
+        .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain", "SurveyExpressions"]),
+        .testTarget(name: "SurveyExpressionsTests", dependencies: ["SurveyExpressions"]),
         // Fixtures/: databases written by earlier builds, opened by the current one.
         .testTarget(name: "SurveyStorageTests", dependencies: ["SurveyStorage", "SurveyDomain"], exclude: ["Fixtures"]),
         .testTarget(name: "SurveyHTTPTests", dependencies: ["SurveyHTTP"]),

@@ -2,7 +2,8 @@
 // JSON, optionally followed by a NUL byte and the answers' JSON. Properties: a refused
 // definition says why under `definition`; an accepted one has unique valid ids that find their
 // questions; every answer error sits under `answers`, one per question at most, and agrees with
-// `Question.problem`; file answers name file questions with valid upload ids.
+// `Question.problem` (for a version-2 form: sits under `answers`, one per path); file answers
+// name file questions with valid upload ids.
 @testable import SurveyDomain
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -40,6 +41,16 @@ private func check(_ c: AnswerCheck, of answers: JSONValue, against d: SurveyDef
         guard c.errors == [FieldError(path: "answers", message: "must be an object")] else { fatalError("non-object answers: \(c.errors)") }
         return
     }
+    guard Set(c.errors.map(\.path)).count == c.errors.count else { fatalError("two errors for one answer: \(c.errors)") }
+    for f in c.fileAnswers {
+        guard d.question(id: f.questionId)?.type == .file, ClientIdentifier.isValid(f.clientUploadId) else { fatalError("file answer \(f)") }
+    }
+    // A version-2 form (groups, repeats, logic): every error under `answers`, one per path.
+    guard d.structure == nil else {
+        guard c.errors.allSatisfy({ $0.path.hasPrefix("answers.") }) else { fatalError("error outside answers: \(c.errors)") }
+        return
+    }
+    // A version-1 form: exactly the question-by-question reading.
     var expected: [FieldError] = []
     for q in d.questions {
         if let message = q.problem(with: given[q.id] ?? .null) { expected.append(FieldError(path: "answers.\(q.id)", message: message)) }
@@ -48,8 +59,4 @@ private func check(_ c: AnswerCheck, of answers: JSONValue, against d: SurveyDef
         expected.append(FieldError(path: "answers.\(key)", message: "unknown question"))
     }
     guard c.errors == expected else { fatalError("errors \(c.errors), expected \(expected)") }
-    guard Set(c.errors.map(\.path)).count == c.errors.count else { fatalError("two errors for one answer: \(c.errors)") }
-    for f in c.fileAnswers {
-        guard d.question(id: f.questionId)?.type == .file, ClientIdentifier.isValid(f.clientUploadId) else { fatalError("file answer \(f)") }
-    }
 }

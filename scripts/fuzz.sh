@@ -24,9 +24,13 @@ out=.build/fuzz
 flags=(-parse-as-library -swift-version 6 -O -sanitize=fuzzer,address -use-ld=lld)
 mkdir -p "$out/modules" "$out/bin" "$out/logs" "$out/extracted"
 
-echo "fuzz: building SurveyDomain with coverage"
+# SurveyDomain reads form logic with SurveyExpressions: both are built as modules every harness links.
+echo "fuzz: building SurveyExpressions and SurveyDomain with coverage"
+swiftc "${flags[@]}" -enable-testing -module-name SurveyExpressions -emit-module \
+  -emit-module-path "$out/modules/SurveyExpressions.swiftmodule" -wmo -c \
+  Sources/SurveyExpressions/*.swift -o "$out/SurveyExpressions.o"
 swiftc "${flags[@]}" -enable-testing -module-name SurveyDomain -emit-module \
-  -emit-module-path "$out/modules/SurveyDomain.swiftmodule" -wmo -c -I Sources/CCrypto \
+  -emit-module-path "$out/modules/SurveyDomain.swiftmodule" -wmo -c -I Sources/CCrypto -I "$out/modules" \
   Sources/SurveyDomain/*.swift -o "$out/SurveyDomain.o"
 
 # A harness names the files it compiles in (`// fuzz-sources: <file> ...`) and the types it
@@ -42,7 +46,7 @@ build() {
   # Warnings of the compiled-in sources are the package build's to show.
   # libmicrohttpd only for the HTTP engine's files a harness compiles in (the form decoder's).
   swiftc "${flags[@]}" -suppress-warnings -module-name "Fuzz$h" -I "$out/modules" -I Sources/CCrypto -I Sources/CMicroHTTPD \
-    "$src" "${extra[@]}" "$out/SurveyDomain.o" -lcrypto -lmicrohttpd -o "$out/bin/$h"
+    "$src" "${extra[@]}" "$out/SurveyDomain.o" "$out/SurveyExpressions.o" -lcrypto -lmicrohttpd -o "$out/bin/$h"
 }
 
 skip=" ${FUZZ_SKIP:-} "

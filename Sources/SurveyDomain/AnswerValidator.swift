@@ -25,9 +25,16 @@ public struct AnswerCheck: Sendable, Equatable {
 }
 
 extension SurveyDefinition {
-    /// Checks an `answers` object. Every error path is `answers.<questionId>` (or `answers`
-    /// when it is not an object); at most one error is reported per answer.
+    /// Checks an `answers` object. Every error path is `answers.<questionId>`, inside a repeat
+    /// `answers.<repeatId>[<index>].<questionId>` (or `answers` when it is not an object); at
+    /// most one error is reported per answer, the first in the order of `Docs/forms.md`.
     public func validate(answers: JSONValue) -> AnswerCheck {
+        if let structure { return FormCheck(structure, answers: answers).run() }
+        return validateFlat(answers: answers)
+    }
+
+    /// A version-1 reading: questions only, no logic.
+    private func validateFlat(answers: JSONValue) -> AnswerCheck {
         guard let given = answers.objectValue else {
             return AnswerCheck(errors: [FieldError(path: "answers", message: "must be an object")])
         }
@@ -57,7 +64,10 @@ extension SurveyDefinition {
 
 extension Question {
     /// Why `value` is not an acceptable answer, or nil if it is. `null` means unanswered.
-    public func problem(with value: JSONValue) -> String? {
+    public func problem(with value: JSONValue) -> String? { problem(with: value, required: required) }
+
+    /// The same, with `required` as the question's logic decided it for this submission.
+    func problem(with value: JSONValue, required: Bool) -> String? {
         if value.isNull { return required ? "required" : nil }
         switch type {
         case .text:
@@ -93,6 +103,18 @@ extension Question {
             if !valid { return "\(s) is not a calendar date" }
         case .geopoint:
             return Self.geopointProblem(value)
+        case .geotrace, .geoshape:
+            return Self.pointsProblem(value, shape: type == .geoshape)
+        case .time:
+            guard let t = value.stringValue, Self.isTime(t) else { return "must be a time HH:MM[:SS[.fff]] with an optional offset" }
+        case .datetime:
+            guard let t = value.stringValue, Timestamp.parse(t) != nil else { return "must be a date and time (RFC 3339)" }
+        case .barcode:
+            guard let t = value.stringValue else { return "must be a string" }
+            if required && t.isEmpty { return "required" }
+        case .calculate:
+            // Taken as the device computed it: any string, number or boolean.
+            guard value.stringValue != nil || value.doubleValue != nil || value.boolValue != nil else { return "must be a string, a number or a boolean" }
         case .file:
             guard let o = value.objectValue, let id = o["clientUploadId"]?.stringValue, o.count == 1 else {
                 return "must be {\"clientUploadId\": \"...\"}"
@@ -110,6 +132,46 @@ extension Question {
         return nil
     }
 
+    /// A list of points: a line has two or more, a shape four or more with the last equal to the first.
+    private static func pointsProblem(_ value: JSONValue, shape: Bool) -> String? {
+        let least = shape ? 4 : 2
+        guard let points = value.arrayValue else { return "must be a list of points {lat, lon, altitude?, accuracy?}" }
+        guard points.count >= least else { return "must have at least \(least) points" }
+        for (i, p) in points.enumerated() {
+            if let problem = geopointProblem(p) { return "point \(i): \(problem)" }
+        }
+        if shape, let first = points.first, let last = points.last, first["lat"]?.doubleValue != last["lat"]?.doubleValue || first["lon"]?.doubleValue != last["lon"]?.doubleValue {
+            return "must end where it starts (a closed shape)"
+        }
+        return nil
+    }
+
+    /// `HH:MM`, `HH:MM:SS`, `HH:MM:SS.fff` (1-9 digits), then optionally `Z` or `±HH:MM`.
+    static func isTime(_ s: String) -> Bool {
+        let u = Array(s.utf8)
+        func two(_ i: Int, _ max: Int) -> Bool {
+            guard i + 1 < u.count, isDigit(u[i]), isDigit(u[i + 1]) else { return false }
+            return Int(u[i] - 48) * 10 + Int(u[i + 1] - 48) <= max
+        }
+        func isDigit(_ b: UInt8) -> Bool { b >= 48 && b <= 57 }
+        guard two(0, 23), u.count >= 5, u[2] == UInt8(ascii: ":"), two(3, 59) else { return false }
+        var i = 5
+        if i < u.count, u[i] == UInt8(ascii: ":") {
+            guard two(i + 1, 59) else { return false }
+            i += 3
+            if i < u.count, u[i] == UInt8(ascii: ".") {
+                let from = i + 1
+                i += 1
+                while i < u.count, isDigit(u[i]) { i += 1 }
+                guard (1...9).contains(i - from) else { return false }
+            }
+        }
+        if i == u.count { return true }
+        if u[i] == UInt8(ascii: "Z") { return i + 1 == u.count }
+        guard u[i] == UInt8(ascii: "+") || u[i] == UInt8(ascii: "-"), i + 6 == u.count, two(i + 1, 23), u[i + 3] == UInt8(ascii: ":"), two(i + 4, 59) else { return false }
+        return true
+    }
+
     private static func geopointProblem(_ value: JSONValue) -> String? {
         guard let o = value.objectValue else { return "must be an object {lat, lon, accuracy?}" }
         guard let lat = o["lat"]?.doubleValue else { return "lat must be a number" }
@@ -119,7 +181,9 @@ extension Question {
         if let accuracy = o["accuracy"], !accuracy.isNull {  // null: accuracy unknown
             guard let a = accuracy.doubleValue, a >= 0 else { return "accuracy must be a number >= 0" }
         }
-        if let extra = o.keys.filter({ $0 != "lat" && $0 != "lon" && $0 != "accuracy" }).min() {
+        // A device's altitude is kept, never dropped.
+        if let altitude = o["altitude"], !altitude.isNull, altitude.doubleValue == nil { return "altitude must be a number" }
+        if let extra = o.keys.filter({ $0 != "lat" && $0 != "lon" && $0 != "accuracy" && $0 != "altitude" }).min() {
             return "unexpected key \"\(extra)\""
         }
         return nil

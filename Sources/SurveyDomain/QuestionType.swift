@@ -8,4 +8,16 @@ public enum QuestionType: String, Sendable, CaseIterable {
     case date
     case geopoint
     case file
+    /// `HH:MM[:SS[.fff]]`, with an optional offset.
+    case time
+    /// RFC 3339.
+    case datetime
+    /// A line: two points or more.
+    case geotrace
+    /// A closed shape: four points or more, the last equal to the first.
+    case geoshape
+    /// Text a device read from a code.
+    case barcode
+    /// A value the device computed; the server keeps it as sent.
+    case calculate
 }

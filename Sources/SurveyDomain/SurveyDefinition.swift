@@ -1,21 +1,55 @@
-/// A validated survey definition: `{"title": "...", "questions": [question, ...]}`.
+import SurveyExpressions
+
+/// A validated survey definition: `{"title": "...", "questions": [node, ...]}`, version 1 (a flat
+/// list of questions) or version 2 (groups, repeats, notes, languages and logic, `Docs/forms.md`).
 /// Only `parse` builds one, so every value of this type obeys the definition rules.
 public struct SurveyDefinition: Sendable, Equatable {
     public let title: String
+    /// Every question outside repeats, groups flattened, in order: the columns of a response.
     public let questions: [Question]
+    /// The tree as written.
+    public let nodes: [FormNode]
+    public let defaultLanguage: String?
+    /// The OpenRosa form id, when the definition names one.
+    public let formId: String?
+    /// Every language a label, hint or message names, in order of first appearance.
+    public let languages: [String]
     let indexById: [String: Int]
+    /// Nil for a definition that a version-1 reading checks exactly (questions only, no logic).
+    let structure: FormStructure?
 
-    init(title: String, questions: [Question]) {
+    init(title: String, nodes: [FormNode], defaultLanguage: String?, formId: String?, languages: [String], structure: FormStructure?) {
         self.title = title
-        self.questions = questions
+        self.nodes = nodes
+        self.defaultLanguage = defaultLanguage
+        self.formId = formId
+        self.languages = languages
+        self.structure = structure
+        var flat: [Question] = [], everywhere: [String: Question] = [:]
+        // Iterative: the tree's depth is bounded, but a walk need not rely on it.
+        var stack: [(FormNode, insideRepeat: Bool)] = nodes.reversed().map { ($0, false) }
+        while let (n, insideRepeat) = stack.popLast() {
+            switch n.kind {
+            case .question(let q):
+                if !insideRepeat { flat.append(q) }
+                if everywhere[q.id] == nil { everywhere[q.id] = q }
+            case .group: stack += n.children.reversed().map { ($0, insideRepeat) }
+            case .repeat: stack += n.children.reversed().map { ($0, true) }
+            case .note: break
+            }
+        }
+        self.questions = flat
+        self.questionById = everywhere
         var index: [String: Int] = [:]
-        for (i, q) in questions.enumerated() where index[q.id] == nil { index[q.id] = i }
+        for (i, q) in flat.enumerated() where index[q.id] == nil { index[q.id] = i }
         self.indexById = index
     }
 
-    public func question(id: String) -> Question? {
-        indexById[id].map { questions[$0] }
-    }
+    /// Every question, inside repeats too.
+    let questionById: [String: Question]
+
+    /// A question by id, wherever it is in the tree (inside repeats too).
+    public func question(id: String) -> Question? { questionById[id] }
 
     /// Checks a definition and reports every broken rule, with paths rooted at `definition`.
     /// Unknown properties are ignored (forward compatibility); a known property of the wrong
@@ -32,19 +66,28 @@ public struct SurveyDefinition: Sendable, Equatable {
 public struct Question: Sendable, Equatable {
     public let id: String
     public let type: QuestionType
+    /// In the definition's default language.
     public let label: String
+    public let labels: LocalizedText
+    public let hint: LocalizedText?
+    /// `required: true`; an expression is `logic.requiredWhen`.
     public let required: Bool
     /// `text`: the most Characters an answer may have.
     public let maxLength: Int?
     /// `integer` / `decimal`: inclusive bounds.
     public let minimum: Double?
     public let maximum: Double?
-    /// `select_one` / `select_multiple`.
+    /// `select_one` / `select_multiple`: the choices' names.
     public let choices: [String]
+    /// The same choices with their labels and extra columns.
+    public let options: [Choice]
     /// `file`: accepted MIME types, lowercased; `type/*` and `*/*` act as wildcards.
     public let accept: [String]
     /// `file`: the largest file this question takes (the server's own limit still applies).
     public let maxBytes: Int?
+    public let logic: QuestionLogic
+    /// Kept and passed through, never interpreted.
+    public let appearance: String?
 
     /// Whether a declared upload type is in `accept` (case and parameters ignored).
     public func accepts(contentType: String) -> Bool {
@@ -85,33 +128,208 @@ private struct DefinitionChecker {
         return .some(n)
     }
 
+    /// Every id seen so far, anywhere in the tree: ids are unique across the whole definition.
+    var seenIds: Set<String> = []
+    var choiceLists: [String: [Choice]] = [:]
+    var languages: [String] = []
+    /// Whether any node needs the version-2 reading (structure or logic).
+    var needsStructure = false
+    /// Group and repeat nesting, bounded so that walking a tree never recurses without limit.
+    var depth = 0
+    static let maxDepth = 16
+    static let maxNodes = 5_000
+    var nodeCount = 0
+
     mutating func definition(_ json: JSONValue, path: String) -> SurveyDefinition? {
         guard let object = json.objectValue else { fail(path, "must be an object"); return nil }
 
         let title = string(object, "title", path)
         if let title, title.allSatisfy(\.isWhitespace) { fail("\(path).title", "must not be empty") }
+        let defaultLanguage = optionalString(object, "defaultLanguage", path)
+        let formId = optionalString(object, "formId", path)
+        if let formId, formId.isEmpty || formId.utf8.count > 255 { fail("\(path).formId", "must be 1-255 characters") }
+        if let lists = object["choiceLists"], !lists.isNull {
+            if let o = lists.objectValue {
+                for key in o.keys.sorted() { choiceLists[key] = choices(o[key] ?? .null, "\(path).choiceLists.\(key)") }
+            } else {
+                fail("\(path).choiceLists", "must be an object of choice lists")
+            }
+            needsStructure = true
+        }
 
-        var questions: [Question] = []
+        var nodes: [FormNode] = []
         var allValid = true
         if let list = required(object, "questions", path) {
             if let items = list.arrayValue {
                 if items.isEmpty { fail("\(path).questions", "must not be empty") }
-                var seen: Set<String> = []
-                for (i, item) in items.enumerated() {
-                    let qPath = "\(path).questions[\(i)]"
-                    if let q = question(item, path: qPath) { questions.append(q) } else { allValid = false }
-                    // Checked on the raw id so a duplicate is reported even if either question
-                    // has other problems.
-                    if let id = item["id"]?.stringValue, Self.isValidQuestionId(id), !seen.insert(id).inserted {
-                        fail("\(qPath).id", "duplicate id \"\(id)\"")
-                    }
-                }
+                (nodes, allValid) = self.nodes(items, path: "\(path).questions")
             } else {
                 fail("\(path).questions", "must be an array")
             }
         }
+        if let defaultLanguage, !languages.isEmpty, !languages.contains(defaultLanguage) {
+            fail("\(path).defaultLanguage", "names no language of the labels (\(languages.joined(separator: ", ")))")
+        }
         guard errors.isEmpty, allValid, let title else { return nil }
-        return SurveyDefinition(title: title, questions: questions)
+        var structure: FormStructure?
+        if needsStructure {
+            let built = FormStructure.build(nodes, path: path)
+            errors += built.errors
+            guard errors.isEmpty else { return nil }
+            structure = built.structure
+        }
+        // The labels' text in the default language, now that it is known.
+        let relabelled = defaultLanguage == nil ? nodes : nodes.map { Self.relabel($0, defaultLanguage) }
+        return SurveyDefinition(title: title, nodes: relabelled, defaultLanguage: defaultLanguage, formId: formId,
+                                languages: languages, structure: structure)
+    }
+
+    static func relabel(_ node: FormNode, _ language: String?) -> FormNode {
+        var kind = node.kind
+        if case .question(let q) = kind { kind = .question(q.labelled(in: language)) }
+        return FormNode(id: node.id, kind: kind, label: node.label, relevant: node.relevant, children: node.children.map { relabel($0, language) })
+    }
+
+    /// A list of nodes; false when one of them is unusable.
+    mutating func nodes(_ items: [JSONValue], path: String) -> ([FormNode], Bool) {
+        var out: [FormNode] = []
+        var allValid = true
+        for (i, item) in items.enumerated() {
+            let nodePath = "\(path)[\(i)]"
+            nodeCount += 1
+            if nodeCount == Self.maxNodes + 1 { fail(nodePath, "a definition holds at most \(Self.maxNodes) nodes") }
+            if let n = node(item, path: nodePath) { out.append(n) } else { allValid = false }
+            // Checked on the raw id so a duplicate is reported even if either node has other problems.
+            if let id = item["id"]?.stringValue, Self.isValidQuestionId(id), !seenIds.insert(id).inserted {
+                fail("\(nodePath).id", "duplicate id \"\(id)\"")
+            }
+        }
+        return (out, allValid)
+    }
+
+    mutating func node(_ json: JSONValue, path: String) -> FormNode? {
+        guard let o = json.objectValue else { fail(path, "must be an object"); return nil }
+        switch o["type"]?.stringValue {
+        case "group", "repeat", "note": return structural(o, path: path)
+        default:
+            guard let q = question(json, path: path) else { return nil }
+            let relevant = logic(o, "relevant", path)
+            return FormNode(id: q.id, kind: .question(q), label: q.labels, relevant: relevant ?? nil, children: [])
+        }
+    }
+
+    /// A group, a repeat or a note.
+    mutating func structural(_ o: [String: JSONValue], path: String) -> FormNode? {
+        needsStructure = true
+        let before = errors.count
+        let type = o["type"]?.stringValue ?? ""
+        let id = string(o, "id", path)
+        if let id, !Self.isValidQuestionId(id) {
+            fail("\(path).id", "must be a letter followed by up to 63 letters, digits or underscores")
+        }
+        let label = type == "note" ? localized(o, "label", path, required: true) : localized(o, "label", path, required: false)
+        let relevant = logic(o, "relevant", path)
+        var children: [FormNode] = []
+        var kind = FormNode.Kind.note
+        if type == "group" || type == "repeat" {
+            if depth >= Self.maxDepth {
+                fail("\(path).children", "groups and repeats nest at most \(Self.maxDepth) deep")
+            } else if let list = required(o, "children", path) {
+                if let items = list.arrayValue, !items.isEmpty {
+                    depth += 1
+                    let (nodes, valid) = self.nodes(items, path: "\(path).children")
+                    depth -= 1
+                    if !valid, errors.count == before { fail("\(path).children", "has unusable nodes") }
+                    children = nodes
+                } else {
+                    fail("\(path).children", "must be a non-empty array of nodes")
+                }
+            }
+            kind = .group
+        }
+        if type == "repeat" {
+            let minCount = count(o, "minCount", path), maxCount = count(o, "maxCount", path)
+            if let minCount, let maxCount, minCount > maxCount { fail("\(path).maxCount", "must not be less than minCount") }
+            kind = .repeat(RepeatCounts(minCount: minCount, maxCount: maxCount, repeatCount: logic(o, "repeatCount", path) ?? nil))
+        }
+        guard errors.count == before, let id else { return nil }
+        return FormNode(id: id, kind: kind, label: label ?? nil, relevant: relevant ?? nil, children: children)
+    }
+
+    /// An optional count >= 0.
+    mutating func count(_ o: [String: JSONValue], _ key: String, _ path: String) -> Int? {
+        guard let v = o[key], !v.isNull else { return nil }
+        guard let n = v.intValue, n >= 0, n <= 1_000_000 else { fail("\(path).\(key)", "must be an integer from 0 to 1000000"); return nil }
+        return n
+    }
+
+    mutating func optionalString(_ o: [String: JSONValue], _ key: String, _ path: String) -> String? {
+        guard let v = o[key], !v.isNull else { return nil }
+        guard let s = v.stringValue else { fail("\(path).\(key)", "must be a string"); return nil }
+        return s
+    }
+
+    /// A string, or an object of strings keyed by language name. `.some(nil)`: absent.
+    mutating func localized(_ o: [String: JSONValue], _ key: String, _ path: String, required: Bool) -> LocalizedText?? {
+        guard let v = o[key], !v.isNull else {
+            if required { fail("\(path).\(key)", "required") }
+            return .some(nil)
+        }
+        if let s = v.stringValue { return LocalizedText(s) }
+        guard let byLanguage = v.objectValue else { fail("\(path).\(key)", "must be a string"); return nil }
+        guard !byLanguage.isEmpty else { fail("\(path).\(key)", "must name at least one language"); return nil }
+        needsStructure = true
+        var entries: [(language: String?, text: String)] = []
+        // Sorted: the JSON object's order is not kept, and the choice of a fallback must not vary.
+        for language in byLanguage.keys.sorted() {
+            guard let text = byLanguage[language]?.stringValue else { fail("\(path).\(key).\(language)", "must be a string"); return nil }
+            entries.append((language, text))
+            if !languages.contains(language) { languages.append(language) }
+        }
+        return LocalizedText(entries: entries)
+    }
+
+    /// An expression property; `.some(nil)` when absent, nil when it does not parse.
+    mutating func logic(_ o: [String: JSONValue], _ key: String, _ path: String) -> Logic?? {
+        guard let v = o[key], !v.isNull else { return .some(nil) }
+        guard let source = v.stringValue else { fail("\(path).\(key)", "must be an expression (a string)"); return nil }
+        needsStructure = true
+        do {
+            return Logic(try Expression(source))
+        } catch {
+            fail("\(path).\(key)", "does not parse: \(error.message)"); return nil
+        }
+    }
+
+    /// A list of choices: strings, or `{name, label, ...columns}` objects.
+    mutating func choices(_ v: JSONValue, _ path: String) -> [Choice] {
+        guard let items = v.arrayValue else { fail(path, "must be an array"); return [] }
+        if items.isEmpty { fail(path, "must not be empty") }
+        var out: [Choice] = []
+        var seen: Set<String> = []
+        for (j, item) in items.enumerated() {
+            let itemPath = "\(path)[\(j)]"
+            var choice: Choice?
+            if let name = item.stringValue {
+                choice = Choice(name: name, label: nil, columns: [:])
+            } else if let o = item.objectValue {
+                needsStructure = true
+                guard let name = o["name"]?.stringValue else { fail("\(itemPath).name", "required"); continue }
+                let label = localized(o, "label", itemPath, required: false)
+                var columns: [String: String] = [:]
+                for (k, value) in o where k != "name" && k != "label" {
+                    if let s = value.stringValue { columns[k] = s } else if let d = value.doubleValue { columns[k] = CanonicalJSON.number(d) }
+                }
+                choice = Choice(name: name, label: label ?? nil, columns: columns)
+            } else {
+                fail(itemPath, "must be a string"); continue
+            }
+            guard let choice else { continue }
+            if choice.name.isEmpty { fail(item.stringValue != nil ? itemPath : "\(itemPath).name", "must not be empty") }
+            else if !seen.insert(choice.name).inserted { fail(item.stringValue != nil ? itemPath : "\(itemPath).name", "duplicate choice") }
+            out.append(choice)
+        }
+        return out
     }
 
     mutating func question(_ json: JSONValue, path: String) -> Question? {
@@ -126,18 +344,33 @@ private struct DefinitionChecker {
         if let name = string(q, "type", path) {
             type = QuestionType(rawValue: name)
             if type == nil {
-                let names = QuestionType.allCases.map(\.rawValue).joined(separator: ", ")
+                let names = (QuestionType.allCases.map(\.rawValue) + ["note", "group", "repeat"]).joined(separator: ", ")
                 fail("\(path).type", "must be one of \(names)")
             }
         }
-        let label = string(q, "label", path)
+        let labels = localized(q, "label", path, required: true)
+        let hint = localized(q, "hint", path, required: false)
         var isRequired = false
+        var logic = QuestionLogic.none
         if let r = q["required"], !r.isNull {
-            if let b = r.boolValue { isRequired = b } else { fail("\(path).required", "must be a boolean") }
+            if let b = r.boolValue { isRequired = b } else if r.stringValue != nil {
+                logic.requiredWhen = self.logic(q, "required", path) ?? nil
+            } else { fail("\(path).required", "must be a boolean or an expression") }
         }
+        logic.constraint = self.logic(q, "constraint", path) ?? nil
+        logic.constraintMessage = localized(q, "constraintMessage", path, required: false) ?? nil
+        logic.readonly = self.logic(q, "readonly", path) ?? nil
+        logic.calculation = self.logic(q, "calculation", path) ?? nil
+        logic.choiceFilter = self.logic(q, "choiceFilter", path) ?? nil
+        if let d = q["default"], !d.isNull {
+            if let s = d.stringValue { logic.defaultValue = s; needsStructure = true } else { fail("\(path).default", "must be a string") }
+        }
+        let appearance = optionalString(q, "appearance", path)
+        if logic.calculation != nil && type != .calculate { fail("\(path).calculation", "only a calculate question has a calculation") }
+        if logic.choiceFilter != nil && type != .selectOne && type != .selectMultiple { fail("\(path).choiceFilter", "only a select question has a choice filter") }
 
         var maxLength: Int?, minimum: Double?, maximum: Double?, maxBytes: Int?
-        var choices: [String] = [], accept: [String] = []
+        var options: [Choice] = [], accept: [String] = []
         switch type {
         case .text:
             maxLength = positiveInt(q, "maxLength", path) ?? nil
@@ -148,22 +381,28 @@ private struct DefinitionChecker {
                 fail("\(path).maximum", "must not be less than minimum")
             }
         case .selectOne, .selectMultiple:
-            var seen: Set<String> = []
-            choices = stringList(q, "choices", path) { choice in
-                choice.isEmpty ? "must not be empty" : seen.insert(choice).inserted ? nil : "duplicate choice"
+            if let listName = q["choiceList"], !listName.isNull {
+                needsStructure = true
+                if let name = listName.stringValue, let list = choiceLists[name] { options = list }
+                else { fail("\(path).choiceList", "names no list of choiceLists") }
+            } else if let v = required(q, "choices", path) {
+                options = choices(v, "\(path).choices")
             }
         case .file:
             accept = stringList(q, "accept", path) { type in
                 Self.isMIMEType(type) ? nil : "must be a MIME type such as image/jpeg"
             }.map { FileSignature.normalizedType($0) }
             maxBytes = positiveInt(q, "maxBytes", path) ?? nil
+        case .time, .datetime, .geotrace, .geoshape, .barcode, .calculate:
+            needsStructure = true
         case .date, .geopoint, nil:
             break
         }
 
-        guard errors.count == before, let id, let type, let label else { return nil }
-        return Question(id: id, type: type, label: label, required: isRequired, maxLength: maxLength,
-                        minimum: minimum, maximum: maximum, choices: choices, accept: accept, maxBytes: maxBytes)
+        guard errors.count == before, let id, let type, let labels = labels ?? nil else { return nil }
+        return Question(id: id, type: type, label: labels.text(in: nil), labels: labels, hint: hint ?? nil, required: isRequired,
+                        maxLength: maxLength, minimum: minimum, maximum: maximum, choices: options.map(\.name), options: options,
+                        accept: accept, maxBytes: maxBytes, logic: logic, appearance: appearance)
     }
 
     mutating func bound(_ q: [String: JSONValue], _ key: String, _ path: String, integral: Bool) -> Double? {
@@ -205,5 +444,14 @@ private struct DefinitionChecker {
     static func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
     static func isTokenChar(_ b: UInt8) -> Bool {
         isLetter(b) || isDigit(b) || "!#$%&'*+-.^_`|~".utf8.contains(b)
+    }
+}
+
+extension Question {
+    /// The same question with `label` in `language`.
+    func labelled(in language: String?) -> Question {
+        Question(id: id, type: type, label: labels.text(in: language), labels: labels, hint: hint, required: required,
+                 maxLength: maxLength, minimum: minimum, maximum: maximum, choices: choices, options: options,
+                 accept: accept, maxBytes: maxBytes, logic: logic, appearance: appearance)
     }
 }

@@ -50,7 +50,7 @@ struct CSVRowWriter {
             case .file:
                 slots.append(Slot(kind: .file, column: column, choices: []))
                 column += 1
-            case .text, .selectOne, .date:
+            case .text, .selectOne, .date, .time, .datetime, .geotrace, .geoshape, .barcode, .calculate:
                 slots.append(Slot(kind: .text, column: column, choices: []))
                 column += 1
             }

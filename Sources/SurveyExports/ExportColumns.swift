@@ -83,7 +83,7 @@ public struct ExportColumns: Sendable {
                 out.append(value?.doubleValue.map(Cell.number) ?? .empty)
             case .file:
                 out.append(value?.objectValue?["clientUploadId"]?.stringValue.map { .text(file(q.id, $0)) } ?? .empty)
-            case .text, .selectOne, .date:
+            case .text, .selectOne, .date, .time, .datetime, .geotrace, .geoshape, .barcode, .calculate:
                 out.append(value.map { .text($0.stringValue ?? CanonicalJSON.string($0)) } ?? .empty)
             }
         }

@@ -77,7 +77,7 @@ private func fe(_ path: String, _ message: String) -> FieldError { FieldError(pa
         let json = #"""
         {"title": "t", "questions": [
           {},
-          {"id": "1abc", "type": "number", "label": 3, "required": "yes"},
+          {"id": "1abc", "type": "number", "label": 3, "required": 1},
           {"id": "ok", "type": "text", "label": "x"},
           {"id": "ok", "type": "text", "label": "dup"},
           {"id": "a_b_C_9", "type": 7, "label": "x"},
@@ -91,9 +91,9 @@ private func fe(_ path: String, _ message: String) -> FieldError { FieldError(pa
             fe("definition.questions[0].type", "required"),
             fe("definition.questions[0].label", "required"),
             fe("definition.questions[1].id", idRule),
-            fe("definition.questions[1].type", "must be one of text, integer, decimal, select_one, select_multiple, date, geopoint, file"),
+            fe("definition.questions[1].type", "must be one of text, integer, decimal, select_one, select_multiple, date, geopoint, file, time, datetime, geotrace, geoshape, barcode, calculate, note, group, repeat"),
             fe("definition.questions[1].label", "must be a string"),
-            fe("definition.questions[1].required", "must be a boolean"),
+            fe("definition.questions[1].required", "must be a boolean or an expression"),
             fe("definition.questions[3].id", "duplicate id \"ok\""),
             fe("definition.questions[4].type", "must be a string"),
             fe("definition.questions[5].id", idRule),

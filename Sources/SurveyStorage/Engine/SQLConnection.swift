@@ -26,7 +26,7 @@ extension SQLConnection {
     /// processes write at once); SQLite's one writer already runs one transaction at a time.
     func takeTurn(_ key: String) throws {
         guard dialect == .postgres else { return }
-        try query("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [.text(key)])
+        _ = try query("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [.text(key)])
     }
 
     /// The gate's read of an organization's subscription end, nil when there is no such
@@ -47,7 +47,7 @@ extension SQLConnection {
     /// finish first, the ones that come later wait until the change commits (`subscriptionEnd`).
     func holdOrganization(_ orgId: String) throws {
         guard dialect == .postgres else { return }
-        try query("SELECT pg_advisory_xact_lock(\(AdvisoryLock.organization), hashtext(?))", [.text(orgId)])
+        _ = try query("SELECT pg_advisory_xact_lock(\(AdvisoryLock.organization), hashtext(?))", [.text(orgId)])
     }
 }
 

@@ -1,0 +1,277 @@
+import SurveyExpressions
+
+/// Checks one submission's answers against a version-2 definition, in the order of
+/// `Docs/forms.md`: relevance, required, constraint, repeat counts, the type's rules, the
+/// choices a `choiceFilter` offers. Every failure is listed, one per answer, in document order.
+///
+/// Relevance is computed first for every node and repeat instance, in `relevanceOrder` (each
+/// node after what it reads), so no evaluation recurses into another. An expression that
+/// depends on the moment or the device (`today()`, `now()`, …) is not evaluated: such a
+/// relevance allows the answer present or absent, such a `required` or `constraint` is not
+/// enforced.
+final class FormCheck {
+    private let structure: FormStructure
+    private let answers: JSONValue
+    private var check = AnswerCheck()
+    /// Relevance by entry and instance path (the indices of the enclosing repeats' instances).
+    private var relevance: [Key: Relevance] = [:]
+
+    private struct Key: Hashable {
+        let entry: Int
+        let path: [Int]
+    }
+
+    enum Relevance { case yes, no, unknown }
+
+    init(_ structure: FormStructure, answers: JSONValue) {
+        self.structure = structure
+        self.answers = answers
+    }
+
+    func run() -> AnswerCheck {
+        guard let root = answers.objectValue else {
+            return AnswerCheck(errors: [FieldError(path: "answers", message: "must be an object")])
+        }
+        computeRelevance()
+        walk(structure.topLevel, in: root, path: [], prefix: "answers")
+        return check
+    }
+
+    // MARK: relevance
+
+    private func computeRelevance() {
+        for e in structure.relevanceOrder {
+            let entry = structure.entries[e]
+            for (path, _) in instances(of: entry.repeats) {
+                var r: Relevance = .yes
+                if let parent = entry.parent {
+                    r = relevance[Key(entry: parent, path: Array(path.prefix(structure.entries[parent].repeats.count)))] ?? .yes
+                    // A repeat's children sit in one of its instances: that instance exists, so
+                    // only the repeat's own relevance (outside it) counts.
+                    if structure.entries[parent].node.isRepeat {
+                        r = relevance[Key(entry: parent, path: Array(path.dropLast()))] ?? .yes
+                    }
+                }
+                if r != .no, let logic = entry.node.relevant {
+                    switch evaluate(logic, at: e, path: path) {
+                    case .some(let v): if !v.asBoolean { r = .no }
+                    case .none: r = .unknown
+                    }
+                }
+                relevance[Key(entry: e, path: path)] = r
+            }
+        }
+    }
+
+    private func relevanceOf(_ entry: Int, _ path: [Int]) -> Relevance {
+        relevance[Key(entry: entry, path: path)] ?? .yes
+    }
+
+    /// Every instance path of `repeats` (outermost first) with the object holding the answers
+    /// there; `[([], root)]` outside repeats.
+    private func instances(of repeats: [Int]) -> [([Int], [String: JSONValue])] {
+        guard let root = answers.objectValue else { return [] }
+        return instances(of: repeats[...], from: [([], root)])
+    }
+
+    /// The instances of `repeats` below each of `level`'s objects, their paths extending `level`'s.
+    private func instances(of repeats: ArraySlice<Int>, from level: [([Int], [String: JSONValue])]) -> [([Int], [String: JSONValue])] {
+        var level = level
+        for r in repeats {
+            let id = structure.entries[r].node.id
+            var next: [([Int], [String: JSONValue])] = []
+            for (path, object) in level {
+                for (i, item) in (object[id]?.arrayValue ?? []).enumerated() {
+                    if let o = item.objectValue { next.append((path + [i], o)) }
+                }
+            }
+            level = next
+        }
+        return level
+    }
+
+    /// The object holding the answers at `path` inside `repeats`.
+    private func object(_ repeats: [Int], _ path: [Int]) -> [String: JSONValue]? {
+        guard var o = answers.objectValue, path.count == repeats.count else { return nil }
+        for (r, i) in zip(repeats, path) {
+            guard let items = o[structure.entries[r].node.id]?.arrayValue, items.indices.contains(i), let inner = items[i].objectValue else { return nil }
+            o = inner
+        }
+        return o
+    }
+
+    // MARK: values
+
+    /// Evaluates `logic` of entry `e` at `path`; nil when it depends on the moment, and false
+    /// (an empty string) when it fails to evaluate within its bounds.
+    private func evaluate(_ logic: Logic, at e: Int, path: [Int], current: Value = .string(""),
+                          field: @escaping (String) -> Value = { _ in .string("") }) -> Value? {
+        if logic.expression.dependsOnMoment { return nil }
+        let context = EvaluationContext(reference: { [unowned self] name in self.reference(name, from: e, path: path) },
+                                        current: current, field: field, position: (path.last ?? -1) + 1)
+        return (try? logic.expression.evaluate(context)) ?? .string("")
+    }
+
+    /// `${name}` as seen from entry `from` at `path`: the answer in the same (or an enclosing)
+    /// instance, or the list of answers of every instance of a repeat that does not enclose it.
+    /// A repeat itself stands for the list of its instances (`count(${members})`).
+    private func reference(_ name: String, from: Int, path: [Int]) -> Value {
+        guard let target = structure.indexById[name] else { return .string("") }
+        let here = structure.entries[from].repeats
+        let isRepeat = structure.entries[target].node.isRepeat
+        let there = structure.entries[target].repeats + (isRepeat ? [target] : [])
+        var shared = 0
+        while shared < here.count, shared < there.count, here[shared] == there[shared] { shared += 1 }
+        if isRepeat && shared == there.count { shared -= 1 }  // from inside the repeat: all its instances
+        let base = Array(path.prefix(shared))
+        if shared == there.count { return value(target, base) }
+        guard let start = object(Array(there.prefix(shared)), base) else { return .nodes([]) }
+        var items: [Value] = []
+        for (full, _) in instances(of: there[shared...], from: [(base, start)]) {
+            if isRepeat {
+                if relevanceOf(target, Array(full.dropLast())) != .no { items.append(.string("")) }
+            } else {
+                items.append(value(target, full))
+            }
+        }
+        return .nodes(items)
+    }
+
+    /// The answer to question entry `e` at `path` as the language sees it: empty when absent or not relevant.
+    private func value(_ e: Int, _ path: [Int]) -> Value {
+        let entry = structure.entries[e]
+        guard relevanceOf(e, path) != .no, let q = entry.node.question,
+              let answer = object(entry.repeats, path)?[q.id], !answer.isNull else { return .string("") }
+        return Self.value(of: answer, type: q.type)
+    }
+
+    static func value(of answer: JSONValue, type: QuestionType) -> Value {
+        switch type {
+        case .integer, .decimal:
+            return answer.doubleValue.map(Value.number) ?? .string(answer.stringValue ?? "")
+        case .date, .datetime:
+            guard let s = answer.stringValue else { return .string("") }
+            let text = s.utf8.count == 10 ? s + "T00:00:00Z" : s
+            return Timestamp.parse(text).map { .date(days: Double($0) / 86_400_000) } ?? .string(s)
+        case .selectMultiple:
+            return .string((answer.arrayValue ?? []).compactMap(\.stringValue).joined(separator: " "))
+        case .geopoint:
+            return .string(point(answer))
+        case .geotrace, .geoshape:
+            return .string((answer.arrayValue ?? []).map(point).joined(separator: ";"))
+        case .file:
+            return .string(answer["clientUploadId"]?.stringValue ?? "")
+        case .calculate:
+            if let b = answer.boolValue { return .boolean(b) }
+            return answer.doubleValue.map(Value.number) ?? .string(answer.stringValue ?? "")
+        case .text, .selectOne, .time, .barcode:
+            return .string(answer.stringValue ?? "")
+        }
+    }
+
+    /// ODK's text of a point: `lat lon altitude accuracy`.
+    private static func point(_ p: JSONValue) -> String {
+        ["lat", "lon", "altitude", "accuracy"].map { p[$0]?.doubleValue.map(CanonicalJSON.number) ?? "0" }.joined(separator: " ")
+    }
+
+    // MARK: the walk
+
+    /// Checks the nodes `entries` (siblings, groups to be entered) against `object`.
+    private func walk(_ entries: [Int], in object: [String: JSONValue], path: [Int], prefix: String) {
+        var known: Set<String> = []
+        walkLevel(entries, in: object, path: path, prefix: prefix, known: &known)
+        if object.count > known.count || object.keys.contains(where: { !known.contains($0) }) {
+            for key in object.keys.filter({ !known.contains($0) }).sorted() {
+                check.errors.append(FieldError(path: "\(prefix).\(key)", message: "unknown question"))
+            }
+        }
+    }
+
+    private func walkLevel(_ entries: [Int], in object: [String: JSONValue], path: [Int], prefix: String, known: inout Set<String>) {
+        for e in entries {
+            let entry = structure.entries[e]
+            let node = entry.node
+            switch node.kind {
+            case .group:
+                walkLevel(children(of: e), in: object, path: path, prefix: prefix, known: &known)
+            case .note:
+                if object[node.id] != nil {
+                    known.insert(node.id)
+                    check.errors.append(FieldError(path: "\(prefix).\(node.id)", message: "a note takes no answer"))
+                }
+            case .question(let q):
+                known.insert(q.id)
+                if let message = problem(q, e, object[q.id] ?? .null, path) {
+                    check.errors.append(FieldError(path: "\(prefix).\(q.id)", message: message))
+                } else if q.type == .file, let id = object[q.id]?["clientUploadId"]?.stringValue {
+                    check.fileAnswers.append(FileAnswer(questionId: q.id, clientUploadId: id))
+                }
+            case .repeat(let counts):
+                known.insert(node.id)
+                let value = object[node.id] ?? .null
+                let at = "\(prefix).\(node.id)"
+                let items = value.isNull ? [] : value.arrayValue
+                guard let items, items.allSatisfy({ $0.objectValue != nil }) else {
+                    check.errors.append(FieldError(path: at, message: "must be a list of objects, one per instance"))
+                    continue
+                }
+                let relevant = relevanceOf(e, path)
+                if relevant == .no {
+                    if !items.isEmpty { check.errors.append(FieldError(path: at, message: "not relevant")) }
+                    continue
+                }
+                if let message = countProblem(counts, items.count, e, path) {
+                    check.errors.append(FieldError(path: at, message: message))
+                }
+                for (i, item) in items.enumerated() {
+                    walk(children(of: e), in: item.objectValue ?? [:], path: path + [i], prefix: "\(at)[\(i)]")
+                }
+            }
+        }
+    }
+
+    private func children(of e: Int) -> [Int] { structure.children[e] }
+
+    /// The first rule `answer` breaks, in the contract's order, or nil.
+    private func problem(_ q: Question, _ e: Int, _ answer: JSONValue, _ path: [Int]) -> String? {
+        let relevant = relevanceOf(e, path)
+        if relevant == .no { return answer.isNull ? nil : "not relevant" }
+        var required = q.required
+        if let when = q.logic.requiredWhen {
+            // Not enforced when it depends on the moment.
+            required = evaluate(when, at: e, path: path)?.asBoolean ?? false
+        }
+        if answer.isNull { return required ? "required" : nil }
+        if let constraint = q.logic.constraint,
+           let v = evaluate(constraint, at: e, path: path, current: Self.value(of: answer, type: q.type)), !v.asBoolean {
+            if let message = q.logic.constraintMessage { return message.text(in: nil) }
+            return "does not meet the constraint \(constraint.source)"
+        }
+        if let message = q.problem(with: answer, required: required) { return message }
+        if let filter = q.logic.choiceFilter {
+            let chosen = q.type == .selectOne ? [answer.stringValue ?? ""] : (answer.arrayValue ?? []).compactMap(\.stringValue)
+            for name in chosen {
+                guard let choice = q.options.first(where: { $0.name == name }) else { continue }
+                let field: (String) -> Value = { column in
+                    column == "name" ? .string(choice.name) : .string(choice.columns[column] ?? choice.label?.text(in: nil) ?? "")
+                }
+                if let v = evaluate(filter, at: e, path: path, field: field), !v.asBoolean {
+                    return "\"\(name)\" is not offered here (its choice filter is false)"
+                }
+            }
+        }
+        return nil
+    }
+
+    private func countProblem(_ counts: RepeatCounts, _ n: Int, _ e: Int, _ path: [Int]) -> String? {
+        if let min = counts.minCount, n < min { return "needs at least \(min) instance\(min == 1 ? "" : "s"), has \(n)" }
+        if let max = counts.maxCount, n > max { return "takes at most \(max) instance\(max == 1 ? "" : "s"), has \(n)" }
+        if let logic = counts.repeatCount, let v = evaluate(logic, at: e, path: path) {
+            let expected = v.asNumber
+            if expected.isFinite, expected >= 0, expected < 1e9, Int(expected) != n {
+                return "must have \(Int(expected)) instances (its repeat count), has \(n)"
+            }
+        }
+        return nil
+    }
+}

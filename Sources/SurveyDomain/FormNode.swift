@@ -1,0 +1,76 @@
+import SurveyExpressions
+
+/// One node of a definition (version 2): a question, a note, a group or a repeat. Groups add no
+/// level to the answers; a repeat's answer is a list of objects keyed by its children's ids.
+public struct FormNode: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case question(Question)
+        /// Shows text, takes no answer.
+        case note
+        case group
+        case `repeat`(RepeatCounts)
+    }
+
+    public let id: String
+    public let kind: Kind
+    public let label: LocalizedText?
+    /// The node is shown (and may be answered) only while this is true, and its ancestors' too.
+    public let relevant: Logic?
+    public let children: [FormNode]
+
+    public var question: Question? {
+        if case .question(let q) = kind { return q }
+        return nil
+    }
+
+    public var isRepeat: Bool {
+        if case .repeat = kind { return true }
+        return false
+    }
+}
+
+/// How many instances a repeat takes: bounds, and an expression the count must equal.
+public struct RepeatCounts: Sendable, Equatable {
+    public let minCount: Int?
+    public let maxCount: Int?
+    public let repeatCount: Logic?
+}
+
+/// A parsed expression of the form's logic, with the text it was written as (two are equal when
+/// their texts are).
+public struct Logic: Sendable, Equatable {
+    public let expression: Expression
+    public var source: String { expression.source }
+
+    init(_ expression: Expression) { self.expression = expression }
+
+    public static func == (a: Logic, b: Logic) -> Bool { a.source == b.source }
+}
+
+/// The logic of a question beyond its type's rules.
+public struct QuestionLogic: Sendable, Equatable {
+    /// `required` written as an expression (a plain `true` is `Question.required`).
+    public var requiredWhen: Logic?
+    /// `.` is the answer itself; checked only for a present answer.
+    public var constraint: Logic?
+    public var constraintMessage: LocalizedText?
+    /// Kept for the devices; the server takes the answer as sent.
+    public var readonly: Logic?
+    public var calculation: Logic?
+    public var defaultValue: String?
+    /// Which choices are offered: an expression over the choice's columns (bare names) and answers.
+    public var choiceFilter: Logic?
+
+    static let none = QuestionLogic()
+
+    /// Whether anything here asks for evaluation (a question without it is checked as in version 1).
+    var isEmpty: Bool { requiredWhen == nil && constraint == nil && choiceFilter == nil }
+}
+
+/// One choice of a select question: its `name` (what an answer holds), its label, and the extra
+/// columns a `choiceFilter` reads.
+public struct Choice: Sendable, Equatable {
+    public let name: String
+    public let label: LocalizedText?
+    public let columns: [String: String]
+}

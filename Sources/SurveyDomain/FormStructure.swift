@@ -1,0 +1,136 @@
+import SurveyExpressions
+
+/// What checking answers against a version-2 definition needs, built once when it is parsed:
+/// every node in document order with its parent and enclosing repeats, the ids, and an order in
+/// which relevance can be computed without recursion (each node after its parent and after every
+/// node its `relevant` reads). Building it is where a definition's static logic errors are found.
+struct FormStructure: Sendable, Equatable {
+    struct Entry: Sendable, Equatable {
+        let node: FormNode
+        /// Index of the enclosing group or repeat; nil at the top.
+        let parent: Int?
+        /// Indices of the enclosing repeats, outermost first (a repeat itself not included).
+        let repeats: [Int]
+        /// Where it is in the definition (`definition.questions[2].children[0]`).
+        let path: String
+    }
+
+    let entries: [Entry]
+    let indexById: [String: Int]
+    /// Each entry's children, and the top level's, in document order.
+    let children: [[Int]]
+    let topLevel: [Int]
+    /// Entry indices, each after its parent and after what its `relevant` reads.
+    let relevanceOrder: [Int]
+
+    static func == (a: FormStructure, b: FormStructure) -> Bool { a.entries == b.entries }
+
+    static func build(_ nodes: [FormNode], path: String) -> (structure: FormStructure?, errors: [FieldError]) {
+        var entries: [Entry] = []
+        // Iterative walk in document order: (node, parent, repeats, path).
+        var stack: [(FormNode, Int?, [Int], String)] = nodes.enumerated().reversed().map { ($1, nil, [], "\(path).questions[\($0)]") }
+        while let (node, parent, repeats, nodePath) = stack.popLast() {
+            let index = entries.count
+            entries.append(Entry(node: node, parent: parent, repeats: repeats, path: nodePath))
+            let inner = node.isRepeat ? repeats + [index] : repeats
+            for (j, child) in node.children.enumerated().reversed() {
+                stack.append((child, index, inner, "\(nodePath).children[\(j)]"))
+            }
+        }
+        var indexById: [String: Int] = [:]
+        for (i, e) in entries.enumerated() { indexById[e.node.id] = i }
+
+        var errors: [FieldError] = []
+        // What each node's evaluation waits for: its relevance reads `relevant`'s references;
+        // a calculation or a repeat count that reads itself in a circle is refused as well.
+        var edges = [[Int]](repeating: [], count: entries.count)
+        for (i, e) in entries.enumerated() {
+            for (key, logic, context) in Self.logic(of: e.node) {
+                let at = "\(e.path).\(key)"
+                for name in logic.expression.references {
+                    guard let target = indexById[name] else { errors.append(FieldError(path: at, message: "names ${\(name)}, which is no node of this definition")); continue }
+                    if key == "relevant" || key == "calculation" || key == "repeatCount" { edges[i].append(target) }
+                }
+                if logic.expression.usesCurrent && context != .answer {
+                    errors.append(FieldError(path: at, message: "`.` is the answer itself, so it belongs in a constraint (or a choice filter), not in \(key)"))
+                }
+                if let field = logic.expression.fields.first, context != .choice {
+                    errors.append(FieldError(path: at, message: "`\(field)` is a bare name; refer to a question as ${\(field)}"))
+                }
+            }
+            if let parent = e.parent { edges[i].append(parent) }
+        }
+        guard errors.isEmpty else { return (nil, errors) }
+        switch Self.order(edges) {
+        case .success(let order):
+            var children = [[Int]](repeating: [], count: entries.count), topLevel: [Int] = []
+            for (i, e) in entries.enumerated() {
+                if let p = e.parent { children[p].append(i) } else { topLevel.append(i) }
+            }
+            return (FormStructure(entries: entries, indexById: indexById, children: children, topLevel: topLevel, relevanceOrder: order), [])
+        case .failure(let cycle):
+            let names = cycle.map { "${\(entries[$0].node.id)}" }.joined(separator: " → ")
+            return (nil, [FieldError(path: entries[cycle[0]].path, message: "its logic depends on itself: \(names)")])
+        }
+    }
+
+    enum LogicContext { case node, answer, choice }
+
+    /// The expressions of a node, with the property each is under and what `.` and bare names may mean there.
+    static func logic(of node: FormNode) -> [(String, Logic, LogicContext)] {
+        var out: [(String, Logic, LogicContext)] = []
+        if let r = node.relevant { out.append(("relevant", r, .node)) }
+        if case .repeat(let counts) = node.kind, let c = counts.repeatCount { out.append(("repeatCount", c, .node)) }
+        if let q = node.question {
+            let l = q.logic
+            if let x = l.requiredWhen { out.append(("required", x, .node)) }
+            if let x = l.constraint { out.append(("constraint", x, .answer)) }
+            if let x = l.readonly { out.append(("readonly", x, .node)) }
+            if let x = l.calculation { out.append(("calculation", x, .node)) }
+            if let x = l.choiceFilter { out.append(("choiceFilter", x, .choice)) }
+        }
+        return out
+    }
+
+    /// A topological order of the graph (each node after the nodes it points to), or a cycle.
+    /// Iterative depth-first search: a definition's size never turns into recursion depth.
+    static func order(_ edges: [[Int]]) -> Result<[Int], Cycle> {
+        enum Mark { case new, open, done }
+        var mark = [Mark](repeating: .new, count: edges.count)
+        var order: [Int] = []
+        order.reserveCapacity(edges.count)
+        for start in edges.indices where mark[start] == .new {
+            var stack: [(node: Int, next: Int)] = [(start, 0)]
+            mark[start] = .open
+            while let top = stack.last {
+                if top.next < edges[top.node].count {
+                    stack[stack.count - 1].next += 1
+                    let target = edges[top.node][top.next]
+                    switch mark[target] {
+                    case .new:
+                        mark[target] = .open
+                        stack.append((target, 0))
+                    case .open:
+                        // The cycle: from the target's place on the stack to here, and back.
+                        let from = stack.firstIndex { $0.node == target } ?? 0
+                        return .failure(Cycle(stack[from...].map(\.node) + [target]))
+                    case .done:
+                        break
+                    }
+                } else {
+                    mark[top.node] = .done
+                    order.append(top.node)
+                    stack.removeLast()
+                }
+            }
+        }
+        return .success(order)
+    }
+
+    struct Cycle: Error {
+        let nodes: [Int]
+        init(_ nodes: [Int]) { self.nodes = nodes }
+        func map<T>(_ f: (Int) -> T) -> [T] { nodes.map(f) }
+        subscript(_ i: Int) -> Int { nodes[i] }
+    }
+}

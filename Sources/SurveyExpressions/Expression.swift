@@ -1,0 +1,58 @@
+/// An expression of a form's logic (`relevant`, `constraint`, `required`, `calculation`,
+/// `choiceFilter`, `repeatCount`), parsed once per definition version and then evaluated for
+/// each submission.
+///
+/// Evaluation never traps and costs bounded work (`ExpressionLimits`). An expression that
+/// `dependsOnMoment` is not evaluated at all: `evaluate` throws an `ExpressionError` of kind
+/// `.dependsOnMoment` at once, whatever branch would have been taken, because the value the
+/// device computed (maybe days before) cannot be reproduced here.
+public struct Expression: Sendable {
+    public let source: String
+    /// The ids named by `${id}`, each once, in order of first appearance.
+    public let references: [String]
+    /// The bare names (in a `choiceFilter`, columns of the choice), each once, in order.
+    public let fields: [String]
+    /// `.` appears (or a call that reads it implicitly: `string-length()`, `normalize-space()`).
+    public let usesCurrent: Bool
+    /// `position()` or `position(..)` appears.
+    public let usesPosition: Bool
+    /// `today()`, `now()`, `random()`, `uuid()` or `once()` appears anywhere.
+    public var dependsOnMoment: Bool { momentCall != nil }
+
+    let root: Node
+    private let momentCall: MomentCall?
+
+    private struct MomentCall: Sendable {
+        let name: String
+        let offset: Int
+    }
+
+    public init(_ source: String) throws(ExpressionError) {
+        let bytes = source.utf8.count
+        guard bytes <= ExpressionLimits.maxSourceBytes else {
+            throw ExpressionError("the expression is \(bytes) bytes long; the limit is \(ExpressionLimits.maxSourceBytes)",
+                                  offset: 0, kind: .limit)
+        }
+        var parser = try Parser(scalars: Array(source.unicodeScalars))
+        root = try parser.parse()
+        self.source = source
+        references = parser.references
+        fields = parser.fields
+        usesCurrent = parser.usesCurrent
+        usesPosition = parser.usesPosition
+        momentCall = parser.momentCall.map { MomentCall(name: $0.name, offset: $0.offset) }
+    }
+
+    public func evaluate(_ context: EvaluationContext) throws(ExpressionError) -> Value {
+        if let call = momentCall {
+            throw ExpressionError("\(call.name)() at offset \(call.offset) depends on the moment and the device, so the expression is not evaluated here",
+                                  offset: call.offset, kind: .dependsOnMoment)
+        }
+        var evaluator = Evaluator(context: context)
+        return try evaluator.evaluate(root)
+    }
+
+    /// The expression written back in a canonical form (single spaces, needed parentheses only);
+    /// it parses to the same tree.
+    var canonical: String { root.canonical }
+}
