@@ -19,8 +19,9 @@ struct Evaluator {
         }
     }
 
-    /// One node. Kept to a dispatch: nested expressions recurse through here, and each case's
-    /// work is in its own function so that this frame stays small in an unoptimized build too.
+    /// One node. Kept to a dispatch that binds little: nested expressions recurse through
+    /// here, and in an unoptimized build every value a case binds takes stack space in this
+    /// frame, so the work of each compound node is in a function of its own.
     mutating func evaluate(_ node: Node) throws(ExpressionError) -> Value {
         try charge(1)
         switch node {
@@ -35,6 +36,15 @@ struct Evaluator {
         case .parent:
             // Only position(..) holds it, and position does not look at its argument.
             return .string("")
+        case .negate, .or, .and, .chain:
+            return try operation(node)
+        case .call, .regex:
+            return try invocation(node)
+        }
+    }
+
+    private mutating func operation(_ node: Node) throws(ExpressionError) -> Value {
+        switch node {
         case .negate(let operand):
             return .number(-(try number(evaluate(operand))))
         case .or(let items):
@@ -42,11 +52,14 @@ struct Evaluator {
         case .and(let items):
             return try logical(items, or: false)
         case .chain(let first, let links):
-            return try chain(first, links)
-        case .call(let function, let args, let at):
-            return try call(function, args, at: at.value)
-        case .regex(let subject, _, let program, let at):
-            return try regex(subject, program, at: at.value)
+            var left = try evaluate(first)
+            for link in links {
+                let right = try evaluate(link.operand)
+                left = try apply(link.op, left, right)
+            }
+            return left
+        default:
+            return .string("")
         }
     }
 
@@ -58,28 +71,21 @@ struct Evaluator {
         return .boolean(!or)
     }
 
-    private mutating func chain(_ first: Node, _ links: [Node.Link]) throws(ExpressionError) -> Value {
-        var left = try evaluate(first)
-        for link in links {
-            let right = try evaluate(link.operand)
-            left = try apply(link.op, left, right)
+    /// A call, with its offset for the errors of limits met inside it.
+    private mutating func invocation(_ node: Node) throws(ExpressionError) -> Value {
+        let outer = offset
+        defer { offset = outer }
+        switch node {
+        case .call(let function, let args, let at):
+            offset = at.value
+            return try call(function, args)
+        case .regex(let subject, _, let program, let at):
+            offset = at.value
+            let text = try evaluate(subject).asString
+            return .boolean(try match(program, text))
+        default:
+            return .string("")
         }
-        return left
-    }
-
-    private mutating func call(_ function: Function, _ args: [Node], at: Int) throws(ExpressionError) -> Value {
-        let outer = offset
-        offset = at
-        defer { offset = outer }
-        return try call(function, args)
-    }
-
-    private mutating func regex(_ subject: Node, _ program: RegexProgram, at: Int) throws(ExpressionError) -> Value {
-        let outer = offset
-        offset = at
-        defer { offset = outer }
-        let text = try evaluate(subject).asString
-        return .boolean(try match(program, text))
     }
 
     // MARK: - Conversions that cost

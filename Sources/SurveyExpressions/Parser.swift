@@ -1,7 +1,10 @@
-/// Recursive descent over the tokens, one function per XPath 1.0 precedence level:
+/// Parses the tokens with XPath 1.0's precedence:
 /// or < and < equality < relational < additive < multiplicative < unary < primary.
-/// Recursion happens only at '(' (a group or a call's arguments), and the depth is checked
-/// before it, so the stack used is bounded whatever the input.
+/// Binary operators are read by one loop with a stack of pending operands (operator
+/// precedence parsing), unary minus by a loop too; recursion happens only at '(' (a group or a
+/// call's arguments), the depth is checked before it, and the frames on that path are kept
+/// small (messages are built in functions of their own), so the stack used is bounded whatever
+/// the input.
 struct Parser {
     private let scalars: [Unicode.Scalar]
     private let tokens: [Token]
@@ -23,16 +26,9 @@ struct Parser {
     }
 
     mutating func parse() throws(ExpressionError) -> Node {
-        if peek.kind == .end {
-            throw ExpressionError("the expression is empty", offset: peek.offset)
-        }
-        let node = try parseOr(depth: 0)
-        if peek.kind != .end {
-            if peek.kind == .closeParen {
-                throw ExpressionError("unexpected ')' at offset \(peek.offset); it closes no '('", offset: peek.offset)
-            }
-            throw ExpressionError("expected an operator at offset \(peek.offset), found \(describe(peek))", offset: peek.offset)
-        }
+        if peek.kind == .end { throw failure(.empty, peek) }
+        let node = try parseExpression(depth: 0)
+        if peek.kind != .end { throw failure(peek.kind == .closeParen ? .strayClose : .expectedOperator, peek) }
         return node
     }
 
@@ -49,52 +45,13 @@ struct Parser {
         return t
     }
 
-    /// The token as written, shortened, in quotes; or "the end".
-    private func describe(_ token: Token) -> String {
-        if token.kind == .end { return "the end of the expression" }
-        let end = Swift.min(token.offset + token.length, scalars.count)
-        guard token.offset < end else { return "'?'" }
-        var text = String(String.UnicodeScalarView(scalars[token.offset..<Swift.min(end, token.offset + 24)]))
-        if end > token.offset + 24 { text += "..." }
-        return "'" + text + "'"
-    }
-
-    /// An operator name (`and or div mod`) where an operator may stand.
-    private func isOperatorName(_ name: String) -> Bool {
-        if case .name(let n) = peek.kind { return n == name }
-        return false
-    }
-
-    // MARK: - Levels
-
-    private mutating func parseOr(depth: Int) throws(ExpressionError) -> Node {
-        let first = try parseAnd(depth: depth)
-        guard isOperatorName("or") else { return first }
-        var items: [Node]
-        if case .or(let inner) = first { items = inner } else { items = [first] }
-        while isOperatorName("or") {
-            _ = advance()
-            items.append(try parseAnd(depth: depth))
-        }
-        return .or(items)
-    }
-
-    private mutating func parseAnd(depth: Int) throws(ExpressionError) -> Node {
-        let first = try parseChain(level: 3, depth: depth)
-        guard isOperatorName("and") else { return first }
-        var items: [Node]
-        if case .and(let inner) = first { items = inner } else { items = [first] }
-        while isOperatorName("and") {
-            _ = advance()
-            items.append(try parseChain(level: 3, depth: depth))
-        }
-        return .and(items)
-    }
-
-    /// The operator at the current token if it belongs to `level`.
-    private func binaryOperator(level: Int) -> Node.BinaryOperator? {
-        let op: Node.BinaryOperator?
+    /// The binary operator at the current token, with its level (or 1, and 2, equality 3,
+    /// relational 4, additive 5, multiplicative 6); nil when the token is not one.
+    private func binaryOperator() -> (level: Int, op: Node.BinaryOperator?)? {
+        let op: Node.BinaryOperator
         switch peek.kind {
+        case .name("or"): return (1, nil)
+        case .name("and"): return (2, nil)
         case .equal: op = .equal
         case .notEqual: op = .notEqual
         case .less: op = .less
@@ -106,29 +63,84 @@ struct Parser {
         case .star: op = .times
         case .name("div"): op = .div
         case .name("mod"): op = .mod
-        default: op = nil
+        default: return nil
         }
-        guard let op, op.level == level else { return nil }
-        return op
+        return (op.level, op)
     }
 
-    /// Levels 3 (equality) to 6 (multiplicative), each a left-associative flat chain.
-    private mutating func parseChain(level: Int, depth: Int) throws(ExpressionError) -> Node {
-        let first = level == 6 ? try parseUnary(depth: depth) : try parseChain(level: level + 1, depth: depth)
-        guard binaryOperator(level: level) != nil else { return first }
-        var head = first
+    // MARK: - Binary operators
+
+    /// A left part of one level whose last operator waits for its right operand.
+    private struct Pending {
+        let level: Int
+        var first: Node
+        /// Levels 1 and 2: the operands after the first.
+        var items: [Node] = []
+        /// Levels 3 to 6: the links so far, and the operator waiting.
         var links: [Node.Link] = []
-        // A parenthesized chain of the same level on the left folds the same way: merge it.
-        if case .chain(let innerFirst, let innerLinks) = first, first.level == level {
-            head = innerFirst
-            links = innerLinks
+        var op: Node.BinaryOperator?
+
+        /// Starts a level with `first`; a parenthesized node of the same level folds the same
+        /// way, so it is merged (`(a - b) - c` is `a - b - c`).
+        init(level: Int, first: Node, op: Node.BinaryOperator?) {
+            self.level = level
+            self.first = first
+            self.op = op
+            switch first {
+            case .or(let list) where level == 1, .and(let list) where level == 2:
+                if let head = list.first {
+                    self.first = head
+                    items = Array(list.dropFirst())
+                }
+            case .chain(let head, let rest) where first.level == level:
+                self.first = head
+                links = rest
+            default:
+                break
+            }
         }
-        while let op = binaryOperator(level: level) {
+
+        mutating func take(_ operand: Node) {
+            if level <= 2 {
+                items.append(operand)
+            } else if let op {
+                links.append(Node.Link(op: op, operand: operand))
+            }
+        }
+
+        var node: Node {
+            switch level {
+            case 1: return .or([first] + items)
+            case 2: return .and([first] + items)
+            default: return .chain(first, links)
+            }
+        }
+    }
+
+    /// Operands and binary operators, left-associative within a level.
+    private mutating func parseExpression(depth: Int) throws(ExpressionError) -> Node {
+        var stack: [Pending] = []
+        var operand = try parseUnary(depth: depth)
+        while true {
+            let next = binaryOperator()
+            let level = next?.level ?? 0
+            // Levels above the next operator's are complete: the operand is their last.
+            while var top = stack.last, top.level > level {
+                stack.removeLast()
+                top.take(operand)
+                operand = top.node
+            }
+            guard let next else { return operand }
             _ = advance()
-            let operand = level == 6 ? try parseUnary(depth: depth) : try parseChain(level: level + 1, depth: depth)
-            links.append(Node.Link(op: op, operand: operand))
+            if var top = stack.last, top.level == level {
+                top.take(operand)
+                top.op = next.op
+                stack[stack.count - 1] = top
+            } else {
+                stack.append(Pending(level: level, first: operand, op: next.op))
+            }
+            operand = try parseUnary(depth: depth)
         }
-        return .chain(head, links)
     }
 
     /// `-`* primary, without recursion: an odd count negates, an even one still converts to a
@@ -152,6 +164,8 @@ struct Parser {
         return total % 2 == 1 ? .negate(base) : .negate(.negate(base))
     }
 
+    // MARK: - Primaries
+
     private mutating func parsePrimary(depth: Int) throws(ExpressionError) -> Node {
         let token = advance()
         switch token.kind {
@@ -165,49 +179,37 @@ struct Parser {
         case .dot:
             usesCurrent = true
             return .current
-        case .dotDot:
-            throw ExpressionError("'..' at offset \(token.offset) is only supported as position(..)", offset: token.offset)
         case .openParen:
-            guard depth < ExpressionLimits.maxDepth else { throw tooDeep(token.offset) }
-            let inner = try parseOr(depth: depth + 1)
+            guard depth < ExpressionLimits.maxDepth else { throw failure(.tooDeep, token) }
+            let inner = try parseExpression(depth: depth + 1)
             try close(token)
             return inner
         case .name(let name):
             if peek.kind == .openParen { return try parseCall(name: name, at: token, depth: depth) }
             if seenFields.insert(name).inserted { fields.append(name) }
             return .field(name)
+        case .dotDot:
+            throw failure(.parentOutsidePosition, token)
         case .star:
-            throw ExpressionError("unexpected '*' at offset \(token.offset); a multiplication needs a left operand", offset: token.offset)
-        case .end:
-            throw ExpressionError("expected an operand at offset \(token.offset), found the end of the expression", offset: token.offset)
+            throw failure(.leadingStar, token)
         default:
-            throw ExpressionError("expected an operand at offset \(token.offset), found \(describe(token))", offset: token.offset)
+            throw failure(.expectedOperand, token)
         }
-    }
-
-    private func tooDeep(_ offset: Int) -> ExpressionError {
-        ExpressionError("the expression nests deeper than \(ExpressionLimits.maxDepth) levels at offset \(offset)",
-                        offset: offset, kind: .limit)
     }
 
     /// Expects the ')' matching `open`.
     private mutating func close(_ open: Token) throws(ExpressionError) {
         switch peek.kind {
-        case .closeParen:
-            _ = advance()
-        case .end:
-            throw ExpressionError("'(' at offset \(open.offset) is never closed", offset: open.offset)
-        default:
-            throw ExpressionError("expected ')' or an operator at offset \(peek.offset), found \(describe(peek))", offset: peek.offset)
+        case .closeParen: _ = advance()
+        case .end: throw failure(.neverClosed, open)
+        default: throw failure(.expectedClose, peek)
         }
     }
 
     private mutating func parseCall(name: String, at nameToken: Token, depth: Int) throws(ExpressionError) -> Node {
-        guard let function = Function.byName[name] else {
-            throw ExpressionError("unknown function '\(name)'", offset: nameToken.offset)
-        }
+        guard let function = Function.byName[name] else { throw failure(.unknownFunction(name), nameToken) }
         let open = advance()
-        guard depth < ExpressionLimits.maxDepth else { throw tooDeep(open.offset) }
+        guard depth < ExpressionLimits.maxDepth else { throw failure(.tooDeep, open) }
         var args: [Node] = []
         if peek.kind == .closeParen {
             _ = advance()
@@ -217,7 +219,7 @@ struct Parser {
                     _ = advance()
                     args.append(.parent)
                 } else {
-                    args.append(try parseOr(depth: depth + 1))
+                    args.append(try parseExpression(depth: depth + 1))
                 }
                 if peek.kind == .comma {
                     _ = advance()
@@ -227,15 +229,19 @@ struct Parser {
                 break
             }
         }
+        return try resolve(function, args, at: nameToken)
+    }
+
+    /// Checks a call's arguments and notes what it uses; compiles a literal regex pattern.
+    @inline(never)
+    private mutating func resolve(_ function: Function, _ args: [Node], at nameToken: Token) throws(ExpressionError) -> Node {
         let (lo, hi) = function.arity
         if args.count < lo || (hi.map { args.count > $0 } ?? false) {
-            throw ExpressionError(function.arityMessage(got: args.count), offset: nameToken.offset)
+            throw failure(.arity(function, args.count), nameToken)
         }
         switch function {
         case .position:
-            if let arg = args.first, arg != .parent {
-                throw ExpressionError("position() takes no argument or '..'", offset: nameToken.offset)
-            }
+            if let arg = args.first, arg != .parent { throw failure(.positionArgument, nameToken) }
             usesPosition = true
         case .stringLength, .normalizeSpace:
             if args.isEmpty { usesCurrent = true }
@@ -247,24 +253,81 @@ struct Parser {
         if function.dependsOnMoment, momentCall == nil {
             momentCall = (function.name, nameToken.offset)
         }
+        let at = Node.SourceOffset(value: nameToken.offset)
         if function == .regex, args.count == 2, case .literal(.string(let pattern)) = args[1] {
             // Compiled once here; a pattern that does not compile is the definition's error.
             do {
-                let program = try RegexProgram(pattern)
-                return .regex(args[0], pattern: pattern, program: program, at: Node.SourceOffset(value: nameToken.offset))
+                return .regex(args[0], pattern: pattern, program: try RegexProgram(pattern), at: at)
             } catch {
-                let at = patternOffset(args: args, patternOffset: error.offset)
-                throw ExpressionError("regex pattern: \(error.message) at offset \(at)", offset: at, kind: error.isLimit ? .limit : .syntax)
+                throw failure(.regex(error), nameToken)
             }
         }
-        return .call(function, args, at: Node.SourceOffset(value: nameToken.offset))
+        return .call(function, args, at: at)
     }
 
-    /// The source offset of a scalar of the literal pattern: its string token's opening quote + 1.
-    private func patternOffset(args: [Node], patternOffset: Int) -> Int {
-        // The pattern literal is the token before the closing ')': index - 2 (index is past ')').
-        let literalIndex = index - 2
-        guard literalIndex >= 0, literalIndex < tokens.count, case .string = tokens[literalIndex].kind else { return 0 }
-        return tokens[literalIndex].offset + 1 + patternOffset
+    // MARK: - Errors
+
+    private enum Problem {
+        case empty, strayClose, expectedOperator, expectedOperand, expectedClose, neverClosed, tooDeep
+        case parentOutsidePosition, leadingStar, positionArgument
+        case unknownFunction(String)
+        case arity(Function, Int)
+        case regex(RegexError)
+    }
+
+    /// The error for `problem` at `token`. Out of line, so the parsing functions on the
+    /// recursive path do not carry the messages' temporaries in their frames.
+    @inline(never)
+    private func failure(_ problem: Problem, _ token: Token) -> ExpressionError {
+        let at = token.offset
+        switch problem {
+        case .empty:
+            return ExpressionError("the expression is empty", offset: at)
+        case .strayClose:
+            return ExpressionError("unexpected ')' at offset \(at); it closes no '('", offset: at)
+        case .expectedOperator:
+            return ExpressionError("expected an operator at offset \(at), found \(describe(token))", offset: at)
+        case .expectedOperand:
+            return ExpressionError("expected an operand at offset \(at), found \(describe(token))", offset: at)
+        case .expectedClose:
+            return ExpressionError("expected ')' or an operator at offset \(at), found \(describe(token))", offset: at)
+        case .neverClosed:
+            return ExpressionError("'(' at offset \(at) is never closed", offset: at)
+        case .tooDeep:
+            return ExpressionError("the expression nests deeper than \(ExpressionLimits.maxDepth) levels at offset \(at)",
+                                   offset: at, kind: .limit)
+        case .parentOutsidePosition:
+            return ExpressionError("'..' at offset \(at) is only supported as position(..)", offset: at)
+        case .leadingStar:
+            return ExpressionError("unexpected '*' at offset \(at); a multiplication needs a left operand", offset: at)
+        case .positionArgument:
+            return ExpressionError("position() takes no argument or '..'", offset: at)
+        case .unknownFunction(let name):
+            return ExpressionError("unknown function '\(name)'", offset: at)
+        case .arity(let function, let count):
+            return ExpressionError(function.arityMessage(got: count), offset: at)
+        case .regex(let error):
+            let offset = patternOffset(error.offset)
+            return ExpressionError("regex pattern: \(error.message) at offset \(offset)", offset: offset,
+                                   kind: error.isLimit ? .limit : .syntax)
+        }
+    }
+
+    /// The token as written, shortened, in quotes; or "the end of the expression".
+    private func describe(_ token: Token) -> String {
+        if token.kind == .end { return "the end of the expression" }
+        let end = Swift.min(token.offset + token.length, scalars.count)
+        guard token.offset < end else { return "'?'" }
+        var text = String(String.UnicodeScalarView(scalars[token.offset..<Swift.min(end, token.offset + 24)]))
+        if end > token.offset + 24 { text += "..." }
+        return "'" + text + "'"
+    }
+
+    /// The source offset of a scalar of a literal regex pattern: the literal is the token before
+    /// the call's ')' (the index is past it); its text starts after the opening quote.
+    private func patternOffset(_ inPattern: Int) -> Int {
+        let literal = index - 2
+        guard literal >= 0, literal < tokens.count, case .string = tokens[literal].kind else { return 0 }
+        return tokens[literal].offset + 1 + inPattern
     }
 }
