@@ -67,7 +67,8 @@ struct CSVRowWriter {
     mutating func line(_ r: ExportedResponse, versionNumber: Int64?, submitterName: String?,
                        file: ((_ questionId: String, _ clientUploadId: String) -> String)?, into out: inout [UInt8]) {
         var answers = r.answers
-        let read = answers.withUTF8 { fill(from: $0, file: file) }
+        // A form with repeats takes the general path: its row ends with each repeat's count.
+        let read = columns.repeatCounts.isEmpty && answers.withUTF8 { fill(from: $0, file: file) }
         guard read else {
             let row = ExportRow(r, versionNumber: versionNumber, submitterName: submitterName)
             CSVEncoder.line(columns.cells(row, file: file ?? { $1 }), into: &out)

@@ -29,8 +29,19 @@ public struct ExportColumns: Sendable {
         self.questions = questions
         self.choices = choices
         self.splitSelectMultiples = splitSelectMultiples
-        header = Self.header(questions, choices, splitSelectMultiples)
+        repeats = RepeatTable.tables(definitions)
+        repeatCounts = repeats.filter { $0.parent == nil }.map(\.id)
+        header = Self.header(questions, choices, splitSelectMultiples) + repeatCounts
+        repeatHeaders = repeats.map { t in ["PARENT_KEY", "KEY"] + Self.header(t.questions, choices, splitSelectMultiples).dropFirst(Self.metadata.count) + t.children }
     }
+
+    /// Every repeat of every version, outermost first: a table each (`PARENT_KEY`, `KEY`, its
+    /// questions, its nested repeats' counts). Empty for a form without repeats.
+    public let repeats: [RepeatTable]
+    /// The repeats outside any repeat: the last columns of a response's row, each its number of instances.
+    let repeatCounts: [String]
+    /// Each repeat table's column names, in `repeats` order.
+    public let repeatHeaders: [[String]]
 
     /// The column names, in order.
     public let header: [String]
@@ -49,6 +60,31 @@ public struct ExportColumns: Sendable {
         return h
     }
 
+    /// A question's cells for `stored` (nil or null: empty cells), in `header` order.
+    func appendCells(_ q: Question, _ stored: JSONValue?, file: (_ questionId: String, _ clientUploadId: String) -> String,
+                     into out: inout [Cell]) {
+        // A null answer is an empty cell. (Not `flatMap { $0.isNull ? nil : $0 }`: JSONValue
+        // is ExpressibleByNilLiteral, so that `nil` would be `.null` again.)
+        let value: JSONValue? = stored?.isNull == true ? nil : stored
+        switch q.type {
+        case .geopoint:
+            let o = value?.objectValue
+            for k in ["lat", "lon", "accuracy"] { out.append(o?[k]?.doubleValue.map(Cell.number) ?? .empty) }
+        case .selectMultiple:
+            let chosen = value?.arrayValue?.compactMap(\.stringValue)
+            out.append(chosen.map { .text($0.joined(separator: " ")) } ?? .empty)
+            if splitSelectMultiples {
+                for c in choices[q.id] ?? [] { out.append(chosen.map { .number($0.contains(c) ? 1 : 0) } ?? .empty) }
+            }
+        case .integer, .decimal:
+            out.append(value?.doubleValue.map(Cell.number) ?? .empty)
+        case .file:
+            out.append(value?.objectValue?["clientUploadId"]?.stringValue.map { .text(file(q.id, $0)) } ?? .empty)
+        case .text, .selectOne, .date, .time, .datetime, .geotrace, .geoshape, .barcode, .calculate:
+            out.append(value.map { .text($0.stringValue ?? CanonicalJSON.string($0)) } ?? .empty)
+        }
+    }
+
     /// A select_multiple question's choices over every version, as its split columns list them.
     func choices(of questionId: String) -> [String] { choices[questionId] ?? [] }
 
@@ -64,29 +100,8 @@ public struct ExportColumns: Sendable {
             .text(r.reviewState), .number(Double(r.revision)), r.fieldTaskId.map(Cell.text) ?? .empty,
         ]
         out.reserveCapacity(header.count)
-        for q in questions {
-            // A null answer is an empty cell. (Not `flatMap { $0.isNull ? nil : $0 }`: JSONValue
-            // is ExpressibleByNilLiteral, so that `nil` would be `.null` again.)
-            let stored = r.answers[q.id]
-            let value: JSONValue? = stored?.isNull == true ? nil : stored
-            switch q.type {
-            case .geopoint:
-                let o = value?.objectValue
-                for k in ["lat", "lon", "accuracy"] { out.append(o?[k]?.doubleValue.map(Cell.number) ?? .empty) }
-            case .selectMultiple:
-                let chosen = value?.arrayValue?.compactMap(\.stringValue)
-                out.append(chosen.map { .text($0.joined(separator: " ")) } ?? .empty)
-                if splitSelectMultiples {
-                    for c in choices[q.id] ?? [] { out.append(chosen.map { .number($0.contains(c) ? 1 : 0) } ?? .empty) }
-                }
-            case .integer, .decimal:
-                out.append(value?.doubleValue.map(Cell.number) ?? .empty)
-            case .file:
-                out.append(value?.objectValue?["clientUploadId"]?.stringValue.map { .text(file(q.id, $0)) } ?? .empty)
-            case .text, .selectOne, .date, .time, .datetime, .geotrace, .geoshape, .barcode, .calculate:
-                out.append(value.map { .text($0.stringValue ?? CanonicalJSON.string($0)) } ?? .empty)
-            }
-        }
+        for q in questions { appendCells(q, r.answers[q.id], file: file, into: &out) }
+        for id in repeatCounts { out.append(.number(Double(r.answers[id]?.arrayValue?.count ?? 0))) }
         return out
     }
 }

@@ -6,7 +6,8 @@ import SurveyStorage
 
 /// The zip export, built with libarchive and sent as it is built: every attached file first
 /// (`files/<responseId>/<questionId>-<clientUploadId>.<ext>` made safe, in row order), then
-/// `responses.csv` (its file cells hold those paths) and `manifest.json`. The CSV and the
+/// `responses.csv` (its file cells hold those paths), a `responses-<repeatId>.csv` per repeat of
+/// the form, and `manifest.json`. The CSV and the
 /// manifest's file list go to temp files while the files stream, so memory stays flat however
 /// many rows and files there are; a big file is sent a piece at a time.
 public final class ZipProducer: ExportProducer {
@@ -19,6 +20,9 @@ public final class ZipProducer: ExportProducer {
     /// Where libarchive's write callback puts the bytes it produces (the caller's buffer).
     private let sink = Sink()
     private let csv: TempText
+    /// A table per repeat, in `columns.repeats` order; the next one to archive.
+    private let repeatCSVs: [TempText]
+    private var nextRepeatCSV = 0
     private let manifestFiles: TempText
     private var fileCount = 0
     private var rows = 0
@@ -45,6 +49,7 @@ public final class ZipProducer: ExportProducer {
         self.blobs = blobs
         self.now = now
         csv = try TempText(directory: tempDirectory)
+        repeatCSVs = try columns.repeats.map { _ in try TempText(directory: tempDirectory) }
         manifestFiles = try TempText(directory: tempDirectory)
         guard let a = archive_write_new() else { throw ApiError(.internalError, "The archive could not be created.") }
         archive = a
@@ -59,6 +64,11 @@ public final class ZipProducer: ExportProducer {
         var header: [UInt8] = bom ? CSVEncoder.byteOrderMark : []
         CSVEncoder.line(columns.header, into: &header)
         try csv.append(header)
+        for (t, names) in columns.repeatHeaders.enumerated() {
+            var line: [UInt8] = bom ? CSVEncoder.byteOrderMark : []
+            CSVEncoder.line(names, into: &line)
+            try repeatCSVs[t].append(line)
+        }
     }
 
     public func produce(into out: inout [UInt8]) throws -> Bool {
@@ -95,6 +105,20 @@ public final class ZipProducer: ExportProducer {
                             file: { self.attach(responseId: r.responseId, questionId: $0, clientUploadId: $1) }, into: &line)
                 if let failure { throw failure }
                 try csv.append(line)
+                if !columns.repeats.isEmpty {
+                    let row = ExportRow(r, versionNumber: export.versionNumber(of: r.surveyVersionId), submitterName: export.submitterNames[r.submitter])
+                    var lines = [[UInt8]](repeating: [], count: repeatCSVs.count)
+                    for (t, cells) in columns.repeatRows(row, file: { self.attach(responseId: r.responseId, questionId: $0, clientUploadId: $1) }) {
+                        CSVEncoder.line(cells, into: &lines[t])
+                    }
+                    if let failure { throw failure }
+                    for (t, bytes) in lines.enumerated() where !bytes.isEmpty { try repeatCSVs[t].append(bytes) }
+                }
+            case .csv where nextRepeatCSV < repeatCSVs.count:
+                let t = nextRepeatCSV
+                nextRepeatCSV += 1
+                try startEntry("responses-\(columns.repeats[t].id).csv", size: repeatCSVs[t].size, compressed: true)
+                copying = (FileByteReader(descriptor: try repeatCSVs[t].reopen()), repeatCSVs[t].size)
             case .csv:
                 phase = .manifest
                 let (head, tail) = manifestEnds()
@@ -205,6 +229,7 @@ public final class ZipProducer: ExportProducer {
         copying = nil
         archive_write_free(archive)
         csv.remove()
+        for t in repeatCSVs { t.remove() }
         manifestFiles.remove()
     }
 

@@ -115,7 +115,7 @@ extension Evaluator {
             let index = Evaluator.javaInt(try number(b))
             try charge(list.utf8.count)
             let choices = Evaluator.choices(list)
-            return .string(index >= 0 && index < choices.count ? String(choices[index]) : "")
+            return .string(index >= 0 && index < choices.count ? choices[index] : "")
 
         // MARK: Boolean
         case .not:
@@ -297,8 +297,10 @@ extension Evaluator {
 
     /// The choices of a select_multiple answer: split on spaces, empty pieces dropped
     /// (JavaRosa DateUtils.split with combineMultipleDelimiters).
-    static func choices(_ list: String) -> [Substring] {
-        list.split(separator: " ", omittingEmptySubsequences: true)
+    /// Split on the scalar U+0020, not on Characters: a space followed by a combining mark is
+    /// one Character but still separates two choices.
+    static func choices(_ list: String) -> [String] {
+        list.unicodeScalars.split(separator: " ", omittingEmptySubsequences: true).map { String($0) }
     }
 
     /// XPath whitespace (and Java's \s: also VT and FF) trimmed, and each run of it made one space.

@@ -48,10 +48,12 @@ public enum Value: Sendable, Equatable {
         }
     }
 
-    /// NaN equals NaN here, so that `==` is an equivalence (the language's `=` is elsewhere).
+    /// Identity of values: strings code point by code point (no Unicode normalization, as the
+    /// language's `=`), and NaN equals NaN, so that `==` is an equivalence. The language's `=`
+    /// and its conversions are the evaluator's.
     public static func == (a: Value, b: Value) -> Bool {
         switch (a, b) {
-        case (.string(let x), .string(let y)): return x == y
+        case (.string(let x), .string(let y)): return TextSearch.equal(x, y)
         case (.number(let x), .number(let y)): return x == y || (x.isNaN && y.isNaN)
         case (.boolean(let x), .boolean(let y)): return x == y
         case (.date(let x), .date(let y)): return x == y || (x.isNaN && y.isNaN)

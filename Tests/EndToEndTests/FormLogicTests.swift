@@ -165,6 +165,55 @@ import SurveyDomain
         #expect(try f.server.count("SELECT COUNT(*) AS n FROM survey_versions WHERE survey_id = ?", [.text(surveyId)]) == 0)
     }
 
+    /// Each repeat is a table of its own, `PARENT_KEY` and `KEY` first, read back by Python's
+    /// csv and zipfile modules; the response's row holds each outer repeat's count.
+    @Test func exportsHoldATablePerRepeatWithParentAndKey() throws {
+        let f = try Fixture()
+        let v = try publish(f)
+        let r = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                  ResponseTests.submission("roster-export", v, answers: Self.goodAnswers))
+        let id = try #require(r.json?["responseId"]?.stringValue, "\(r.text)")
+        let base = "/v1/orgs/\(f.orgId)/surveys/\(v.surveyId)/responses"
+        let zip = try f.client.get(base + ".zip", token: f.reviewerToken)
+        #expect(zip.status == 200)
+        let zipPath = f.server.dataDir + "/roster-export.zip"
+        FileManager.default.createFile(atPath: zipPath, contents: Data(zip.body))
+        let tables = try ExportTests.python("""
+            import sys, json, zipfile, csv, io
+            z = zipfile.ZipFile(sys.argv[1])
+            out = {}
+            for name in z.namelist():
+                if name.endswith(".csv"):
+                    out[name] = list(csv.reader(io.StringIO(z.read(name).decode("utf-8-sig"))))
+            print(json.dumps(out))
+            """, zipPath)
+        let people = tables["responses-people.csv"]?.arrayValue?.map { $0.arrayValue?.compactMap(\.stringValue) ?? [] }
+        #expect(people == [["PARENT_KEY", "KEY", "name", "age", "pregnant", "visits"],
+                           [id, "\(id)/people[1]", "Ana", "41", "no", "1"],
+                           [id, "\(id)/people[2]", "Leo", "6", "", "0"]])
+        let visits = tables["responses-visits.csv"]?.arrayValue?.map { $0.arrayValue?.compactMap(\.stringValue) ?? [] }
+        #expect(visits == [["PARENT_KEY", "KEY", "visited"], ["\(id)/people[1]", "\(id)/people[1]/visits[1]", "2026-10-01"]])
+        let main = tables["responses.csv"]?.arrayValue?.map { $0.arrayValue?.compactMap(\.stringValue) ?? [] } ?? []
+        let header = main.first ?? []
+        #expect(header.suffix(4) == ["consent", "size", "eldest", "people"])
+        #expect(main.count == 2 && main.last?.last == "2")
+
+        let xlsx = try f.client.get(base + ".xlsx", token: f.reviewerToken)
+        #expect(xlsx.status == 200)
+        let xlsxPath = f.server.dataDir + "/roster-export.xlsx"
+        FileManager.default.createFile(atPath: xlsxPath, contents: Data(xlsx.body))
+        let sheets = try ExportTests.python("""
+            import sys, json, zipfile, re
+            z = zipfile.ZipFile(sys.argv[1])
+            names = re.findall(r'<sheet name="([^"]+)"', z.read("xl/workbook.xml").decode())
+            people = z.read("xl/worksheets/sheet2.xml").decode()
+            cells = [re.sub('<[^>]+>', '', c) for c in re.findall(r'<c r="[A-Z]+3"[^>]*>(.*?)</c>', people)]
+            print(json.dumps({"names": names, "row3": cells}))
+            """, xlsxPath)
+        #expect(sheets["names"]?.arrayValue?.compactMap(\.stringValue) == ["responses", "people", "visits"])
+        #expect(sheets["row3"]?.arrayValue?.compactMap(\.stringValue) == [id, "\(id)/people[2]", "Leo", "6", "0"])
+    }
+
     /// A version-1 definition keeps its hash: the canonical JSON of what was sent.
     @Test func aVersionOneDefinitionKeepsItsHash() throws {
         let f = try Fixture()

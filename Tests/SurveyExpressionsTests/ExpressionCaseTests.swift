@@ -426,6 +426,9 @@ let cases: [Case] = [
     Case("count-selected('')", n(0)),
     Case("count-selected(${missing})", n(0)),
     Case("count-selected('a  b')", n(2)),
+    // Choices are separated by the space character even where a combining mark follows it.
+    Case("count-selected('a \u{301}b')", n(2)),
+    Case("selected-at('a \u{301}b', 1)", s("\u{301}b")),
     // ODK XForms spec, selected-at: 0-based, empty outside the list.
     Case("selected-at(${assets}, 0)", s("car")),
     Case("selected-at(${assets}, 2)", s("radio")),
