@@ -12,24 +12,30 @@ import SurveyExpressions
 final class FormCheck {
     private let structure: FormStructure
     private let answers: JSONValue
+    private let root: [String: JSONValue]
     private var check = AnswerCheck()
-    /// Relevance by entry and instance path (the indices of the enclosing repeats' instances).
-    private var relevance: [Key: Relevance] = [:]
-
-    private struct Key: Hashable {
-        let entry: Int
-        let path: [Int]
-    }
+    /// Relevance by entry: outside repeats one value, inside one repeat a value per instance,
+    /// deeper by instance path (the indices of the enclosing repeats' instances).
+    private var relevanceTop: [Relevance]
+    private var relevanceInOne: [[Relevance]]
+    private var relevanceDeeper: [[[Int]: Relevance]]
+    /// Every instance of a repeat (its path and its answers), by the repeat's entry.
+    private var instanceCache: [Int: [([Int], [String: JSONValue])]] = [:]
 
     enum Relevance { case yes, no, unknown }
 
     init(_ structure: FormStructure, answers: JSONValue) {
         self.structure = structure
         self.answers = answers
+        root = answers.objectValue ?? [:]
+        let n = structure.entries.count
+        relevanceTop = Array(repeating: .yes, count: n)
+        relevanceInOne = Array(repeating: [], count: n)
+        relevanceDeeper = Array(repeating: [:], count: n)
     }
 
     func run() -> AnswerCheck {
-        guard let root = answers.objectValue else {
+        guard answers.objectValue != nil else {
             return AnswerCheck(errors: [FieldError(path: "answers", message: "must be an object")])
         }
         computeRelevance()
@@ -42,43 +48,65 @@ final class FormCheck {
     private func computeRelevance() {
         for e in structure.relevanceOrder {
             let entry = structure.entries[e]
-            for (path, _) in instances(of: entry.repeats) {
-                var r: Relevance = .yes
-                if let parent = entry.parent {
-                    r = relevance[Key(entry: parent, path: Array(path.prefix(structure.entries[parent].repeats.count)))] ?? .yes
-                    // A repeat's children sit in one of its instances: that instance exists, so
-                    // only the repeat's own relevance (outside it) counts.
-                    if structure.entries[parent].node.isRepeat {
-                        r = relevance[Key(entry: parent, path: Array(path.dropLast()))] ?? .yes
-                    }
-                }
-                if r != .no, let logic = entry.node.relevant {
-                    switch evaluate(logic, at: e, path: path) {
-                    case .some(let v): if !v.asBoolean { r = .no }
-                    case .none: r = .unknown
-                    }
-                }
-                relevance[Key(entry: e, path: path)] = r
+            if entry.repeats.isEmpty {
+                setRelevance(e, [], relevanceAt(entry, e, []))
+            } else {
+                for (path, _) in instances(of: entry.repeats) { setRelevance(e, path, relevanceAt(entry, e, path)) }
             }
         }
     }
 
-    private func relevanceOf(_ entry: Int, _ path: [Int]) -> Relevance {
-        relevance[Key(entry: entry, path: path)] ?? .yes
+    private func relevanceAt(_ entry: FormStructure.Entry, _ e: Int, _ path: [Int]) -> Relevance {
+        var r: Relevance = .yes
+        if let parent = entry.parent {
+            let p = structure.entries[parent]
+            // A repeat's children sit in one of its instances: that instance exists, so only the
+            // repeat's own relevance (outside it) counts.
+            r = relevanceOf(parent, Array(path.prefix(p.repeats.count)))
+        }
+        if r != .no, let logic = entry.relevant {
+            switch evaluate(logic, at: e, path: path) {
+            case .some(let v): if !v.asBoolean { r = .no }
+            case .none: r = .unknown
+            }
+        }
+        return r
+    }
+
+    private func setRelevance(_ e: Int, _ path: [Int], _ r: Relevance) {
+        switch path.count {
+        case 0: relevanceTop[e] = r
+        case 1:
+            let i = path[0]
+            if relevanceInOne[e].count <= i { relevanceInOne[e] += Array(repeating: .yes, count: i + 1 - relevanceInOne[e].count) }
+            relevanceInOne[e][i] = r
+        default: relevanceDeeper[e][path] = r
+        }
+    }
+
+    private func relevanceOf(_ e: Int, _ path: [Int]) -> Relevance {
+        switch path.count {
+        case 0: return relevanceTop[e]
+        case 1: return relevanceInOne[e].indices.contains(path[0]) ? relevanceInOne[e][path[0]] : .yes
+        default: return relevanceDeeper[e][path] ?? .yes
+        }
     }
 
     /// Every instance path of `repeats` (outermost first) with the object holding the answers
     /// there; `[([], root)]` outside repeats.
     private func instances(of repeats: [Int]) -> [([Int], [String: JSONValue])] {
-        guard let root = answers.objectValue else { return [] }
-        return instances(of: repeats[...], from: [([], root)])
+        guard let innermost = repeats.last else { return [([], root)] }
+        if let cached = instanceCache[innermost] { return cached }
+        let found = instances(of: repeats[...], from: [([], root)])
+        instanceCache[innermost] = found
+        return found
     }
 
     /// The instances of `repeats` below each of `level`'s objects, their paths extending `level`'s.
     private func instances(of repeats: ArraySlice<Int>, from level: [([Int], [String: JSONValue])]) -> [([Int], [String: JSONValue])] {
         var level = level
         for r in repeats {
-            let id = structure.entries[r].node.id
+            let id = structure.entries[r].id
             var next: [([Int], [String: JSONValue])] = []
             for (path, object) in level {
                 for (i, item) in (object[id]?.arrayValue ?? []).enumerated() {
@@ -92,9 +120,10 @@ final class FormCheck {
 
     /// The object holding the answers at `path` inside `repeats`.
     private func object(_ repeats: [Int], _ path: [Int]) -> [String: JSONValue]? {
-        guard var o = answers.objectValue, path.count == repeats.count else { return nil }
+        guard path.count == repeats.count else { return nil }
+        var o = root
         for (r, i) in zip(repeats, path) {
-            guard let items = o[structure.entries[r].node.id]?.arrayValue, items.indices.contains(i), let inner = items[i].objectValue else { return nil }
+            guard let items = o[structure.entries[r].id]?.arrayValue, items.indices.contains(i), let inner = items[i].objectValue else { return nil }
             o = inner
         }
         return o
@@ -106,7 +135,7 @@ final class FormCheck {
     /// (an empty string) when it fails to evaluate within its bounds.
     private func evaluate(_ logic: Logic, at e: Int, path: [Int], current: Value = .string(""),
                           field: @escaping (String) -> Value = { _ in .string("") }) -> Value? {
-        if logic.expression.dependsOnMoment { return nil }
+        if logic.dependsOnMoment { return nil }
         let context = EvaluationContext(reference: { [unowned self] name in self.reference(name, from: e, path: path) },
                                         current: current, field: field, position: (path.last ?? -1) + 1)
         return (try? logic.expression.evaluate(context)) ?? .string("")
@@ -117,9 +146,12 @@ final class FormCheck {
     /// A repeat itself stands for the list of its instances (`count(${members})`).
     private func reference(_ name: String, from: Int, path: [Int]) -> Value {
         guard let target = structure.indexById[name] else { return .string("") }
+        let entry = structure.entries[target]
+        // The usual case: a question outside repeats, read wherever it is read from.
+        if entry.repeats.isEmpty && !entry.isRepeat { return value(target, []) }
         let here = structure.entries[from].repeats
-        let isRepeat = structure.entries[target].node.isRepeat
-        let there = structure.entries[target].repeats + (isRepeat ? [target] : [])
+        let isRepeat = structure.entries[target].isRepeat
+        let there = isRepeat ? structure.entries[target].repeats + [target] : structure.entries[target].repeats
         var shared = 0
         while shared < here.count, shared < there.count, here[shared] == there[shared] { shared += 1 }
         if isRepeat && shared == there.count { shared -= 1 }  // from inside the repeat: all its instances
@@ -140,9 +172,10 @@ final class FormCheck {
     /// The answer to question entry `e` at `path` as the language sees it: empty when absent or not relevant.
     private func value(_ e: Int, _ path: [Int]) -> Value {
         let entry = structure.entries[e]
-        guard relevanceOf(e, path) != .no, let q = entry.node.question,
-              let answer = object(entry.repeats, path)?[q.id], !answer.isNull else { return .string("") }
-        return Self.value(of: answer, type: q.type)
+        guard let type = entry.type, relevanceOf(e, path) != .no else { return .string("") }
+        let answer = entry.repeats.isEmpty ? root[entry.id] : object(entry.repeats, path)?[entry.id]
+        guard let answer, !answer.isNull else { return .string("") }
+        return Self.value(of: answer, type: type)
     }
 
     static func value(of answer: JSONValue, type: QuestionType) -> Value {
@@ -178,45 +211,49 @@ final class FormCheck {
 
     /// Checks the nodes `entries` (siblings, groups to be entered) against `object`.
     private func walk(_ entries: [Int], in object: [String: JSONValue], path: [Int], prefix: String) {
+        var present = 0
+        walkLevel(entries, in: object, path: path, prefix: prefix, present: &present)
+        // Ids are unique: when every key was some node's, there is no unknown key to look for.
+        guard present < object.count else { return }
         var known: Set<String> = []
-        walkLevel(entries, in: object, path: path, prefix: prefix, known: &known)
-        if object.count > known.count || object.keys.contains(where: { !known.contains($0) }) {
-            for key in object.keys.filter({ !known.contains($0) }).sorted() {
-                check.errors.append(FieldError(path: "\(prefix).\(key)", message: "unknown question"))
+        collectIds(entries, into: &known)
+        for key in object.keys.filter({ !known.contains($0) }).sorted() {
+            check.errors.append(FieldError(path: "\(prefix).\(key)", message: "unknown question"))
+        }
+    }
+
+    /// The ids answered at this level: groups entered, repeats' children not.
+    private func collectIds(_ entries: [Int], into known: inout Set<String>) {
+        for e in entries {
+            let entry = structure.entries[e]
+            if entry.question == nil && !entry.isRepeat && !structure.children[e].isEmpty {
+                collectIds(structure.children[e], into: &known)
+            } else {
+                known.insert(entry.id)
             }
         }
     }
 
-    private func walkLevel(_ entries: [Int], in object: [String: JSONValue], path: [Int], prefix: String, known: inout Set<String>) {
+    private func walkLevel(_ entries: [Int], in object: [String: JSONValue], path: [Int], prefix: String, present: inout Int) {
         for e in entries {
             let entry = structure.entries[e]
-            let node = entry.node
-            switch node.kind {
-            case .group:
-                walkLevel(children(of: e), in: object, path: path, prefix: prefix, known: &known)
-            case .note:
-                if object[node.id] != nil {
-                    known.insert(node.id)
-                    check.errors.append(FieldError(path: "\(prefix).\(node.id)", message: "a note takes no answer"))
+            let answer = object[entry.id]
+            if answer != nil { present += 1 }
+            if let type = entry.type {
+                if let message = problem(entry, e, answer ?? .null, path) {
+                    check.errors.append(FieldError(path: "\(prefix).\(entry.id)", message: message))
+                } else if type == .file, let id = answer?["clientUploadId"]?.stringValue {
+                    check.fileAnswers.append(FileAnswer(questionId: entry.id, clientUploadId: id))
                 }
-            case .question(let q):
-                known.insert(q.id)
-                if let message = problem(q, e, object[q.id] ?? .null, path) {
-                    check.errors.append(FieldError(path: "\(prefix).\(q.id)", message: message))
-                } else if q.type == .file, let id = object[q.id]?["clientUploadId"]?.stringValue {
-                    check.fileAnswers.append(FileAnswer(questionId: q.id, clientUploadId: id))
-                }
-            case .repeat(let counts):
-                known.insert(node.id)
-                let value = object[node.id] ?? .null
-                let at = "\(prefix).\(node.id)"
+            } else if let counts = entry.counts {
+                let at = "\(prefix).\(entry.id)"
+                let value = answer ?? .null
                 let items = value.isNull ? [] : value.arrayValue
                 guard let items, items.allSatisfy({ $0.objectValue != nil }) else {
                     check.errors.append(FieldError(path: at, message: "must be a list of objects, one per instance"))
                     continue
                 }
-                let relevant = relevanceOf(e, path)
-                if relevant == .no {
+                if relevanceOf(e, path) == .no {
                     if !items.isEmpty { check.errors.append(FieldError(path: at, message: "not relevant")) }
                     continue
                 }
@@ -226,6 +263,13 @@ final class FormCheck {
                 for (i, item) in items.enumerated() {
                     walk(children(of: e), in: item.objectValue ?? [:], path: path + [i], prefix: "\(at)[\(i)]")
                 }
+            } else if structure.children[e].isEmpty {
+                // A note: it takes no answer.
+                if answer != nil { check.errors.append(FieldError(path: "\(prefix).\(entry.id)", message: "a note takes no answer")) }
+            } else {
+                // A group: its children answer at this level. Its own id is no answer.
+                if answer != nil { present -= 1 }
+                walkLevel(children(of: e), in: object, path: path, prefix: prefix, present: &present)
             }
         }
     }
@@ -233,22 +277,24 @@ final class FormCheck {
     private func children(of e: Int) -> [Int] { structure.children[e] }
 
     /// The first rule `answer` breaks, in the contract's order, or nil.
-    private func problem(_ q: Question, _ e: Int, _ answer: JSONValue, _ path: [Int]) -> String? {
+    private func problem(_ entry: FormStructure.Entry, _ e: Int, _ answer: JSONValue, _ path: [Int]) -> String? {
         let relevant = relevanceOf(e, path)
         if relevant == .no { return answer.isNull ? nil : "not relevant" }
+        guard let q = entry.question, let type = entry.type else { return nil }
+        let logic = entry.logic
         var required = q.required
-        if let when = q.logic.requiredWhen {
+        if let when = logic.requiredWhen {
             // Not enforced when it depends on the moment.
             required = evaluate(when, at: e, path: path)?.asBoolean ?? false
         }
         if answer.isNull { return required ? "required" : nil }
-        if let constraint = q.logic.constraint,
-           let v = evaluate(constraint, at: e, path: path, current: Self.value(of: answer, type: q.type)), !v.asBoolean {
-            if let message = q.logic.constraintMessage { return message.text(in: nil) }
+        if let constraint = logic.constraint,
+           let v = evaluate(constraint, at: e, path: path, current: Self.value(of: answer, type: type)), !v.asBoolean {
+            if let message = logic.constraintMessage { return message.text(in: structure.defaultLanguage) }
             return "does not meet the constraint \(constraint.source)"
         }
         if let message = q.problem(with: answer, required: required) { return message }
-        if let filter = q.logic.choiceFilter {
+        if let filter = logic.choiceFilter {
             let chosen = q.type == .selectOne ? [answer.stringValue ?? ""] : (answer.arrayValue ?? []).compactMap(\.stringValue)
             for name in chosen {
                 guard let choice = q.options.first(where: { $0.name == name }) else { continue }

@@ -38,11 +38,18 @@ public struct RepeatCounts: Sendable, Equatable {
 
 /// A parsed expression of the form's logic, with the text it was written as (two are equal when
 /// their texts are).
-public struct Logic: Sendable, Equatable {
+/// A class: a check passes its logic around for every answer, and a copy of a class is one
+/// retain where a copy of the parsed tree and its names would be several.
+public final class Logic: Sendable, Equatable {
     public let expression: Expression
     public var source: String { expression.source }
+    /// Whether it calls `today()`, `now()`, … (then the server does not evaluate it).
+    let dependsOnMoment: Bool
 
-    init(_ expression: Expression) { self.expression = expression }
+    init(_ expression: Expression) {
+        self.expression = expression
+        dependsOnMoment = expression.dependsOnMoment
+    }
 
     public static func == (a: Logic, b: Logic) -> Bool { a.source == b.source }
 }
@@ -62,9 +69,6 @@ public struct QuestionLogic: Sendable, Equatable {
     public var choiceFilter: Logic?
 
     static let none = QuestionLogic()
-
-    /// Whether anything here asks for evaluation (a question without it is checked as in version 1).
-    var isEmpty: Bool { requiredWhen == nil && constraint == nil && choiceFilter == nil }
 }
 
 /// One choice of a select question: its `name` (what an answer holds), its label, and the extra

@@ -5,18 +5,46 @@ import SurveyExpressions
 /// which relevance can be computed without recursion (each node after its parent and after every
 /// node its `relevant` reads). Building it is where a definition's static logic errors are found.
 struct FormStructure: Sendable, Equatable {
-    struct Entry: Sendable, Equatable {
+    /// A class: a check reads entries thousands of times a second, and a copy of a node (its
+    /// question, labels and logic) would cost a retain and a release per field each time.
+    final class Entry: Sendable, Equatable {
         let node: FormNode
+        let id: String
         /// Index of the enclosing group or repeat; nil at the top.
         let parent: Int?
         /// Indices of the enclosing repeats, outermost first (a repeat itself not included).
         let repeats: [Int]
         /// Where it is in the definition (`definition.questions[2].children[0]`).
         let path: String
+        let isRepeat: Bool
+        let relevant: Logic?
+        let question: Question?
+        /// The question's type and logic, read on every check without copying the question.
+        let type: QuestionType?
+        let logic: QuestionLogic
+        let counts: RepeatCounts?
+
+        init(node: FormNode, parent: Int?, repeats: [Int], path: String) {
+            self.node = node
+            id = node.id
+            self.parent = parent
+            self.repeats = repeats
+            self.path = path
+            isRepeat = node.isRepeat
+            relevant = node.relevant
+            question = node.question
+            type = node.question?.type
+            logic = node.question?.logic ?? .none
+            if case .repeat(let c) = node.kind { counts = c } else { counts = nil }
+        }
+
+        static func == (a: Entry, b: Entry) -> Bool { a.node == b.node && a.parent == b.parent && a.path == b.path }
     }
 
     let entries: [Entry]
     let indexById: [String: Int]
+    /// The language the server's messages use (a constraint's message).
+    let defaultLanguage: String?
     /// Each entry's children, and the top level's, in document order.
     let children: [[Int]]
     let topLevel: [Int]
@@ -25,7 +53,7 @@ struct FormStructure: Sendable, Equatable {
 
     static func == (a: FormStructure, b: FormStructure) -> Bool { a.entries == b.entries }
 
-    static func build(_ nodes: [FormNode], path: String) -> (structure: FormStructure?, errors: [FieldError]) {
+    static func build(_ nodes: [FormNode], path: String, defaultLanguage: String?) -> (structure: FormStructure?, errors: [FieldError]) {
         var entries: [Entry] = []
         // Iterative walk in document order: (node, parent, repeats, path).
         var stack: [(FormNode, Int?, [Int], String)] = nodes.enumerated().reversed().map { ($1, nil, [], "\(path).questions[\($0)]") }
@@ -38,7 +66,7 @@ struct FormStructure: Sendable, Equatable {
             }
         }
         var indexById: [String: Int] = [:]
-        for (i, e) in entries.enumerated() { indexById[e.node.id] = i }
+        for (i, e) in entries.enumerated() { indexById[e.id] = i }
 
         var errors: [FieldError] = []
         // What each node's evaluation waits for: its relevance reads `relevant`'s references;
@@ -67,9 +95,9 @@ struct FormStructure: Sendable, Equatable {
             for (i, e) in entries.enumerated() {
                 if let p = e.parent { children[p].append(i) } else { topLevel.append(i) }
             }
-            return (FormStructure(entries: entries, indexById: indexById, children: children, topLevel: topLevel, relevanceOrder: order), [])
+            return (FormStructure(entries: entries, indexById: indexById, defaultLanguage: defaultLanguage, children: children, topLevel: topLevel, relevanceOrder: order), [])
         case .failure(let cycle):
-            let names = cycle.map { "${\(entries[$0].node.id)}" }.joined(separator: " → ")
+            let names = cycle.map { "${\(entries[$0].id)}" }.joined(separator: " → ")
             return (nil, [FieldError(path: entries[cycle[0]].path, message: "its logic depends on itself: \(names)")])
         }
     }

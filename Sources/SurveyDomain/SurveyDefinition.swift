@@ -173,7 +173,7 @@ private struct DefinitionChecker {
         guard errors.isEmpty, allValid, let title else { return nil }
         var structure: FormStructure?
         if needsStructure {
-            let built = FormStructure.build(nodes, path: path)
+            let built = FormStructure.build(nodes, path: path, defaultLanguage: defaultLanguage)
             errors += built.errors
             guard errors.isEmpty else { return nil }
             structure = built.structure

@@ -114,6 +114,11 @@ private func fe(_ path: String, _ message: String) -> FieldError { FieldError(pa
         #expect(try answerErrors(d, #"{"region": "n", "consent": "yes", "size": 0, "members": []}"#) == [
             fe("answers.size", "Between 1 and 30"),
         ])
+        // Not merely the first language listed: the default one.
+        let french = try definition(Self.household.replacingOccurrences(of: #""defaultLanguage": "English (en)""#, with: #""defaultLanguage": "Français (fr)""#))
+        #expect(try answerErrors(french, #"{"region": "n", "consent": "yes", "size": 0, "members": []}"#) == [
+            fe("answers.size", "Entre 1 et 30"),
+        ])
     }
 
     /// `today()` is the device's, maybe days before: the server enforces no constraint that reads it.
