@@ -123,6 +123,15 @@ enum CLI {
         // the write then fails with EPIPE and the lines are dropped. (Sockets never raise SIGPIPE:
         // libmicrohttpd sends with MSG_NOSIGNAL.)
         signal(SIGPIPE, SIG_IGN)
+        // SIGINT and SIGTERM blocked before any thread exists, so every thread inherits the
+        // block and only the dispatch sources below take them. A thread of ours that left them
+        // unblocked (the writer, libmicrohttpd's, the webhook workers, all made by App) could
+        // be handed the signal instead, and the stop it asks for was lost: the process ran on.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGINT)
+        sigaddset(&stopSignals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
         let config = try configuration(options)
         let app = try App(config)
         // Graceful shutdown: in-flight requests are answered, then the process exits 0. Set up
@@ -132,8 +141,12 @@ enum CLI {
         signal(SIGTERM, SIG_IGN)
         let queue = DispatchQueue(label: "surveyd.signals")
         var sources: [DispatchSourceSignal] = []
+        // A source is registered with the kernel asynchronously, after `resume`: the server
+        // answers nothing before both are, or a SIGTERM right after its first answer was lost.
+        let registered = DispatchSemaphore(value: 0)
         for sig in [SIGINT, SIGTERM] {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setRegistrationHandler { registered.signal() }
             source.setEventHandler {
                 StandardError.line("surveyd: stopping (answering in-flight requests)")
                 app.stop()
@@ -146,6 +159,7 @@ enum CLI {
             source.resume()
             sources.append(source)
         }
+        for _ in sources { registered.wait() }
         try app.start()
         let base = "http://\(config.host):\(app.port)"
         StandardError.line("surveyd: serving \(base) (" + (config.databaseURL == nil ? "data dir \(config.dataDir)" : "PostgreSQL, files in \(config.dataDir)") + ")")
