@@ -80,7 +80,7 @@ struct FormStructure: Sendable, Equatable {
                     if key == "relevant" || key == "calculation" || key == "repeatCount" { edges[i].append(target) }
                 }
                 if logic.expression.usesCurrent && context != .answer {
-                    errors.append(FieldError(path: at, message: "`.` is the answer itself, so it belongs in a constraint (or a choice filter), not in \(key)"))
+                    errors.append(FieldError(path: at, message: "`.` is the answer itself, so it belongs in a constraint, not in \(key)"))
                 }
                 if let field = logic.expression.fields.first, context != .choice {
                     errors.append(FieldError(path: at, message: "`\(field)` is a bare name; refer to a question as ${\(field)}"))

@@ -188,7 +188,7 @@ private func fe(_ path: String, _ message: String) -> FieldError { FieldError(pa
           {"id": "d", "type": "integer", "label": "D", "relevant": "age > 1"}]}
         """#) == [
             fe("definition.questions[0].relevant", "names ${nope}, which is no node of this definition"),
-            fe("definition.questions[1].relevant", "`.` is the answer itself, so it belongs in a constraint (or a choice filter), not in relevant"),
+            fe("definition.questions[1].relevant", "`.` is the answer itself, so it belongs in a constraint, not in relevant"),
             fe("definition.questions[2].relevant", "`age` is a bare name; refer to a question as ${age}"),
         ])
     }
