@@ -139,13 +139,15 @@ private struct DefinitionChecker {
     static let maxDepth = 16
     static let maxNodes = 5_000
     var nodeCount = 0
+    /// Read before the nodes: a question's `label` is its text in this language.
+    var defaultLanguage: String?
 
     mutating func definition(_ json: JSONValue, path: String) -> SurveyDefinition? {
         guard let object = json.objectValue else { fail(path, "must be an object"); return nil }
 
         let title = string(object, "title", path)
         if let title, title.allSatisfy(\.isWhitespace) { fail("\(path).title", "must not be empty") }
-        let defaultLanguage = optionalString(object, "defaultLanguage", path)
+        defaultLanguage = optionalString(object, "defaultLanguage", path)
         let formId = optionalString(object, "formId", path)
         if let formId, formId.isEmpty || formId.utf8.count > 255 { fail("\(path).formId", "must be 1-255 characters") }
         if let lists = object["choiceLists"], !lists.isNull {
@@ -178,16 +180,8 @@ private struct DefinitionChecker {
             guard errors.isEmpty else { return nil }
             structure = built.structure
         }
-        // The labels' text in the default language, now that it is known.
-        let relabelled = defaultLanguage == nil ? nodes : nodes.map { Self.relabel($0, defaultLanguage) }
-        return SurveyDefinition(title: title, nodes: relabelled, defaultLanguage: defaultLanguage, formId: formId,
+        return SurveyDefinition(title: title, nodes: nodes, defaultLanguage: defaultLanguage, formId: formId,
                                 languages: languages, structure: structure)
-    }
-
-    static func relabel(_ node: FormNode, _ language: String?) -> FormNode {
-        var kind = node.kind
-        if case .question(let q) = kind { kind = .question(q.labelled(in: language)) }
-        return FormNode(id: node.id, kind: kind, label: node.label, relevant: node.relevant, children: node.children.map { relabel($0, language) })
     }
 
     /// A list of nodes; false when one of them is unusable.
@@ -400,7 +394,7 @@ private struct DefinitionChecker {
         }
 
         guard errors.count == before, let id, let type, let labels = labels ?? nil else { return nil }
-        return Question(id: id, type: type, label: labels.text(in: nil), labels: labels, hint: hint ?? nil, required: isRequired,
+        return Question(id: id, type: type, label: labels.text(in: defaultLanguage), labels: labels, hint: hint ?? nil, required: isRequired,
                         maxLength: maxLength, minimum: minimum, maximum: maximum, choices: options.map(\.name), options: options,
                         accept: accept, maxBytes: maxBytes, logic: logic, appearance: appearance)
     }
@@ -447,11 +441,3 @@ private struct DefinitionChecker {
     }
 }
 
-extension Question {
-    /// The same question with `label` in `language`.
-    func labelled(in language: String?) -> Question {
-        Question(id: id, type: type, label: labels.text(in: language), labels: labels, hint: hint, required: required,
-                 maxLength: maxLength, minimum: minimum, maximum: maximum, choices: choices, options: options,
-                 accept: accept, maxBytes: maxBytes, logic: logic, appearance: appearance)
-    }
-}

@@ -101,19 +101,21 @@ public final class ZipProducer: ExportProducer {
                 rows += 1
                 rowNames.removeAll(keepingCapacity: true)
                 var line: [UInt8] = []
-                writer.line(r, versionNumber: export.versionNumber(of: r.surveyVersionId), submitterName: export.submitterNames[r.submitter],
-                            file: { self.attach(responseId: r.responseId, questionId: $0, clientUploadId: $1) }, into: &line)
-                if let failure { throw failure }
-                try csv.append(line)
-                if !columns.repeats.isEmpty {
-                    let row = ExportRow(r, versionNumber: export.versionNumber(of: r.surveyVersionId), submitterName: export.submitterNames[r.submitter])
+                let versionNumber = export.versionNumber(of: r.surveyVersionId), submitterName = export.submitterNames[r.submitter]
+                let file = { self.attach(responseId: r.responseId, questionId: $0, clientUploadId: $1) }
+                if columns.repeats.isEmpty {
+                    writer.line(r, versionNumber: versionNumber, submitterName: submitterName, file: file, into: &line)
+                } else {
+                    // A form with repeats: its answers read once, for its row and its instances' rows.
+                    let row = ExportRow(r, versionNumber: versionNumber, submitterName: submitterName)
+                    CSVEncoder.line(columns.cells(row, file: file), into: &line)
                     var lines = [[UInt8]](repeating: [], count: repeatCSVs.count)
-                    for (t, cells) in columns.repeatRows(row, file: { self.attach(responseId: r.responseId, questionId: $0, clientUploadId: $1) }) {
-                        CSVEncoder.line(cells, into: &lines[t])
-                    }
+                    for (t, cells) in columns.repeatRows(row, file: file) { CSVEncoder.line(cells, into: &lines[t]) }
                     if let failure { throw failure }
                     for (t, bytes) in lines.enumerated() where !bytes.isEmpty { try repeatCSVs[t].append(bytes) }
                 }
+                if let failure { throw failure }
+                try csv.append(line)
             case .csv where nextRepeatCSV < repeatCSVs.count:
                 let t = nextRepeatCSV
                 nextRepeatCSV += 1
