@@ -27,7 +27,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 }
 
 private func check(_ d: SurveyDefinition) {
-    guard !d.questions.isEmpty, !d.title.allSatisfy(\.isWhitespace) else { fatalError("accepted an empty definition") }
+    guard !d.nodes.isEmpty, !d.title.allSatisfy(\.isWhitespace) else { fatalError("accepted an empty definition") }
     var ids: Set<String> = []
     for q in d.questions {
         guard ids.insert(q.id).inserted, d.question(id: q.id) == q else { fatalError("question \(q.id) is not found by its id") }
