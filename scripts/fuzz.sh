@@ -2,7 +2,8 @@
 # Builds every libFuzzer harness in Fuzz/ with swiftc (not SwiftPM: the package's .build is
 # shared) and runs each for the given seconds, seeded from Fuzz/corpus/<harness>/.
 #   scripts/fuzz.sh [seconds-per-harness] [harness ...]      (default 60 s, every harness)
-# FUZZ_RUNS=N runs N inputs per harness instead of a time; FUZZ_SKIP="A B" leaves harnesses out.
+# FUZZ_RUNS=N runs N inputs per harness instead of a time; FUZZ_SKIP="A B" leaves harnesses out;
+# FUZZ_MAX_LEN=N caps an input's bytes (4096 by default).
 # Inputs found on the way go to a temporary directory, never into the repository; a crashing
 # input is kept in .build/fuzz/crashes/<harness>/ and the script exits non-zero.
 set -euo pipefail
@@ -60,7 +61,7 @@ for h in "${harnesses[@]}"; do
   mkdir -p "$crashes" "Fuzz/corpus/$h"
   if [ -n "${FUZZ_RUNS:-}" ]; then limit=(-runs="$FUZZ_RUNS"); else limit=(-max_total_time="$seconds"); fi
   rc=0
-  "$out/bin/$h" "${limit[@]}" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+  "$out/bin/$h" "${limit[@]}" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-4096}" \
     -artifact_prefix="$crashes/" "$work" "Fuzz/corpus/$h" > "$out/logs/$h.log" 2>&1 || rc=$?
   rm -rf "$work"
   runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/logs/$h.log" | tail -1)"

@@ -33,6 +33,12 @@ extension SurveyDefinition {
         return validateFlat(answers: answers)
     }
 
+    /// The paths (as in `validate`'s errors) of the nodes that are not relevant with these
+    /// answers: what a page laying out a response leaves out. Empty for a form without logic.
+    public func notRelevant(in answers: JSONValue) -> Set<String> {
+        structure.map { FormCheck($0, answers: answers).notRelevantPaths() } ?? []
+    }
+
     /// A version-1 reading: questions only, no logic.
     private func validateFlat(answers: JSONValue) -> AnswerCheck {
         guard let given = answers.objectValue else {

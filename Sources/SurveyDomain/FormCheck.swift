@@ -43,6 +43,34 @@ final class FormCheck {
         return check
     }
 
+    /// The paths of the nodes that are not relevant with these answers (`answers.<id>`, inside a
+    /// repeat `answers.<repeatId>[<index>].<id>`; a group by its own id at the level it sits),
+    /// for a reader that lays a response out. A node below a non-relevant one is listed too; a
+    /// relevance that depends on the moment counts as relevant.
+    func notRelevantPaths() -> Set<String> {
+        guard answers.objectValue != nil else { return [] }
+        computeRelevance()
+        var out: Set<String> = []
+        collectNotRelevant(structure.topLevel, in: root, path: [], prefix: "answers", into: &out)
+        return out
+    }
+
+    private func collectNotRelevant(_ entries: [Int], in object: [String: JSONValue], path: [Int], prefix: String, into out: inout Set<String>) {
+        for e in entries {
+            let entry = structure.entries[e]
+            let at = "\(prefix).\(entry.id)"
+            if relevanceOf(e, path) == .no { out.insert(at) }
+            if entry.isRepeat {
+                for (i, item) in (object[entry.id]?.arrayValue ?? []).enumerated() {
+                    guard let inner = item.objectValue else { continue }
+                    collectNotRelevant(children(of: e), in: inner, path: path + [i], prefix: "\(at)[\(i)]", into: &out)
+                }
+            } else if entry.question == nil {
+                collectNotRelevant(children(of: e), in: object, path: path, prefix: prefix, into: &out)
+            }
+        }
+    }
+
     // MARK: relevance
 
     private func computeRelevance() {

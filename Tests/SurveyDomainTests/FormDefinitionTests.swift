@@ -109,6 +109,18 @@ private func fe(_ path: String, _ message: String) -> FieldError { FieldError(pa
         ])
     }
 
+    /// What a page laying out a response leaves out: each non-relevant node at its path, inside
+    /// repeat instances too, and what sits inside a non-relevant group.
+    @Test func theNonRelevantNodesOfAResponseAreNamedByPath() throws {
+        let d = try definition(Self.household)
+        #expect(d.notRelevant(in: try JSONParser.parse(Self.goodAnswers)) == ["answers.members[0].school"])
+        #expect(d.notRelevant(in: try JSONParser.parse(#"{"region": "s", "consent": "no"}"#))
+                == ["answers.hh", "answers.size", "answers.members", "answers.adults", "answers.total_age", "answers.visited"])
+        // A version-1 form has no logic: nothing is left out.
+        let flat = try definition(#"{"title": "t", "questions": [{"id": "a", "type": "text", "label": "A"}]}"#)
+        #expect(flat.notRelevant(in: try JSONParser.parse(#"{}"#)) == [])
+    }
+
     @Test func theConstraintMessageIsShownInTheDefaultLanguage() throws {
         let d = try definition(Self.household)
         #expect(try answerErrors(d, #"{"region": "n", "consent": "yes", "size": 0, "members": []}"#) == [
