@@ -28,7 +28,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Pure rules, no I/O.
-        .target(name: "SurveyDomain", dependencies: ["CCrypto", "SurveyExpressions"]),
+        .target(name: "SurveyDomain", dependencies: ["CCrypto", "SurveyForms", "SurveyExpressions"]),
+        .target(name: "SurveyForms", dependencies: ["SurveyExpressions"]),
         // The XLSForm/XForms expression engine, shared by the server and the SDK: no dependencies at all.
         .target(name: "SurveyExpressions"),
         // SQLite, the single writer, the reader pool, migrations, repositories.
@@ -59,7 +60,7 @@ let package = Package(
         ]),
         .executableTarget(name: "surveysync", dependencies: ["SurveySync"]),
 
-        .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain", "SurveyExpressions"]),
+        .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain", "SurveyForms", "SurveyExpressions"]),
         .testTarget(name: "SurveyExpressionsTests", dependencies: ["SurveyExpressions"]),
         // Fixtures/: databases written by earlier builds, opened by the current one.
         .testTarget(name: "SurveyStorageTests", dependencies: ["SurveyStorage", "SurveyDomain"], exclude: ["Fixtures"]),

@@ -5,6 +5,7 @@
 // Properties: normalisation is idempotent and keeps no parameters; a text type matches exactly
 // the valid UTF-8 without NUL (a cut last character only when the file goes on).
 @testable import SurveyDomain
+@testable import SurveyForms
 
 private let types = FileSignature.knownTypes.sorted()
 

@@ -2,6 +2,7 @@
 // `IdempotencyKey.normalized` calls), `ClientIdentifier.scan` of raw JSON bodies, the sealed
 // export and changes-feed cursors, and the server's own ids.
 @testable import SurveyDomain
+@testable import SurveyForms
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

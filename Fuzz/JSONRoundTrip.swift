@@ -5,6 +5,7 @@
 // plain one. The input's first 8 bytes are also read as a double, which must survive
 // `CanonicalJSON.number` and the parser unchanged.
 @testable import SurveyDomain
+@testable import SurveyForms
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

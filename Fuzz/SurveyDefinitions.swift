@@ -5,6 +5,7 @@
 // `Question.problem` (for a version-2 form: sits under `answers`, one per path); file answers
 // name file questions with valid upload ids.
 @testable import SurveyDomain
+@testable import SurveyForms
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

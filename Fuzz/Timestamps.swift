@@ -4,6 +4,7 @@
 // itself (Hinnant's days-from-civil against gmtime); any Int64 formats to a string that parses
 // to the clamped value; a date answer is a calendar day exactly when its midnight parses.
 @testable import SurveyDomain
+@testable import SurveyForms
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -25,11 +25,14 @@ out=.build/fuzz
 flags=(-parse-as-library -swift-version 6 -O -sanitize=fuzzer,address -use-ld=lld)
 mkdir -p "$out/modules" "$out/bin" "$out/logs" "$out/extracted"
 
-# SurveyDomain reads form logic with SurveyExpressions: both are built as modules every harness links.
-echo "fuzz: building SurveyExpressions and SurveyDomain with coverage"
+# SurveyDomain (with SurveyForms, which reads form logic with SurveyExpressions): modules every harness links.
+echo "fuzz: building SurveyExpressions, SurveyForms and SurveyDomain with coverage"
 swiftc "${flags[@]}" -enable-testing -module-name SurveyExpressions -emit-module \
   -emit-module-path "$out/modules/SurveyExpressions.swiftmodule" -wmo -c \
   Sources/SurveyExpressions/*.swift -o "$out/SurveyExpressions.o"
+swiftc "${flags[@]}" -enable-testing -module-name SurveyForms -emit-module \
+  -emit-module-path "$out/modules/SurveyForms.swiftmodule" -wmo -c -I "$out/modules" \
+  Sources/SurveyForms/*.swift -o "$out/SurveyForms.o"
 swiftc "${flags[@]}" -enable-testing -module-name SurveyDomain -emit-module \
   -emit-module-path "$out/modules/SurveyDomain.swiftmodule" -wmo -c -I Sources/CCrypto -I "$out/modules" \
   Sources/SurveyDomain/*.swift -o "$out/SurveyDomain.o"
@@ -47,7 +50,7 @@ build() {
   # Warnings of the compiled-in sources are the package build's to show.
   # libmicrohttpd only for the HTTP engine's files a harness compiles in (the form decoder's).
   swiftc "${flags[@]}" -suppress-warnings -module-name "Fuzz$h" -I "$out/modules" -I Sources/CCrypto -I Sources/CMicroHTTPD \
-    "$src" "${extra[@]}" "$out/SurveyDomain.o" "$out/SurveyExpressions.o" -lcrypto -lmicrohttpd -o "$out/bin/$h"
+    "$src" "${extra[@]}" "$out/SurveyDomain.o" "$out/SurveyForms.o" "$out/SurveyExpressions.o" -lcrypto -lmicrohttpd -o "$out/bin/$h"
 }
 
 skip=" ${FUZZ_SKIP:-} "

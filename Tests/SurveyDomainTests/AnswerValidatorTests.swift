@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 
 private let definition: SurveyDefinition = {
     let json = #"""

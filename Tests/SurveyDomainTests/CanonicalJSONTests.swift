@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 
 @Suite struct CanonicalJSONTests {
     /// RFC 8785 Appendix B: IEEE 754 bit patterns and their canonical text.

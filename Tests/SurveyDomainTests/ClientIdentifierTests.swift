@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 
 @Suite struct ClientIdentifierTests {
     @Test func valid() {

@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 
 /// A published version's contentHash is what every app in the field holds: if canonical JSON or
 /// hashing ever changed, their queued responses would all be refused with 1003.

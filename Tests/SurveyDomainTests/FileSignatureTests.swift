@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 
 private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
 

@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 import SurveyExpressions
 
 private func definition(_ json: String) throws -> SurveyDefinition {

@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 
 private func parse(_ s: String) throws(JSONParseError) -> JSONValue { try JSONParser.parse(Array(s.utf8)) }
 

@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 
 /// The header and query values the routes read, as they read them (the fuzz harnesses in Fuzz/
 /// check the same functions on arbitrary input).

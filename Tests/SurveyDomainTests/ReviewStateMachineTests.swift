@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 
 @Suite struct ReviewStateMachineTests {
     /// The complete table: every (state, action) pair, nil = 1020 InvalidTransition.

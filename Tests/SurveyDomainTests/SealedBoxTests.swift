@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 
 /// AES-256-GCM boxes open only with their key, in their context, unchanged; no two are alike.
 @Suite struct SealedBoxTests {

@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 
 private func errors(_ json: String) throws -> [FieldError] {
     let v = try JSONParser.parse(json)

@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 
 /// A text file is valid UTF-8 without NUL from its first byte to its last, however it is cut.
 @Suite struct TextStreamCheckTests {

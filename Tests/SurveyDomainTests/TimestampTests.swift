@@ -1,5 +1,6 @@
 import Testing
 @testable import SurveyDomain
+@testable import SurveyForms
 
 /// Only real RFC 3339 date-times are accepted, and only years 0001–9999 are rendered.
 @Suite struct TimestampTests {

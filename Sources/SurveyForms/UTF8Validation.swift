@@ -1,7 +1,7 @@
 /// Strict UTF-8 checks shared by the JSON parser and the text-file sniffer.
-enum UTF8Validation {
+public enum UTF8Validation {
     /// Outcome of decoding one sequence that starts with a non-ASCII lead byte.
-    enum Sequence: Equatable {
+    public enum Sequence: Equatable {
         case valid(length: Int)
         /// The bytes so far are a valid start but the buffer ends before the sequence does.
         case truncated
@@ -10,8 +10,8 @@ enum UTF8Validation {
 
     /// Checks the multi-byte sequence starting at `i` (whose lead byte is >= 0x80).
     /// Rejects overlong forms, UTF-16 surrogates (ED A0..BF) and code points above U+10FFFF.
-    @inline(__always)
-    static func sequence(_ p: UnsafeBufferPointer<UInt8>, at i: Int) -> Sequence {
+    @inlinable @inline(__always)
+    public static func sequence(_ p: UnsafeBufferPointer<UInt8>, at i: Int) -> Sequence {
         let lead = p[i]
         let length: Int
         // The allowed range of the second byte depends on the lead byte (RFC 3629 table).
