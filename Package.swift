@@ -55,6 +55,7 @@ let package = Package(
         // SurveySync: Foundation, URLSession and SQLite only, no server module. Apple platforms have
         // SQLite3 and CryptoKit; elsewhere the Debian libraries through the same system targets.
         .target(name: "SurveySync", dependencies: [
+            "SurveyForms",
             .target(name: "CSQLite", condition: .when(platforms: [.linux])),
             .target(name: "CCrypto", condition: .when(platforms: [.linux])),
         ]),

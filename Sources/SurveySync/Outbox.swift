@@ -1,4 +1,5 @@
 import Foundation
+import SurveyForms
 import Synchronization
 
 /// The durable outbox on the device. Every capture is committed to SQLite before the call returns:
