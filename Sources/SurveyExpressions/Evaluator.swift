@@ -1,4 +1,4 @@
-/// Walks a parsed tree once for one context, counting its work against
+/// Runs a compiled expression (`Program`) once for one context, counting its work against
 /// `ExpressionLimits.maxEvaluationSteps`. Operators follow XPath 1.0 section 3.4, with the
 /// equality tolerance of JavaRosa (XPathEqExpr) and the ODK specification's dates.
 struct Evaluator {
@@ -19,73 +19,84 @@ struct Evaluator {
         }
     }
 
-    /// One node. Kept to a dispatch that binds little: nested expressions recurse through
-    /// here, and in an unoptimized build every value a case binds takes stack space in this
-    /// frame, so the work of each compound node is in a function of its own.
-    mutating func evaluate(_ node: Node) throws(ExpressionError) -> Value {
-        try charge(1)
-        switch node {
-        case .literal(let value):
-            return value
-        case .reference(let name):
-            return context.reference(name)
-        case .field(let name):
-            return context.field(name)
-        case .current:
-            return context.current
-        case .parent:
-            // Only position(..) holds it, and position does not look at its argument.
-            return .string("")
-        case .negate, .or, .and, .chain:
-            return try operation(node)
-        case .call, .regex:
-            return try invocation(node)
-        }
-    }
-
-    private mutating func operation(_ node: Node) throws(ExpressionError) -> Value {
-        switch node {
-        case .negate(let operand):
-            return .number(-(try number(evaluate(operand))))
-        case .or(let items):
-            return try logical(items, or: true)
-        case .and(let items):
-            return try logical(items, or: false)
-        case .chain(let first, let links):
-            var left = try evaluate(first)
-            for link in links {
-                let right = try evaluate(link.operand)
-                left = try apply(link.op, left, right)
+    /// Runs a compiled expression: one instruction a step, the values on a stack.
+    mutating func run(_ program: Program) throws(ExpressionError) -> Value {
+        var stack: [Value] = []
+        stack.reserveCapacity(8)
+        let code = program.code
+        var pc = 0
+        while pc < code.count {
+            try charge(1)
+            switch code[pc] {
+            case .push(let value):
+                stack.append(value)
+            case .reference(let slot):
+                if let source = context.source {
+                    stack.append(source.value(ofReference: slot))
+                } else {
+                    stack.append(program.references.indices.contains(slot) ? context.reference(program.references[slot]) : .string(""))
+                }
+            case .field(let index):
+                stack.append(program.fields.indices.contains(index) ? context.field(program.fields[index]) : .string(""))
+            case .current:
+                stack.append(context.current)
+            case .negate:
+                let operand = Self.pop(&stack)
+                stack.append(.number(-(try number(operand))))
+            case .binary(let op):
+                let right = Self.pop(&stack)
+                let left = Self.pop(&stack)
+                stack.append(try apply(op, left, right))
+            case .shortCircuit(let or, let target):
+                if Self.pop(&stack).asBoolean == or {
+                    stack.append(.boolean(or))
+                    pc = target
+                    continue
+                }
+            case .toBoolean:
+                stack.append(.boolean(Self.pop(&stack).asBoolean))
+            case .jumpUnless(let target):
+                if !Self.pop(&stack).asBoolean {
+                    pc = target
+                    continue
+                }
+            case .jump(let target):
+                pc = target
+                continue
+            case .keepUnlessEmpty(let target):
+                // JavaRosa XPathFuncExpr.isNull: the empty string and NaN are skipped.
+                let first = Self.pop(&stack)
+                if !first.isNull {
+                    stack.append(first)
+                    pc = target
+                    continue
+                }
+            case .call(let function, let count, let at):
+                offset = at
+                let given = Swift.min(count, 3)
+                let c = given > 2 ? Self.pop(&stack) : .string("")
+                let b = given > 1 ? Self.pop(&stack) : .string("")
+                let a = given > 0 ? Self.pop(&stack) : .string("")
+                stack.append(try call(function, a, b, c, count: count))
+            case .variadic(let function, let count, let at):
+                offset = at
+                let from = Swift.max(0, stack.count - count)
+                let result = try variadic(function, stack[from...])
+                stack.removeSubrange(from...)
+                stack.append(result)
+            case .regex(let program, let at):
+                offset = at
+                let text = Self.pop(&stack).asString
+                stack.append(.boolean(try match(program, text)))
             }
-            return left
-        default:
-            return .string("")
+            pc += 1
         }
+        return stack.last ?? .string("")
     }
 
-    /// `or` stops at the first true item, `and` at the first false one.
-    private mutating func logical(_ items: [Node], or: Bool) throws(ExpressionError) -> Value {
-        for item in items {
-            if try evaluate(item).asBoolean == or { return .boolean(or) }
-        }
-        return .boolean(!or)
-    }
-
-    /// A call, with its offset for the errors of limits met inside it.
-    private mutating func invocation(_ node: Node) throws(ExpressionError) -> Value {
-        let outer = offset
-        defer { offset = outer }
-        switch node {
-        case .call(let function, let args, let at):
-            offset = at.value
-            return try call(function, args)
-        case .regex(let subject, _, let program, let at):
-            offset = at.value
-            let text = try evaluate(subject).asString
-            return .boolean(try match(program, text))
-        default:
-            return .string("")
-        }
+    /// The compiler keeps the stack balanced; an empty one reads as the empty string rather than trap.
+    private static func pop(_ stack: inout [Value]) -> Value {
+        stack.popLast() ?? .string("")
     }
 
     // MARK: - Conversions that cost

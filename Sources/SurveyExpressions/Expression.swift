@@ -20,6 +20,7 @@ public struct Expression: Sendable {
     public var dependsOnMoment: Bool { momentCall != nil }
 
     let root: Node
+    let program: Program
     private let momentCall: MomentCall?
 
     private struct MomentCall: Sendable {
@@ -35,6 +36,7 @@ public struct Expression: Sendable {
         }
         var parser = try Parser(scalars: Array(source.unicodeScalars))
         root = try parser.parse()
+        program = Program(root, references: parser.references, fields: parser.fields)
         self.source = source
         references = parser.references
         fields = parser.fields
@@ -49,7 +51,7 @@ public struct Expression: Sendable {
                                   offset: call.offset, kind: .dependsOnMoment)
         }
         var evaluator = Evaluator(context: context)
-        return try evaluator.evaluate(root)
+        return try evaluator.run(program)
     }
 
     /// The expression written back in a canonical form (single spaces, needed parentheses only);

@@ -13,50 +13,23 @@ import ucrt
 /// (XPathFuncExpr) where the specification leaves a case open; a function never throws for a
 /// value it does not like, it answers NaN or the empty string as XPath does.
 extension Evaluator {
-    // The recursion of nested calls goes through `call`, `lazy` and `variadic` only, and they are
-    // kept small: an unoptimized build gives every local of a function its own stack slot, so one
-    // big switch on that path would cost kilobytes per nesting level. Every other function takes
-    // its (at most three) arguments strictly: `call` evaluates them, then `strict` computes
-    // without evaluating anything.
-
-    mutating func call(_ function: Function, _ args: [Node]) throws(ExpressionError) -> Value {
+    /// A function of fixed arity, given its evaluated arguments (`if` and `coalesce` are jumps
+    /// of the program, never called).
+    mutating func call(_ function: Function, _ a: Value, _ b: Value, _ c: Value, count: Int) throws(ExpressionError) -> Value {
         switch function {
-        case .if, .coalesce:
-            return try lazy(function, args)
-        case .concat, .join, .min, .max:
-            return try variadic(function, args)
         case .today, .now, .random, .uuid, .once:
             // Expression.evaluate refuses these before evaluating anything.
             throw ExpressionError("\(function.name)() depends on the moment and the device", offset: offset, kind: .dependsOnMoment)
         default:
-            // Arity was checked at parse time; a missing argument still reads as "".
-            let a = args.count > 0 ? try evaluate(args[0]) : Value.string("")
-            let b = args.count > 1 ? try evaluate(args[1]) : Value.string("")
-            let c = args.count > 2 ? try evaluate(args[2]) : Value.string("")
-            return try strict(function, a, b, c, count: args.count)
+            return try strict(function, a, b, c, count: count)
         }
-    }
-
-    /// if() and coalesce(): the argument not needed is not evaluated.
-    @inline(never)
-    private mutating func lazy(_ function: Function, _ args: [Node]) throws(ExpressionError) -> Value {
-        guard args.count >= 2 else { return .string("") }
-        let first = try evaluate(args[0])
-        if function == .coalesce {
-            // JavaRosa XPathFuncExpr.isNull: the empty string and NaN are skipped.
-            return first.isNull ? try evaluate(args[1]) : first
-        }
-        if first.asBoolean { return try evaluate(args[1]) }
-        return args.count > 2 ? try evaluate(args[2]) : .string("")
     }
 
     /// concat, join, min, max: any number of arguments, node-sets taken item by item.
-    @inline(never)
-    private mutating func variadic(_ function: Function, _ args: [Node]) throws(ExpressionError) -> Value {
+    mutating func variadic(_ function: Function, _ args: ArraySlice<Value>) throws(ExpressionError) -> Value {
         var joined = Joined(separator: nil)
         var best = Double.nan
-        for (i, node) in args.enumerated() {
-            let value = try evaluate(node)
+        for (i, value) in args.enumerated() {
             if function == .join && i == 0 {
                 joined.separator = value.asString
             } else if function == .concat || function == .join {

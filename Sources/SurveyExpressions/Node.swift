@@ -5,8 +5,9 @@
 indirect enum Node: Sendable, Equatable {
     /// A string or number literal.
     case literal(Value)
-    /// `${id}`
-    case reference(String)
+    /// `${id}`, with its slot: the name's index in the expression's `references`, so that a
+    /// caller resolves it once per expression instead of by name on every evaluation.
+    case reference(String, slot: Int)
     /// A bare name: a column of the choice in a `choiceFilter`.
     case field(String)
     /// `.`
@@ -82,7 +83,7 @@ indirect enum Node: Sendable, Equatable {
             let s = v.asString
             let quote = s.unicodeScalars.contains("'") ? "\"" : "'"
             out += quote + s + quote
-        case .reference(let name):
+        case .reference(let name, _):
             out += "${" + name + "}"
         case .field(let name):
             out += name

@@ -13,7 +13,8 @@ struct Parser {
     // What the expression names and uses, collected on the way.
     private(set) var references: [String] = []
     private(set) var fields: [String] = []
-    private var seenReferences: Set<String> = []
+    /// Each name's slot: its index in `references`.
+    private var seenReferences: [String: Int] = [:]
     private var seenFields: Set<String> = []
     private(set) var usesCurrent = false
     private(set) var usesPosition = false
@@ -174,8 +175,10 @@ struct Parser {
         case .string(let s):
             return .literal(.string(s))
         case .reference(let name):
-            if seenReferences.insert(name).inserted { references.append(name) }
-            return .reference(name)
+            if let slot = seenReferences[name] { return .reference(name, slot: slot) }
+            seenReferences[name] = references.count
+            references.append(name)
+            return .reference(name, slot: references.count - 1)
         case .dot:
             usesCurrent = true
             return .current

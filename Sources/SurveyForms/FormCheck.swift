@@ -9,7 +9,7 @@ import SurveyExpressions
 /// depends on the moment or the device (`today()`, `now()`, …) is not evaluated: such a
 /// relevance allows the answer present or absent, such a `required` or `constraint` is not
 /// enforced.
-final class FormCheck {
+final class FormCheck: ReferenceSource {
     private let structure: FormStructure
     private let answers: JSONValue
     private let root: [String: JSONValue]
@@ -21,6 +21,14 @@ final class FormCheck {
     private var relevanceDeeper: [[[Int]: Relevance]]
     /// Every instance of a repeat (its path and its answers), by the repeat's entry.
     private var instanceCache: [Int: [([Int], [String: JSONValue])]] = [:]
+    /// Answers as the language sees them, once read: outside repeats by entry, inside one
+    /// repeat by entry and instance. A form reads the same few answers many times.
+    private var valueTop: [Value?]
+    private var valueInOne: [[Value?]]
+    /// Where the expression being evaluated is: its entry, instance path and bound references.
+    private var evaluatingEntry = 0
+    private var evaluatingPath: [Int] = []
+    private var evaluatingTargets: [Int] = []
 
     enum Relevance { case yes, no, unknown }
 
@@ -32,6 +40,8 @@ final class FormCheck {
         relevanceTop = Array(repeating: .yes, count: n)
         relevanceInOne = Array(repeating: [], count: n)
         relevanceDeeper = Array(repeating: [:], count: n)
+        valueTop = Array(repeating: nil, count: n)
+        valueInOne = Array(repeating: [], count: n)
     }
 
     func run() -> AnswerCheck {
@@ -79,7 +89,11 @@ final class FormCheck {
             if entry.repeats.isEmpty {
                 setRelevance(e, [], relevanceAt(entry, e, []))
             } else {
-                for (path, _) in instances(of: entry.repeats) { setRelevance(e, path, relevanceAt(entry, e, path)) }
+                let all = instances(of: entry.repeats)
+                if entry.repeats.count == 1, let last = all.last?.0.first {
+                    relevanceInOne[e] = Array(repeating: .yes, count: last + 1)
+                }
+                for (path, _) in all { setRelevance(e, path, relevanceAt(entry, e, path)) }
             }
         }
     }
@@ -90,7 +104,7 @@ final class FormCheck {
             let p = structure.entries[parent]
             // A repeat's children sit in one of its instances: that instance exists, so only the
             // repeat's own relevance (outside it) counts.
-            r = relevanceOf(parent, Array(path.prefix(p.repeats.count)))
+            r = relevanceOf(parent, path, depth: p.repeats.count)
         }
         if r != .no, let logic = entry.relevant {
             switch evaluate(logic, at: e, path: path) {
@@ -113,10 +127,15 @@ final class FormCheck {
     }
 
     private func relevanceOf(_ e: Int, _ path: [Int]) -> Relevance {
-        switch path.count {
+        relevanceOf(e, path, depth: path.count)
+    }
+
+    /// The relevance of entry `e` in the instance named by the first `depth` indices of `path`.
+    private func relevanceOf(_ e: Int, _ path: [Int], depth: Int) -> Relevance {
+        switch depth {
         case 0: return relevanceTop[e]
         case 1: return relevanceInOne[e].indices.contains(path[0]) ? relevanceInOne[e][path[0]] : .yes
-        default: return relevanceDeeper[e][path] ?? .yes
+        default: return relevanceDeeper[e][Array(path.prefix(depth))] ?? .yes
         }
     }
 
@@ -161,19 +180,28 @@ final class FormCheck {
 
     /// Evaluates `logic` of entry `e` at `path`; nil when it depends on the moment, and false
     /// (an empty string) when it fails to evaluate within its bounds.
-    private func evaluate(_ logic: Logic, at e: Int, path: [Int], current: Value = .string(""),
+    private func evaluate(_ logic: FormStructure.BoundLogic, at e: Int, path: [Int], current: Value = .string(""),
                           field: @escaping (String) -> Value = { _ in .string("") }) -> Value? {
         if logic.dependsOnMoment { return nil }
-        let context = EvaluationContext(reference: { [unowned self] name in self.reference(name, from: e, path: path) },
-                                        current: current, field: field, position: (path.last ?? -1) + 1)
+        // No evaluation starts inside another: relevance is computed beforehand, and a
+        // reference only reads answers.
+        evaluatingEntry = e
+        evaluatingPath = path
+        evaluatingTargets = logic.targets
+        let context = EvaluationContext(source: self, current: current, field: field, position: (path.last ?? -1) + 1)
         return (try? logic.expression.evaluate(context)) ?? .string("")
     }
 
-    /// `${name}` as seen from entry `from` at `path`: the answer in the same (or an enclosing)
+    func value(ofReference slot: Int) -> Value {
+        guard evaluatingTargets.indices.contains(slot) else { return .string("") }
+        return reference(evaluatingTargets[slot], from: evaluatingEntry, path: evaluatingPath)
+    }
+
+    /// Entry `target` as seen from entry `from` at `path`: the answer in the same (or an enclosing)
     /// instance, or the list of answers of every instance of a repeat that does not enclose it.
     /// A repeat itself stands for the list of its instances (`count(${members})`).
-    private func reference(_ name: String, from: Int, path: [Int]) -> Value {
-        guard let target = structure.indexById[name] else { return .string("") }
+    private func reference(_ target: Int, from: Int, path: [Int]) -> Value {
+        guard structure.entries.indices.contains(target) else { return .string("") }
         let entry = structure.entries[target]
         // The usual case: a question outside repeats, read wherever it is read from.
         if entry.repeats.isEmpty && !entry.isRepeat { return value(target, []) }
@@ -199,6 +227,27 @@ final class FormCheck {
 
     /// The answer to question entry `e` at `path` as the language sees it: empty when absent or not relevant.
     private func value(_ e: Int, _ path: [Int]) -> Value {
+        switch path.count {
+        case 0:
+            if let known = valueTop[e] { return known }
+            let v = readValue(e, path)
+            valueTop[e] = v
+            return v
+        case 1:
+            let i = path[0]
+            if valueInOne[e].indices.contains(i), let known = valueInOne[e][i] { return known }
+            let v = readValue(e, path)
+            if valueInOne[e].count <= i { valueInOne[e] += Array(repeating: nil, count: max(8, i + 1 - valueInOne[e].count)) }
+            valueInOne[e][i] = v
+            return v
+        default:
+            return readValue(e, path)
+        }
+    }
+
+    /// Read only once a target's relevance is final: relevance is computed in an order that puts
+    /// each node after what its `relevant` reads, and the other logic runs after all of it.
+    private func readValue(_ e: Int, _ path: [Int]) -> Value {
         let entry = structure.entries[e]
         guard let type = entry.type, relevanceOf(e, path) != .no else { return .string("") }
         let answer = entry.repeats.isEmpty ? root[entry.id] : object(entry.repeats, path)?[entry.id]
@@ -308,22 +357,21 @@ final class FormCheck {
     private func problem(_ entry: FormStructure.Entry, _ e: Int, _ answer: JSONValue, _ path: [Int]) -> String? {
         let relevant = relevanceOf(e, path)
         if relevant == .no { return answer.isNull ? nil : "not relevant" }
-        guard let q = entry.question, let type = entry.type else { return nil }
-        let logic = entry.logic
-        var required = q.required
-        if let when = logic.requiredWhen {
+        guard let type = entry.type else { return nil }
+        var required = entry.required
+        if let when = entry.requiredWhen {
             // Not enforced when it depends on the moment.
             required = evaluate(when, at: e, path: path)?.asBoolean ?? false
         }
         if answer.isNull { return required ? "required" : nil }
-        if let constraint = logic.constraint,
+        if let constraint = entry.constraint,
            let v = evaluate(constraint, at: e, path: path, current: Self.value(of: answer, type: type)), !v.asBoolean {
-            if let message = logic.constraintMessage { return message.text(in: structure.defaultLanguage) }
-            return "does not meet the constraint \(constraint.source)"
+            if let message = entry.constraintMessage { return message.text(in: structure.defaultLanguage) }
+            return "does not meet the constraint \(constraint.expression.source)"
         }
-        if let message = q.problem(with: answer, required: required) { return message }
-        if let filter = logic.choiceFilter {
-            let chosen = q.type == .selectOne ? [answer.stringValue ?? ""] : (answer.arrayValue ?? []).compactMap(\.stringValue)
+        if let message = entry.question?.problem(with: answer, required: required) { return message }
+        if let filter = entry.choiceFilter, let q = entry.question {
+            let chosen = type == .selectOne ? [answer.stringValue ?? ""] : (answer.arrayValue ?? []).compactMap(\.stringValue)
             for name in chosen {
                 guard let choice = q.options.first(where: { $0.name == name }) else { continue }
                 let field: (String) -> Value = { column in
@@ -340,7 +388,7 @@ final class FormCheck {
     private func countProblem(_ counts: RepeatCounts, _ n: Int, _ e: Int, _ path: [Int]) -> String? {
         if let min = counts.minCount, n < min { return "needs at least \(min) instance\(min == 1 ? "" : "s"), has \(n)" }
         if let max = counts.maxCount, n > max { return "takes at most \(max) instance\(max == 1 ? "" : "s"), has \(n)" }
-        if let logic = counts.repeatCount, let v = evaluate(logic, at: e, path: path) {
+        if let logic = structure.entries[e].repeatCount, let v = evaluate(logic, at: e, path: path) {
             let expected = v.asNumber
             if expected.isFinite, expected >= 0, expected < 1e9, Int(expected) != n {
                 return "must have \(Int(expected)) instances (its repeat count), has \(n)"

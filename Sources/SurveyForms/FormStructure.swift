@@ -17,28 +17,56 @@ struct FormStructure: Sendable, Equatable {
         /// Where it is in the definition (`definition.questions[2].children[0]`).
         let path: String
         let isRepeat: Bool
-        let relevant: Logic?
         let question: Question?
-        /// The question's type and logic, read on every check without copying the question.
+        /// The question's type and required flag, read on every check without copying the question.
         let type: QuestionType?
-        let logic: QuestionLogic
+        let required: Bool
         let counts: RepeatCounts?
+        /// The node's logic with its references bound to entries.
+        let relevant: BoundLogic?
+        let requiredWhen: BoundLogic?
+        let constraint: BoundLogic?
+        let choiceFilter: BoundLogic?
+        let repeatCount: BoundLogic?
+        let constraintMessage: LocalizedText?
 
-        init(node: FormNode, parent: Int?, repeats: [Int], path: String) {
+        init(node: FormNode, parent: Int?, repeats: [Int], path: String, indexById: [String: Int]) {
             self.node = node
             id = node.id
             self.parent = parent
             self.repeats = repeats
             self.path = path
             isRepeat = node.isRepeat
-            relevant = node.relevant
             question = node.question
             type = node.question?.type
-            logic = node.question?.logic ?? .none
+            required = node.question?.required ?? false
             if case .repeat(let c) = node.kind { counts = c } else { counts = nil }
+            let logic = node.question?.logic ?? .none
+            func bind(_ l: Logic?) -> BoundLogic? { l.map { BoundLogic($0, indexById: indexById) } }
+            relevant = bind(node.relevant)
+            requiredWhen = bind(logic.requiredWhen)
+            constraint = bind(logic.constraint)
+            choiceFilter = bind(logic.choiceFilter)
+            repeatCount = bind(counts?.repeatCount)
+            constraintMessage = logic.constraintMessage
         }
 
         static func == (a: Entry, b: Entry) -> Bool { a.node == b.node && a.parent == b.parent && a.path == b.path }
+    }
+
+    /// An expression of the form with each of its references (by slot, see `Expression.references`)
+    /// bound to the entry it names, so that a check never looks a name up.
+    final class BoundLogic: Sendable {
+        let expression: Expression
+        /// The entry of each reference slot; -1 for a name no node has (such a definition is refused).
+        let targets: [Int]
+        let dependsOnMoment: Bool
+
+        init(_ logic: Logic, indexById: [String: Int]) {
+            expression = logic.expression
+            targets = logic.expression.references.map { indexById[$0] ?? -1 }
+            dependsOnMoment = logic.dependsOnMoment
+        }
     }
 
     let entries: [Entry]
@@ -54,19 +82,20 @@ struct FormStructure: Sendable, Equatable {
     static func == (a: FormStructure, b: FormStructure) -> Bool { a.entries == b.entries }
 
     static func build(_ nodes: [FormNode], path: String, defaultLanguage: String?) -> (structure: FormStructure?, errors: [FieldError]) {
-        var entries: [Entry] = []
         // Iterative walk in document order: (node, parent, repeats, path).
+        var placed: [(node: FormNode, parent: Int?, repeats: [Int], path: String)] = []
         var stack: [(FormNode, Int?, [Int], String)] = nodes.enumerated().reversed().map { ($1, nil, [], "\(path).questions[\($0)]") }
         while let (node, parent, repeats, nodePath) = stack.popLast() {
-            let index = entries.count
-            entries.append(Entry(node: node, parent: parent, repeats: repeats, path: nodePath))
+            let index = placed.count
+            placed.append((node, parent, repeats, nodePath))
             let inner = node.isRepeat ? repeats + [index] : repeats
             for (j, child) in node.children.enumerated().reversed() {
                 stack.append((child, index, inner, "\(nodePath).children[\(j)]"))
             }
         }
         var indexById: [String: Int] = [:]
-        for (i, e) in entries.enumerated() { indexById[e.id] = i }
+        for (i, p) in placed.enumerated() { indexById[p.node.id] = i }
+        let entries = placed.map { Entry(node: $0.node, parent: $0.parent, repeats: $0.repeats, path: $0.path, indexById: indexById) }
 
         var errors: [FieldError] = []
         // What each node's evaluation waits for: its relevance reads `relevant`'s references;

@@ -19,7 +19,25 @@ let parsed = try JSONParser.parse(body)
 guard case .object(let members) = parsed, let answers = members["answers"] else { fatalError("fixture is not a submission") }
 let encodedAnswers = CanonicalJSON.encode(answers)
 
+// The two forms of Benchmarks/forms.sh (written by fixtures/make_forms.py into $FORMS).
+let forms = ProcessInfo.processInfo.environment["FORMS"] ?? "/tmp/surveyd-bench/micro-forms"
+func form(_ name: String) throws -> (definition: SurveyDefinition, body: [UInt8], answers: JSONValue) {
+    guard let d = try? String(contentsOfFile: "\(forms)/\(name).json", encoding: .utf8),
+          let a = try? String(contentsOfFile: "\(forms)/\(name)-answers.json", encoding: .utf8) else {
+        fatalError("cannot read \(forms)/\(name).json (python3 Benchmarks/fixtures/make_forms.py \(forms))")
+    }
+    let body = Array(("{\"answers\":" + a + "}").utf8)
+    return (try SurveyDefinition.parse(try JSONParser.parse(Array(d.utf8))), body, try JSONParser.parse(Array(a.utf8)))
+}
+let roster = try form("roster"), flat = try form("flat")
+
 let operations: [String: () throws -> Int] = [
+    "roster-validate": { roster.definition.validate(answers: roster.answers).errors.count },
+    "flat-validate": { flat.definition.validate(answers: flat.answers).errors.count },
+    "roster-parse": { if case .object(let o) = try JSONParser.parse(roster.body) { return o.count }; return 0 },
+    "flat-parse": { if case .object(let o) = try JSONParser.parse(flat.body) { return o.count }; return 0 },
+    "roster-canonical": { CanonicalJSON.encode(roster.answers).count },
+    "flat-canonical": { CanonicalJSON.encode(flat.answers).count },
     "parse": { if case .object(let o) = try JSONParser.parse(body) { return o.count }; return 0 },
     "validate": { definition.validate(answers: answers).errors.count },
     "canonical": { CanonicalJSON.encode(answers).count },

@@ -1,0 +1,128 @@
+/// An expression compiled once, at parse time, into postfix instructions over a value stack, so
+/// that each evaluation is one loop: no recursion, and no walk over the tree's boxes (whose
+/// retains and releases were most of an evaluation's cost). `and`, `or`, `if()` and `coalesce()`
+/// jump over what they do not need, exactly as the tree is read lazily.
+struct Program: Sendable {
+    enum Instruction: Sendable {
+        case push(Value)
+        /// `${name}` by slot (its index in the expression's references).
+        case reference(Int)
+        /// A bare name: a column of the choice, by its index in `fields`.
+        case field(Int)
+        case current
+        case negate
+        case binary(Node.BinaryOperator)
+        /// `or` (true) / `and` (false): when the top's truth is this, it becomes that boolean and
+        /// the program goes on at the target; otherwise the top is dropped.
+        case shortCircuit(or: Bool, to: Int)
+        /// The top becomes its truth value (the last item of `and`/`or`).
+        case toBoolean
+        /// Pops a condition; goes on at the target when it is false.
+        case jumpUnless(Int)
+        case jump(Int)
+        /// `coalesce`: when the top is not empty it is the result (go on at the target), else it is dropped.
+        case keepUnlessEmpty(Int)
+        /// A function of fixed arity: pops its (at most three) evaluated arguments; `count` is
+        /// how many were written.
+        case call(Function, count: Int, at: Int)
+        /// concat, join, min, max: pops `count` values.
+        case variadic(Function, count: Int, at: Int)
+        /// `regex(subject, 'literal')`: the pattern compiled at parse time.
+        case regex(RegexProgram, at: Int)
+    }
+
+    let code: [Instruction]
+    let references: [String]
+    let fields: [String]
+
+    init(_ root: Node, references: [String], fields: [String]) {
+        var compiler = Compiler(fields: fields)
+        compiler.emit(root)
+        code = compiler.code
+        self.references = references
+        self.fields = fields
+    }
+
+    /// Node to instructions. Recursive over the tree, whose depth the parser bounds
+    /// (`ExpressionLimits.maxDepth`); wide chains and lists are loops.
+    private struct Compiler {
+        let fieldIndex: [String: Int]
+        var code: [Instruction] = []
+
+        init(fields: [String]) {
+            var index: [String: Int] = [:]
+            for (i, f) in fields.enumerated() where index[f] == nil { index[f] = i }
+            fieldIndex = index
+        }
+
+        mutating func emit(_ node: Node) {
+            switch node {
+            case .literal(let value): code.append(.push(value))
+            case .reference(_, let slot): code.append(.reference(slot))
+            case .field(let name): code.append(fieldIndex[name].map { .field($0) } ?? .push(.string("")))
+            case .current: code.append(.current)
+            // Only position(..) holds it, and position does not look at its argument.
+            case .parent: code.append(.push(.string("")))
+            case .negate(let operand):
+                emit(operand)
+                code.append(.negate)
+            case .or(let items): logical(items, or: true)
+            case .and(let items): logical(items, or: false)
+            case .chain(let first, let links):
+                emit(first)
+                for link in links {
+                    emit(link.operand)
+                    code.append(.binary(link.op))
+                }
+            case .call(let function, let args, let at): call(function, args, at: at.value)
+            case .regex(let subject, _, let program, let at):
+                emit(subject)
+                code.append(.regex(program, at: at.value))
+            }
+        }
+
+        private mutating func logical(_ items: [Node], or: Bool) {
+            var exits: [Int] = []
+            for (i, item) in items.enumerated() {
+                emit(item)
+                if i < items.count - 1 {
+                    exits.append(code.count)
+                    code.append(.shortCircuit(or: or, to: 0))
+                }
+            }
+            code.append(.toBoolean)
+            for at in exits { code[at] = .shortCircuit(or: or, to: code.count) }
+        }
+
+        private mutating func call(_ function: Function, _ args: [Node], at: Int) {
+            switch function {
+            case .if:
+                // Arity is checked at parse time: three arguments.
+                guard args.count >= 2 else { code.append(.push(.string(""))); return }
+                emit(args[0])
+                let test = code.count
+                code.append(.jumpUnless(0))
+                emit(args[1])
+                let skip = code.count
+                code.append(.jump(0))
+                code[test] = .jumpUnless(code.count)
+                if args.count > 2 { emit(args[2]) } else { code.append(.push(.string(""))) }
+                code[skip] = .jump(code.count)
+            case .coalesce:
+                guard args.count >= 2 else { code.append(.push(.string(""))); return }
+                emit(args[0])
+                let keep = code.count
+                code.append(.keepUnlessEmpty(0))
+                emit(args[1])
+                code[keep] = .keepUnlessEmpty(code.count)
+            case .concat, .join, .min, .max:
+                for arg in args { emit(arg) }
+                code.append(.variadic(function, count: args.count, at: at))
+            default:
+                // A missing argument reads as ""; no fixed-arity function takes more than three.
+                for arg in args.prefix(3) { emit(arg) }
+                code.append(.call(function, count: args.count, at: at))
+            }
+        }
+    }
+}
