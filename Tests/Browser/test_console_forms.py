@@ -26,7 +26,7 @@ import urllib.parse
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_console import (By, Server, browser, button, click_and_load, open_response, page_text,  # noqa: E402
-                          path_of, run_tests, sign_in_token, wait_loaded)
+                          run_tests, sign_in_token, wait_loaded)
 from test_console_admin import new_survey, submission, submit_raw  # noqa: E402
 
 EN, ES = "English (en)", "Español (es)"
@@ -328,6 +328,20 @@ def test_roster_survey_page_structure_and_logic():
     assert "${consent} = 'yes'" in [c.text for c in household.find_elements(By.CSS_SELECTOR, ":scope > ul.logic code")]
     labels = [e.text for e in household.find_elements(By.CSS_SELECTOR, ".node-label")]
     assert labels[:4] == ["Household", "Household code on the door", "Interview started", "How many people live here?"], labels
+
+    # A newer version's tree is open; an older one's is folded, there to unfold.
+    newer = dict(ROSTER, questions=ROSTER["questions"][1:])
+    srv.api("POST", f"/surveys/{r['survey']}/versions", srv["ADMIN"], {"definition": newer}, expect=(201,))
+    d.refresh()
+    wait_loaded(d)
+    latest = d.find_element(By.XPATH, "//section[h2[normalize-space()='Version 2']]")
+    assert latest.find_element(By.TAG_NAME, "h3").text == "Structure and logic" and not latest.find_elements(By.TAG_NAME, "details")
+    assert "welcome" not in [e.text for e in latest.find_elements(By.CSS_SELECTOR, ".node-head .mono")]
+    older = d.find_element(By.XPATH, "//section[h2[normalize-space()='Version 1']]")
+    folded = older.find_element(By.CSS_SELECTOR, "details.outline")
+    assert folded.get_attribute("open") is None and not older.find_element(By.CSS_SELECTOR, "ol.outline").is_displayed()
+    folded.find_element(By.TAG_NAME, "summary").click()
+    assert older.find_element(By.CSS_SELECTOR, "ol.outline").is_displayed() and "Thank you for your time" in older.text
 
     # The demo's version-1 survey keeps its table of questions.
     d.get(f"{srv.base}/console/orgs/{srv['ORG']}/surveys/{srv.survey_id()}")
