@@ -6,7 +6,7 @@
 #                                             # Tests/Browser/test_console_admin.py (admin and operator pages, about 45 s)
 #                                             # and Tests/Browser/test_console_forms.py (forms with groups, repeats and
 #                                             # languages, about 15 s)
-#   scripts/browser_tests.sh -k bulk          # only the tests (of either file) whose name contains "bulk"
+#   scripts/browser_tests.sh -k bulk          # only the tests (of any file) whose name contains "bulk"
 #   scripts/browser_tests.sh --screenshots    # regenerate every Docs/console/*.png instead
 #
 # Environment: SURVEYD_BIN (default .build/debug/surveyd, relative to the repository) is the
