@@ -14,8 +14,8 @@ the tests that do not change the organization; the expired-subscription test has
 On a failure the page's screenshot and HTML are kept in .build/browser-artifacts/. The last
 line is "N passed, N failed"; the exit status is 1 when any test failed.
 
-The helpers here (Server, browser, sign-in, submit ... and run_tests, the runner) are also used
-by test_console_admin.py, test_console_forms.py and scripts/console_screenshots.py.
+What is defined here (Server, browser, sign-in, submit ... and run_tests, the runner) is also
+used by test_console_admin.py, test_console_forms.py and scripts/console_screenshots.py.
 """
 import http.client
 import json

@@ -14,8 +14,8 @@ numbered instances, nested ones inside theirs, non-relevant questions left out, 
 switch and the language kept through a review step) and the survey page (the tree with each
 node's type and logic), and that labels of a form are shown as text, never as markup.
 
-It reuses test_console.py's helpers (Server, browser, sign-in ...) and runner, and
-test_console_admin.py's survey and submission helpers. scripts/console_screenshots.py uses
+It reuses test_console.py's Server, browser, sign-in and runner, and test_console_admin.py's
+functions that publish a survey and sync a response. scripts/console_screenshots.py uses
 ROSTER and the answers below for Docs/console/response-roster-*.png and survey-roster-*.png.
 """
 import os
