@@ -2,9 +2,11 @@
 # Browser tests of the web console (/console/) in a real headless Chromium, via Selenium.
 #
 # Usage (from anywhere; needs the already built server, it never builds):
-#   scripts/browser_tests.sh                  # run Tests/Browser/test_console.py (the review desk, about 30 s)
-#                                             # and Tests/Browser/test_console_admin.py (admin and operator pages, about 45 s)
-#   scripts/browser_tests.sh -k bulk          # only the tests (of either file) whose name contains "bulk"
+#   scripts/browser_tests.sh                  # run Tests/Browser/test_console.py (the review desk, about 30 s),
+#                                             # Tests/Browser/test_console_admin.py (admin and operator pages, about 45 s)
+#                                             # and Tests/Browser/test_console_forms.py (forms with groups, repeats and
+#                                             # languages, about 15 s)
+#   scripts/browser_tests.sh -k bulk          # only the tests (of any file) whose name contains "bulk"
 #   scripts/browser_tests.sh --screenshots    # regenerate every Docs/console/*.png instead
 #
 # Environment: SURVEYD_BIN (default .build/debug/surveyd, relative to the repository) is the
@@ -13,8 +15,8 @@
 # On a fresh Debian 12 machine it first installs what is missing: the Debian packages chromium
 # and chromium-driver (only when `chromium` / `chromedriver` are not on PATH), python3-venv when
 # python3 cannot make a venv, and a venv at .build/venv-browser with Selenium pinned below.
-# Exits non-zero when anything fails; the test run's last line is "N passed, N failed" over both
-# files (test_console_admin.py's known-bug tests, reported as XFAIL, count as neither).
+# Exits non-zero when anything fails; the test run's last line is "N passed, N failed" over all
+# three files (test_console_admin.py's known-bug tests, reported as XFAIL, count as neither).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -65,14 +67,14 @@ if [ "${1:-}" = "--screenshots" ]; then
   exec "$VENV/bin/python" scripts/console_screenshots.py "$@"
 fi
 
-# Both test files, one after the other; -k WORD goes to the files that have a test of that name.
+# The test files, one after the other; -k WORD goes to the files that have a test of that name.
 word=""
 if [ "${1:-}" = "-k" ]; then
   [ -n "${2:-}" ] || { echo "browser_tests: -k needs a word" >&2; exit 2; }
   word="$2"
 fi
 status=0 passed=0 failed=0 ran=0
-for file in Tests/Browser/test_console.py Tests/Browser/test_console_admin.py; do
+for file in Tests/Browser/test_console.py Tests/Browser/test_console_admin.py Tests/Browser/test_console_forms.py; do
   if [ -n "$word" ] && ! grep -o '^def test_[A-Za-z0-9_]*' "$file" | grep -qF -- "$word"; then
     continue
   fi

@@ -3,15 +3,17 @@
 
     scripts/browser_tests.sh --screenshots      # installs what is missing, then runs this
 
-Writes PAGE-{desktop,phone}.png for the reviewer's pages (sign-in, queue, response), the admin's
-(users, user, surveys, survey, tasks, exports, webhooks, webhook, subscription) and the operator's (orgs): desktop
-is a 1280x900 viewport, phone a 375x812 one (a mobile viewport at device pixel ratio 2); each is
-the whole page, not just the first screen. The response shown has a location, a photo and a
-review comment in its history (returned for correction, resubmitted, in review again); the user
-page shows a new app token with its QR code; the survey page two versions; the tasks page open
-and completed tasks; the operator's page three organizations, one of them expired. For each
-phone page it also prints any element wider than the screen, so a horizontal overflow is seen
-without opening the file.
+Writes PAGE-{desktop,phone}.png for the reviewer's pages (sign-in, queue, response,
+response-roster), the admin's (users, user, surveys, survey, survey-roster, tasks, exports,
+webhooks, webhook, subscription) and the operator's (orgs): desktop is a 1280x900 viewport, phone
+a 375x812 one (a mobile viewport at device pixel ratio 2); each is the whole page, not just the
+first screen. The response shown has a location, a photo and a review comment in its history
+(returned for correction, resubmitted, in review again); the roster's response and survey pages
+show Tests/Browser/test_console_forms.py's household roster (a group, members with their clinic
+visits, two languages); the user page shows a new app token with its QR code; the survey page two
+versions; the tasks page open and completed tasks; the operator's page three organizations, one
+of them expired. For each phone page it also prints any element wider than the screen, so a
+horizontal overflow is seen without opening the file.
 
 Needs Selenium (the venv scripts/browser_tests.sh makes) and SURVEYD_BIN (default
 .build/debug/surveyd).
@@ -23,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from test_console import DESKTOP, PHONE, ROOT, By, Server, browser, click_and_load, quit_browsers, set_viewport, sign_in_token, wait_loaded  # noqa: E402
 from test_console_admin import Receiver, button, demo_user_id, new_survey, submission, submit_raw  # noqa: E402
+from test_console_forms import CONSENTED, publish_roster, sync  # noqa: E402
 
 OUT = os.path.join(ROOT, "Docs", "console")
 
@@ -138,11 +141,15 @@ def main():
     srv = Server()
     try:
         rid = seed(srv)
+        # Before the webhooks exist: the roster's response is no delivery on the webhook page.
+        roster_sid, roster_version = publish_roster(srv)
+        roster_rid = sync(srv, roster_version, CONSENTED, csid="kisumu-roster-0007")
         sid, cole, webhook = seed_admin(srv)
         org = f"{srv.base}/console/orgs/{srv['ORG']}"
         pages = {"queue": f"{org}/surveys/{sid}/responses",
-                 "response": f"{org}/responses/{rid}"}
+                 "response": f"{org}/responses/{rid}", "response-roster": f"{org}/responses/{roster_rid}"}
         admin_pages = {"users": f"{org}/users", "surveys": f"{org}/surveys", "survey": f"{org}/surveys/{sid}",
+                       "survey-roster": f"{org}/surveys/{roster_sid}",
                        "tasks": f"{org}/tasks", "exports": f"{org}/surveys/{sid}/exports", "subscription": f"{org}/subscription",
                        "webhooks": f"{org}/webhooks", "webhook": f"{org}/webhooks/{webhook}"}
         for kind, size, mobile, scale in (("desktop", DESKTOP, False, 1), ("phone", PHONE, True, 2)):
@@ -156,6 +163,9 @@ def main():
             d.get(pages["response"])
             assert d.find_elements(By.CSS_SELECTOR, ".history blockquote") and d.find_elements(By.CSS_SELECTOR, "img.photo")
             shoot(d, size, mobile, scale, f"response-{kind}")
+            d.get(pages["response-roster"])
+            assert d.find_elements(By.CSS_SELECTOR, "section.instance section.instance"), "the roster shows no nested instance"
+            shoot(d, size, mobile, scale, f"response-roster-{kind}")
             d.delete_all_cookies()
 
             sign_in_token(d, srv, srv["ADMIN"])

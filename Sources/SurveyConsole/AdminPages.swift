@@ -214,26 +214,40 @@ struct AdminPages: Sendable {
         var f = frame
         f.title = survey.title
         let base = "/console/orgs/\(orgId)/surveys/\(surveyId)"
-        let shown: [[String: TemplateValue]] = try versions.sorted { $0.number > $1.number }.map { version in
+        let newestFirst = versions.sorted { $0.number > $1.number }
+        let shown: [[String: TemplateValue]] = try newestFirst.map { version in
             let definition = try operations.definitions.definition(of: version)
-            return ["number": .text(String(version.number)), "created": .text(Pages.time(version.createdAt)), "versionId": .text(version.surveyVersionId),
-                    "contentHash": .text(version.contentHash),
-                    "questions": .list(definition.questions.map { q in
-                        var rules: [String] = []
-                        if !q.choices.isEmpty { rules.append(q.choices.joined(separator: ", ")) }
-                        if let min = q.minimum { rules.append("from \(CanonicalJSON.number(min))") }
-                        if let max = q.maximum { rules.append("to \(CanonicalJSON.number(max))") }
-                        if let n = q.maxLength { rules.append("at most \(n) characters") }
-                        if !q.accept.isEmpty { rules.append(q.accept.joined(separator: ", ")) }
-                        return ["id": .text(q.id), "label": .text(q.label), "type": .text(q.type.rawValue), "required": .flag(q.required),
-                                "rules": .text(rules.joined(separator: " · "))]
-                    })]
+            var item: [String: TemplateValue] = [
+                "number": .text(String(version.number)), "created": .text(Pages.time(version.createdAt)), "versionId": .text(version.surveyVersionId),
+                "contentHash": .text(version.contentHash), "latest": .flag(version.number == newestFirst.first?.number),
+            ]
+            if FormOutline.isFlat(definition) {
+                item["questions"] = .list(definition.questions.map(Self.questionRow))
+            } else {
+                // Labels in the default language; the other languages are named.
+                let language = LanguageChoice(definition, requested: nil)
+                item["outline"] = .html(FormOutline(definition: definition, language: language, pages: pages).html())
+                item["languages"] = .text(language.languages.map { $0 == language.chosen ? "\($0) (default)" : $0 }.joined(separator: ", "))
+            }
+            return item
         }
         return pages.render("survey", [
             "title": .text(survey.title), "surveysUrl": .text("/console/orgs/\(orgId)/surveys"), "queueUrl": .text(base + "/responses"),
             "exportsUrl": .text(base + "/exports"), "publishUrl": .text(base + "/versions"), "csrf": .text(v.csrf), "versions": .list(shown),
             "gatedOff": gatedOff(f),
         ], frame: f, status: status)
+    }
+
+    /// A question of a flat (version-1) definition as a row of its version's table.
+    private static func questionRow(_ q: Question) -> [String: TemplateValue] {
+        var rules: [String] = []
+        if !q.choices.isEmpty { rules.append(q.choices.joined(separator: ", ")) }
+        if let min = q.minimum { rules.append("from \(CanonicalJSON.number(min))") }
+        if let max = q.maximum { rules.append("to \(CanonicalJSON.number(max))") }
+        if let n = q.maxLength { rules.append("at most \(n) characters") }
+        if !q.accept.isEmpty { rules.append(q.accept.joined(separator: ", ")) }
+        return ["id": .text(q.id), "label": .text(q.label), "type": .text(q.type.rawValue), "required": .flag(q.required),
+                "rules": .text(rules.joined(separator: " · "))]
     }
 
     /// A definition file, published as the survey's next version; a refusal lists each field.

@@ -11,7 +11,7 @@ final class Pages: Sendable {
     init() throws {
         var templates: [String: Template] = [:]
         for name in ["layout", "sign-in", "invitation", "message", "home", "queue", "response", "users", "user", "surveys", "survey",
-                     "tasks", "exports", "subscription", "orgs", "confirm", "secret", "webhooks", "webhook"] {
+                     "tasks", "exports", "subscription", "orgs", "confirm", "secret", "webhooks", "webhook", "answers", "outline-node"] {
             guard let url = Bundle.module.url(forResource: name, withExtension: "html", subdirectory: "Templates") else {
                 throw TemplateError("\(name).html is missing from the bundle")
             }

@@ -170,54 +170,28 @@ struct ReviewDesk: Sendable {
         var frame = console.frame("Response \(r.clientSubmissionId)", v)
         frame.expired = console.expiredNotice(orgId)
         if let done = request.query["done"] { frame.notice = Self.actionLabels.first { $0.0.rawValue == done }.map { "Done: \($0.1)." } }
-        return try responsePage(v, user, r, frame: frame)
+        return try responsePage(v, user, r, lang: request.query["lang"], frame: frame)
     }
 
-    private func responsePage(_ v: Console.Visitor, _ user: UserRecord, _ r: ResponseRecord, frame: Pages.Frame, status: Int = 200,
-                              comment: String = "") throws -> HTTPResponse {
+    /// `lang`: the language asked for (`?lang=`), the form's default when it has no such language.
+    private func responsePage(_ v: Console.Visitor, _ user: UserRecord, _ r: ResponseRecord, lang: String?, frame: Pages.Frame,
+                              status: Int = 200, comment: String = "") throws -> HTTPResponse {
         let orgId = r.orgId
         let survey = try? operations.visibleSurvey(r.surveyId, of: orgId, by: user).0
         let version = try? operations.visibleVersion(r.surveyVersionId, of: orgId, by: user)
         let users = try operations.members(of: orgId, by: user)
         let names = Dictionary(users.map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
         let definition = try version.map { try operations.definitions.definition(of: $0) }
-        let answers = (try? JSONParser.parse(Array(r.answers.utf8)))?.objectValue ?? [:]
-        let shown: [[String: TemplateValue]] = (definition?.questions ?? []).map { q in
-            var item: [String: TemplateValue] = ["id": .text(q.id), "label": .text(q.label)]
-            guard let value = answers[q.id], !value.isNull else { item["missing"] = .text("No answer"); return item }
-            switch q.type {
-            case .selectMultiple:
-                let chosen = value.arrayValue?.compactMap(\.stringValue) ?? []
-                item["hasChoices"] = .flag(true)
-                item["choices"] = .list(chosen.map { ["choice": .text($0)] })
-            case .geopoint:
-                let o = value.objectValue
-                if let lat = o?["lat"]?.doubleValue, let lon = o?["lon"]?.doubleValue {
-                    let accuracy = o?["accuracy"]?.doubleValue.map { " (± \(CanonicalJSON.number($0)) m)" } ?? ""
-                    item["point"] = .text("\(CanonicalJSON.number(lat)), \(CanonicalJSON.number(lon))\(accuracy)")
-                    item["mapUrl"] = .text("https://www.openstreetmap.org/?mlat=\(lat)&mlon=\(lon)#map=17/\(lat)/\(lon)")
-                } else {
-                    item["text"] = .text(CanonicalJSON.string(value))
-                }
-            case .file:
-                let id = value.objectValue?["clientUploadId"]?.stringValue ?? ""
-                if let upload = try? operations.readableUpload(user, orgId: orgId, clientUploadId: id) {
-                    let url = "/console/orgs/\(orgId)/uploads/\(urlEncoded(id))"
-                    if ["image/jpeg", "image/png", "image/gif", "image/webp"].contains(upload.contentType) {
-                        item["image"] = .text(url)
-                        item["alt"] = .text("\(q.label): photo \(id)")
-                    } else {
-                        item["download"] = .text(url)
-                        item["fileName"] = .text("\(id) (\(upload.contentType), \(upload.size) bytes)")
-                    }
-                } else {
-                    item["missing"] = .text("File \(id) has not been uploaded yet")
-                }
-            default:
-                item["text"] = .text(value.stringValue ?? CanonicalJSON.string(value))
-            }
-            return item
+        let answers = (try? JSONParser.parse(Array(r.answers.utf8))) ?? .object([:])
+        let language = LanguageChoice(definition, requested: lang)
+        let layout = definition.map { definition in
+            ResponseLayout(definition: definition, answers: answers, language: language, pages: pages) { id in
+                guard let upload = try? operations.readableUpload(user, orgId: orgId, clientUploadId: id) else { return nil }
+                return (upload, "/console/orgs/\(orgId)/uploads/\(urlEncoded(id))")
+            }.html()
         }
+        let page = "/console/orgs/\(orgId)/responses/\(r.responseId)"
+        let languages = language.links(to: page)
         let history = try operations.reviews.history(orgId: orgId, responseId: r.responseId, by: user).map { a -> [String: TemplateValue] in
             let detail = a.detail.flatMap { try? JSONParser.parse(Array($0.utf8)) }?.objectValue
             let what = Self.historyLabel(a.action, to: detail?["toState"]?.stringValue)
@@ -238,8 +212,9 @@ struct ReviewDesk: Sendable {
             "capturedAt": .text(r.capturedAt.map(Pages.time) ?? ""),
             "version": .text(version.map { "Version \($0.number)" } ?? r.surveyVersionId), "fieldTaskId": .text(r.fieldTaskId ?? ""),
             "surveyTitle": .text(survey?.title ?? "Survey"), "queueUrl": .text("/console/orgs/\(orgId)/surveys/\(r.surveyId)/responses"),
-            "answers": .list(shown), "history": .list(history), "hasActions": .flag(!actions.isEmpty), "actions": .list(actions),
-            "csrf": .text(v.csrf), "reviewUrl": .text("/console/orgs/\(orgId)/responses/\(r.responseId)/review"), "gatedOff": .text(gatedOff),
+            "answers": .html(layout ?? ""), "hasLanguages": .flag(!languages.isEmpty), "languages": .list(languages),
+            "lang": .text(language.isExplicit ? language.chosen ?? "" : ""), "history": .list(history), "hasActions": .flag(!actions.isEmpty), "actions": .list(actions),
+            "csrf": .text(v.csrf), "reviewUrl": .text(page + "/review"), "gatedOff": .text(gatedOff),
             "comment": .text(comment),
         ]
         return pages.render("response", values, frame: frame, status: status)
@@ -268,13 +243,14 @@ struct ReviewDesk: Sendable {
             _ = try operations.reviews.review(orgId: orgId, responseId: responseId, by: user) {
                 ReviewRequest(action: action, expectedRevision: Int(form["expectedRevision"] ?? "") ?? 0, comment: comment.isEmpty ? nil : comment)
             }
-            return Pages.redirect("/console/orgs/\(orgId)/responses/\(responseId)?done=\(urlEncoded(action))")
+            let lang = (form["lang"] ?? "").isEmpty ? "" : "&lang=" + urlEncoded(form["lang"] ?? "")
+            return Pages.redirect("/console/orgs/\(orgId)/responses/\(responseId)?done=\(urlEncoded(action))\(lang)")
         } catch let e as ApiError where [.staleRevision, .invalidTransition, .validationFailed, .subscriptionExpired, .taskAlreadyCompleted].contains(e.code) {
             let current = try operations.visibleResponse(user, orgId: orgId, responseId: responseId)
             var frame = console.frame("Response \(current.clientSubmissionId)", v)
             frame.expired = console.expiredNotice(orgId)
             frame.problem = stepRefusal(e, action: action, by: user, orgId: orgId, responseId: responseId)
-            return try responsePage(v, user, current, frame: frame, status: e.code.httpStatus, comment: comment)
+            return try responsePage(v, user, current, lang: form["lang"], frame: frame, status: e.code.httpStatus, comment: comment)
         }
     }
 

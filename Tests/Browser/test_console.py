@@ -14,8 +14,8 @@ the tests that do not change the organization; the expired-subscription test has
 On a failure the page's screenshot and HTML are kept in .build/browser-artifacts/. The last
 line is "N passed, N failed"; the exit status is 1 when any test failed.
 
-The helpers here (Server, browser, sign-in, submit ...) are also used by
-scripts/console_screenshots.py.
+What is defined here (Server, browser, sign-in, submit ... and run_tests, the runner) is also
+used by test_console_admin.py, test_console_forms.py and scripts/console_screenshots.py.
 """
 import http.client
 import json
@@ -698,11 +698,14 @@ def keep_artifacts(name):
             pass
 
 
-def main(argv):
-    selected = TESTS
+def run_tests(tests, argv, title, finish=()):
+    """Runs `tests` (only those whose name contains WORD with `-k WORD`), each with fresh
+    browsers, keeping a failure's screenshots and HTML; then calls each of `finish`. Prints
+    "N passed, N failed" last; the exit status is 1 when any test failed."""
+    selected = tests
     if "-k" in argv:
         word = argv[argv.index("-k") + 1]
-        selected = [t for t in TESTS if word in t.__name__]
+        selected = [t for t in tests if word in t.__name__]
     passed, failed = [], []
     started = time.time()
     try:
@@ -721,11 +724,20 @@ def main(argv):
             finally:
                 quit_browsers()
     finally:
-        if _shared is not None:
-            _shared.stop()
-    print(f"browser tests: {time.time() - started:.1f} s")
+        for step in finish:
+            step()
+    print(f"{title}: {time.time() - started:.1f} s")
     print(f"{len(passed)} passed, {len(failed)} failed")
     return 1 if failed or not selected else 0
+
+
+def stop_shared_server():
+    if _shared is not None:
+        _shared.stop()
+
+
+def main(argv):
+    return run_tests(TESTS, argv, "browser tests", finish=[stop_shared_server])
 
 
 if __name__ == "__main__":

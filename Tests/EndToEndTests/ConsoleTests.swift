@@ -180,6 +180,34 @@ import Testing
         #expect(page.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=&quot;alert(2)&quot;&gt;"))
     }
 
+    /// A form's own text — a group's and a repeat's heading (joined in Swift, not by a template),
+    /// a question's and a choice's label — is escaped as answers are; what is not relevant is absent.
+    @Test func formLabelsAreShownAsTextAndWhatIsNotRelevantIsLeftOut() throws {
+        let w = try World()
+        let payload = #"<script>alert(1)</script>"#
+        let definition: JSONValue = ["title": "Tree", "defaultLanguage": "en", "questions": [
+            ["id": "go", "type": "select_one", "label": "Go on?", "choices": [["name": "yes", "label": .string("Yes " + payload)], "no"]],
+            ["id": "part", "type": "group", "label": .string("Part " + payload), "relevant": "${go} = 'yes'", "children": [
+                ["id": "items", "type": "repeat", "label": ["en": .string("Item " + payload), "fr": "Objet"], "children": [
+                    ["id": "words", "type": "text", "label": .string("Words " + payload)],
+                ]],
+            ]],
+            ["id": "later", "type": "text", "label": "Later", "relevant": "${go} = 'no'"],
+        ]]
+        let version = try w.f.publishSurvey(reviewRequired: true, definition: definition)
+        let r = try w.f.client.post("/v1/orgs/\(w.f.orgId)/responses", token: w.f.collectorToken,
+                                    ResponseTests.submission("console-tree-1", version, answers: ["go": "yes", "items": [["words": "one"]]]))
+        let rid = try #require(r.json?["responseId"]?.stringValue, "\(r.status) \(r.text)")
+        let page = try w.form("GET", "/console/orgs/\(w.f.orgId)/responses/\(rid)", cookie: try w.signIn())
+        #expect(page.status == 200)
+        #expect(!page.text.contains("<script>"))
+        for shown in ["<h3>Part &lt;script&gt;alert(1)&lt;/script&gt;</h3>", "<h4>Item &lt;script&gt;alert(1)&lt;/script&gt;</h4>",
+                      "<h5>Item &lt;script&gt;alert(1)&lt;/script&gt; 1</h5>", "Words &lt;script&gt;", "Yes &lt;script&gt;"] {
+            #expect(page.text.contains(shown), "\(shown) is not on the page")
+        }
+        #expect(!page.text.contains("Later"))
+    }
+
     /// The server's own refusals under /console are pages; elsewhere they stay problem+json.
     @Test func theServersRefusalsUnderTheConsoleArePages() throws {
         let f = try Fixture()
