@@ -19,44 +19,59 @@ struct Evaluator {
         }
     }
 
-    /// Runs a compiled expression: one instruction a step, the values on a stack.
+    /// Runs a compiled expression: one instruction a step, the values on a stack that lives in
+    /// this call's frame (an evaluation allocates nothing of its own).
     mutating func run(_ program: Program) throws(ExpressionError) -> Value {
-        var stack: [Value] = []
-        stack.reserveCapacity(8)
+        var failure: ExpressionError?
+        let result = withUnsafeTemporaryAllocation(of: Value.self, capacity: Swift.max(1, program.maxStack)) { buffer in
+            var stack = ValueStack(buffer)
+            defer { stack.removeAll() }
+            do throws(ExpressionError) {
+                return try execute(program, on: &stack)
+            } catch {
+                failure = error
+                return Value.string("")
+            }
+        }
+        if let failure { throw failure }
+        return result
+    }
+
+    private mutating func execute(_ program: Program, on stack: inout ValueStack) throws(ExpressionError) -> Value {
         let code = program.code
         var pc = 0
         while pc < code.count {
             try charge(1)
             switch code[pc] {
             case .push(let value):
-                stack.append(value)
+                stack.push(value)
             case .reference(let slot):
                 if let source = context.source {
-                    stack.append(source.value(ofReference: slot))
+                    stack.push(source.value(ofReference: slot))
                 } else {
-                    stack.append(program.references.indices.contains(slot) ? context.reference(program.references[slot]) : .string(""))
+                    stack.push(program.references.indices.contains(slot) ? context.reference(program.references[slot]) : .string(""))
                 }
             case .field(let index):
-                stack.append(program.fields.indices.contains(index) ? context.field(program.fields[index]) : .string(""))
+                stack.push(program.fields.indices.contains(index) ? context.field(program.fields[index]) : .string(""))
             case .current:
-                stack.append(context.current)
+                stack.push(context.current)
             case .negate:
-                let operand = Self.pop(&stack)
-                stack.append(.number(-(try number(operand))))
+                let operand = stack.pop()
+                stack.push(.number(-(try number(operand))))
             case .binary(let op):
-                let right = Self.pop(&stack)
-                let left = Self.pop(&stack)
-                stack.append(try apply(op, left, right))
+                let right = stack.pop()
+                let left = stack.pop()
+                stack.push(try apply(op, left, right))
             case .shortCircuit(let or, let target):
-                if Self.pop(&stack).asBoolean == or {
-                    stack.append(.boolean(or))
+                if stack.pop().asBoolean == or {
+                    stack.push(.boolean(or))
                     pc = target
                     continue
                 }
             case .toBoolean:
-                stack.append(.boolean(Self.pop(&stack).asBoolean))
+                stack.push(.boolean(stack.pop().asBoolean))
             case .jumpUnless(let target):
-                if !Self.pop(&stack).asBoolean {
+                if !stack.pop().asBoolean {
                     pc = target
                     continue
                 }
@@ -65,38 +80,31 @@ struct Evaluator {
                 continue
             case .keepUnlessEmpty(let target):
                 // JavaRosa XPathFuncExpr.isNull: the empty string and NaN are skipped.
-                let first = Self.pop(&stack)
+                let first = stack.pop()
                 if !first.isNull {
-                    stack.append(first)
+                    stack.push(first)
                     pc = target
                     continue
                 }
             case .call(let function, let count, let at):
                 offset = at
                 let given = Swift.min(count, 3)
-                let c = given > 2 ? Self.pop(&stack) : .string("")
-                let b = given > 1 ? Self.pop(&stack) : .string("")
-                let a = given > 0 ? Self.pop(&stack) : .string("")
-                stack.append(try call(function, a, b, c, count: count))
+                let c = given > 2 ? stack.pop() : .string("")
+                let b = given > 1 ? stack.pop() : .string("")
+                let a = given > 0 ? stack.pop() : .string("")
+                stack.push(try call(function, a, b, c, count: count))
             case .variadic(let function, let count, let at):
                 offset = at
-                let from = Swift.max(0, stack.count - count)
-                let result = try variadic(function, stack[from...])
-                stack.removeSubrange(from...)
-                stack.append(result)
+                let args = stack.popLast(count)
+                stack.push(try variadic(function, args[...]))
             case .regex(let program, let at):
                 offset = at
-                let text = Self.pop(&stack).asString
-                stack.append(.boolean(try match(program, text)))
+                let text = stack.pop().asString
+                stack.push(.boolean(try match(program, text)))
             }
             pc += 1
         }
-        return stack.last ?? .string("")
-    }
-
-    /// The compiler keeps the stack balanced; an empty one reads as the empty string rather than trap.
-    private static func pop(_ stack: inout [Value]) -> Value {
-        stack.popLast() ?? .string("")
+        return stack.pop()
     }
 
     // MARK: - Conversions that cost

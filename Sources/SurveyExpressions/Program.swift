@@ -34,11 +34,14 @@ struct Program: Sendable {
     let code: [Instruction]
     let references: [String]
     let fields: [String]
+    /// The most values the stack holds at once, known from the code.
+    let maxStack: Int
 
     init(_ root: Node, references: [String], fields: [String]) {
         var compiler = Compiler(fields: fields)
         compiler.emit(root)
         code = compiler.code
+        maxStack = compiler.maxDepth
         self.references = references
         self.fields = fields
     }
@@ -48,6 +51,9 @@ struct Program: Sendable {
     private struct Compiler {
         let fieldIndex: [String: Int]
         var code: [Instruction] = []
+        /// The stack's depth after the code so far (on the path that falls through), and its most.
+        var depth = 0
+        var maxDepth = 0
 
         init(fields: [String]) {
             var index: [String: Int] = [:]
@@ -55,29 +61,43 @@ struct Program: Sendable {
             fieldIndex = index
         }
 
+        /// Appends an instruction, following the depth of the stack it leaves on the path that
+        /// falls through (a jump's target gets the depth its jump had).
+        private mutating func add(_ instruction: Instruction) {
+            code.append(instruction)
+            switch instruction {
+            case .push, .reference, .field, .current: depth += 1
+            case .negate, .toBoolean, .jump, .regex: break
+            case .binary, .shortCircuit, .jumpUnless, .keepUnlessEmpty: depth -= 1
+            case .call(_, let count, _): depth += 1 - Swift.min(count, 3)
+            case .variadic(_, let count, _): depth += 1 - count
+            }
+            maxDepth = Swift.max(maxDepth, depth)
+        }
+
         mutating func emit(_ node: Node) {
             switch node {
-            case .literal(let value): code.append(.push(value))
-            case .reference(_, let slot): code.append(.reference(slot))
-            case .field(let name): code.append(fieldIndex[name].map { .field($0) } ?? .push(.string("")))
-            case .current: code.append(.current)
+            case .literal(let value): add(.push(value))
+            case .reference(_, let slot): add(.reference(slot))
+            case .field(let name): add(fieldIndex[name].map { .field($0) } ?? .push(.string("")))
+            case .current: add(.current)
             // Only position(..) holds it, and position does not look at its argument.
-            case .parent: code.append(.push(.string("")))
+            case .parent: add(.push(.string("")))
             case .negate(let operand):
                 emit(operand)
-                code.append(.negate)
+                add(.negate)
             case .or(let items): logical(items, or: true)
             case .and(let items): logical(items, or: false)
             case .chain(let first, let links):
                 emit(first)
                 for link in links {
                     emit(link.operand)
-                    code.append(.binary(link.op))
+                    add(.binary(link.op))
                 }
             case .call(let function, let args, let at): call(function, args, at: at.value)
             case .regex(let subject, _, let program, let at):
                 emit(subject)
-                code.append(.regex(program, at: at.value))
+                add(.regex(program, at: at.value))
             }
         }
 
@@ -87,10 +107,10 @@ struct Program: Sendable {
                 emit(item)
                 if i < items.count - 1 {
                     exits.append(code.count)
-                    code.append(.shortCircuit(or: or, to: 0))
+                    add(.shortCircuit(or: or, to: 0))
                 }
             }
-            code.append(.toBoolean)
+            add(.toBoolean)
             for at in exits { code[at] = .shortCircuit(or: or, to: code.count) }
         }
 
@@ -98,30 +118,32 @@ struct Program: Sendable {
             switch function {
             case .if:
                 // Arity is checked at parse time: three arguments.
-                guard args.count >= 2 else { code.append(.push(.string(""))); return }
+                guard args.count >= 2 else { add(.push(.string(""))); return }
                 emit(args[0])
                 let test = code.count
-                code.append(.jumpUnless(0))
+                add(.jumpUnless(0))
                 emit(args[1])
                 let skip = code.count
-                code.append(.jump(0))
+                add(.jump(0))
+                // The other branch starts from the depth before the first one pushed its value.
+                depth -= 1
                 code[test] = .jumpUnless(code.count)
-                if args.count > 2 { emit(args[2]) } else { code.append(.push(.string(""))) }
+                if args.count > 2 { emit(args[2]) } else { add(.push(.string(""))) }
                 code[skip] = .jump(code.count)
             case .coalesce:
-                guard args.count >= 2 else { code.append(.push(.string(""))); return }
+                guard args.count >= 2 else { add(.push(.string(""))); return }
                 emit(args[0])
                 let keep = code.count
-                code.append(.keepUnlessEmpty(0))
+                add(.keepUnlessEmpty(0))
                 emit(args[1])
                 code[keep] = .keepUnlessEmpty(code.count)
             case .concat, .join, .min, .max:
                 for arg in args { emit(arg) }
-                code.append(.variadic(function, count: args.count, at: at))
+                add(.variadic(function, count: args.count, at: at))
             default:
                 // A missing argument reads as ""; no fixed-arity function takes more than three.
                 for arg in args.prefix(3) { emit(arg) }
-                code.append(.call(function, count: args.count, at: at))
+                add(.call(function, count: args.count, at: at))
             }
         }
     }

@@ -21,6 +21,7 @@ final class FormCheck: ReferenceSource {
     private var relevanceDeeper: [[[Int]: Relevance]]
     /// Every instance of a repeat (its path and its answers), by the repeat's entry.
     private var instanceCache: [Int: [([Int], [String: JSONValue])]] = [:]
+    private var pathCache: [Int: [[Int]]] = [:]
     /// Answers as the language sees them, once read: outside repeats by entry, inside one
     /// repeat by entry and instance. A form reads the same few answers many times.
     private var valueTop: [Value?]
@@ -89,11 +90,11 @@ final class FormCheck: ReferenceSource {
             if entry.repeats.isEmpty {
                 setRelevance(e, [], relevanceAt(entry, e, []))
             } else {
-                let all = instances(of: entry.repeats)
-                if entry.repeats.count == 1, let last = all.last?.0.first {
+                let paths = instancePaths(of: entry.repeats)
+                if entry.repeats.count == 1, let last = paths.last?.first {
                     relevanceInOne[e] = Array(repeating: .yes, count: last + 1)
                 }
-                for (path, _) in all { setRelevance(e, path, relevanceAt(entry, e, path)) }
+                for path in paths { setRelevance(e, path, relevanceAt(entry, e, path)) }
             }
         }
     }
@@ -101,10 +102,9 @@ final class FormCheck: ReferenceSource {
     private func relevanceAt(_ entry: FormStructure.Entry, _ e: Int, _ path: [Int]) -> Relevance {
         var r: Relevance = .yes
         if let parent = entry.parent {
-            let p = structure.entries[parent]
             // A repeat's children sit in one of its instances: that instance exists, so only the
             // repeat's own relevance (outside it) counts.
-            r = relevanceOf(parent, path, depth: p.repeats.count)
+            r = relevanceOf(parent, path)
         }
         if r != .no, let logic = entry.relevant {
             switch evaluate(logic, at: e, path: path) {
@@ -126,17 +126,27 @@ final class FormCheck: ReferenceSource {
         }
     }
 
+    /// The relevance of entry `e` in the instance named by (the first indices of) `path`: that
+    /// of its relevance owner, the nearest of itself and its ancestors with a `relevant`.
     private func relevanceOf(_ e: Int, _ path: [Int]) -> Relevance {
-        relevanceOf(e, path, depth: path.count)
+        let owner = structure.relevanceOwner[e]
+        guard owner >= 0 else { return .yes }
+        let depth = structure.depth[owner]
+        guard depth <= path.count else { return .yes }
+        switch depth {
+        case 0: return relevanceTop[owner]
+        case 1: return relevanceInOne[owner].indices.contains(path[0]) ? relevanceInOne[owner][path[0]] : .yes
+        default: return relevanceDeeper[owner][Array(path.prefix(depth))] ?? .yes
+        }
     }
 
-    /// The relevance of entry `e` in the instance named by the first `depth` indices of `path`.
-    private func relevanceOf(_ e: Int, _ path: [Int], depth: Int) -> Relevance {
-        switch depth {
-        case 0: return relevanceTop[e]
-        case 1: return relevanceInOne[e].indices.contains(path[0]) ? relevanceInOne[e][path[0]] : .yes
-        default: return relevanceDeeper[e][Array(path.prefix(depth))] ?? .yes
-        }
+    /// The instance paths of `repeats` (outermost first); `[[]]` outside repeats.
+    private func instancePaths(of repeats: [Int]) -> [[Int]] {
+        guard let innermost = repeats.last else { return [[]] }
+        if let cached = pathCache[innermost] { return cached }
+        let found = instances(of: repeats).map(\.0)
+        pathCache[innermost] = found
+        return found
     }
 
     /// Every instance path of `repeats` (outermost first) with the object holding the answers
@@ -206,12 +216,13 @@ final class FormCheck: ReferenceSource {
         // The usual case: a question outside repeats, read wherever it is read from.
         if entry.repeats.isEmpty && !entry.isRepeat { return value(target, []) }
         let here = structure.entries[from].repeats
-        let isRepeat = structure.entries[target].isRepeat
-        let there = isRepeat ? structure.entries[target].repeats + [target] : structure.entries[target].repeats
+        let isRepeat = entry.isRepeat
+        let there = isRepeat ? entry.repeats + [target] : entry.repeats
         var shared = 0
         while shared < here.count, shared < there.count, here[shared] == there[shared] { shared += 1 }
         if isRepeat && shared == there.count { shared -= 1 }  // from inside the repeat: all its instances
-        let base = Array(path.prefix(shared))
+        // The usual case inside a repeat, a sibling in the same instance, needs no copy of the path.
+        let base = shared == path.count ? path : Array(path.prefix(shared))
         if shared == there.count { return value(target, base) }
         guard let start = object(Array(there.prefix(shared)), base) else { return .nodes([]) }
         var items: [Value] = []

@@ -76,8 +76,13 @@ struct FormStructure: Sendable, Equatable {
     /// Each entry's children, and the top level's, in document order.
     let children: [[Int]]
     let topLevel: [Int]
-    /// Entry indices, each after its parent and after what its `relevant` reads.
+    /// The entries with a `relevant` of their own, each after its ancestors' and after what it reads.
     let relevanceOrder: [Int]
+    /// Whose `relevant` decides an entry's relevance: the nearest of itself and its ancestors
+    /// that has one (-1: none, always relevant). Only those are computed for a check.
+    let relevanceOwner: [Int]
+    /// How many repeats enclose each entry.
+    let depth: [Int]
 
     static func == (a: FormStructure, b: FormStructure) -> Bool { a.entries == b.entries }
 
@@ -124,7 +129,12 @@ struct FormStructure: Sendable, Equatable {
             for (i, e) in entries.enumerated() {
                 if let p = e.parent { children[p].append(i) } else { topLevel.append(i) }
             }
-            return (FormStructure(entries: entries, indexById: indexById, defaultLanguage: defaultLanguage, children: children, topLevel: topLevel, relevanceOrder: order), [])
+            var owner = [Int](repeating: -1, count: entries.count)
+            // Parents come before their children in document order.
+            for (i, e) in entries.enumerated() { owner[i] = e.relevant != nil ? i : (e.parent.map { owner[$0] } ?? -1) }
+            return (FormStructure(entries: entries, indexById: indexById, defaultLanguage: defaultLanguage, children: children, topLevel: topLevel,
+                                  relevanceOrder: order.filter { entries[$0].relevant != nil }, relevanceOwner: owner,
+                                  depth: entries.map(\.repeats.count)), [])
         case .failure(let cycle):
             let names = cycle.map { "${\(entries[$0].id)}" }.joined(separator: " → ")
             return (nil, [FieldError(path: entries[cycle[0]].path, message: "its logic depends on itself: \(names)")])
