@@ -82,36 +82,42 @@ public enum Hex {
 
 public enum Base64 {
     private static let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let urlTable = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    /// Each byte's 6-bit value in either alphabet (`+/` and `-_`), -1 for a byte in neither.
+    private static let values: [Int8] = {
+        var v = [Int8](repeating: -1, count: 256)
+        for (i, c) in table.enumerated() { v[Int(c)] = Int8(i) }
+        v[Int(UInt8(ascii: "-"))] = 62
+        v[Int(UInt8(ascii: "_"))] = 63
+        return v
+    }()
 
     /// Standard base64; `url: true` gives the unpadded URL-safe alphabet used for tokens.
     public static func encode(_ bytes: [UInt8], url: Bool = false) -> String {
+        let alphabet = url ? urlTable : table
         var out = [UInt8]()
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
         var i = 0
         while i < bytes.count {
             let b0 = bytes[i], b1 = i + 1 < bytes.count ? bytes[i + 1] : 0, b2 = i + 2 < bytes.count ? bytes[i + 2] : 0
             let n = Int(b0) << 16 | Int(b1) << 8 | Int(b2)
-            let chars = [n >> 18 & 63, n >> 12 & 63, n >> 6 & 63, n & 63].map { table[$0] }
+            // 2, 3 or 4 characters carry the 1, 2 or 3 bytes left.
             let keep = min(4, (bytes.count - i) + 1)
-            out.append(contentsOf: chars[0..<keep])
+            for k in 0..<keep { out.append(alphabet[n >> (18 - 6 * k) & 63]) }
             if !url { for _ in keep..<4 { out.append(UInt8(ascii: "=")) } }
             i += 3
         }
-        var s = String(decoding: out, as: UTF8.self)
-        if url { s = String(s.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 }) }
-        return s
+        return String(decoding: out, as: UTF8.self)
     }
 
     public static func decode(_ s: String) -> [UInt8]? {
-        var lookup = [Int](repeating: -1, count: 256)
-        for (i, c) in table.enumerated() { lookup[Int(c)] = i }
-        lookup[Int(UInt8(ascii: "-"))] = 62; lookup[Int(UInt8(ascii: "_"))] = 63
         var bits = 0, acc = 0
         var out = [UInt8]()
         for c in s.utf8 {
             if c == UInt8(ascii: "=") { break }
-            let v = lookup[Int(c)]
+            let v = Int(values[Int(c)])
             if v < 0 { return nil }
-            acc = (acc << 6) | v; bits += 6
+            acc = (acc << 6 | v) & 0xFFFFFF; bits += 6
             if bits >= 8 { bits -= 8; out.append(UInt8((acc >> bits) & 0xFF)) }
         }
         return out

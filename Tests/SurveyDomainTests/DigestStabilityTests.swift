@@ -36,3 +36,25 @@ import Testing
         #expect(Digest.sha256Hex(CanonicalJSON.encode(.object(other))) != expected)
     }
 }
+
+/// Base64 as RFC 4648 section 10 spells it, in both alphabets, and read back.
+@Suite struct Base64Tests {
+    @Test func theRFC4648VectorsEncodeAndDecode() {
+        let vectors = ["": "", "f": "Zg==", "fo": "Zm8=", "foo": "Zm9v", "foob": "Zm9vYg==", "fooba": "Zm9vYmE=", "foobar": "Zm9vYmFy"]
+        for (plain, encoded) in vectors {
+            #expect(Base64.encode(Array(plain.utf8)) == encoded)
+            #expect(Base64.encode(Array(plain.utf8), url: true) == encoded.replacingOccurrences(of: "=", with: ""))
+            #expect(Base64.decode(encoded) == Array(plain.utf8))
+        }
+    }
+
+    @Test func theURLAlphabetUsesMinusAndUnderscore() {
+        #expect(Base64.encode([0xFB, 0xFF, 0xBF]) == "+/+/")
+        #expect(Base64.encode([0xFB, 0xFF, 0xBF], url: true) == "-_-_")
+        #expect(Base64.decode("-_-_") == [0xFB, 0xFF, 0xBF])
+        #expect(Base64.decode("a b") == nil)
+        let all = (0..<300).map { UInt8($0 % 256) }
+        #expect(Base64.decode(Base64.encode(all)) == all)
+        #expect(Base64.decode(Base64.encode(all, url: true)) == all)
+    }
+}
