@@ -13,23 +13,25 @@ final class FormCheck: ReferenceSource {
     private let structure: FormStructure
     private let answers: JSONValue
     private let root: [String: JSONValue]
-    private var check = AnswerCheck()
+    // A check is one object used by one thread, never shared: the run-time exclusivity checks
+    // of its state (7 % of a roster form's check) are left out.
+    @exclusivity(unchecked) private var check = AnswerCheck()
     /// Relevance by entry: outside repeats one value, inside one repeat a value per instance,
     /// deeper by instance path (the indices of the enclosing repeats' instances).
-    private var relevanceTop: [Relevance]
-    private var relevanceInOne: [[Relevance]]
-    private var relevanceDeeper: [[[Int]: Relevance]]
+    @exclusivity(unchecked) private var relevanceTop: [Relevance]
+    @exclusivity(unchecked) private var relevanceInOne: [[Relevance]]
+    @exclusivity(unchecked) private var relevanceDeeper: [[[Int]: Relevance]]
     /// Every instance of a repeat (its path and its answers), by the repeat's entry.
-    private var instanceCache: [Int: [([Int], [String: JSONValue])]] = [:]
-    private var pathCache: [Int: [[Int]]] = [:]
+    @exclusivity(unchecked) private var instanceCache: [Int: [([Int], [String: JSONValue])]] = [:]
+    @exclusivity(unchecked) private var pathCache: [Int: [[Int]]] = [:]
     /// Answers as the language sees them, once read: outside repeats by entry, inside one
     /// repeat by entry and instance. A form reads the same few answers many times.
-    private var valueTop: [Value?]
-    private var valueInOne: [[Value?]]
+    @exclusivity(unchecked) private var valueTop: [Value?]
+    @exclusivity(unchecked) private var valueInOne: [[Value?]]
     /// Where the expression being evaluated is: its entry, instance path and bound references.
-    private var evaluatingEntry = 0
-    private var evaluatingPath: [Int] = []
-    private var evaluatingTargets: [Int] = []
+    @exclusivity(unchecked) private var evaluatingEntry = 0
+    @exclusivity(unchecked) private var evaluatingPath: [Int] = []
+    @exclusivity(unchecked) private var evaluatingTargets: [Int] = []
 
     enum Relevance { case yes, no, unknown }
 
