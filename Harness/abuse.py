@@ -736,14 +736,15 @@ def full_disk(checks: Checks, a: argparse.Namespace) -> dict:
             else:
                 refused_sub[csid] = i
         # 2. take the last bytes with a filler file: now the database cannot grow either
+        # (When the uploads left not even room for the filler's directory entry, the disk is full already.)
         filler = os.path.join(mnt, "filler")
-        with open(filler, "wb") as f:
-            try:
+        try:
+            with open(filler, "wb") as f:
                 while True:
                     f.write(b"\0" * 65536)
                     f.flush()
-            except OSError:
-                pass
+        except OSError:
+            pass
         for k in range(30):
             csid = new_id("dfull")
             rep = submit(csid, 10_000 + k)
