@@ -21,7 +21,7 @@ struct XPathTranslator {
         var out = ""
         var i = 0
         // pyxform writes `${x}` as ` /data/x ` (a space either side): one space either side of a
-        // path is dropped again, so the definition reads as the XLSForm was written.
+        // path with spaces on both sides is dropped again, so the definition reads as the XLSForm was written.
         var dropNextSpace = false
         func emit(_ text: String) {
             dropNextSpace = false
@@ -52,8 +52,9 @@ struct XPathTranslator {
             }
             if c == "/" || c == "." || Self.isNameStart(c) {
                 let (text, next) = try path(s, from: i, source: source, context: context, what: what)
-                if text.hasPrefix("${") {
-                    if let last = out.unicodeScalars.last, last.properties.isWhitespace { out.unicodeScalars.removeLast() }
+                if text.hasPrefix("${"), let last = out.unicodeScalars.last, last.properties.isWhitespace,
+                   next == s.count || s[next].properties.isWhitespace {
+                    out.unicodeScalars.removeLast()
                     emit(text)
                     dropNextSpace = true
                 } else {
@@ -121,6 +122,8 @@ struct XPathTranslator {
                         return (step, i) // the definition's check refuses a function it does not know
                     }
                 }
+            } else if s[i] == "@" {
+                throw XFormRefusal("\(what): the expression \(source) reads an attribute (@); surveyd's expressions do not")
             } else {
                 throw XFormRefusal("\(what): the expression \(source) has a path surveyd cannot read")
             }
