@@ -174,7 +174,8 @@ struct XFormNodeBuilder {
         var q: [String: JSONValue] = ["id": .string(id)]
         var allowed: Set<String> = ["relevant", "required", "constraint", "readonly"]
         switch (control.name, bindType) {
-        case ("input", "string") where readonly == "true()":
+        // pyxform's note; a read-only text with a value of its own stays a question.
+        case ("input", "string") where readonly == "true()" && element.text.trimmingWhitespace().isEmpty:
             q["type"] = "note"
             allowed = ["relevant", "readonly"]
         case ("input", "string"): q["type"] = "text"

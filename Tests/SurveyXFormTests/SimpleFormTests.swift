@@ -46,4 +46,17 @@ import Testing
         #expect(definition.node("visit")?["type"] == "repeat")
         #expect(definition.node("k")?["constraint"] == ". = position(..)")
     }
+
+    @Test func aReadOnlyTextWithAValueIsNotANote() throws {
+        let doc = XFormDocument.make(
+            instance: "<intro/><site>north</site>",
+            binds: "<bind nodeset=\"/data/intro\" type=\"string\" readonly=\"true()\"/><bind nodeset=\"/data/site\" type=\"string\" readonly=\"true()\"/>",
+            body: "<input ref=\"/data/intro\"><label>Welcome</label></input><input ref=\"/data/site\"><label>Site</label></input>")
+        let definition = try XFormReader.definition(from: Array(doc.utf8))
+        #expect(definition.node("intro")?["type"] == "note")
+        #expect(definition.node("intro")?["readonly"] == nil)
+        #expect(definition.node("site")?["type"] == "text")
+        #expect(definition.node("site")?["readonly"] == "true()")
+        #expect(definition.node("site")?["default"] == "north")
+    }
 }
