@@ -26,12 +26,16 @@ let package = Package(
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // Webhook deliveries: a maintained HTTP client (TLS verified, no redirects).
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // ODK XForms read into definitions: a maintained XML parser, never a hand-written one.
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
 
         // Pure rules, no I/O.
         .target(name: "SurveyDomain", dependencies: ["CCrypto", "SurveyForms", "SurveyExpressions"]),
         .target(name: "SurveyForms", dependencies: ["SurveyExpressions"]),
         // The XLSForm/XForms expression engine, shared by the server and the SDK: no dependencies at all.
         .target(name: "SurveyExpressions"),
+        // An ODK XForm (what pyxform writes) read into a version-2 definition, or refused by name.
+        .target(name: "SurveyXForm", dependencies: ["SurveyForms", "CLibXML2"]),
         // SQLite, the single writer, the reader pool, migrations, repositories.
         .target(name: "SurveyStorage", dependencies: ["CSQLite", "CPostgres", "SurveyDomain"]),
         // The HTTP engine over libmicrohttpd; knows nothing about surveys.
@@ -63,6 +67,8 @@ let package = Package(
 
         .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain", "SurveyForms", "SurveyExpressions"]),
         .testTarget(name: "SurveyExpressionsTests", dependencies: ["SurveyExpressions"]),
+        // Fixtures/: XForms pyxform 4.5.0 wrote from the XLSForms of make_xforms.py.
+        .testTarget(name: "SurveyXFormTests", dependencies: ["SurveyXForm", "SurveyForms"], exclude: ["Fixtures"]),
         // Fixtures/: databases written by earlier builds, opened by the current one.
         .testTarget(name: "SurveyStorageTests", dependencies: ["SurveyStorage", "SurveyDomain"], exclude: ["Fixtures"]),
         .testTarget(name: "SurveyHTTPTests", dependencies: ["SurveyHTTP"]),

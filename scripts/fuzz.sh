@@ -48,9 +48,11 @@ build() {
     extra+=("$out/extracted/$type.swift")
   done < <(sed -n 's|^// fuzz-extract: ||p' "$src")
   # Warnings of the compiled-in sources are the package build's to show.
-  # libmicrohttpd only for the HTTP engine's files a harness compiles in (the form decoder's).
+  # libmicrohttpd only for the HTTP engine's files a harness compiles in (the form decoder's),
+  # libxml2 for SurveyXForm's.
   swiftc "${flags[@]}" -suppress-warnings -module-name "Fuzz$h" -I "$out/modules" -I Sources/CCrypto -I Sources/CMicroHTTPD \
-    "$src" "${extra[@]}" "$out/SurveyDomain.o" "$out/SurveyForms.o" "$out/SurveyExpressions.o" -lcrypto -lmicrohttpd -o "$out/bin/$h"
+    -I Sources/CLibXML2 -Xcc -I/usr/include/libxml2 \
+    "$src" "${extra[@]}" "$out/SurveyDomain.o" "$out/SurveyForms.o" "$out/SurveyExpressions.o" -lcrypto -lmicrohttpd -lxml2 -o "$out/bin/$h"
 }
 
 skip=" ${FUZZ_SKIP:-} "

@@ -4,7 +4,7 @@
 set -euo pipefail
 export PATH="/opt/swift/usr/bin:$PATH"
 
-packages=(libsqlite3-dev libmicrohttpd-dev libssl-dev libxlsxwriter-dev libarchive-dev libargon2-dev libqrencode-dev libcurl4-openssl-dev libpq-dev postgresql-15 pkg-config curl sqlite3 openssl)
+packages=(libsqlite3-dev libmicrohttpd-dev libssl-dev libxlsxwriter-dev libarchive-dev libargon2-dev libqrencode-dev libcurl4-openssl-dev libxml2-dev libpq-dev postgresql-15 pkg-config curl sqlite3 openssl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,0 +1,81 @@
+import SurveyForms
+
+/// The form's `itext` block: texts by id in each language, read into the definition's label
+/// objects keyed by language name. Media forms (image, audio, video) and guidance hints have no
+/// place in a definition, so a text that has one is refused when something uses it.
+struct ItextTranslations {
+    struct Entry {
+        var plain: String?
+        /// `form` attribute → value, e.g. image → jr://images/face.png.
+        var forms: [(form: String, value: String)] = []
+        var showsAnswer = false
+    }
+
+    /// In document order.
+    private(set) var languages: [String] = []
+    private(set) var defaultLanguage: String?
+    /// Text id → language → entry.
+    private var texts: [String: [String: Entry]] = [:]
+
+    init(_ itext: XMLElement?) throws(XFormRefusal) {
+        guard let itext else { return }
+        for element in itext.children {
+            guard element.name == "translation", element.namespace == XMLNamespace.xforms else {
+                throw XFormRefusal("the itext block holds <\(element.displayName)>, which surveyd does not read")
+            }
+            guard let language = element.attribute("lang"), !language.isEmpty else {
+                throw XFormRefusal("an itext translation has no lang")
+            }
+            guard !languages.contains(language) else { throw XFormRefusal("the itext block names the language \(language) twice") }
+            languages.append(language)
+            if element.attribute("default")?.trimmingWhitespace() == "true()" && defaultLanguage == nil { defaultLanguage = language }
+            for text in element.children {
+                guard text.name == "text", text.namespace == XMLNamespace.xforms, let id = text.attribute("id") else {
+                    throw XFormRefusal("the \(language) translation holds <\(text.displayName)> without an id, which surveyd does not read")
+                }
+                var entry = Entry()
+                for value in text.children {
+                    guard value.name == "value", value.namespace == XMLNamespace.xforms else {
+                        throw XFormRefusal("the text \(id) holds <\(value.displayName)>, which surveyd does not read")
+                    }
+                    if !value.children.isEmpty { entry.showsAnswer = true }
+                    if let form = value.attribute("form") {
+                        entry.forms.append((form, value.text.trimmingWhitespace()))
+                    } else {
+                        entry.plain = value.text.trimmingWhitespace()
+                    }
+                }
+                texts[id, default: [:]][language] = entry
+            }
+        }
+        if defaultLanguage == nil { defaultLanguage = languages.first }
+    }
+
+    /// The label object of a text id, keyed by language; `what` names its user in a refusal.
+    func text(id: String, what: String) throws(XFormRefusal) -> JSONValue {
+        guard let byLanguage = texts[id] else { throw XFormRefusal("\(what) names the text \(id), which no itext translation has") }
+        var object: [String: JSONValue] = [:]
+        for language in languages {
+            guard let entry = byLanguage[language] else { continue }
+            if let media = entry.forms.first {
+                let kind = ["image", "big-image", "audio", "video"].contains(media.form) ? "media in its label (\(media.form): \(media.value))" : "a \(media.form) text"
+                throw XFormRefusal("\(what) has \(kind); surveyd's labels are text only")
+            }
+            if entry.showsAnswer {
+                throw XFormRefusal("\(what) shows an answer inside its text (<output>); surveyd's labels are fixed text")
+            }
+            if let plain = entry.plain { object[language] = .string(plain) }
+        }
+        guard !object.isEmpty else { throw XFormRefusal("\(what) names the text \(id), which has no text in any language") }
+        return .object(object)
+    }
+
+    /// `jr:itext('id')` → id.
+    static func reference(_ ref: String) -> String? {
+        let r = ref.trimmingWhitespace()
+        guard r.hasPrefix("jr:itext("), r.hasSuffix(")") else { return nil }
+        let inner = r.dropFirst("jr:itext(".count).dropLast().trimmingWhitespace()
+        guard inner.count >= 2, let quote = inner.first, quote == "'" || quote == "\"", inner.last == quote else { return nil }
+        return String(inner.dropFirst().dropLast())
+    }
+}

@@ -1,0 +1,77 @@
+/// The body's controls, groups and repeats by the instance path they name. The primary instance
+/// gives the tree its order and nesting (a calculation has no control, yet it has its place);
+/// the body gives each node its kind, label and appearance.
+struct XFormBody {
+    struct Repeat {
+        let element: XMLElement
+        /// The label of the group pyxform wraps around a repeat (same ref), else the repeat's own.
+        let label: XMLElement?
+    }
+
+    private(set) var controls: [String: XMLElement] = [:]
+    private(set) var groups: [String: XMLElement] = [:]
+    private(set) var repeats: [String: Repeat] = [:]
+
+    private static let questionControls: Set<String> = ["input", "select1", "select", "upload"]
+
+    init(_ body: XMLElement) throws(XFormRefusal) {
+        try collect(body.children, enclosingGroup: nil)
+    }
+
+    /// Recursion is bounded by libxml2's depth limit.
+    private mutating func collect(_ elements: [XMLElement], enclosingGroup: (path: String, label: XMLElement?)?) throws(XFormRefusal) {
+        for element in elements {
+            if element.namespace == XMLNamespace.odk && element.name == "rank" {
+                throw XFormRefusal("the form has a ranking question (<odk:rank ref=\"\(element.attribute("ref") ?? "")\">); surveyd has no rank type")
+            }
+            guard element.namespace == XMLNamespace.xforms else {
+                throw XFormRefusal("the body holds <\(element.displayName)>, which surveyd does not read")
+            }
+            switch element.name {
+            case "label" where enclosingGroup != nil:
+                continue // the group's own, read with the group
+            case _ where Self.questionControls.contains(element.name):
+                let path = try reference(element, "ref")
+                guard controls[path] == nil else { throw XFormRefusal("the body has two controls for \(path)") }
+                controls[path] = element
+            case "group":
+                guard let ref = element.attribute("ref") else {
+                    throw XFormRefusal("the body has a <group> without ref (a presentation-only group); surveyd's groups are nodes of the form")
+                }
+                let path = try normalized(ref, of: element)
+                guard groups[path] == nil else { throw XFormRefusal("the body has two groups for \(path)") }
+                groups[path] = element
+                try collect(element.children, enclosingGroup: (path, element.child("label")))
+            case "repeat":
+                let path = try reference(element, "nodeset")
+                guard repeats[path] == nil else { throw XFormRefusal("the body has two repeats for \(path)") }
+                let label = enclosingGroup?.path == path ? enclosingGroup?.label : element.child("label")
+                repeats[path] = Repeat(element: element, label: label)
+                try collect(element.children.filter { $0.name != "label" }, enclosingGroup: nil)
+            case "trigger":
+                throw XFormRefusal("the form has an acknowledge question (<trigger ref=\"\(element.attribute("ref") ?? "")\">); surveyd has no acknowledge type")
+            case "range":
+                throw XFormRefusal("the form has a range question (<range ref=\"\(element.attribute("ref") ?? "")\">); surveyd has no range type")
+            case "setvalue":
+                throw XFormRefusal("the form sets a value on an event (<setvalue>); surveyd does not run form actions")
+            default:
+                throw XFormRefusal("the body holds <\(element.displayName)>, which surveyd does not read")
+            }
+        }
+    }
+
+    private func reference(_ element: XMLElement, _ attribute: String) throws(XFormRefusal) -> String {
+        guard let ref = element.attribute(attribute) else {
+            throw XFormRefusal("the body has an <\(element.displayName)> without \(attribute)")
+        }
+        return try normalized(ref, of: element)
+    }
+
+    private func normalized(_ ref: String, of element: XMLElement) throws(XFormRefusal) -> String {
+        let path = ref.trimmingWhitespace()
+        guard path.hasPrefix("/"), !path.contains("["), !path.contains("//") else {
+            throw XFormRefusal("the body's <\(element.displayName)> names \(ref); surveyd reads absolute paths such as /data/name")
+        }
+        return path
+    }
+}

@@ -1,0 +1,378 @@
+import SurveyForms
+
+/// Builds the definition's nodes by walking the primary instance (its order and nesting), each
+/// element taking its kind, label and appearance from the body and its logic from its bind.
+/// `meta` (instanceID and the like) is the device's bookkeeping, not a question: it is skipped.
+struct XFormNodeBuilder {
+    private let data: XMLElement
+    private let rootPath: String
+    private var secondary: [String: XMLElement] = [:]
+    private var binds: [String: XMLElement] = [:]
+    private let body: XFormBody
+    private let translations: ItextTranslations
+    private var translator = XPathTranslator(ids: [:])
+    private var usedBinds: Set<String> = []
+    private var usedBody: Set<String> = []
+    /// Secondary instances read as choice lists, by instance id.
+    private(set) var choiceLists: [String: JSONValue] = [:]
+    private var choiceListShapes: [String: String] = [:]
+
+    private static let bindAttributes: Set<String> = ["nodeset", "type", "required", "relevant", "constraint", "calculate", "readonly"]
+    private static let bindJavaRosaAttributes: Set<String> = ["constraintMsg", "preload", "preloadParams"]
+
+    init(data: XMLElement, secondary: [XMLElement], binds: [XMLElement], body: XFormBody, translations: ItextTranslations) throws(XFormRefusal) {
+        self.data = data
+        self.rootPath = "/" + data.name
+        self.body = body
+        self.translations = translations
+        for instance in secondary {
+            guard let id = instance.attribute("id"), !id.isEmpty else { throw XFormRefusal("the XForm has a second <instance> without an id") }
+            guard self.secondary[id] == nil else { throw XFormRefusal("the XForm has two instances named \(id)") }
+            self.secondary[id] = instance
+        }
+        for bind in binds {
+            guard let nodeset = bind.attribute("nodeset")?.trimmingWhitespace(), nodeset.hasPrefix("/") else {
+                throw XFormRefusal("the XForm has a <bind> without an absolute nodeset")
+            }
+            guard self.binds[nodeset] == nil else { throw XFormRefusal("the XForm has two binds for \(nodeset)") }
+            for a in bind.attributes {
+                let known = a.namespace == nil ? Self.bindAttributes.contains(a.name)
+                    : a.namespace == XMLNamespace.javaRosa && Self.bindJavaRosaAttributes.contains(a.name)
+                guard known else {
+                    throw XFormRefusal("the bind of \(nodeset) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry")
+                }
+            }
+            self.binds[nodeset] = bind
+        }
+    }
+
+    /// The definition's nodes; every bind and body element must have been used.
+    mutating func nodes() throws(XFormRefusal) -> [JSONValue] {
+        var ids: [String: String] = [:]
+        var pathById: [String: String] = [:]
+        try assignIds(data, path: rootPath, ids: &ids, pathById: &pathById)
+        translator = XPathTranslator(ids: ids)
+        let nodes = try children(of: data, path: rootPath)
+        guard !nodes.isEmpty else { throw XFormRefusal("the XForm has no questions") }
+        for path in binds.keys.sorted() where !usedBinds.contains(path) && !isMeta(path) {
+            throw XFormRefusal("the bind of \(path) names no node of the primary instance")
+        }
+        let bodyPaths = Set(body.controls.keys).union(body.groups.keys).union(body.repeats.keys)
+        for path in bodyPaths.sorted() where !usedBody.contains(path) {
+            throw XFormRefusal("the body's control for \(path) names no node of the primary instance")
+        }
+        for (id, instance) in secondary.sorted(by: { $0.key < $1.key }) where choiceLists[id] == nil {
+            if let src = instance.attribute("src") { throw attachment(src) }
+        }
+        return nodes
+    }
+
+    private func isMeta(_ path: String) -> Bool { path == rootPath + "/meta" || path.hasPrefix(rootPath + "/meta/") }
+
+    /// Ids are element names; the definition needs them unique across the whole form.
+    private func assignIds(_ element: XMLElement, path: String, ids: inout [String: String], pathById: inout [String: String]) throws(XFormRefusal) {
+        for child in element.children {
+            let childPath = path + "/" + child.name
+            guard !isMeta(childPath), ids[childPath] == nil else { continue } // a repeat's template and its copies share a path
+            if let other = pathById[child.name] {
+                throw XFormRefusal("two nodes are named \(child.name) (\(other) and \(childPath)); surveyd needs every name unique in the form")
+            }
+            ids[childPath] = child.name
+            pathById[child.name] = childPath
+            try assignIds(child, path: childPath, ids: &ids, pathById: &pathById)
+        }
+    }
+
+    private mutating func children(of element: XMLElement, path: String) throws(XFormRefusal) -> [JSONValue] {
+        var out: [JSONValue] = []
+        var seen: Set<String> = []
+        for child in element.children {
+            let childPath = path + "/" + child.name
+            if isMeta(childPath) {
+                if child.children.contains(where: { $0.name == "entity" }) {
+                    throw XFormRefusal("the form uses ODK entities (meta/entity); surveyd has no entity lists")
+                }
+                continue
+            }
+            guard seen.insert(childPath).inserted else { continue }
+            out.append(try node(child, path: childPath))
+        }
+        return out
+    }
+
+    private mutating func node(_ element: XMLElement, path: String) throws(XFormRefusal) -> JSONValue {
+        let bind = binds[path]
+        if bind != nil { usedBinds.insert(path) }
+        let isContainer = !element.children.isEmpty || body.groups[path] != nil || body.repeats[path] != nil
+        if isContainer { return try container(element, path: path, bind: bind) }
+        if let control = body.controls[path] {
+            usedBody.insert(path)
+            return try question(control, element: element, path: path, bind: bind)
+        }
+        guard let bind else {
+            throw XFormRefusal("\(path) has no control in the body and no bind; surveyd has no hidden questions")
+        }
+        if let calculation = bind.attribute("calculate") {
+            var q: [String: JSONValue] = ["id": .string(element.name), "type": "calculate", "label": .string(element.name)]
+            q["calculation"] = .string(try translator.translate(calculation, context: .node(path: path), what: "the calculation of \(path)"))
+            try logic(bind, path: path, into: &q, allowed: ["relevant"])
+            return .object(q)
+        }
+        if bind.attribute("preload", namespace: XMLNamespace.javaRosa) != nil {
+            // start, end, today, deviceid...: a value the device fills in, kept as sent.
+            var q: [String: JSONValue] = ["id": .string(element.name), "type": "calculate", "label": .string(element.name)]
+            try logic(bind, path: path, into: &q, allowed: ["relevant"])
+            return .object(q)
+        }
+        throw XFormRefusal("\(path) has no control in the body and no calculation; surveyd has no hidden questions")
+    }
+
+    private mutating func container(_ element: XMLElement, path: String, bind: XMLElement?) throws(XFormRefusal) -> JSONValue {
+        guard body.controls[path] == nil else {
+            throw XFormRefusal("\(path) holds other nodes, yet the body shows it as a question")
+        }
+        var node: [String: JSONValue] = ["id": .string(element.name)]
+        var label: XMLElement?
+        if let r = body.repeats[path] {
+            node["type"] = "repeat"
+            label = r.label
+            for a in r.element.attributes {
+                switch (a.namespace, a.name) {
+                case (nil, "nodeset"), (nil, "appearance"): continue
+                case (XMLNamespace.javaRosa, "count"):
+                    node["repeatCount"] = .string(try translator.translate(a.value, context: .node(path: path), what: "the repeat count of \(path)"))
+                case (XMLNamespace.javaRosa, "noAddRemove"):
+                    guard r.element.attribute("count", namespace: XMLNamespace.javaRosa) != nil || a.value.trimmingWhitespace() == "false()" else {
+                        throw XFormRefusal("the repeat \(path) has jr:noAddRemove without jr:count; surveyd counts a fixed repeat with repeat_count")
+                    }
+                default:
+                    throw XFormRefusal("the repeat \(path) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry")
+                }
+            }
+            usedBody.insert(path)
+        } else {
+            node["type"] = "group"
+            label = body.groups[path]?.child("label")
+            if body.groups[path] != nil { usedBody.insert(path) }
+        }
+        if body.groups[path] != nil { usedBody.insert(path) }
+        if let label { node["label"] = try text(label, what: "the label of \(path)") }
+        if let bind { try logic(bind, path: path, into: &node, allowed: ["relevant"]) }
+        let children = try self.children(of: element, path: path)
+        guard !children.isEmpty else { throw XFormRefusal("the \(node["type"]?.stringValue ?? "group") \(path) has no questions") }
+        node["children"] = .array(children)
+        return .object(node)
+    }
+
+    private mutating func question(_ control: XMLElement, element: XMLElement, path: String, bind: XMLElement?) throws(XFormRefusal) -> JSONValue {
+        let id = element.name
+        let bindType = bind?.attribute("type").map { t in t.hasPrefix("xsd:") ? String(t.dropFirst(4)) : t } ?? "string"
+        let readonly = bind?.attribute("readonly")?.trimmingWhitespace()
+        if bind?.attribute("calculate") != nil {
+            throw XFormRefusal("\(path) is shown in the body and has a calculation; surveyd calculates only in calculate questions")
+        }
+        var q: [String: JSONValue] = ["id": .string(id)]
+        var allowed: Set<String> = ["relevant", "required", "constraint", "readonly"]
+        switch (control.name, bindType) {
+        // pyxform's note; a read-only text with a value of its own stays a question.
+        case ("input", "string") where readonly == "true()" && element.text.trimmingWhitespace().isEmpty:
+            q["type"] = "note"
+            allowed = ["relevant", "readonly"]
+        case ("input", "string"): q["type"] = "text"
+        case ("input", "int"): q["type"] = "integer"
+        case ("input", "decimal"): q["type"] = "decimal"
+        case ("input", "date"): q["type"] = "date"
+        case ("input", "time"): q["type"] = "time"
+        case ("input", "dateTime"): q["type"] = "datetime"
+        case ("input", "geopoint"), ("input", "geotrace"), ("input", "geoshape"), ("input", "barcode"):
+            q["type"] = .string(bindType)
+        case ("select1", "string"), ("select1", "select1"): q["type"] = "select_one"
+        case ("select", "string"), ("select", "select"): q["type"] = "select_multiple"
+        case ("upload", "binary"):
+            q["type"] = "file"
+            let mediatype = control.attribute("mediatype")?.trimmingWhitespace() ?? "*/*"
+            q["accept"] = .array([.string(mediatype.isEmpty ? "*/*" : mediatype)])
+        case (_, "odk:rank"), (_, "rank"):
+            throw XFormRefusal("\(path) is a ranking question (odk:rank); surveyd has no rank type")
+        default:
+            throw XFormRefusal("\(path) is an <\(control.name)> of type \(bindType); surveyd has no such question type")
+        }
+        for a in control.attributes {
+            switch (a.namespace, a.name) {
+            case (nil, "ref"): continue
+            case (nil, "appearance") where q["type"] != "note": q["appearance"] = .string(a.value)
+            case (nil, "mediatype") where control.name == "upload": continue
+            default: throw XFormRefusal("the control of \(path) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry")
+            }
+        }
+        var labelElement: XMLElement?
+        for child in control.children {
+            switch (child.namespace, child.name) {
+            case (XMLNamespace.xforms, "label"):
+                guard labelElement == nil else { throw XFormRefusal("\(path) has two labels") }
+                labelElement = child
+            case (XMLNamespace.xforms, "hint") where q["type"] != "note":
+                guard q["hint"] == nil else { throw XFormRefusal("\(path) has two hints") }
+                q["hint"] = try text(child, what: "the hint of \(path)")
+            case (XMLNamespace.xforms, "item") where q["type"] == "select_one" || q["type"] == "select_multiple",
+                 (XMLNamespace.xforms, "itemset") where q["type"] == "select_one" || q["type"] == "select_multiple":
+                continue
+            case (XMLNamespace.xforms, "setvalue"), (XMLNamespace.odk, "setgeopoint"):
+                throw XFormRefusal("\(path) sets a value on an event (<\(child.displayName)>); surveyd does not run form actions")
+            default:
+                throw XFormRefusal("\(path) holds <\(child.displayName)>, which surveyd does not carry")
+            }
+        }
+        guard let labelElement else { throw XFormRefusal("\(path) has no label; every question of a definition has one") }
+        q["label"] = try text(labelElement, what: "the label of \(path)")
+        if control.name == "select1" || control.name == "select" { try choices(of: control, path: path, into: &q) }
+        let value = element.text.trimmingWhitespace()
+        if !value.isEmpty, q["type"] != "note" { q["default"] = .string(value) }
+        if let bind {
+            if q["type"] == "note" { q["readonly"] = nil }
+            try logic(bind, path: path, into: &q, allowed: allowed)
+            if q["type"] == "note" { q["readonly"] = nil } // readonly true() is what makes it a note
+        }
+        return .object(q)
+    }
+
+    /// The bind's logic, translated; an attribute the node kind does not carry is refused.
+    private func logic(_ bind: XMLElement, path: String, into node: inout [String: JSONValue], allowed: Set<String>) throws(XFormRefusal) {
+        for a in bind.attributes {
+            let value = a.value.trimmingWhitespace()
+            switch (a.namespace, a.name) {
+            case (nil, "nodeset"), (nil, "type"), (nil, "calculate"), (XMLNamespace.javaRosa, "preload"), (XMLNamespace.javaRosa, "preloadParams"):
+                continue // read where the kind of node is decided
+            case (nil, "readonly") where node["type"] == "note" && value == "true()":
+                continue
+            case (nil, let key) where allowed.contains(key):
+                if key == "required" && value == "true()" { node["required"] = true; continue }
+                if key == "required" && value == "false()" { continue }
+                if key == "readonly" && value == "false()" { continue }
+                let context = XPathTranslator.Context.node(path: path)
+                node[key] = .string(try translator.translate(a.value, context: context, what: "the \(key) of \(path)"))
+            case (XMLNamespace.javaRosa, "constraintMsg") where allowed.contains("constraint"):
+                if let id = ItextTranslations.reference(a.value) {
+                    node["constraintMessage"] = try translations.text(id: id, what: "the constraint message of \(path)")
+                } else {
+                    node["constraintMessage"] = .string(a.value)
+                }
+            default:
+                throw XFormRefusal("the bind of \(path) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry on a \(node["type"]?.stringValue ?? "node")")
+            }
+        }
+    }
+
+    /// A label or hint: `jr:itext('id')` in every language, or its own text.
+    private func text(_ element: XMLElement, what: String) throws(XFormRefusal) -> JSONValue {
+        if let ref = element.attribute("ref") {
+            guard let id = ItextTranslations.reference(ref) else {
+                throw XFormRefusal("\(what) is \(ref); surveyd reads a label's text or jr:itext('...')")
+            }
+            return try translations.text(id: id, what: what)
+        }
+        if let inner = element.children.first {
+            throw XFormRefusal("\(what) holds <\(inner.displayName)>\(inner.name == "output" ? " (it shows an answer)" : ""); surveyd's labels are fixed text")
+        }
+        return .string(element.text.trimmingWhitespace())
+    }
+
+    /// Inline `item`s become the question's `choices`; an `itemset` over a secondary instance
+    /// becomes a `choiceList` (named by the instance) and its filter the `choiceFilter`.
+    private mutating func choices(of control: XMLElement, path: String, into q: inout [String: JSONValue]) throws(XFormRefusal) {
+        let items = control.children("item"), itemsets = control.children("itemset")
+        if !items.isEmpty && itemsets.isEmpty {
+            var list: [JSONValue] = []
+            for item in items {
+                guard let value = item.child("value")?.text.trimmingWhitespace(), !value.isEmpty else {
+                    throw XFormRefusal("a choice of \(path) has no value")
+                }
+                var choice: [String: JSONValue] = ["name": .string(value)]
+                if let label = item.child("label") { choice["label"] = try text(label, what: "the label of the choice \(value) of \(path)") }
+                list.append(.object(choice))
+            }
+            q["choices"] = .array(list)
+            return
+        }
+        guard items.isEmpty, itemsets.count == 1, let itemset = itemsets.first, let nodeset = itemset.attribute("nodeset") else {
+            throw XFormRefusal("\(path) has no choices, or both items and an itemset")
+        }
+        let (instanceId, filter) = try Self.itemsetSource(nodeset, path: path)
+        guard let instance = secondary[instanceId] else {
+            throw XFormRefusal("the choices of \(path) come from instance('\(instanceId)'), which the XForm does not have")
+        }
+        if let src = instance.attribute("src") { throw attachment(src) }
+        let valueRef = itemset.child("value")?.attribute("ref")?.trimmingWhitespace() ?? ""
+        let labelRef = itemset.child("label")?.attribute("ref")?.trimmingWhitespace() ?? ""
+        guard Self.isColumnName(valueRef) else { throw XFormRefusal("the choices of \(path) take their value from \(valueRef); surveyd reads a column name") }
+        let shape = valueRef + "\n" + labelRef
+        if let known = choiceListShapes[instanceId] {
+            guard known == shape else { throw XFormRefusal("the choices of instance('\(instanceId)') are read in two ways; surveyd reads a list one way") }
+        } else {
+            choiceLists[instanceId] = try choiceList(instance, id: instanceId, valueRef: valueRef, labelRef: labelRef)
+            choiceListShapes[instanceId] = shape
+        }
+        q["choiceList"] = .string(instanceId)
+        if let filter {
+            q["choiceFilter"] = .string(try translator.translate(filter, context: .choiceFilter(questionPath: path), what: "the choice filter of \(path)"))
+        }
+    }
+
+    private func choiceList(_ instance: XMLElement, id: String, valueRef: String, labelRef: String) throws(XFormRefusal) -> JSONValue {
+        guard let root = instance.children.first, instance.children.count == 1 else {
+            throw XFormRefusal("instance('\(id)') has no single root element")
+        }
+        let itextLabels = labelRef == "jr:itext(itextId)"
+        guard itextLabels || labelRef.isEmpty || Self.isColumnName(labelRef) else {
+            throw XFormRefusal("the choices of instance('\(id)') take their label from \(labelRef); surveyd reads a column or jr:itext(itextId)")
+        }
+        var list: [JSONValue] = []
+        for item in root.children {
+            guard item.children.allSatisfy({ $0.children.isEmpty }) else {
+                throw XFormRefusal("a choice of instance('\(id)') holds nested elements")
+            }
+            var choice: [String: JSONValue] = [:]
+            for column in item.children {
+                let value = column.text.trimmingWhitespace()
+                switch column.name {
+                case valueRef: choice["name"] = .string(value)
+                case "itextId" where itextLabels:
+                    choice["label"] = try translations.text(id: value, what: "the choice \(value) of instance('\(id)')")
+                case labelRef: choice["label"] = .string(value)
+                case "name", "label": continue // pyxform writes both; only the referenced one counts
+                default: choice[column.name] = .string(value)
+                }
+            }
+            guard choice["name"] != nil else { throw XFormRefusal("a choice of instance('\(id)') has no \(valueRef)") }
+            list.append(.object(choice))
+        }
+        return .array(list)
+    }
+
+    /// `instance('id')/root/item` with an optional `[filter]`.
+    static func itemsetSource(_ nodeset: String, path: String) throws(XFormRefusal) -> (String, String?) {
+        let s = nodeset.trimmingWhitespace()
+        let refusal = XFormRefusal("the choices of \(path) come from \(nodeset); surveyd reads instance('list')/root/item with an optional [filter]")
+        guard s.hasPrefix("instance("), let close = s.firstIndex(of: ")") else { throw refusal }
+        let argument = s[s.index(s.startIndex, offsetBy: "instance(".count)..<close].trimmingWhitespace()
+        guard argument.count >= 2, let quote = argument.first, quote == "'" || quote == "\"", argument.last == quote else { throw refusal }
+        let id = String(argument.dropFirst().dropLast())
+        let rest = String(s[s.index(after: close)...])
+        guard rest.hasPrefix("/root/item") else { throw refusal }
+        let tail = rest.dropFirst("/root/item".count).trimmingWhitespace()
+        if tail.isEmpty { return (id, nil) }
+        guard tail.hasPrefix("["), tail.hasSuffix("]") else { throw refusal }
+        return (id, String(tail.dropFirst().dropLast()))
+    }
+
+    private static func isColumnName(_ s: String) -> Bool {
+        guard let first = s.unicodeScalars.first, first.properties.isAlphabetic || first == "_" else { return false }
+        return s.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" || $0 == "." }
+    }
+
+    private func attachment(_ src: String) -> XFormRefusal {
+        let file = src.split(separator: "/").last.map(String.init) ?? src
+        let kind = src.hasPrefix("jr://file-csv/") ? "a CSV file" : "a file"
+        return XFormRefusal("the XForm names \(kind) of choices or data (\(file)); surveyd does not carry form attachments yet")
+    }
+}

@@ -1,0 +1,78 @@
+import SurveyForms
+
+/// Reads an ODK XForm (what pyxform writes from an XLSForm, what ODK Collect runs) into a
+/// version-2 survey definition (`Docs/forms.md`, "From an XForm"), or refuses it with a message
+/// that names the construct surveyd does not carry. Nothing is dropped silently: every control
+/// and every bind becomes part of the definition, or the form is refused.
+public enum XFormReader {
+    public static func definition(from xml: [UInt8]) throws(XFormRefusal) -> JSONValue {
+        let root = try XMLDocumentReader.parse(xml)
+        try refuseEntities(root)
+        guard root.name == "html", root.namespace == XMLNamespace.xhtml else {
+            throw XFormRefusal("the document's root is <\(root.displayName)>, not the <h:html> of an XForm")
+        }
+        guard let head = root.child("head", namespace: XMLNamespace.xhtml), let body = root.child("body", namespace: XMLNamespace.xhtml) else {
+            throw XFormRefusal("the XForm lacks <h:head> or <h:body>")
+        }
+        let title = head.child("title", namespace: XMLNamespace.xhtml)?.text.trimmingWhitespace() ?? ""
+        guard !title.isEmpty else { throw XFormRefusal("the XForm has no <h:title>; a definition needs a title") }
+        guard let model = head.child("model") else { throw XFormRefusal("the XForm has no <model>") }
+
+        var itext: XMLElement?
+        var instances: [XMLElement] = []
+        var binds: [XMLElement] = []
+        for element in model.children {
+            switch (element.namespace, element.name) {
+            case (XMLNamespace.xforms, "itext"):
+                guard itext == nil else { throw XFormRefusal("the model has two itext blocks") }
+                itext = element
+            case (XMLNamespace.xforms, "instance"): instances.append(element)
+            case (XMLNamespace.xforms, "bind"): binds.append(element)
+            case (XMLNamespace.xforms, "setvalue"), (XMLNamespace.odk, "setgeopoint"), (XMLNamespace.xforms, "action"):
+                throw XFormRefusal("the form sets a value on an event (<\(element.displayName)>); surveyd does not run form actions")
+            case (XMLNamespace.xforms, "submission"):
+                throw XFormRefusal("the form names its own submission (<submission>: encryption or another server); surveyd does not carry it")
+            default:
+                throw XFormRefusal("the model holds <\(element.displayName)>, which surveyd does not read")
+            }
+        }
+        guard let primary = instances.first, primary.attribute("id") == nil, let data = primary.children.first, primary.children.count == 1 else {
+            throw XFormRefusal("the XForm's first <instance> is not a primary instance with one root element")
+        }
+        var definition: [String: JSONValue] = ["title": .string(title)]
+        if let formId = data.attribute("id")?.trimmingWhitespace(), !formId.isEmpty { definition["formId"] = .string(formId) }
+
+        let translations = try ItextTranslations(itext)
+        var builder = try XFormNodeBuilder(data: data, secondary: Array(instances.dropFirst()), binds: binds,
+                                           body: XFormBody(body), translations: translations)
+        definition["questions"] = .array(try builder.nodes())
+        if !builder.choiceLists.isEmpty { definition["choiceLists"] = .object(builder.choiceLists) }
+        if let language = translations.defaultLanguage { definition["defaultLanguage"] = .string(language) }
+        let json = JSONValue.object(definition)
+
+        // What the reader writes must be a definition surveyd publishes; a rule the reader does not
+        // check itself (an unknown function, a cycle, nesting deeper than 16) is refused here.
+        do {
+            _ = try SurveyDefinition.parse(json)
+        } catch {
+            let problems = error.errors.prefix(5).map(\.description).joined(separator: "; ")
+            throw XFormRefusal("the XForm reads into a definition that surveyd refuses: \(problems)")
+        }
+        return json
+    }
+
+    /// ODK entities (`entities:` namespace, `saveto`) create and update shared lists; surveyd has none.
+    /// Iterative, with an explicit stack.
+    private static func refuseEntities(_ root: XMLElement) throws(XFormRefusal) {
+        var stack = [root]
+        while let element = stack.popLast() {
+            if element.namespace == XMLNamespace.entities {
+                throw XFormRefusal("the form uses ODK entities (<\(element.displayName)>); surveyd has no entity lists")
+            }
+            if let a = element.attributes.first(where: { $0.namespace == XMLNamespace.entities }) {
+                throw XFormRefusal("the form uses ODK entities (\(a.displayName) on <\(element.displayName)>); surveyd has no entity lists")
+            }
+            stack += element.children
+        }
+    }
+}

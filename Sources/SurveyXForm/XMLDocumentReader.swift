@@ -1,0 +1,116 @@
+import CLibXML2
+
+/// Parses untrusted XML with libxml2 into `XMLElement`s. The input never reaches the network or
+/// the file system and never expands an entity: a document with a DOCTYPE is refused outright
+/// (an XForm has none), the size is capped before parsing, and libxml2's own nesting limit
+/// (256 levels without XML_PARSE_HUGE) stays on, so every input costs bounded time and memory.
+enum XMLDocumentReader {
+    static let maxBytes = 10 * 1024 * 1024
+    /// Elements copied out of one document; a 10 MB XForm holds far fewer.
+    static let maxElements = 500_000
+
+    /// Initialises libxml2 once, before any thread parses.
+    private static let initialized: Bool = {
+        xmlInitParser()
+        return true
+    }()
+
+    static func parse(_ bytes: [UInt8]) throws(XFormRefusal) -> XMLElement {
+        guard bytes.count <= maxBytes else {
+            throw XFormRefusal("the XForm is \(bytes.count) bytes; surveyd reads XForms of at most \(maxBytes) bytes")
+        }
+        guard !bytes.isEmpty else { throw XFormRefusal("the XForm is empty") }
+        // libxml2 also reads UTF-16 and UCS-4, in which a DOCTYPE would escape the byte scan below:
+        // XForms are UTF-8, so anything else is refused.
+        if bytes.contains(0) || bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) {
+            throw XFormRefusal("the XForm is not UTF-8 text (it holds NUL bytes or a UTF-16 byte order mark)")
+        }
+        if contains(bytes, "<!DOCTYPE") || contains(bytes, "<!ENTITY") {
+            throw XFormRefusal("the XForm has a DOCTYPE (a DTD or entity declarations); XForms have none, and surveyd does not read them")
+        }
+        _ = initialized
+        guard let context = xmlNewParserCtxt() else { throw XFormRefusal("the XML parser could not start (out of memory)") }
+        defer { xmlFreeParserCtxt(context) }
+        // NONET: no network; neither NOENT (substitution) nor DTDLOAD; NOERROR/NOWARNING: errors
+        // come back here, not on stderr; no HUGE, so libxml2's depth and size limits hold.
+        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOBLANKS.rawValue | XML_PARSE_NOERROR.rawValue
+            | XML_PARSE_NOWARNING.rawValue | XML_PARSE_NOCDATA.rawValue)
+        let parsed = bytes.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress.flatMap { base in
+                base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    xmlCtxtReadMemory(context, $0, Int32(buffer.count), "xform.xml", "UTF-8", options)
+                }
+            }
+        }
+        guard let document = parsed else { throw XFormRefusal("the XForm is not well-formed XML: \(lastError(context))") }
+        defer { xmlFreeDoc(document) }
+        if document.pointee.intSubset != nil || document.pointee.extSubset != nil {
+            throw XFormRefusal("the XForm has a DOCTYPE (a DTD or entity declarations); XForms have none, and surveyd does not read them")
+        }
+        guard let root = xmlDocGetRootElement(document) else { throw XFormRefusal("the XForm has no root element") }
+        var count = 0
+        return try copy(root, count: &count)
+    }
+
+    /// Recursion is bounded by libxml2's depth limit (256).
+    private static func copy(_ node: xmlNodePtr, count: inout Int) throws(XFormRefusal) -> XMLElement {
+        count += 1
+        guard count <= maxElements else { throw XFormRefusal("the XForm has more than \(maxElements) elements") }
+        var attributes: [XMLElement.Attribute] = []
+        var attribute = node.pointee.properties
+        while let a = attribute {
+            var value = ""
+            if let raw = cxml_attribute_value(a) {
+                value = String(cString: raw)
+                cxml_free(raw)
+            }
+            attributes.append(.init(name: string(a.pointee.name), namespace: a.pointee.ns.flatMap { namespaceURI($0) }, value: value))
+            attribute = a.pointee.next
+        }
+        var children: [XMLElement] = []
+        var text = ""
+        var child = node.pointee.children
+        while let c = child {
+            switch c.pointee.type {
+            case XML_ELEMENT_NODE: children.append(try copy(c, count: &count))
+            case XML_TEXT_NODE, XML_CDATA_SECTION_NODE: text += string(c.pointee.content)
+            case XML_ENTITY_REF_NODE: throw XFormRefusal("the XForm refers to an entity (&\(string(c.pointee.name));); surveyd does not expand entities")
+            default: break // comments and processing instructions carry nothing of the form
+            }
+            child = c.pointee.next
+        }
+        return XMLElement(name: string(node.pointee.name), namespace: node.pointee.ns.flatMap { namespaceURI($0) },
+                          attributes: attributes, children: children, text: text)
+    }
+
+    private static func namespaceURI(_ ns: xmlNsPtr) -> String? { ns.pointee.href.map { String(cString: $0) } }
+
+    private static func string(_ p: UnsafePointer<xmlChar>?) -> String { p.map { String(cString: $0) } ?? "" }
+    private static func string(_ p: UnsafeMutablePointer<xmlChar>?) -> String { p.map { String(cString: $0) } ?? "" }
+
+    private static func lastError(_ context: xmlParserCtxtPtr) -> String {
+        let error = context.pointee.lastError
+        let message = error.message.map { String(cString: $0) }?.trimmingWhitespace() ?? "unknown error"
+        return error.line > 0 ? "\(message) (line \(error.line))" : message
+    }
+
+    private static func contains(_ bytes: [UInt8], _ needle: String) -> Bool {
+        let n = Array(needle.utf8)
+        guard let first = n.first, bytes.count >= n.count else { return false }
+        var i = 0
+        while i <= bytes.count - n.count {
+            if bytes[i] == first && bytes[i..<(i + n.count)].elementsEqual(n) { return true }
+            i += 1
+        }
+        return false
+    }
+}
+
+extension StringProtocol {
+    func trimmingWhitespace() -> String {
+        let scalars = String(self).unicodeScalars
+        guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+              let end = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return "" }
+        return String(scalars[start...end])
+    }
+}

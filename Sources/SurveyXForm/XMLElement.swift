@@ -1,0 +1,33 @@
+/// An element of a parsed XML document, copied out of libxml2's tree so the tree can be freed at
+/// once: names with their namespace URI (prefixes vary between producers, URIs do not).
+struct XMLElement: Sendable {
+    struct Attribute: Sendable {
+        let name: String
+        let namespace: String?
+        let value: String
+
+        /// `prefix:name` as a producer would usually write it, for messages.
+        var displayName: String { XMLNamespace.prefix(of: namespace).map { "\($0):\(name)" } ?? name }
+    }
+
+    let name: String
+    let namespace: String?
+    let attributes: [Attribute]
+    let children: [XMLElement]
+    /// The element's own text (text and CDATA children, in order), not its descendants'.
+    let text: String
+
+    var displayName: String { XMLNamespace.prefix(of: namespace).map { "\($0):\(name)" } ?? name }
+
+    func attribute(_ name: String, namespace: String? = nil) -> String? {
+        attributes.first { $0.name == name && $0.namespace == namespace }?.value
+    }
+
+    func child(_ name: String, namespace: String? = XMLNamespace.xforms) -> XMLElement? {
+        children.first { $0.name == name && $0.namespace == namespace }
+    }
+
+    func children(_ name: String, namespace: String? = XMLNamespace.xforms) -> [XMLElement] {
+        children.filter { $0.name == name && $0.namespace == namespace }
+    }
+}
