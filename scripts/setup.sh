@@ -16,3 +16,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 command -v swift >/dev/null || { echo "setup: swift is not on PATH (expected /opt/swift/usr/bin)" >&2; exit 1; }
+
+# pyxform, the XLSForm converter the server runs (`surveyd serve --pyxform`, by default the
+# xls2xform of this venv), pinned with the dependencies it pins itself, in a venv inside the project.
+PYXFORM_VERSION=4.5.0
+FORMS_VENV="$(cd "$(dirname "$0")/.." && pwd)/.build/venv-forms"
+if ! "$FORMS_VENV/bin/pip" show pyxform 2>/dev/null | grep -qx "Version: $PYXFORM_VERSION"; then
+  echo "setup: installing pyxform $PYXFORM_VERSION into $FORMS_VENV" >&2
+  python3 -m venv "$FORMS_VENV"
+  "$FORMS_VENV/bin/pip" install -q --disable-pip-version-check "pyxform==$PYXFORM_VERSION" xlrd==2.0.1 openpyxl==3.1.5 \
+    et-xmlfile==2.0.0 defusedxml==0.7.1 lark==1.3.1
+fi
