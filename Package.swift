@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "SurveyHTTP", dependencies: ["CMicroHTTPD", "SurveyDomain"]),
         // The operations every door calls (API, console, exports, webhooks): typed commands in,
         // typed outcomes out, the contract's order of checks. Knows nothing about HTTP.
-        .target(name: "SurveyOperations", dependencies: ["SurveyStorage", "SurveyDomain", "CArgon2"]),
+        .target(name: "SurveyOperations", dependencies: ["SurveyStorage", "SurveyDomain", "SurveyXForm", "CArgon2"]),
         // Export formats (CSV, GeoJSON, XLSX, zip) over an export's snapshot; no HTTP.
         .target(name: "SurveyExports", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain", "CXLSXWriter", "CArchive"]),
         // The web console: server-rendered pages, sessions and forms over the same operations.

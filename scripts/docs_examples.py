@@ -222,6 +222,8 @@ def run_file(path, binary, verbose):
     notes = []
     try:
         workdir = tempfile.mkdtemp(prefix="surveyd-docs-run-")
+        # Examples name the repository's own files (`@Tests/...`) as if run from its root.
+        os.symlink(os.path.join(ROOT, "Tests"), os.path.join(workdir, "Tests"))
         env = dict(os.environ, **server.env)
         proc = subprocess.run(["bash", "-c", "\n".join(script)], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
         shutil.rmtree(workdir, ignore_errors=True)

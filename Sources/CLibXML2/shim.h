@@ -1,3 +1,8 @@
+// Debian builds libxml2 with ICU, and its headers would then bring in the system's ICU headers,
+// whose enums clash with the ICU that Foundation ships in any file importing both. Nothing here
+// touches the encoding handlers ICU adds fields to (only pointers to them pass through).
+#include <libxml/xmlversion.h>
+#undef LIBXML_ICU_ENABLED
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 

@@ -19,12 +19,18 @@ public struct Operations: Sendable {
     public let throttle: SignInThrottle
     /// Argon2 computations at once (each holds 19 MiB).
     public let passwordChecks = PasswordChecks()
+    /// Forms published as XLSForms and XForms, read into definitions.
+    public let forms: FormSources
     /// Server time: the store's clock, so the gate and the operations never disagree.
     public var clock: any ServerClock { database.clock }
 
     public struct Limits: Sendable {
         /// A file is refused past this unless its question's `maxBytes` is lower.
         public var maxFileBytes: Int = 100 << 20
+        /// A JSON request body (the HTTP door's own limit, known here for the routes that take more).
+        public var maxJSONBodyBytes: Int = 1 << 20
+        /// An XLSForm or XForm published as a version.
+        public var maxFormBytes: Int = 10 << 20
         /// How long an unfinished resumable upload is kept.
         public var resumableLifetimeMillis: Int64 = 24 * 3_600_000
         /// Declared bytes of unfinished resumable uploads one collector may hold (1030 past it):
@@ -39,8 +45,10 @@ public struct Operations: Sendable {
     }
 
     /// The gate counts its own 1001 refusals in `metrics`.
-    public init(database: Database, metrics: Metrics = Metrics(), blobs: BlobStore, limits: Limits = Limits()) {
+    public init(database: Database, metrics: Metrics = Metrics(), blobs: BlobStore, limits: Limits = Limits(),
+                forms: FormSources = FormSources()) {
         self.database = database
+        self.forms = forms
         self.gate = WriteGate(database: database) { metrics.add(.subscriptionRefusals) }
         self.metrics = metrics
         self.blobs = blobs

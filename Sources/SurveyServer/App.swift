@@ -6,6 +6,7 @@ import SurveyHTTP
 import SurveyOperations
 import SurveyStorage
 import SurveyWebhooks
+import SurveyXForm
 
 /// The application: the store, the gate, the services and their routes, and the HTTP server.
 public final class App: Sendable {
@@ -21,6 +22,11 @@ public final class App: Sendable {
         public var databaseWriters = 8
         public var maxBodyBytes: Int = 1 << 20
         public var maxFileBytes: Int = 100 << 20
+        /// An XLSForm or XForm published as a version (a JSON definition keeps `maxBodyBytes`).
+        public var maxFormBytes: Int = 10 << 20
+        /// pyxform's `xls2xform`, which converts XLSForms (`--pyxform`); by default the one
+        /// `scripts/setup.sh` installs in `.build/venv-forms` beside the build.
+        public var pyxform: String = XLSFormConverter.installedBesideExecutable
         /// Declared bytes of unfinished resumable uploads one collector may hold (1030 past it).
         public var maxUnfinishedUploadBytes: Int64 = 1 << 30
         public var maxKeyedInFlight: Int = 100
@@ -73,10 +79,13 @@ public final class App: Sendable {
         blobs = try BlobStore(configuration.layout, database: database)
         var limits = Operations.Limits()
         limits.maxFileBytes = configuration.maxFileBytes
+        limits.maxFormBytes = configuration.maxFormBytes
+        limits.maxJSONBodyBytes = configuration.maxBodyBytes
         limits.maxUnfinishedBytesPerCaller = configuration.maxUnfinishedUploadBytes
         limits.maxKeyedInFlight = configuration.maxKeyedInFlight
         limits.webhooksAllowPrivate = configuration.webhooksAllowPrivate
-        operations = Operations(database: database, blobs: blobs, limits: limits)
+        operations = Operations(database: database, blobs: blobs, limits: limits,
+                                forms: FormSources(converter: XLSFormConverter(executable: configuration.pyxform)))
         // Unfinished resumable uploads past their expiry, then leftovers of requests that never
         // committed (a crash, kill -9 mid-upload), go now.
         let expired = try ResumableUploadService.sweepExpired(database: database, blobs: blobs, busy: uploadLocks)

@@ -11,7 +11,9 @@ struct SurveyService {
         services.route(&router, "POST", "/v1/orgs/{orgId}/surveys", .member(anyOf: [.admin]), createSurvey)
         services.route(&router, "GET", "/v1/orgs/{orgId}/surveys", .member(anyOf: []), listSurveys)
         services.route(&router, "GET", "/v1/orgs/{orgId}/surveys/{surveyId}", .member(anyOf: []), getSurvey)
-        services.route(&router, "POST", "/v1/orgs/{orgId}/surveys/{surveyId}/versions", .member(anyOf: [.admin]), publishVersion)
+        // An XLSForm or an XForm may be larger than a JSON body: the route takes up to the form limit.
+        services.route(&router, "POST", "/v1/orgs/{orgId}/surveys/{surveyId}/versions", .member(anyOf: [.admin]),
+                       bodyLimit: Swift.max(services.operations.limits.maxFormBytes, services.operations.limits.maxJSONBodyBytes), publishVersion)
         services.route(&router, "GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}", .member(anyOf: []), getVersion)
     }
 
@@ -61,10 +63,22 @@ struct SurveyService {
             .created("/v1/orgs/\(orgId)/survey-versions/\($0.surveyVersionId)", try Self.versionJSON($0))
         }
         let keyed = KeyedAnswer(request, render)
-        let outcome = try services.operations.surveys.publish(orgId: orgId, surveyId: request.parameter("surveyId"), by: try context.member(),
-                                                              key: keyed.key) {
-            guard let definition = try JSONBody(request.body).fields["definition"] else { throw ApiError.malformed("`definition` is required.") }
-            return definition
+        let operations = services.operations
+        let contentType = request.header("Content-Type")
+        let format = FormSources.format(ofContentType: contentType) ?? .json
+        if format == .json && request.body.count > operations.limits.maxJSONBodyBytes {
+            throw ApiError(.payloadTooLarge, "A JSON definition is at most \(operations.limits.maxJSONBodyBytes) bytes; an XLSForm or XForm may be larger.")
+        }
+        let outcome = try operations.surveys.publish(orgId: orgId, surveyId: request.parameter("surveyId"), by: try context.member(), key: keyed.key) {
+            switch format {
+            case .json:
+                guard let definition = try JSONBody(request.body).fields["definition"] else { throw ApiError.malformed("`definition` is required.") }
+                return definition
+            case .xlsform:
+                return try operations.forms.definition(fromXLSForm: request.body, contentType: contentType)
+            case .xform:
+                return try FormSources.definition(fromXForm: request.body)
+            }
         }
         return try keyed.answer(outcome)
     }

@@ -8,12 +8,12 @@ extension Services {
 
     /// Registers a route whose handler runs only for the callers `access` admits: the bearer
     /// token and the declared access are checked in one read snapshot before `handler` runs.
-    func route(_ router: inout Router, _ method: String, _ pattern: String, _ access: Access, runs execution: Router.Execution? = nil,
-               _ handler: @escaping AdmittedHandler) {
+    func route(_ router: inout Router, _ method: String, _ pattern: String, _ access: Access, bodyLimit: Int? = nil,
+               runs execution: Router.Execution? = nil, _ handler: @escaping AdmittedHandler) {
         // At start-up, never on a request: a route open to anyone has no caller to admit.
         precondition(access != .anyone, "\(pattern): a route open to anyone is a publicRoute")
         let services = self
-        router.add(method, pattern, access: access, runs: execution) { request in
+        router.add(method, pattern, access: access, bodyLimit: bodyLimit, runs: execution) { request in
             try handler(try services.admit(access, request.head), request)
         }
     }

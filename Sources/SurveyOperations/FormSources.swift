@@ -1,0 +1,63 @@
+import SurveyDomain
+import SurveyXForm
+
+/// A form as a team publishes it — a JSON definition, an XLSForm or an XForm — read into the
+/// definition every version holds. One place, so that every door reads an upload alike: an
+/// XLSForm goes through pyxform into an XForm, and an XForm through `XFormReader`.
+public struct FormSources: Sendable {
+    public enum Format: String, Sendable {
+        case json, xlsform, xform
+    }
+
+    public let converter: XLSFormConverter
+
+    public init(converter: XLSFormConverter = XLSFormConverter(executable: XLSFormConverter.installedBesideExecutable)) {
+        self.converter = converter
+    }
+
+    /// The format a `Content-Type` names (parameters ignored); nil for one no form comes in.
+    public static func format(ofContentType header: String?) -> Format? {
+        let type = (header ?? "").split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        switch type {
+        case "application/json": return .json
+        case xlsxType, xlsType: return .xlsform
+        case "application/xml", "text/xml": return .xform
+        default: return nil
+        }
+    }
+
+    public static let xlsxType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    public static let xlsType = "application/vnd.ms-excel"
+
+    /// The definition an XLSForm (`xlsType` for the older `.xls`) holds: 422 / 1002 at
+    /// `xlsform` with pyxform's own message, 415 / 1010 when this server cannot convert one.
+    public func definition(fromXLSForm bytes: [UInt8], contentType: String?) throws -> JSONValue {
+        let isXLS = (contentType ?? "").lowercased().hasPrefix(Self.xlsType)
+        let xform: [UInt8]
+        do {
+            xform = try converter.convert(bytes, isXLS: isXLS).xform
+        } catch {
+            switch error {
+            case .invalid(let message), .tooCostly(let message):
+                throw ApiError(.validationFailed, "The XLSForm could not be converted.", errors: [FieldError(path: "xlsform", message: message)])
+            case .unavailable(let message):
+                throw ApiError(.unsupportedFileType, "This server cannot convert XLSForms: \(message).")
+            }
+        }
+        do {
+            return try XFormReader.definition(from: xform)
+        } catch {
+            throw ApiError(.validationFailed, "The XLSForm converts into a form surveyd does not carry.",
+                           errors: [FieldError(path: "xlsform", message: error.message)])
+        }
+    }
+
+    /// The definition an XForm holds: 422 / 1002 at `xform`, naming what surveyd does not carry.
+    public static func definition(fromXForm bytes: [UInt8]) throws -> JSONValue {
+        do {
+            return try XFormReader.definition(from: bytes)
+        } catch {
+            throw ApiError(.validationFailed, "The XForm cannot be published.", errors: [FieldError(path: "xform", message: error.message)])
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+import SurveyDomain
+import SurveyServer
+
+/// Versions published as an XLSForm (converted by pyxform, which `scripts/setup.sh` installs in
+/// `.build/venv-forms`) and as an XForm, on a real server: the same form gives the same definition
+/// either way, its logic checks answers, and every refusal names the sheet and row or the
+/// construct and publishes nothing.
+@Suite struct FormPublishingTests {
+    typealias P = FoundationTests
+
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("SurveyXFormTests/Fixtures")
+
+    static func bytes(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: fixtures.appendingPathComponent(name))) }
+
+    static let xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+    func survey(_ f: Fixture) throws -> String {
+        let s = try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": "Household"])
+        return try #require(s.json?["surveyId"]?.stringValue)
+    }
+
+    func publish(_ f: Fixture, _ surveyId: String, _ body: [UInt8], contentType: String) throws -> Reply {
+        try f.client.request("POST", "/v1/orgs/\(f.orgId)/surveys/\(surveyId)/versions", token: f.adminToken, body: body,
+                             headers: ["Content-Type": contentType])
+    }
+
+    func versions(_ f: Fixture) throws -> Int64 { try f.server.count("SELECT COUNT(*) AS n FROM survey_versions") }
+
+    @Test func anXLSFormAndItsXFormPublishTheSameDefinition() throws {
+        let f = try Fixture()
+        let id = try survey(f)
+        let fromXLSForm = try publish(f, id, try Self.bytes("household.xlsx"), contentType: Self.xlsx)
+        #expect(fromXLSForm.status == 201, "\(fromXLSForm.text)")
+        let fromXForm = try publish(f, id, try Self.bytes("household.xml"), contentType: "application/xml")
+        #expect(fromXForm.status == 201, "\(fromXForm.text)")
+        let hash = try #require(fromXLSForm.json?["contentHash"]?.stringValue)
+        #expect(fromXForm.json?["contentHash"]?.stringValue == hash)
+        let definition = try #require(fromXLSForm.json?["definition"])
+        #expect(definition["title"]?.stringValue == "Household roster")
+        #expect(definition["defaultLanguage"]?.stringValue == "English (en)")
+        // The same definition published as JSON is the same version content.
+        let again = try f.client.post("/v1/orgs/\(f.orgId)/surveys/\(id)/versions", token: f.adminToken, ["definition": definition])
+        #expect(again.json?["contentHash"]?.stringValue == hash)
+    }
+
+    @Test func theConvertedLogicChecksAnswers() throws {
+        let f = try Fixture()
+        let id = try survey(f)
+        let r = try publish(f, id, try Self.bytes("simple.xlsx"), contentType: Self.xlsx)
+        #expect(r.status == 201, "\(r.text)")
+        let v = (surveyId: id, versionId: try #require(r.json?["surveyVersionId"]?.stringValue),
+                 contentHash: try #require(r.json?["contentHash"]?.stringValue))
+        // `age` must not be negative ("Not negative"); `smoker` is asked from 12 years on.
+        let bad = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                    ResponseTests.submission("xlsform-0001", v, answers: ["full_name": "Ama", "age": -1]))
+        P.expectProblem(bad, .validationFailed)
+        #expect(bad.json?["errors"]?.arrayValue?.map { "\($0["path"]?.stringValue ?? ""): \($0["message"]?.stringValue ?? "")" }
+                == ["answers.age: Not negative"])
+        let child = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                      ResponseTests.submission("xlsform-0002", v, answers: ["full_name": "Kofi", "age": 9, "smoker": "no"]))
+        P.expectProblem(child, .validationFailed)
+        #expect(child.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "answers.smoker")
+        let good = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                     ResponseTests.submission("xlsform-0003", v, answers: ["full_name": "Ama", "age": 34, "smoker": "no"]))
+        #expect(good.status == 201, "\(good.text)")
+    }
+
+    @Test func pyxformsRefusalIsShownWithItsRowAndNothingIsPublished() throws {
+        let f = try Fixture()
+        let id = try survey(f)
+        let before = try versions(f)
+        let expected = [
+            "missing_list.xlsx": "[row : 2] List name not in choices sheet: colours",
+            "unknown_type.xlsx": "Unknown question type 'integr'.",
+            "unclosed_group.xlsx": "[row : 2] Unmatched 'begin_group'. No matching 'end_group' was found for the name 'g'.",
+        ]
+        for (file, message) in expected {
+            let r = try publish(f, id, try Self.bytes(file), contentType: Self.xlsx)
+            P.expectProblem(r, .validationFailed)
+            #expect(r.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "xlsform", "\(file)")
+            #expect(r.json?["errors"]?.arrayValue?.first?["message"]?.stringValue == message, "\(file)")
+        }
+        // Not a spreadsheet at all.
+        let garbage = try publish(f, id, Array("not a spreadsheet".utf8), contentType: Self.xlsx)
+        P.expectProblem(garbage, .validationFailed)
+        #expect(try versions(f) == before)
+    }
+
+    @Test func whatSurveydDoesNotCarryIsRefusedByName() throws {
+        let f = try Fixture()
+        let id = try survey(f)
+        let before = try versions(f)
+        let csv = try publish(f, id, try Self.bytes("csv_choices.xlsx"), contentType: Self.xlsx)
+        P.expectProblem(csv, .validationFailed)
+        #expect(csv.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.contains("villages.csv") == true, "\(csv.text)")
+        let media = try publish(f, id, try Self.bytes("media_label.xml"), contentType: "text/xml")
+        P.expectProblem(media, .validationFailed)
+        #expect(media.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "xform")
+        #expect(try versions(f) == before)
+    }
+
+    @Test func hostileXMLIsRefusedAndTheServerStaysUp() throws {
+        let f = try Fixture()
+        let id = try survey(f)
+        let xxe = #"<?xml version="1.0"?><!DOCTYPE h:html [<!ENTITY e SYSTEM "file:///etc/passwd">]><h:html xmlns:h="http://www.w3.org/1999/xhtml">&e;</h:html>"#
+        let laughs = #"<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]><l>&c;</l>"#
+        let deep = String(repeating: "<a>", count: 100_000) + String(repeating: "</a>", count: 100_000)
+        for body in [xxe, laughs, deep] {
+            let r = try publish(f, id, Array(body.utf8), contentType: "application/xml")
+            P.expectProblem(r, .validationFailed)
+            #expect(r.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "xform")
+        }
+        // Past the form limit (10 MB by default): 413, nothing read.
+        let huge = try publish(f, id, [UInt8](repeating: UInt8(ascii: " "), count: (10 << 20) + 1), contentType: "application/xml")
+        #expect(huge.status == 413)
+        #expect(try f.client.get("/healthz").status == 200)
+        #expect(try versions(f) == 0)
+    }
+
+    @Test func aServerWithoutPyxformSaysWhatToInstall() throws {
+        let server = try TestServer { $0.pyxform = "/nonexistent/xls2xform" }
+        let f = try Fixture(server: server)
+        let id = try survey(f)
+        let r = try publish(f, id, try Self.bytes("simple.xlsx"), contentType: Self.xlsx)
+        P.expectProblem(r, .unsupportedFileType)
+        #expect(r.json?["detail"]?.stringValue?.contains("pyxform") == true)
+        #expect(r.json?["detail"]?.stringValue?.contains("scripts/setup.sh") == true)
+        // An XForm needs no converter.
+        #expect(try publish(f, id, try Self.bytes("simple.xml"), contentType: "application/xml").status == 201)
+    }
+}
