@@ -4,8 +4,8 @@
     scripts/browser_tests.sh --screenshots      # installs what is missing, then runs this
 
 Writes PAGE-{desktop,phone}.png for the reviewer's pages (sign-in, queue, response,
-response-roster), the admin's (users, user, surveys, survey, survey-roster, tasks, exports,
-webhooks, webhook, subscription) and the operator's (orgs): desktop is a 1280x900 viewport, phone
+response-roster), the admin's (users, user, surveys, survey, survey-roster, survey-xlsform-refused,
+tasks, exports, webhooks, webhook, subscription) and the operator's (orgs): desktop is a 1280x900 viewport, phone
 a 375x812 one (a mobile viewport at device pixel ratio 2); each is the whole page, not just the
 first screen. The response shown has a location, a photo and a review comment in its history
 (returned for correction, resubmitted, in review again); the roster's response and survey pages
@@ -173,6 +173,12 @@ def main():
                 d.get(url)
                 assert d.find_element(By.TAG_NAME, "h1").text != "Not found", url
                 shoot(d, size, mobile, scale, f"{name}-{kind}")
+            # An XLSForm pyxform refuses, shown on the survey page with the row it names.
+            d.get(admin_pages["survey-roster"])
+            d.find_element(By.ID, "definition").send_keys(os.path.join(ROOT, "Tests", "SurveyXFormTests", "Fixtures", "missing_list.xlsx"))
+            click_and_load(d, button(d, "Publish version"))
+            assert d.find_elements(By.CSS_SELECTOR, ".problem li"), "the refused XLSForm shows no reason"
+            shoot(d, size, mobile, scale, f"survey-xlsform-refused-{kind}")
             # The user page as it is right after "New app token": the token and its QR code.
             d.get(f"{org}/users/{cole}")
             click_and_load(d, button(d, "New app token (shown once, with a QR code)"))

@@ -250,7 +250,9 @@ struct AdminPages: Sendable {
                 "rules": .text(rules.joined(separator: " · "))]
     }
 
-    /// A definition file, published as the survey's next version; a refusal lists each field.
+    /// A definition file — JSON, an XLSForm or an XForm, by its name — published as the survey's
+    /// next version through the same reading as the API's; a refusal lists each field, and an
+    /// XLSForm's the row pyxform names.
     func publish(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
         let (v, form) = (visit.visitor, visit.form)
         let orgId = request.parameter("orgId"), surveyId = request.parameter("surveyId")
@@ -260,8 +262,15 @@ struct AdminPages: Sendable {
                 guard let file = form.files["definition"], file.size > 0 else {
                     throw ApiError(.validationFailed, "Choose a definition file to publish.", errors: [FieldError(path: "definition", message: "no file")])
                 }
-                do { return try JSONParser.parse(try file.bytes()) } catch {
-                    throw ApiError(.validationFailed, "The file is not valid JSON: \(error).", errors: [FieldError(path: "definition", message: "not JSON")])
+                switch FormSources.format(ofFileNamed: file.fileName, contentType: file.contentType) {
+                case .xlsform:
+                    return try operations.forms.definition(fromXLSForm: try file.bytes(), contentType: file.contentType, fileName: file.fileName)
+                case .xform:
+                    return try FormSources.definition(fromXForm: try file.bytes())
+                case .json:
+                    do { return try JSONParser.parse(try file.bytes()) } catch {
+                        throw ApiError(.validationFailed, "The file is not valid JSON: \(error).", errors: [FieldError(path: "definition", message: "not JSON")])
+                    }
                 }
             }.unkeyed()
             return Pages.redirect("/console/orgs/\(orgId)/surveys/\(surveyId)?published=\(version.number)")
@@ -269,6 +278,14 @@ struct AdminPages: Sendable {
             var f = frame("Survey", v, orgId, "surveys")
             refused(e, &f)
             if e.code == .validationFailed { f.problem = "The definition was not published. " + e.detail }
+            // The converter's and the reader's messages read as they are, under the file's kind.
+            f.problemDetails = e.errors.map { error in
+                switch error.path {
+                case "xlsform": "In the XLSForm: \(error.message)"
+                case "xform": "In the XForm: \(error.message)"
+                default: "\(error.path): \(error.message)"
+                }
+            }
             return try surveyPage(visit, surveyId, frame: f, status: e.code.httpStatus)
         }
     }

@@ -60,7 +60,9 @@ public struct Console: Sendable {
         page(&router, "GET", "/console/orgs/{orgId}/surveys", admins, admin.surveys)
         page(&router, "POST", "/console/orgs/{orgId}/surveys", admins, admin.createSurvey)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}", admins, admin.survey)
-        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/versions", admins, admin.publish)
+        // An XLSForm or XForm up to the server's form limit, with room for the form's other fields.
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/versions", admins,
+             formLimits: FormDecoder.Limits(maxBytes: operations.limits.maxFormBytes + (64 << 10)), admin.publish)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/exports", Exports.access, admin.exports)
         page(&router, "GET", "/console/orgs/{orgId}/tasks", admins, admin.tasks)
         page(&router, "POST", "/console/orgs/{orgId}/tasks", admins, admin.createTask)
@@ -100,10 +102,11 @@ public struct Console: Sendable {
     /// after); a POST must carry the session's CSRF token; then the visitor is admitted to
     /// `access` exactly as the API admits a token. The operator's pages are not found for
     /// anyone else, rather than forbidden: a user has no reason to learn they exist.
+    /// `formLimits`: a form that carries more than the default (a published XLSForm).
     public func page(_ router: inout Router, _ method: String, _ pattern: String, _ access: Access, runs execution: Router.Execution? = nil,
-                     _ handler: @escaping @Sendable (Visit, HTTPRequest) throws -> HTTPResponse) {
+                     formLimits: FormDecoder.Limits? = nil, _ handler: @escaping @Sendable (Visit, HTTPRequest) throws -> HTTPResponse) {
         let console = self
-        router.add(method, pattern, access: access, form: method == "POST" ? Self.formLimits : nil, runs: execution) { request in
+        router.add(method, pattern, access: access, form: method == "POST" ? formLimits ?? Self.formLimits : nil, runs: execution) { request in
             do {
                 if method == "POST" { try console.checkOrigin(request) }
                 let (v, form) = method == "POST" ? try console.signedInForm(request) : (try console.signedIn(request), FormFields())

@@ -26,13 +26,23 @@ public struct FormSources: Sendable {
         }
     }
 
+    /// The format of an uploaded file: by its name's extension, else by its declared type (JSON
+    /// when neither says more).
+    public static func format(ofFileNamed name: String, contentType: String?) -> Format {
+        let lower = name.lowercased()
+        if lower.hasSuffix(".xlsx") || lower.hasSuffix(".xls") { return .xlsform }
+        if lower.hasSuffix(".xml") { return .xform }
+        if lower.hasSuffix(".json") { return .json }
+        return format(ofContentType: contentType) ?? .json
+    }
+
     public static let xlsxType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
     public static let xlsType = "application/vnd.ms-excel"
 
     /// The definition an XLSForm (`xlsType` for the older `.xls`) holds: 422 / 1002 at
     /// `xlsform` with pyxform's own message, 415 / 1010 when this server cannot convert one.
-    public func definition(fromXLSForm bytes: [UInt8], contentType: String?) throws -> JSONValue {
-        let isXLS = (contentType ?? "").lowercased().hasPrefix(Self.xlsType)
+    public func definition(fromXLSForm bytes: [UInt8], contentType: String?, fileName: String = "") throws -> JSONValue {
+        let isXLS = (contentType ?? "").lowercased().hasPrefix(Self.xlsType) || fileName.lowercased().hasSuffix(".xls")
         let xform: [UInt8]
         do {
             xform = try converter.convert(bytes, isXLS: isXLS).xform

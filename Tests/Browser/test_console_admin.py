@@ -453,7 +453,7 @@ def test_publish_version_from_file():
     assert survey["title"] == title and survey["reviewRequired"] is False and survey["versions"] == [], survey
     assert "No version published yet" in page_text(d)
 
-    field(d, "Definition file (JSON)").send_keys(good)
+    field(d, "Form file (XLSForm, XForm or JSON)").send_keys(good)
     click_and_load(d, button(d, "Publish version"))
     assert "Version 1 is published" in page_text(d), f"{problem_text(d)} {page_text(d)[:300]}"
     versions = api_survey(srv, survey_id)["versions"]
@@ -471,7 +471,7 @@ def test_publish_version_from_file():
     assert stored["definition"]["questions"][2]["id"] == "latrine_ok", stored
 
     # A broken file: every refused field with its path; no version.
-    field(d, "Definition file (JSON)").send_keys(broken)
+    field(d, "Form file (XLSForm, XForm or JSON)").send_keys(broken)
     click_and_load(d, button(d, "Publish version"))
     problem = problem_text(d)
     assert "not published" in problem, problem
@@ -482,7 +482,7 @@ def test_publish_version_from_file():
     assert len(api_survey(srv, survey_id)["versions"]) == 1, "a refused file made a version"
 
     # Not JSON at all.
-    field(d, "Definition file (JSON)").send_keys(not_json)
+    field(d, "Form file (XLSForm, XForm or JSON)").send_keys(not_json)
     click_and_load(d, button(d, "Publish version"))
     lines = [li.text for li in d.find_elements(By.CSS_SELECTOR, ".problem li")]
     assert "not published" in problem_text(d) and any(line.startswith("definition: ") for line in lines), (problem_text(d), lines)
@@ -492,7 +492,7 @@ def test_publish_version_from_file():
     changed = dict(GOOD_DEFINITION, questions=GOOD_DEFINITION["questions"][:2])
     with open(good, "w") as f:
         json.dump(changed, f)
-    field(d, "Definition file (JSON)").send_keys(good)
+    field(d, "Form file (XLSForm, XForm or JSON)").send_keys(good)
     click_and_load(d, button(d, "Publish version"))
     versions = api_survey(srv, survey_id)["versions"]
     assert [v["number"] for v in versions] == [1, 2], versions
@@ -1042,7 +1042,7 @@ def test_oversized_definition_file_gets_a_console_page():
     d = browser()
     sign_in_token(d, srv, srv["ADMIN"])
     d.get(f"{srv.base}/console/orgs/{srv['ORG']}/surveys/{srv.survey_id()}")
-    field(d, "Definition file (JSON)").send_keys(big)
+    field(d, "Form file (XLSForm, XForm or JSON)").send_keys(big)
     click_and_load(d, button(d, "Publish version"))
     assert d.find_elements(By.CSS_SELECTOR, "header.top") and d.find_elements(By.TAG_NAME, "h1"), \
         f"not a console page: {page_text(d)[:200]}"

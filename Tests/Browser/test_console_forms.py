@@ -25,7 +25,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from test_console import (By, Server, browser, button, click_and_load, open_response, page_text,  # noqa: E402
+from test_console import (By, Server, browser, button, click_and_load, open_response, page_text, problem_text,  # noqa: E402
                           run_tests, sign_in_token, wait_loaded)
 from test_console_admin import new_survey, submission, submit_raw  # noqa: E402
 
@@ -377,12 +377,49 @@ def test_form_labels_are_shown_as_text():
     assert not d.find_elements(By.CSS_SELECTOR, "main script, main img"), "a label made elements"
 
 
+XFORM_FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "SurveyXFormTests", "Fixtures")
+
+
+def test_publish_an_xlsform_and_see_a_refusal_by_row():
+    """The survey page takes an XLSForm as well as JSON: pyxform converts it (the same reading as
+    the API's), the version shows its languages and tree, and a form pyxform refuses is shown with
+    the row pyxform names, with no version published."""
+    srv = shared_server()
+    survey = srv.api("POST", "/surveys", srv["ADMIN"], {"title": "Household roster (XLSForm)", "reviewRequired": False}, expect=(201,))
+    sid = survey["surveyId"]
+    d = browser()
+    sign_in_token(d, srv, srv["ADMIN"])
+    d.get(f"{srv.base}/console/orgs/{srv['ORG']}/surveys/{sid}")
+    wait_loaded(d)
+    file_input = d.find_element(By.ID, "definition")
+    file_input.send_keys(os.path.abspath(os.path.join(XFORM_FIXTURES, "household.xlsx")))
+    click_and_load(d, button(d, "Publish version"))
+    text = page_text(d)
+    assert "Version 1 is published" in text, text[:400]
+    assert "English (en) (default), Français (fr)" in text, text[:800]
+    versions = srv.api("GET", f"/surveys/{sid}", srv["ADMIN"])["versions"]
+    assert len(versions) == 1, versions
+    stored = srv.api("GET", f"/survey-versions/{versions[0]['surveyVersionId']}", srv["ADMIN"])["definition"]
+    assert stored["title"] == "Household roster" and stored["formId"] == "household_roster", stored.get("title")
+    # The converted tree is on the page with its logic.
+    assert outline_node(d, "household") is not None and "${consent} = 'yes'" in text, text[:1500]
+
+    d.find_element(By.ID, "definition").send_keys(os.path.abspath(os.path.join(XFORM_FIXTURES, "missing_list.xlsx")))
+    click_and_load(d, button(d, "Publish version"))
+    problem = problem_text(d)
+    assert "not published" in problem, problem
+    lines = [li.text for li in d.find_elements(By.CSS_SELECTOR, ".problem li")]
+    assert lines == ["In the XLSForm: [row : 2] List name not in choices sheet: colours"], lines
+    assert len(srv.api("GET", f"/surveys/{sid}", srv["ADMIN"])["versions"]) == 1, "a refused XLSForm made a version"
+
+
 TESTS = [
     test_roster_response_by_groups_and_numbered_instances,
     test_roster_response_leaves_out_what_is_not_relevant,
     test_roster_language_switch,
     test_roster_survey_page_structure_and_logic,
     test_form_labels_are_shown_as_text,
+    test_publish_an_xlsform_and_see_a_refusal_by_row,
 ]
 
 
