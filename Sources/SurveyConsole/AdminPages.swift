@@ -268,7 +268,7 @@ struct AdminPages: Sendable {
                 case .xform:
                     return try FormSources.definition(fromXForm: try file.bytes())
                 case .json:
-                    do { return try JSONParser.parse(try file.bytes()) } catch {
+                    do { return FormSources.Published(definition: try JSONParser.parse(try file.bytes())) } catch {
                         throw ApiError(.validationFailed, "The file is not valid JSON: \(error).", errors: [FieldError(path: "definition", message: "not JSON")])
                     }
                 }

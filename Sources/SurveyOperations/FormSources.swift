@@ -1,4 +1,5 @@
 import SurveyDomain
+import SurveyStorage
 import SurveyXForm
 
 /// A form as a team publishes it — a JSON definition, an XLSForm or an XForm — read into the
@@ -10,6 +11,17 @@ public struct FormSources: Sendable {
     }
 
     public let converter: XLSFormConverter
+
+    /// A definition to publish, with the file it came from when that was not JSON.
+    public struct Published: Sendable {
+        public let definition: JSONValue
+        public let source: VersionSourceRecord?
+
+        public init(definition: JSONValue, source: VersionSourceRecord? = nil) {
+            self.definition = definition
+            self.source = source
+        }
+    }
 
     public init(converter: XLSFormConverter = XLSFormConverter(executable: XLSFormConverter.installedBesideExecutable)) {
         self.converter = converter
@@ -41,7 +53,7 @@ public struct FormSources: Sendable {
 
     /// The definition an XLSForm (`xlsType` for the older `.xls`) holds: 422 / 1002 at
     /// `xlsform` with pyxform's own message, 415 / 1010 when this server cannot convert one.
-    public func definition(fromXLSForm bytes: [UInt8], contentType: String?, fileName: String = "") throws -> JSONValue {
+    public func definition(fromXLSForm bytes: [UInt8], contentType: String?, fileName: String = "") throws -> Published {
         let isXLS = (contentType ?? "").lowercased().hasPrefix(Self.xlsType) || fileName.lowercased().hasSuffix(".xls")
         let xform: [UInt8]
         do {
@@ -55,7 +67,9 @@ public struct FormSources: Sendable {
             }
         }
         do {
-            return try XFormReader.definition(from: xform)
+            return Published(definition: try XFormReader.definition(from: xform),
+                             source: VersionSourceRecord(format: Format.xlsform.rawValue, contentType: isXLS ? Self.xlsType : Self.xlsxType,
+                                                         source: bytes, xform: xform))
         } catch {
             throw ApiError(.validationFailed, "The XLSForm converts into a form surveyd does not carry.",
                            errors: [FieldError(path: "xlsform", message: error.message)])
@@ -63,9 +77,10 @@ public struct FormSources: Sendable {
     }
 
     /// The definition an XForm holds: 422 / 1002 at `xform`, naming what surveyd does not carry.
-    public static func definition(fromXForm bytes: [UInt8]) throws -> JSONValue {
+    public static func definition(fromXForm bytes: [UInt8]) throws -> Published {
         do {
-            return try XFormReader.definition(from: bytes)
+            return Published(definition: try XFormReader.definition(from: bytes),
+                             source: VersionSourceRecord(format: Format.xform.rawValue, contentType: "application/xml", source: bytes, xform: bytes))
         } catch {
             throw ApiError(.validationFailed, "The XForm cannot be published.", errors: [FieldError(path: "xform", message: error.message)])
         }

@@ -29,25 +29,32 @@ public struct Surveys: Sendable {
 
     /// A new version of an existing survey (404 before anything else when there is none).
     public func publish(orgId: String, surveyId: String, by user: UserRecord, key: IdempotencyKey<SurveyVersionRecord>? = nil,
-                        definition: () throws -> JSONValue) throws -> KeyedOutcome<SurveyVersionRecord> {
+                        definition: () throws -> FormSources.Published) throws -> KeyedOutcome<SurveyVersionRecord> {
         try operations.member(user, of: orgId, withAnyOf: [.admin])
         guard try operations.database.read({ try $0.survey(orgId: orgId, surveyId: surveyId) }) != nil else { throw ApiError.notFound() }
         let clock = operations.clock
         return try operations.keyedWrite(orgId: orgId, caller: user.userId, target: surveyId, key: key, prepare: { () throws -> NewVersion in
-            let definition = try definition()
+            let published = try definition()
+            let definition = published.definition
             do {
                 _ = try SurveyDefinition.parse(definition)
             } catch let e as ValidationErrors {
                 throw ApiError(.validationFailed, "The survey definition is not valid.", errors: e.errors)
             }
             return NewVersion(contentHash: Self.contentHash(definition), definition: CanonicalJSON.string(definition),
-                              surveyVersionId: Ids.make("sv", nowMillis: clock.nowMillis()))
+                              surveyVersionId: Ids.make("sv", nowMillis: clock.nowMillis()), source: published.source)
         }, write: { p, tx in
-            try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition)
+            try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition,
+                                  source: p.source)
         })
     }
 
-    struct NewVersion: Sendable { let contentHash: String; let definition: String; let surveyVersionId: String }
+    struct NewVersion: Sendable {
+        let contentHash: String
+        let definition: String
+        let surveyVersionId: String
+        let source: VersionSourceRecord?
+    }
 
     /// `sha256:` + hex SHA-256 of the canonical JSON of the definition.
     public static func contentHash(_ definition: JSONValue) -> String {

@@ -56,6 +56,17 @@ extension Operations {
         return v
     }
 
+    /// The version and what it was published from (nil when it was JSON), for any member.
+    public func visibleVersionSource(_ surveyVersionId: String, of orgId: String, by user: UserRecord) throws -> (SurveyVersionRecord, VersionSourceRecord?) {
+        try member(user, of: orgId)
+        let found = try database.read { db -> (SurveyVersionRecord, VersionSourceRecord?)? in
+            guard let v = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId) else { return nil }
+            return (v, try db.versionSource(orgId: orgId, surveyVersionId: surveyVersionId))
+        }
+        guard let found else { throw ApiError.notFound() }
+        return found
+    }
+
     /// Responses a user may see: all of the organization's for reviewers and admins, a collector's own.
     public func visibleResponses(_ user: UserRecord, orgId: String, reviewState: ReviewState?, after: String?, limit: Int) throws -> [ResponseRecord] {
         try member(user, of: orgId)

@@ -471,6 +471,17 @@ enum Migrations {
         CREATE TABLE export_cursor_key (id BIGINT PRIMARY KEY CHECK (id = 1), key BYTEA NOT NULL);
         INSERT INTO export_cursor_key(id, key) VALUES (1, uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()));
         """),
+        // What a version was published from when it was not JSON: the XLSForm or XForm as
+        // uploaded, and the XForm apps download (pyxform's, for an XLSForm). Immutable with it.
+        Migration("version-sources", sql: """
+        CREATE TABLE survey_version_sources (
+            survey_version_id TEXT PRIMARY KEY REFERENCES survey_versions(survey_version_id),
+            format TEXT NOT NULL, content_type TEXT NOT NULL, source BLOB NOT NULL, xform BLOB NOT NULL);
+        """, postgres: """
+        CREATE TABLE survey_version_sources (
+            survey_version_id TEXT PRIMARY KEY REFERENCES survey_versions(survey_version_id),
+            format TEXT NOT NULL, content_type TEXT NOT NULL, source BYTEA NOT NULL, xform BYTEA NOT NULL);
+        """),
     ]
 
 

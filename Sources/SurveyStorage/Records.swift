@@ -75,6 +75,22 @@ extension SurveyVersionRecord {
     }
 }
 
+/// The file a version was published from, when it was not JSON (`format` "xlsform" or "xform"),
+/// and the XForm apps download: the uploaded one, or pyxform's for an XLSForm.
+public struct VersionSourceRecord: Sendable, Equatable {
+    public let format: String
+    public let contentType: String
+    public let source: [UInt8]
+    public let xform: [UInt8]
+
+    public init(format: String, contentType: String, source: [UInt8], xform: [UInt8]) {
+        self.format = format
+        self.contentType = contentType
+        self.source = source
+        self.xform = xform
+    }
+}
+
 public struct ResponseRecord: Sendable, Equatable {
     public let responseId: String
     public let orgId: String

@@ -46,6 +46,36 @@ import SurveyServer
         #expect(again.json?["contentHash"]?.stringValue == hash)
     }
 
+    @Test func theSourceAndTheXFormAreKeptByteForByte() throws {
+        let f = try Fixture()
+        let id = try survey(f)
+        let xlsx = try Self.bytes("household.xlsx"), xml = try Self.bytes("simple.xml")
+        let fromXLSForm = try #require(try publish(f, id, xlsx, contentType: Self.xlsx).json?["surveyVersionId"]?.stringValue)
+        let fromXForm = try #require(try publish(f, id, xml, contentType: "text/xml").json?["surveyVersionId"]?.stringValue)
+        let base = "/v1/orgs/\(f.orgId)/survey-versions"
+        // Any member reads them: a collector's app downloads the XForm.
+        let source = try f.client.get("\(base)/\(fromXLSForm)/source", token: f.collectorToken)
+        #expect(source.status == 200)
+        #expect(source.body == xlsx)
+        #expect(source.headers["content-type"] == Self.xlsx)
+        let converted = try f.client.get("\(base)/\(fromXLSForm)/xform", token: f.collectorToken)
+        #expect(converted.status == 200 && converted.headers["content-type"] == "application/xml")
+        #expect(String(decoding: converted.body, as: UTF8.self).contains("<h:title>Household roster</h:title>"))
+        // The XForm pyxform made publishes the same definition again.
+        let again = try publish(f, id, converted.body, contentType: "application/xml")
+        #expect(again.json?["contentHash"] == (try f.client.get("\(base)/\(fromXLSForm)", token: f.adminToken)).json?["contentHash"])
+        #expect(try f.client.get("\(base)/\(fromXForm)/source", token: f.reviewerToken).body == xml)
+        #expect(try f.client.get("\(base)/\(fromXForm)/xform", token: f.reviewerToken).body == xml)
+        // A version published as JSON: its source is the definition, and it keeps no XForm yet.
+        let json = try f.client.post("/v1/orgs/\(f.orgId)/surveys/\(id)/versions", token: f.adminToken, ["definition": Fixture.definition])
+        let jsonId = try #require(json.json?["surveyVersionId"]?.stringValue)
+        #expect(try f.client.get("\(base)/\(jsonId)/source", token: f.adminToken).json == Fixture.definition)
+        P.expectProblem(try f.client.get("\(base)/\(jsonId)/xform", token: f.adminToken), .notFound)
+        // Another organization's version is not found.
+        let other = try Fixture(server: f.server)
+        P.expectProblem(try other.client.get("/v1/orgs/\(other.orgId)/survey-versions/\(fromXLSForm)/source", token: other.adminToken), .notFound)
+    }
+
     @Test func theConvertedLogicChecksAnswers() throws {
         let f = try Fixture()
         let id = try survey(f)

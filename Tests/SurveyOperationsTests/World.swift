@@ -43,7 +43,7 @@ final class World: @unchecked Sendable {
         reviewer = try ops.users.create(orgId: org, by: adminCaller) { (name: "Rae", roles: ["reviewer"]) }.written
         stranger = try ops.users.create(orgId: other, by: operatorCaller) { (name: "Sam", roles: ["collector", "reviewer"]) }.written
         survey = try ops.surveys.create(orgId: org, by: admin.user) { .init(title: "Household", reviewRequired: true) }.written.surveyId
-        version = try ops.surveys.publish(orgId: org, surveyId: survey, by: admin.user) { Self.definition }.written
+        version = try ops.surveys.publish(orgId: org, surveyId: survey, by: admin.user) { FormSources.Published(definition: Self.definition) }.written
     }
 
     deinit {

@@ -15,6 +15,8 @@ struct SurveyService {
         services.route(&router, "POST", "/v1/orgs/{orgId}/surveys/{surveyId}/versions", .member(anyOf: [.admin]),
                        bodyLimit: Swift.max(services.operations.limits.maxFormBytes, services.operations.limits.maxJSONBodyBytes), publishVersion)
         services.route(&router, "GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}", .member(anyOf: []), getVersion)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}/source", .member(anyOf: []), getVersionSource)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}/xform", .member(anyOf: []), getVersionXForm)
     }
 
     static func surveyJSON(_ s: SurveyRecord, versions: [SurveyVersionRecord]) -> JSONValue {
@@ -73,7 +75,7 @@ struct SurveyService {
             switch format {
             case .json:
                 guard let definition = try JSONBody(request.body).fields["definition"] else { throw ApiError.malformed("`definition` is required.") }
-                return definition
+                return FormSources.Published(definition: definition)
             case .xlsform:
                 return try operations.forms.definition(fromXLSForm: request.body, contentType: contentType)
             case .xform:
@@ -81,6 +83,26 @@ struct SurveyService {
             }
         }
         return try keyed.answer(outcome)
+    }
+
+    /// What the version was published from, byte for byte: the XLSForm or XForm with its type, or
+    /// the JSON definition.
+    func getVersionSource(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, source) = try services.operations.visibleVersionSource(request.parameter("surveyVersionId"), of: request.parameter("orgId"),
+                                                                         by: try context.member())
+        guard let source else { return .json(200, try JSONParser.parse(Array(v.definition.utf8))) }
+        return HTTPResponse(status: 200, headers: [("Content-Type", source.contentType)], body: source.source)
+    }
+
+    /// The XForm apps download: the uploaded one, or the one pyxform made of an uploaded XLSForm.
+    /// A version published as JSON has none yet (404 / 1005, saying so).
+    func getVersionXForm(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (_, source) = try services.operations.visibleVersionSource(request.parameter("surveyVersionId"), of: request.parameter("orgId"),
+                                                                         by: try context.member())
+        guard let source else {
+            throw ApiError(.notFound, "This version was published as JSON; XForms are kept for versions published as an XLSForm or an XForm.")
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/xml")], body: source.xform)
     }
 
     func getVersion(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {

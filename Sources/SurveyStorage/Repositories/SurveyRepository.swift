@@ -17,6 +17,18 @@ extension ReadContext {
                        [.text(surveyVersionId), .text(orgId)]).first.map(SurveyVersionRecord.init)
     }
 
+    /// What a version of this organization was published from, when it was not JSON.
+    public func versionSource(orgId: String, surveyVersionId: String) throws -> VersionSourceRecord? {
+        try conn.query("""
+            SELECT s.format, s.content_type, s.source, s.xform FROM survey_version_sources s
+            JOIN survey_versions v ON v.survey_version_id = s.survey_version_id
+            WHERE s.survey_version_id = ? AND v.org_id = ?
+            """, [.text(surveyVersionId), .text(orgId)]).first.map { row in
+            VersionSourceRecord(format: try row.string("format"), contentType: try row.string("content_type"),
+                                source: try row.blob("source"), xform: try row.blob("xform"))
+        }
+    }
+
     public func surveyVersions(surveyId: String) throws -> [SurveyVersionRecord] {
         try conn.query("SELECT \(SurveyVersionRecord.columns) FROM survey_versions WHERE survey_id = ? ORDER BY number",
                        [.text(surveyId)]).map(SurveyVersionRecord.init)
@@ -33,13 +45,19 @@ extension GatedTransaction {
     }
 
     /// Publishes the next version number of a survey; versions are immutable once written.
-    public func publishVersion(surveyVersionId: String, surveyId: String, contentHash: String, definition: String) throws -> SurveyVersionRecord {
+    public func publishVersion(surveyVersionId: String, surveyId: String, contentHash: String, definition: String,
+                               source: VersionSourceRecord? = nil) throws -> SurveyVersionRecord {
         let number = try context.conn.query("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM survey_versions WHERE survey_id = ?",
                                             [.text(surveyId)]).first?.int("next") ?? 1
         try context.conn.run("""
             INSERT INTO survey_versions(survey_version_id, survey_id, org_id, number, content_hash, definition, created_at)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """, [.text(surveyVersionId), .text(surveyId), .text(orgId), .int(number), .text(contentHash), .text(definition), .int(now)])
+        if let source {
+            try context.conn.run("""
+                INSERT INTO survey_version_sources(survey_version_id, format, content_type, source, xform) VALUES (?, ?, ?, ?, ?)
+                """, [.text(surveyVersionId), .text(source.format), .text(source.contentType), .blob(source.source), .blob(source.xform)])
+        }
         try audit(action: "survey.version.publish", targetType: "survey_version", targetId: surveyVersionId, detail: "number=\(number)")
         return SurveyVersionRecord(surveyVersionId: surveyVersionId, surveyId: surveyId, orgId: orgId, number: number,
                                    contentHash: contentHash, definition: definition, createdAt: now)
