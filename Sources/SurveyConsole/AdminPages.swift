@@ -268,6 +268,10 @@ struct AdminPages: Sendable {
                 case .xform:
                     return try FormSources.definition(fromXForm: try file.bytes())
                 case .json:
+                    // A JSON definition keeps the JSON limit, as it does through the API.
+                    guard file.size <= operations.limits.maxJSONBodyBytes else {
+                        throw ApiError(.payloadTooLarge, "The file is too large: a JSON definition is at most \(operations.limits.maxJSONBodyBytes) bytes (the limit); an XLSForm or XForm may be larger.")
+                    }
                     do { return FormSources.Published(definition: try JSONParser.parse(try file.bytes())) } catch {
                         throw ApiError(.validationFailed, "The file is not valid JSON: \(error).", errors: [FieldError(path: "definition", message: "not JSON")])
                     }
@@ -278,6 +282,7 @@ struct AdminPages: Sendable {
             var f = frame("Survey", v, orgId, "surveys")
             refused(e, &f)
             if e.code == .validationFailed { f.problem = "The definition was not published. " + e.detail }
+            if e.code == .payloadTooLarge { f.problem = "The definition was not published. " + e.detail }
             // The converter's and the reader's messages read as they are, under the file's kind.
             f.problemDetails = e.errors.map { error in
                 switch error.path {

@@ -235,7 +235,7 @@ public struct Console: Sendable {
         case .tooManyPendingRequests: ("Please wait", e.detail)
         case .unauthenticated: ("Sign in again", e.detail)
         case .storageUnavailable: ("Try again shortly", "The server cannot store anything right now; nothing was changed. Try again in a moment.")
-        case .payloadTooLarge: ("Too large", "What you sent is larger than this form takes (1 MiB for a definition file), so nothing was changed.")
+        case .payloadTooLarge: ("Too large", "What you sent is too large: it is larger than this form takes, so nothing was changed.")
         default: ("Something went wrong", e.detail)
         }
     }
