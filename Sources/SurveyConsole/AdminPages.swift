@@ -268,10 +268,7 @@ struct AdminPages: Sendable {
                 case .xform:
                     return try FormSources.definition(fromXForm: try file.bytes())
                 case .json:
-                    // A JSON definition keeps the JSON limit, as it does through the API.
-                    guard file.size <= operations.limits.maxJSONBodyBytes else {
-                        throw ApiError(.payloadTooLarge, "The file is too large: a JSON definition is at most \(operations.limits.maxJSONBodyBytes) bytes (the limit); an XLSForm or XForm may be larger.")
-                    }
+                    try operations.limits.checkJSONDefinition(bytes: file.size)
                     do { return FormSources.Published(definition: try JSONParser.parse(try file.bytes())) } catch {
                         throw ApiError(.validationFailed, "The file is not valid JSON: \(error).", errors: [FieldError(path: "definition", message: "not JSON")])
                     }

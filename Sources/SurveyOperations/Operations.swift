@@ -31,6 +31,14 @@ public struct Operations: Sendable {
         public var maxJSONBodyBytes: Int = 1 << 20
         /// An XLSForm or XForm published as a version.
         public var maxFormBytes: Int = 10 << 20
+
+        /// A definition published as JSON keeps the JSON limit, through whichever door, though the
+        /// publishing routes take bodies up to the form limit for XLSForms and XForms.
+        public func checkJSONDefinition(bytes: Int) throws {
+            guard bytes <= maxJSONBodyBytes else {
+                throw ApiError(.payloadTooLarge, "The definition is too large: as JSON it is at most \(maxJSONBodyBytes) bytes (the limit); an XLSForm or XForm may be larger.")
+            }
+        }
         /// How long an unfinished resumable upload is kept.
         public var resumableLifetimeMillis: Int64 = 24 * 3_600_000
         /// Declared bytes of unfinished resumable uploads one collector may hold (1030 past it):

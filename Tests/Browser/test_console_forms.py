@@ -14,7 +14,7 @@ numbered instances, nested ones inside theirs, non-relevant questions left out, 
 switch and the language kept through a review step) and the survey page (the tree with each
 node's type and logic), and that labels of a form are shown as text, never as markup.
 
-It reuses test_console.py's Server, browser, sign-in and runner, and test_console_admin.py's
+It reuses test_console.py's shared server, browser, sign-in and runner, and test_console_admin.py's
 functions that publish a survey and sync a response. scripts/console_screenshots.py uses
 ROSTER and the answers below for Docs/console/response-roster-*.png and survey-roster-*.png.
 """
@@ -25,8 +25,8 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from test_console import (By, Server, browser, button, click_and_load, open_response, page_text, problem_text,  # noqa: E402
-                          run_tests, sign_in_token, wait_loaded)
+from test_console import (By, browser, button, click_and_load, open_response, page_text, problem_text,  # noqa: E402
+                          run_tests, shared_server, sign_in_token, stop_shared_server, wait_loaded)
 from test_console_admin import new_survey, submission, submit_raw  # noqa: E402
 
 EN, ES = "English (en)", "Español (es)"
@@ -179,16 +179,6 @@ def outline_node(d, node_id):
 
 # ---------------------------------------------------------------------------------------------
 # The tests
-
-_shared = None
-
-
-def shared_server():
-    global _shared
-    if _shared is None:
-        _shared = Server()
-    return _shared
-
 
 def test_roster_response_by_groups_and_numbered_instances():
     srv = shared_server()
@@ -423,10 +413,5 @@ TESTS = [
 ]
 
 
-def stop_server():
-    if _shared is not None:
-        _shared.stop()
-
-
 if __name__ == "__main__":
-    sys.exit(run_tests(TESTS, sys.argv[1:], "browser tests (forms with groups, repeats, languages)", finish=[stop_server]))
+    sys.exit(run_tests(TESTS, sys.argv[1:], "browser tests (forms with groups, repeats, languages)", finish=[stop_shared_server]))

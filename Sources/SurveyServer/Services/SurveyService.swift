@@ -68,9 +68,7 @@ struct SurveyService {
         let operations = services.operations
         let contentType = request.header("Content-Type")
         let format = FormSources.format(ofContentType: contentType) ?? .json
-        if format == .json && request.body.count > operations.limits.maxJSONBodyBytes {
-            throw ApiError(.payloadTooLarge, "A JSON definition is at most \(operations.limits.maxJSONBodyBytes) bytes; an XLSForm or XForm may be larger.")
-        }
+        if format == .json { try operations.limits.checkJSONDefinition(bytes: request.body.count) }
         let outcome = try operations.surveys.publish(orgId: orgId, surveyId: request.parameter("surveyId"), by: try context.member(), key: keyed.key) {
             switch format {
             case .json:
