@@ -4,6 +4,7 @@
 #   2. unit and end-to-end tests (Swift Testing) against real servers on loopback, recording
 #      every answer they see; then the end-to-end suite again on PostgreSQL 15 (a throwaway
 #      cluster on a Unix socket, a database of its own for every test server);
+#      every XForm a test is served is checked by ODK Validate (JavaRosa, as ODK Collect parses it);
 #   3. every recorded answer validated against Schemas/ (JSON Schema 2020-12);
 #   4. conformance: schemathesis over every operation of Schemas/openapi.json on a seeded server;
 #   5. every curl example in README.md and Docs/ run against a demo server;
@@ -17,8 +18,10 @@ cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 swift build --build-tests
 mkdir -p .build
-rm -f .build/responses.jsonl
+rm -f .build/responses.jsonl .build/odk-validate-accepted.log
 SURVEYD_RECORD_RESPONSES="$PWD/.build/responses.jsonl" swift test --skip-build
+# Every XForm the tests were served went through ODK Validate (JavaRosa); say how many distinct ones.
+echo "ODK Validate accepted $(cut -d' ' -f1 .build/odk-validate-accepted.log | sort -u | wc -l) distinct XForms"
 PG_DIR="$(mktemp -d /tmp/surveyd-pg.XXXXXX)"
 trap './scripts/pg_cluster.sh stop "$PG_DIR"' EXIT
 SURVEYD_TEST_POSTGRES="$(PG_CLUSTER_OPTIONS="-c track_commit_timestamp=on" ./scripts/pg_cluster.sh start "$PG_DIR" 54329)" swift test --skip-build --filter EndToEndTests

@@ -61,11 +61,14 @@ import SurveyServer
         let converted = try f.client.get("\(base)/\(fromXLSForm)/xform", token: f.collectorToken)
         #expect(converted.status == 200 && converted.headers["content-type"] == "application/xml")
         #expect(String(decoding: converted.body, as: UTF8.self).contains("<h:title>Household roster</h:title>"))
+        try ODKValidate.accept(converted.body, label: "household.xlsx converted by pyxform")
         // The XForm pyxform made publishes the same definition again.
         let again = try publish(f, id, converted.body, contentType: "application/xml")
         #expect(again.json?["contentHash"] == (try f.client.get("\(base)/\(fromXLSForm)", token: f.adminToken)).json?["contentHash"])
         #expect(try f.client.get("\(base)/\(fromXForm)/source", token: f.reviewerToken).body == xml)
-        #expect(try f.client.get("\(base)/\(fromXForm)/xform", token: f.reviewerToken).body == xml)
+        let served = try f.client.get("\(base)/\(fromXForm)/xform", token: f.reviewerToken).body
+        #expect(served == xml)
+        try ODKValidate.accept(served, label: "simple.xml as uploaded")
         // A version published as JSON: its source is the definition, and it keeps no XForm yet.
         let json = try f.client.post("/v1/orgs/\(f.orgId)/surveys/\(id)/versions", token: f.adminToken, ["definition": Fixture.definition])
         let jsonId = try #require(json.json?["surveyVersionId"]?.stringValue)
