@@ -204,23 +204,30 @@ struct AdminPages: Sendable {
         let v = visit.visitor
         let orgId = request.parameter("orgId")
         var f = frame("Survey", v, orgId, "surveys")
-        if let n = request.query["published"] { f.notice = "Version \(n) is published." }
-        return try surveyPage(visit, request.parameter("surveyId"), frame: f)
+        let published = request.query["published"]
+        if let n = published { f.notice = "Version \(n) is published." }
+        return try surveyPage(visit, request.parameter("surveyId"), frame: f, published: published)
     }
 
-    private func surveyPage(_ visit: Visit, _ surveyId: String, frame: Pages.Frame, status: Int = 200) throws -> HTTPResponse {
+    private func surveyPage(_ visit: Visit, _ surveyId: String, frame: Pages.Frame, status: Int = 200, published: String? = nil) throws -> HTTPResponse {
         let v = visit.visitor, orgId = visit.orgId
         let (survey, versions) = try operations.visibleSurvey(surveyId, of: orgId, by: try visit.member())
+        let sources = try operations.visibleVersionSources(ofSurvey: surveyId, of: orgId, by: try visit.member())
         var f = frame
         f.title = survey.title
         let base = "/console/orgs/\(orgId)/surveys/\(surveyId)"
         let newestFirst = versions.sorted { $0.number > $1.number }
+        if let published, let version = versions.first(where: { String($0.number) == published }), !version.warnings.isEmpty {
+            let count = version.warnings.count
+            f.notice = "Version \(published) is published. pyxform gave \(count) warning\(count == 1 ? "" : "s") on converting it; \(count == 1 ? "it is" : "they are") listed with the version."
+        }
         let shown: [[String: TemplateValue]] = try newestFirst.map { version in
             let definition = try operations.definitions.definition(of: version)
             var item: [String: TemplateValue] = [
                 "number": .text(String(version.number)), "created": .text(Pages.time(version.createdAt)), "versionId": .text(version.surveyVersionId),
                 "contentHash": .text(version.contentHash), "latest": .flag(version.number == newestFirst.first?.number),
             ]
+            item.merge(Self.versionFiles(version, source: sources[version.surveyVersionId], orgId: orgId)) { _, new in new }
             if FormOutline.isFlat(definition) {
                 item["questions"] = .list(definition.questions.map(Self.questionRow))
             } else {
@@ -236,6 +243,26 @@ struct AdminPages: Sendable {
             "exportsUrl": .text(base + "/exports"), "publishUrl": .text(base + "/versions"), "csrf": .text(v.csrf), "versions": .list(shown),
             "gatedOff": gatedOff(f),
         ], frame: f, status: status)
+    }
+
+    /// What a version was published from, its downloads (the source always; the XForm when it
+    /// has one) and pyxform's warnings on converting it.
+    private static func versionFiles(_ version: SurveyVersionRecord, source: VersionSourceSummary?, orgId: String) -> [String: TemplateValue] {
+        let files = "/console/orgs/\(orgId)/survey-versions/\(version.surveyVersionId)"
+        let kind: String
+        switch (source?.format, source.map(VersionFiles.fileExtension)) {
+        case (FormSources.Format.xlsform.rawValue?, let ext?): kind = "an XLSForm (.\(ext))"
+        case (FormSources.Format.xform.rawValue?, _): kind = "an XForm"
+        default: kind = "a JSON definition"
+        }
+        let sourceName = source == nil ? "JSON definition" : source?.format == FormSources.Format.xlsform.rawValue ? "XLSForm" : "XForm"
+        return [
+            "publishedFrom": .text(kind), "sourceUrl": .text(files + "/source"), "sourceLabel": .text("Download the \(sourceName)"),
+            "xformUrl": .text(source == nil || source?.format == FormSources.Format.xform.rawValue ? "" : files + "/xform"),
+            "hasWarnings": .flag(!version.warnings.isEmpty),
+            "warningCount": .text(version.warnings.count == 1 ? "1 warning" : "\(version.warnings.count) warnings"),
+            "warnings": .list(version.warnings.map { ["warning": .text($0)] }),
+        ]
     }
 
     /// A question of a flat (version-1) definition as a row of its version's table.

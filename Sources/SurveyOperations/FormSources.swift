@@ -51,13 +51,14 @@ public struct FormSources: Sendable {
     public static let xlsxType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
     public static let xlsType = "application/vnd.ms-excel"
 
-    /// The definition an XLSForm (`xlsType` for the older `.xls`) holds: 422 / 1002 at
-    /// `xlsform` with pyxform's own message, 415 / 1010 when this server cannot convert one.
+    /// The definition an XLSForm (`xlsType` for the older `.xls`) holds, with pyxform's warnings
+    /// kept in its source: 422 / 1002 at `xlsform` with pyxform's own message, 415 / 1010 when
+    /// this server cannot convert one.
     public func definition(fromXLSForm bytes: [UInt8], contentType: String?, fileName: String = "") throws -> Published {
         let isXLS = (contentType ?? "").lowercased().hasPrefix(Self.xlsType) || fileName.lowercased().hasSuffix(".xls")
-        let xform: [UInt8]
+        let conversion: XLSFormConverter.Conversion
         do {
-            xform = try converter.convert(bytes, isXLS: isXLS).xform
+            conversion = try converter.convert(bytes, isXLS: isXLS)
         } catch {
             switch error {
             case .invalid(let message), .tooCostly(let message):
@@ -67,9 +68,9 @@ public struct FormSources: Sendable {
             }
         }
         do {
-            return Published(definition: try XFormReader.definition(from: xform),
+            return Published(definition: try XFormReader.definition(from: conversion.xform),
                              source: VersionSourceRecord(format: Format.xlsform.rawValue, contentType: isXLS ? Self.xlsType : Self.xlsxType,
-                                                         source: bytes, xform: xform))
+                                                         source: bytes, xform: conversion.xform, warnings: conversion.warnings))
         } catch {
             throw ApiError(.validationFailed, "The XLSForm converts into a form surveyd does not carry.",
                            errors: [FieldError(path: "xlsform", message: error.message)])

@@ -482,6 +482,11 @@ enum Migrations {
             survey_version_id TEXT PRIMARY KEY REFERENCES survey_versions(survey_version_id),
             format TEXT NOT NULL, content_type TEXT NOT NULL, source BYTEA NOT NULL, xform BYTEA NOT NULL);
         """),
+        // pyxform's warnings on converting a version's XLSForm: a JSON array of its sentences,
+        // NULL when it gave none (and for an XForm). Shown with the version, never a refusal.
+        Migration("version-source-warnings", sql: """
+        ALTER TABLE survey_version_sources ADD COLUMN warnings TEXT;
+        """),
     ]
 
 

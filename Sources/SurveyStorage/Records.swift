@@ -64,14 +64,19 @@ public struct SurveyVersionRecord: Sendable, Equatable {
     public let contentHash: String
     public let definition: String
     public let createdAt: Int64
+    /// pyxform's warnings when the version was converted from an XLSForm (none otherwise), each a
+    /// sentence as pyxform wrote it.
+    public let warnings: [String]
 }
 
 extension SurveyVersionRecord {
-    static let columns = "survey_version_id, survey_id, org_id, number, content_hash, definition, created_at"
+    /// Read from `survey_versions` (the query's only table); the warnings from the version's source, when it has one.
+    static let columns = "survey_version_id, survey_id, org_id, number, content_hash, definition, created_at, "
+        + "(SELECT s.warnings FROM survey_version_sources s WHERE s.survey_version_id = survey_versions.survey_version_id) AS warnings"
     init(row: Row) throws {
         self.init(surveyVersionId: try row["survey_version_id"], surveyId: try row["survey_id"], orgId: try row["org_id"],
                   number: try row["number"], contentHash: try row["content_hash"], definition: try row["definition"],
-                  createdAt: try row["created_at"])
+                  createdAt: try row["created_at"], warnings: VersionSourceRecord.warnings(fromColumn: try row.optionalString("warnings")))
     }
 }
 
@@ -82,12 +87,36 @@ public struct VersionSourceRecord: Sendable, Equatable {
     public let contentType: String
     public let source: [UInt8]
     public let xform: [UInt8]
+    /// pyxform's warnings on converting an XLSForm (none for an XForm).
+    public let warnings: [String]
 
-    public init(format: String, contentType: String, source: [UInt8], xform: [UInt8]) {
+    public init(format: String, contentType: String, source: [UInt8], xform: [UInt8], warnings: [String] = []) {
         self.format = format
         self.contentType = contentType
         self.source = source
         self.xform = xform
+        self.warnings = warnings
+    }
+
+    /// The `warnings` column: a JSON array of strings, NULL when there are none.
+    static func warningsColumn(_ warnings: [String]) -> SQLValue {
+        warnings.isEmpty ? .null : .text(CanonicalJSON.string(.array(warnings.map { .string($0) })))
+    }
+
+    static func warnings(fromColumn text: String?) -> [String] {
+        guard let text, let parsed = try? JSONParser.parse(Array(text.utf8)) else { return [] }
+        return (parsed.arrayValue ?? []).compactMap(\.stringValue)
+    }
+}
+
+/// What the survey page needs to know of a version's source without its bytes.
+public struct VersionSourceSummary: Sendable, Equatable {
+    public let format: String
+    public let contentType: String
+
+    public init(format: String, contentType: String) {
+        self.format = format
+        self.contentType = contentType
     }
 }
 

@@ -29,7 +29,7 @@ struct SurveyService {
     static func versionJSON(_ v: SurveyVersionRecord) throws -> JSONValue {
         ["surveyVersionId": .string(v.surveyVersionId), "surveyId": .string(v.surveyId), "number": .number(Double(v.number)),
          "contentHash": .string(v.contentHash), "definition": try JSONParser.parse(Array(v.definition.utf8)),
-         "createdAt": .string(Timestamp.format(v.createdAt))]
+         "createdAt": .string(Timestamp.format(v.createdAt)), "warnings": .array(v.warnings.map { .string($0) })]
     }
 
     func createSurvey(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {

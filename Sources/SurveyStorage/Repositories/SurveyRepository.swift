@@ -20,13 +20,27 @@ extension ReadContext {
     /// What a version of this organization was published from, when it was not JSON.
     public func versionSource(orgId: String, surveyVersionId: String) throws -> VersionSourceRecord? {
         try conn.query("""
-            SELECT s.format, s.content_type, s.source, s.xform FROM survey_version_sources s
+            SELECT s.format, s.content_type, s.source, s.xform, s.warnings FROM survey_version_sources s
             JOIN survey_versions v ON v.survey_version_id = s.survey_version_id
             WHERE s.survey_version_id = ? AND v.org_id = ?
             """, [.text(surveyVersionId), .text(orgId)]).first.map { row in
             VersionSourceRecord(format: try row.string("format"), contentType: try row.string("content_type"),
-                                source: try row.blob("source"), xform: try row.blob("xform"))
+                                source: try row.blob("source"), xform: try row.blob("xform"),
+                                warnings: VersionSourceRecord.warnings(fromColumn: try row.optionalString("warnings")))
         }
+    }
+
+    /// The format and type of each version of a survey that was published from a file (by
+    /// version id), without the bytes: versions published as JSON are not there.
+    public func versionSourceSummaries(orgId: String, surveyId: String) throws -> [String: VersionSourceSummary] {
+        var found: [String: VersionSourceSummary] = [:]
+        for row in try conn.query("""
+            SELECT s.survey_version_id, s.format, s.content_type FROM survey_version_sources s
+            JOIN survey_versions v ON v.survey_version_id = s.survey_version_id WHERE v.survey_id = ? AND v.org_id = ?
+            """, [.text(surveyId), .text(orgId)]) {
+            found[try row.string("survey_version_id")] = VersionSourceSummary(format: try row.string("format"), contentType: try row.string("content_type"))
+        }
+        return found
     }
 
     public func surveyVersions(surveyId: String) throws -> [SurveyVersionRecord] {
@@ -55,11 +69,12 @@ extension GatedTransaction {
             """, [.text(surveyVersionId), .text(surveyId), .text(orgId), .int(number), .text(contentHash), .text(definition), .int(now)])
         if let source {
             try context.conn.run("""
-                INSERT INTO survey_version_sources(survey_version_id, format, content_type, source, xform) VALUES (?, ?, ?, ?, ?)
-                """, [.text(surveyVersionId), .text(source.format), .text(source.contentType), .blob(source.source), .blob(source.xform)])
+                INSERT INTO survey_version_sources(survey_version_id, format, content_type, source, xform, warnings) VALUES (?, ?, ?, ?, ?, ?)
+                """, [.text(surveyVersionId), .text(source.format), .text(source.contentType), .blob(source.source), .blob(source.xform),
+                      VersionSourceRecord.warningsColumn(source.warnings)])
         }
         try audit(action: "survey.version.publish", targetType: "survey_version", targetId: surveyVersionId, detail: "number=\(number)")
         return SurveyVersionRecord(surveyVersionId: surveyVersionId, surveyId: surveyId, orgId: orgId, number: number,
-                                   contentHash: contentHash, definition: definition, createdAt: now)
+                                   contentHash: contentHash, definition: definition, createdAt: now, warnings: source?.warnings ?? [])
     }
 }
