@@ -4,8 +4,9 @@
 # Usage (from anywhere; needs the already built server, it never builds):
 #   scripts/browser_tests.sh                  # run Tests/Browser/test_console.py (the review desk, about 30 s),
 #                                             # Tests/Browser/test_console_admin.py (admin and operator pages, about 45 s)
-#                                             # and Tests/Browser/test_console_forms.py (forms with groups, repeats and
-#                                             # languages, about 15 s)
+#                                             # Tests/Browser/test_console_forms.py (forms with groups, repeats and
+#                                             # languages, about 15 s) and Tests/Browser/test_console_form_files.py
+#                                             # (pyxform's warnings, a version's files for download, about 10 s)
 #   scripts/browser_tests.sh -k bulk          # only the tests (of any file) whose name contains "bulk"
 #   scripts/browser_tests.sh --screenshots    # regenerate every Docs/console/*.png instead
 #
@@ -16,7 +17,7 @@
 # and chromium-driver (only when `chromium` / `chromedriver` are not on PATH), python3-venv when
 # python3 cannot make a venv, and a venv at .build/venv-browser with Selenium pinned below.
 # Exits non-zero when anything fails; the test run's last line is "N passed, N failed" over all
-# three files (test_console_admin.py's known-bug tests, reported as XFAIL, count as neither).
+# four files (test_console_admin.py's known-bug tests, reported as XFAIL, count as neither).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,7 +75,8 @@ if [ "${1:-}" = "-k" ]; then
   word="$2"
 fi
 status=0 passed=0 failed=0 ran=0
-for file in Tests/Browser/test_console.py Tests/Browser/test_console_admin.py Tests/Browser/test_console_forms.py; do
+for file in Tests/Browser/test_console.py Tests/Browser/test_console_admin.py Tests/Browser/test_console_forms.py \
+            Tests/Browser/test_console_form_files.py; do
   if [ -n "$word" ] && ! grep -o '^def test_[A-Za-z0-9_]*' "$file" | grep -qF -- "$word"; then
     continue
   fi

@@ -5,13 +5,14 @@
 
 Writes PAGE-{desktop,phone}.png for the reviewer's pages (sign-in, queue, response,
 response-roster), the admin's (users, user, surveys, survey, survey-roster, survey-xlsform-refused,
-tasks, exports, webhooks, webhook, subscription) and the operator's (orgs): desktop is a 1280x900 viewport, phone
+survey-xlsform-warnings, tasks, exports, webhooks, webhook, subscription) and the operator's (orgs): desktop is a 1280x900 viewport, phone
 a 375x812 one (a mobile viewport at device pixel ratio 2); each is the whole page, not just the
 first screen. The response shown has a location, a photo and a review comment in its history
 (returned for correction, resubmitted, in review again); the roster's response and survey pages
 show Tests/Browser/test_console_forms.py's household roster (a group, members with their clinic
 visits, two languages); the user page shows a new app token with its QR code; the survey page two
-versions; the tasks page open and completed tasks; the operator's page three organizations, one
+versions; survey-xlsform-warnings the page right after publishing an XLSForm pyxform warns about
+(Tests/SurveyXFormTests/Fixtures/warnings.xlsx, over an XForm version); the tasks page open and completed tasks; the operator's page three organizations, one
 of them expired. For each phone page it also prints any element wider than the screen, so a
 horizontal overflow is seen without opening the file.
 
@@ -122,6 +123,18 @@ def seed_admin(srv):
     return sid, cole, hook["webhookId"]
 
 
+def seed_warned(srv):
+    """A survey whose version 1 is an XForm and version 2 an XLSForm pyxform converts with
+    warnings, both published through the API: its surveyId."""
+    sid = srv.api("POST", "/surveys", srv["ADMIN"], {"title": "Home visit", "reviewRequired": False}, expect=(201,))["surveyId"]
+    fixtures = os.path.join(ROOT, "Tests", "SurveyXFormTests", "Fixtures")
+    for name, content_type in (("simple.xml", "application/xml"),
+                               ("warnings.xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")):
+        with open(os.path.join(fixtures, name), "rb") as f:
+            srv.api("POST", f"/surveys/{sid}/versions", srv["ADMIN"], data=f.read(), headers={"Content-Type": content_type}, expect=(201,))
+    return sid
+
+
 def shoot(d, size, mobile, scale, name):
     """The whole page at this width, into Docs/console/NAME.png."""
     set_viewport(d, size, mobile, scale)
@@ -145,6 +158,7 @@ def main():
         roster_sid, roster_version = publish_roster(srv)
         roster_rid = sync(srv, roster_version, CONSENTED, csid="kisumu-roster-0007")
         sid, cole, webhook = seed_admin(srv)
+        warned_sid = seed_warned(srv)
         org = f"{srv.base}/console/orgs/{srv['ORG']}"
         pages = {"queue": f"{org}/surveys/{sid}/responses",
                  "response": f"{org}/responses/{rid}", "response-roster": f"{org}/responses/{roster_rid}"}
@@ -179,6 +193,10 @@ def main():
             click_and_load(d, button(d, "Publish version"))
             assert d.find_elements(By.CSS_SELECTOR, ".problem li"), "the refused XLSForm shows no reason"
             shoot(d, size, mobile, scale, f"survey-xlsform-refused-{kind}")
+            # The page after publishing an XLSForm pyxform warns about: the warnings with the version.
+            d.get(f"{org}/surveys/{warned_sid}?published=2")
+            assert len(d.find_elements(By.CSS_SELECTOR, ".warnings li")) == 4, "the warnings are not shown"
+            shoot(d, size, mobile, scale, f"survey-xlsform-warnings-{kind}")
             # The user page as it is right after "New app token": the token and its QR code.
             d.get(f"{org}/users/{cole}")
             click_and_load(d, button(d, "New app token (shown once, with a QR code)"))
