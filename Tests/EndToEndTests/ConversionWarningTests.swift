@@ -105,6 +105,7 @@ import SurveyServer
         #expect(converted.status == 200 && converted.body == api.body && converted.header("content-type") == "application/xml")
         #expect(converted.header("content-disposition") == "attachment; filename=\"visit-kisumu-2026-v1.xml\"")
         #expect(String(decoding: converted.body, as: UTF8.self).contains("<h:title>Visit with warnings</h:title>"))
+        try ODKValidate.accept(converted.body, label: "warnings.xlsx converted by pyxform, from the console")
         let uploaded = try admin.get("\(files)/\(fromXForm)/source")
         #expect(uploaded.body == xml && uploaded.header("content-disposition") == "attachment; filename=\"visit-kisumu-2026-v2.xml\"")
         #expect(try admin.get("\(files)/\(fromXForm)/xform").body == xml)
