@@ -245,6 +245,10 @@ struct XFormNodeBuilder {
                 continue // read where the kind of node is decided
             case (nil, "readonly") where node["type"] == "note" && value == "true()":
                 continue
+            case (nil, "readonly") where node["type"] == "calculate" && value == "true()":
+                // A calculation is read-only by nature; pyxform says so on the node it adds for a
+                // repeat_count that is a number or an expression (`<repeat>_count`).
+                continue
             case (nil, let key) where allowed.contains(key):
                 if key == "required" && value == "true()" { node["required"] = true; continue }
                 if key == "required" && value == "false()" { continue }

@@ -135,22 +135,63 @@ import SurveyServer
         #expect(try versions(f) == before)
     }
 
+    /// Each refused (422 / 1002 at `xform`) in bounded time — the 5 s bound is a hang guard, not a
+    /// benchmark — with the server answering afterwards and nothing published.
     @Test func hostileXMLIsRefusedAndTheServerStaysUp() throws {
         let f = try Fixture()
         let id = try survey(f)
-        let xxe = #"<?xml version="1.0"?><!DOCTYPE h:html [<!ENTITY e SYSTEM "file:///etc/passwd">]><h:html xmlns:h="http://www.w3.org/1999/xhtml">&e;</h:html>"#
-        let laughs = #"<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]><l>&c;</l>"#
+        // An external entity naming a file only this test knows: it must never be read.
+        let secret = "surveyd-xxe-" + UUID().uuidString
+        let secretPath = f.server.dataDir + "/xxe-secret.txt"
+        try Data(secret.utf8).write(to: URL(fileURLWithPath: secretPath))
+        let xxe = """
+            <?xml version="1.0"?><!DOCTYPE h:html [<!ENTITY e SYSTEM "file://\(secretPath)">]>\
+            <h:html xmlns="http://www.w3.org/2002/xforms" xmlns:h="http://www.w3.org/1999/xhtml"><h:head><h:title>&e;</h:title>\
+            <model><instance><data id="x"><a/></data></instance></model></h:head>\
+            <h:body><input ref="/data/a"><label>&e;</label></input></h:body></h:html>
+            """
+        // Billion laughs: ten levels of ten, 10^9 "lol"s were it expanded.
+        var laughs = "<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\">"
+        laughs += "<!ENTITY lol1 \"" + String(repeating: "&lol;", count: 10) + "\">"
+        for level in 2...9 { laughs += "<!ENTITY lol\(level) \"" + String(repeating: "&lol\(level - 1);", count: 10) + "\">" }
+        laughs += "]><lolz>&lol9;</lolz>"
         let deep = String(repeating: "<a>", count: 100_000) + String(repeating: "</a>", count: 100_000)
-        for body in [xxe, laughs, deep] {
-            let r = try publish(f, id, Array(body.utf8), contentType: "application/xml")
+        let clock = ContinuousClock()
+        for (name, body, expected) in [("an external entity", xxe, "DOCTYPE"), ("billion laughs", laughs, "DOCTYPE"),
+                                       ("100,000-deep nesting", deep, "not well-formed")] {
+            var reply: Reply?
+            let elapsed = try clock.measure { reply = try publish(f, id, Array(body.utf8), contentType: "application/xml") }
+            let r = try #require(reply)
             P.expectProblem(r, .validationFailed)
-            #expect(r.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "xform")
+            #expect(r.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "xform", "\(name)")
+            #expect(r.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.contains(expected) == true, "\(name): \(r.text)")
+            #expect(!r.text.contains(secret), "\(name)")
+            #expect(elapsed < .seconds(5), "\(name) took \(elapsed)")
+            #expect(try f.client.get("/healthz").status == 200, "\(name)")
         }
-        // Past the form limit (10 MB by default): 413, nothing read.
-        let huge = try publish(f, id, [UInt8](repeating: UInt8(ascii: " "), count: (10 << 20) + 1), contentType: "application/xml")
-        #expect(huge.status == 413)
+        // A 50 MB XForm, past the form limit (10 MB by default): 413 before it is read.
+        let fifty = Array("<?xml version=\"1.0\"?><h:html xmlns:h=\"http://www.w3.org/1999/xhtml\"><!--".utf8)
+            + [UInt8](repeating: UInt8(ascii: "x"), count: 50 << 20) + Array("--></h:html>".utf8)
+        var huge: Reply?
+        let hugeElapsed = try clock.measure { huge = try publish(f, id, fifty, contentType: "application/xml") }
+        P.expectProblem(try #require(huge), .payloadTooLarge)
+        #expect(hugeElapsed < .seconds(5), "50 MB took \(hugeElapsed)")
         #expect(try f.client.get("/healthz").status == 200)
         #expect(try versions(f) == 0)
+
+        // A server whose form limit lets 50 MB through: the XForm reader's own cap (10 MB) refuses
+        // it before parsing.
+        let roomy = try Fixture(server: try TestServer { $0.maxFormBytes = 64 << 20 })
+        let roomyId = try survey(roomy)
+        var read: Reply?
+        let readElapsed = try clock.measure { read = try publish(roomy, roomyId, fifty, contentType: "application/xml") }
+        let r = try #require(read)
+        P.expectProblem(r, .validationFailed)
+        #expect(r.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "xform")
+        #expect(r.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.contains("at most 10485760 bytes") == true, "\(r.text)")
+        #expect(readElapsed < .seconds(5), "50 MB read took \(readElapsed)")
+        #expect(try roomy.client.get("/healthz").status == 200)
+        #expect(try versions(roomy) == 0)
     }
 
     @Test func aServerWithoutPyxformSaysWhatToInstall() throws {

@@ -5,6 +5,9 @@ the Swift tests need no Python:
 
     python3 -m venv .build/venv-forms && .build/venv-forms/bin/pip install pyxform==4.5.0 openpyxl
     .build/venv-forms/bin/python Tests/SurveyXFormTests/Fixtures/make_xforms.py
+
+The corpus of forms as field teams write them (health_facility, water_point, every_column,
+missing_reference) is make_corpus.py's.
 """
 import os
 import subprocess
