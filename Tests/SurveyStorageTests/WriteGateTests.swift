@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import SurveyStorage
 import SurveyDomain
@@ -114,15 +115,61 @@ import SurveyDomain
         #expect(try surveys(db) == 0)
     }
 
+    /// Holds the writer on a job of its own until the returned closure is called; jobs
+    /// submitted meanwhile queue behind it, and the writer takes them all into its next group.
+    func holdWriter(_ db: Database) throws -> @Sendable () -> Void {
+        let started = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        db.writer.submitAsync({ _, _ in started.signal(); gate.wait() }, then: { (_: Result<Void, any Error>) in })
+        try #require(started.wait(timeout: .now() + 10) == .success, "the writer never started the holding job")
+        return { gate.signal() }
+    }
+
+    /// Waits (up to 10 s) until `n` jobs wait for the writer.
+    func waitForQueue(_ db: Database, _ n: Int) throws {
+        let deadline = Date().addingTimeInterval(10)
+        while db.writer.queuedJobs < n && Date() < deadline { usleep(2_000) }
+        try #require(db.writer.queuedJobs >= n, "the writer's queue reached \(db.writer.queuedJobs), not \(n)")
+    }
+
     @Test func aFailingJobRollsBackAloneInsideItsGroup() throws {
         let (dir, db, gate) = try setUp(expiresIn: 60_000)
         defer { db.close(); _ = dir }
-        // 40 concurrent jobs share commits; every third one throws after writing.
-        DispatchQueue.concurrentPerform(iterations: 40) { i in
-            _ = try? gate.write(orgId: "org_1", actor: "u") { tx in
-                _ = try tx.createSurvey(surveyId: "s\(i)", title: "T", reviewRequired: false, createdBy: "u")
-                if i % 3 == 0 { throw ApiError(.validationFailed) }
-                return i
+        // 40 jobs queue behind a held writer, so all of them run in its next group; every third
+        // one throws after writing.
+        let release = try holdWriter(db)
+        let outcomes = Mutex<[Int: Result<Int, any Error>]>([:])
+        let done = DispatchGroup()
+        for i in 0..<40 {
+            done.enter()
+            Thread.detachNewThread {
+                let outcome = Result { () throws -> Int in
+                    let written = try gate.write(orgId: "org_1", actor: "u") { tx in
+                        _ = try tx.createSurvey(surveyId: "s\(i)", title: "T", reviewRequired: false, createdBy: "u")
+                        if i % 3 == 0 { throw ApiError(.validationFailed) }
+                        return i
+                    }
+                    guard case .written(let v) = written else { return -1 }
+                    return v
+                }
+                outcomes.withLock { $0[i] = outcome }
+                done.leave()
+            }
+        }
+        try waitForQueue(db, 40)
+        let before = db.writerStats
+        release()
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        // One COMMIT for the holding job and the 40: they shared it.
+        let after = db.writerStats
+        #expect(after.commits - before.commits == 1)
+        #expect(after.jobs - before.jobs == 41)
+        let all = outcomes.withLock { $0 }
+        for i in 0..<40 {
+            switch all[i] {
+            case .success(let v)?: #expect(i % 3 != 0 && v == i, "job \(i) succeeded")
+            case .failure(let e)?: #expect(i % 3 == 0 && (e as? ApiError)?.code == .validationFailed, "job \(i): \(e)")
+            case nil: Issue.record("job \(i) was never answered")
             }
         }
         #expect(try surveys(db) == Int64((0..<40).filter { $0 % 3 != 0 }.count))
@@ -130,6 +177,51 @@ import SurveyDomain
             try $0.query("SELECT COUNT(*) AS n FROM audit WHERE action = 'survey.create' AND target_id NOT IN (SELECT survey_id FROM surveys)").first?.int("n") ?? -1
         }
         #expect(orphanAudits == 0)
+    }
+
+    /// When the savepoint machinery itself fails (a failing disk; here a job that releases its
+    /// own savepoint, so that taking its work back fails), the whole group is rolled back: every
+    /// job of the group is answered with the error and its file-system steps are undone, and
+    /// the writer goes on with the next group.
+    @Test func aFailedSavepointRollsBackAndUndoesTheWholeGroup() throws {
+        let (dir, db, _) = try setUp(expiresIn: 60_000)
+        defer { db.close(); _ = dir }
+        let release = try holdWriter(db)
+        let undone = Mutex<Set<String>>([])
+        let outcomes = Mutex<[String: Result<Void, any Error>]>([:])
+        let answered = DispatchGroup()
+        func job(_ name: String, _ body: @escaping (any SQLConnection) throws -> Void) {
+            answered.enter()
+            db.writer.submitAsync({ conn, undo in
+                undo.add { undone.withLock { _ = $0.insert(name) } }
+                try conn.run("INSERT INTO orgs(org_id, name, expires_at, created_at) VALUES (?, ?, 0, 0)", [.text("org_" + name), .text(name)])
+                try body(conn)
+            }, then: { (outcome: Result<Void, any Error>) in
+                outcomes.withLock { $0[name] = outcome }
+                answered.leave()
+            })
+        }
+        job("before") { _ in }
+        job("breaker") { conn in
+            try conn.execute("RELEASE job")
+            throw ApiError(.validationFailed)
+        }
+        job("after") { _ in }
+        try waitForQueue(db, 3)
+        release()
+        #expect(answered.wait(timeout: .now() + 30) == .success)
+        let all = outcomes.withLock { $0 }
+        #expect(all.count == 3)
+        for name in ["before", "breaker", "after"] {
+            guard case .failure? = all[name] else { Issue.record("\(name) was answered \(String(describing: all[name]))"); continue }
+        }
+        // The two jobs that ran had their file-system steps undone; the one after never ran.
+        #expect(undone.withLock { $0 } == ["before", "breaker"])
+        let kept = try db.writer.submit { try $0.query("SELECT COUNT(*) AS n FROM orgs WHERE org_id IN ('org_before', 'org_breaker', 'org_after')").first?.int("n") ?? -1 }
+        #expect(kept == 0)
+        // The writer goes on with the next group.
+        try db.writer.submit { try $0.run("INSERT INTO orgs(org_id, name, expires_at, created_at) VALUES ('org_next', 'next', 0, 0)") }
+        #expect(try db.writer.submit { try $0.query("SELECT COUNT(*) AS n FROM orgs WHERE org_id = 'org_next'").first?.int("n") } == 1)
     }
 }
 
