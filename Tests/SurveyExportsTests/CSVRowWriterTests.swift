@@ -57,6 +57,43 @@ import Testing
         }
     }
 
+    /// The bytes themselves, written out by hand: RFC 4180 quoting (comma, quote, CR, LF; quotes
+    /// doubled), the `'` before a text cell that starts like a formula (never before a number),
+    /// UTF-8 as is, CRLF line ends — from the fast writer and the general path alike.
+    @Test func writesTheExpectedBytes() throws {
+        let columns = ExportColumns(definitions: [try SurveyDefinition.parse(Self.definition)], splitSelectMultiples: true)
+        let metadata = #"rsp_1,'-starts-with-minus,sv_1,2,usr_1,"Ann, ""the"" collector",2023-11-14T22:13:21.000Z,2023-11-14T22:13:20.123Z,submitted,3,'=task,"#
+        let cases: [(JSONValue, String)] = [
+            (["n": 13, "d": 12.75, "t": "plain", "one": "a", "many": ["a", "b"], "where": ["lat": -1.2821, "lon": 36.8319, "accuracy": 4.5],
+              "day": "2025-01-11", "photo": ["clientUploadId": "up-1"]],
+             "13,12.75,plain,a,a b,1,1,0,0,-1.2821,36.8319,4.5,2025-01-11,up-1\r\n"),
+            (["t": "=HYPERLINK(\"x\")", "one": "=c", "many": ["-c", "d,e"], "photo": ["clientUploadId": "+danger,id"]],
+             #",,"'=HYPERLINK(""x"")",'=c,"'-c d,e",0,0,1,1,,,,,"'+danger,id""# + "\r\n"),
+            (["t": "line one\nline \"two\", three\r\n", "many": [], "where": ["lat": 1, "lon": 2]],
+             ",,\"line one\nline \"\"two\"\", three\r\n\",,,0,0,0,0,1,2,,,\r\n"),
+            (["t": "\t@tab", "one": "@SUM(1)", "n": -7, "day": "\r2025"],
+             "-7,,'\t@tab,'@SUM(1),,,,,,,,,\"'\r2025\",\r\n"),
+            (["t": "\u{1F600} émoji — Ünïcödé", "one": "ñandú", "many": ["d,e"]],
+             ",,\u{1F600} émoji — Ünïcödé,ñandú,\"d,e\",0,0,0,1,,,,,\r\n"),
+        ]
+        var writer = CSVRowWriter(columns)
+        for (answers, expected) in cases {
+            let record = Self.record(String(decoding: CanonicalJSON.encode(answers), as: UTF8.self))
+            var fast: [UInt8] = []
+            writer.line(record, versionNumber: 2, submitterName: "Ann, \"the\" collector", file: nil, into: &fast)
+            var general: [UInt8] = []
+            CSVEncoder.line(columns.cells(ExportRow(record, versionNumber: 2, submitterName: "Ann, \"the\" collector")), into: &general)
+            // Bytes, not Strings: Swift's String equality would take "é" and "e\u{301}" as equal.
+            #expect(fast == Array((metadata + expected).utf8), "wrote \(String(decoding: fast, as: UTF8.self).debugDescription)")
+            #expect(general == fast)
+        }
+        // The header, after the byte order mark a spreadsheet needs to read the file as UTF-8.
+        var head = CSVEncoder.byteOrderMark
+        CSVEncoder.line(columns.header, into: &head)
+        #expect(head == [0xEF, 0xBB, 0xBF] + Array(("responseId,clientSubmissionId,surveyVersionId,versionNumber,submittedBy,submitterName,receivedAt," +
+            "capturedAt,reviewState,revision,fieldTaskId,n,d,t,one,many,many/a,many/b,many/-c,\"many/d,e\",where.lat,where.lon,where.accuracy,day,photo\r\n").utf8))
+    }
+
     @Test func fileCellsGoThroughTheZipsPaths() throws {
         let columns = ExportColumns(definitions: [try SurveyDefinition.parse(Self.definition)], splitSelectMultiples: false)
         var writer = CSVRowWriter(columns)
