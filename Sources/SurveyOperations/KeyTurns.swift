@@ -11,6 +11,7 @@ public final class KeyTurns: @unchecked Sendable {
     private var inFlight: Set<String> = []
     private var perCaller: [String: Int] = [:]
     private var claims: [String: String] = [:]
+    private var waiting = 0
     private let shared: KeyedInFlight?
     public let limit: Int
 
@@ -27,6 +28,14 @@ public final class KeyTurns: @unchecked Sendable {
         [s.orgId, s.caller, s.method, s.route, s.target, s.key].joined(separator: "\u{0}")
     }
 
+    /// Keyed requests in this process holding their key's turn, and those waiting for a key
+    /// another request holds (what is in flight at once, for tests to wait on).
+    public var occupancy: (holding: Int, waiting: Int) {
+        cond.lock()
+        defer { cond.unlock() }
+        return (inFlight.count, waiting)
+    }
+
     func enter(_ s: IdempotencyScope) throws {
         cond.lock()
         guard perCaller[s.caller, default: 0] < limit else {
@@ -35,7 +44,11 @@ public final class KeyTurns: @unchecked Sendable {
         }
         perCaller[s.caller, default: 0] += 1
         let slot = Self.slot(s)
-        while inFlight.contains(slot) { cond.wait() }
+        if inFlight.contains(slot) {
+            waiting += 1
+            while inFlight.contains(slot) { cond.wait() }
+            waiting -= 1
+        }
         inFlight.insert(slot)
         cond.unlock()
         guard let shared else { return }

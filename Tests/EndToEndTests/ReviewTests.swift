@@ -256,11 +256,21 @@ import SurveyServer
         return (results, group)
     }
 
+    /// Waits (up to 10 s) until the server's keyed requests in flight are as `expected` says.
+    static func waitForKeyedRequests(_ server: TestServer, _ expected: ((holding: Int, waiting: Int)) -> Bool) throws {
+        let turns = server.app.operations.turns
+        let deadline = Date().addingTimeInterval(10)
+        while !expected(turns.occupancy) && Date() < deadline { usleep(2_000) }
+        guard expected(turns.occupancy) else { throw TestFailure("keyed requests in flight: \(turns.occupancy)") }
+    }
+
     @Test func twoConcurrentRequestsWithOneKeyRunTheActionOnce() throws {
         let w = try World()
         let lock = try WriteLock(w.f.server)
         let (results, group) = Self.inFlight(2) { _ in try? w.review("startReview", 1, key: "key-concurrent-0001") }
-        usleep(400_000)
+        // Both in flight at once: one holds the key's turn (its write held by the lock), the
+        // other waits for it.
+        try Self.waitForKeyedRequests(w.f.server) { $0.holding == 1 && $0.waiting == 1 }
         lock.release()
         group.wait()
         let replies = results.all
@@ -279,7 +289,8 @@ import SurveyServer
             try? w.f.client.post("/v1/orgs/\(w.f.orgId)/surveys", token: w.f.adminToken, ["title": .string("S\(i)")] as JSONValue,
                                  headers: ["Idempotency-Key": "limit-key-000\(i)"])
         }
-        usleep(800_000)
+        // All three hold their keys' turns, their writes held by the lock.
+        try Self.waitForKeyedRequests(w.f.server) { $0.holding == 3 }
         let over = try w.f.client.post("/v1/orgs/\(w.f.orgId)/surveys", token: w.f.adminToken, ["title": "S4"], headers: ["Idempotency-Key": "limit-key-0004"])
         lock.release()
         group.wait()
