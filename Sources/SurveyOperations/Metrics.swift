@@ -68,8 +68,9 @@ public final class Metrics: Sendable {
         }
     }
 
-    /// `writer`: group commits made and the jobs they held, from the store.
-    public func render(writer: (commits: Int, jobs: Int)? = nil) -> String {
+    /// `writer`: group commits made and the jobs they held, from the store; `webhookIdleLooks`:
+    /// the webhook dispatcher's looks that found nothing to send.
+    public func render(writer: (commits: Int, jobs: Int)? = nil, webhookIdleLooks: Int? = nil) -> String {
         var s = State()
         for shard in shards {
             shard.state.withLock { t in
@@ -113,6 +114,9 @@ public final class Metrics: Sendable {
             if let writer {
                 out += "# TYPE surveyd_writer_commits_total counter\nsurveyd_writer_commits_total \(writer.commits)\n"
                 out += "# TYPE surveyd_writer_jobs_total counter\nsurveyd_writer_jobs_total \(writer.jobs)\n"
+            }
+            if let webhookIdleLooks {
+                out += "# TYPE surveyd_webhook_idle_looks_total counter\nsurveyd_webhook_idle_looks_total \(webhookIdleLooks)\n"
             }
             return out
         }

@@ -60,8 +60,8 @@ public final class App: Sendable {
     /// What `/readyz` answers from (tests count its commits).
     let readiness: ReadinessProbe
     private let server: HTTPServer
-    /// Delivers the webhook outbox, outside any request.
-    private let dispatcher: WebhookDispatcher
+    /// Delivers the webhook outbox, outside any request (tests wait for it to be idle).
+    public let dispatcher: WebhookDispatcher
 
     /// Opens the data dir (creating it), migrates the database and prepares the routes.
     public init(_ configuration: Configuration) throws {
@@ -102,7 +102,7 @@ public final class App: Sendable {
         let database = self.database
         readiness = ReadinessProbe { database.isWritable() }
         var router = Router()
-        let services = Services(operations: operations, uploadLocks: uploadLocks, readiness: readiness)
+        let services = Services(operations: operations, uploadLocks: uploadLocks, readiness: readiness, dispatcher: dispatcher)
         services.register(into: &router)
         let console = try Console(operations: operations)
         console.register(into: &router)

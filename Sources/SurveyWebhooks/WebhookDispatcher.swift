@@ -29,6 +29,7 @@ public final class WebhookDispatcher: Sendable {
         var queue: [DueDelivery] = []
         var stopping = false
         var threads = 0
+        var idleLooks = 0
     }
     private let state = Mutex(State())
     /// Several processes on one PostgreSQL database: only the lease holder delivers.
@@ -74,6 +75,23 @@ public final class WebhookDispatcher: Sendable {
 
     private var stopping: Bool { state.withLock { $0.stopping } }
 
+    /// Looks at the outbox that found nothing due and no delivery queued or under way. Until
+    /// something is committed or a retry falls due, nothing more is sent (`/metrics`).
+    public var idleLooks: Int { state.withLock { $0.idleLooks } }
+
+    /// Waits until a look that began after this call found the dispatcher idle (see
+    /// `idleLooks`); false after `seconds`. Two more idle looks than now: the second of them
+    /// began after the first ended, so after this call.
+    public func waitUntilIdle(seconds: Double) -> Bool {
+        let start = idleLooks
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while idleLooks < start + 2 {
+            guard Date() < deadline else { return false }
+            usleep(5_000)
+        }
+        return true
+    }
+
     private func loop() {
         // Per webhook (and its list of events): up to where the audit log holds nothing for it
         // beyond its cursor, so the next look starts there instead of at the cursor.
@@ -81,9 +99,10 @@ public final class WebhookDispatcher: Sendable {
         while !stopping {
             let busy = state.withLock { $0.inFlight }
             var due: [DueDelivery] = []
+            var looked = false
             if busy.count < configuration.workers && lease.isHeld {
                 let now = database.clock.nowMillis()
-                _ = try? database.read(followingAudit: true) { db in
+                looked = (try? database.read(followingAudit: true) { db -> Bool in
                     for w in try db.enabledWebhooks() where !busy.contains(w.webhookId) {
                         let key = w.webhookId + " " + w.events.joined(separator: " ")
                         let (next, scannedTo) = try db.nextDelivery(of: w, now: now, scanFrom: scanned[key] ?? 0)
@@ -91,8 +110,10 @@ public final class WebhookDispatcher: Sendable {
                         if let next { due.append(next) }
                         if busy.count + due.count >= configuration.workers { break }
                     }
-                }
+                    return true
+                }) ?? false
             }
+            if looked && busy.isEmpty && due.isEmpty { state.withLock { $0.idleLooks += 1 } }
             wake.lock()
             if !due.isEmpty {
                 state.withLock { s in

@@ -41,7 +41,8 @@ import SurveyDomain
         receiver.standing(WebhookReceiver.Answer(status: 200))
         try server.start(extra: schedule)
         #expect(receiver.wait(seconds: 120) { $0.filter { $0.status == 200 }.count >= 1000 })
-        Thread.sleep(forTimeInterval: 1)  // anything sent twice would arrive now
+        // Anything sent twice would be sent before the dispatcher next finds nothing to send.
+        #expect(try Self.waitForIdleWebhooks(server, operatorToken: seed.operatorToken))
         let ok = receiver.calls.filter { $0.status == 200 }
         #expect(ok.count == 1000)
         #expect(Set(ok.map(\.id)).count == 1000)
@@ -52,5 +53,25 @@ import SurveyDomain
         #expect(server.terminate() == 0)
         let check = try ServerProcess.command(["check", "--data-dir", server.dataDir] + TestEngine.urlArguments(dataDir: server.dataDir))
         #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+    }
+
+    /// `surveyd_webhook_idle_looks_total` of the server's `/metrics`.
+    static func idleLooks(_ server: ServerProcess, operatorToken: String) throws -> Int {
+        let metrics = try server.client.get("/metrics", token: operatorToken).text
+        let line = metrics.split(separator: "\n").first { $0.hasPrefix("surveyd_webhook_idle_looks_total ") }
+        guard let value = line?.split(separator: " ").last.flatMap({ Int($0) }) else { throw TestFailure("no idle looks in /metrics") }
+        return value
+    }
+
+    /// True once a look at the outbox that began after this call found nothing to send (two
+    /// more idle looks: the second began after the first ended); false after 10 s.
+    static func waitForIdleWebhooks(_ server: ServerProcess, operatorToken: String) throws -> Bool {
+        let start = try idleLooks(server, operatorToken: operatorToken)
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while try idleLooks(server, operatorToken: operatorToken) < start + 2 {
+            guard Date() < deadline else { return false }
+            usleep(20_000)
+        }
+        return true
     }
 }

@@ -2,6 +2,7 @@ import SurveyDomain
 import SurveyHTTP
 import SurveyOperations
 import SurveyStorage
+import SurveyWebhooks
 
 /// The HTTP door: each capability registers its routes, decodes requests into the operations'
 /// commands and renders their outcomes. The rules themselves live in `SurveyOperations`.
@@ -10,6 +11,8 @@ struct Services: Sendable {
     /// Resumable uploads with a request (PATCH, DELETE) or the expiry sweep at work on them.
     let uploadLocks: BusySet
     let readiness: ReadinessProbe
+    /// The webhook outbox's deliveries (their idle looks go to `/metrics`).
+    let dispatcher: WebhookDispatcher
 
     var database: Database { operations.database }
     var gate: WriteGate { operations.gate }
