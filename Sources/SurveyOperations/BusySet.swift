@@ -16,6 +16,9 @@ public final class BusySet: Sendable {
 
     public func release(_ id: String) { _ = ids.withLock { $0.remove(id) } }
 
+    /// Whether a request or sweep holds `id` now (tests wait on it to know a request is under way, or over).
+    public func isHeld(_ id: String) -> Bool { ids.withLock { $0.contains(id) } }
+
     /// The id claimed, or nil while another holds it. The server's requests and sweeps claim
     /// only through here, so a claim is released in one place: when its holder drops it.
     public func hold(_ id: String) -> Claim? { claim(id) ? Claim(id, in: self) : nil }
