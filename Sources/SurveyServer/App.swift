@@ -100,7 +100,7 @@ public final class App: Sendable {
         deliveries.schedule = configuration.webhookRetrySchedule
         dispatcher = WebhookDispatcher(database: database, configuration: deliveries)
         let database = self.database
-        readiness = ReadinessProbe { database.isWritable() }
+        readiness = ReadinessProbe(clock: configuration.clock) { database.isWritable() }
         var router = Router()
         let services = Services(operations: operations, uploadLocks: uploadLocks, readiness: readiness, dispatcher: dispatcher)
         services.register(into: &router)
