@@ -30,8 +30,9 @@ import SurveyDomain
         let second: (surveyId: String, versionId: String, contentHash: String)
         var base: String { "/v1/orgs/\(f.orgId)/surveys/\(surveyId)/responses" }
 
-        init(reviewRequired: Bool = true) throws {
-            f = try Fixture()
+        /// `clock`: the server's time, for a test that moves it.
+        init(reviewRequired: Bool = true, clock: ManualClock? = nil) throws {
+            f = try Fixture(server: try TestServer { config in if let clock { config.clock = clock } })
             first = try f.publishSurvey(reviewRequired: reviewRequired, definition: ExportTests.v1)
             surveyId = first.surveyId
             let v = try f.client.post("/v1/orgs/\(f.orgId)/surveys/\(surveyId)/versions", token: f.adminToken, ["definition": ExportTests.v2])
@@ -127,19 +128,21 @@ import SurveyDomain
     }
 
     @Test func everyFilterNarrowsTheRows() throws {
-        let w = try World()
+        let clock = ManualClock()
+        let w = try World(clock: clock)
         let f = w.f
         let a = try w.submit("exp-fil-0001", w.first, ["size": 1])
-        // A millisecond apart on both sides: `receivedTo` is exclusive, and a fast answer can
-        // come back within the millisecond `a` was stamped in.
-        Thread.sleep(forTimeInterval: 0.01)
-        let between = Timestamp.nowMillis()
-        Thread.sleep(forTimeInterval: 0.01)
+        // Server time moves on between `a` and the rest: `receivedTo` is exclusive.
+        clock.advance(byMillis: 10)
+        let between = clock.nowMillis()
+        clock.advance(byMillis: 10)
         let b = try w.submit("exp-fil-0002", w.second, ["size": 2])
+        clock.advance(byMillis: 1)  // responses of one millisecond have no order among them
         // A second collector, and a task for the first.
         let other = try f.client.post("/v1/orgs/\(f.orgId)/users", token: f.adminToken, ["name": "Otto", "roles": ["collector"]])
         let otherId = other.json!["userId"]!.stringValue!
         let c = try w.submit("exp-fil-0003", w.second, ["size": 3], token: other.json!["token"]!.stringValue!)
+        clock.advance(byMillis: 1)
         let task = try f.client.post("/v1/orgs/\(f.orgId)/tasks", token: f.adminToken,
                                      ["title": "Visit", "surveyId": .string(w.surveyId), "assigneeUserId": .string(f.collectorId)])
         let taskId = task.json!["taskId"]!.stringValue!
