@@ -281,7 +281,17 @@ struct MultiProcessTests {
         }
         #expect(replies.allSatisfy { $0?.status == 201 })
         #expect(receiver.wait(seconds: 60) { Set($0.filter { $0.status == 200 }.map(\.id)).count >= 300 })
-        Thread.sleep(forTimeInterval: 1)
+        // Anything sent twice is sent before the process holding the deliveries next finds
+        // nothing to send (two more idle looks: the second began after this point).
+        let survivors = [c.servers[1], c.servers[2]]
+        let idleBefore = try survivors.map { try WebhookCrashTests.idleLooks($0, operatorToken: c.operatorToken) }
+        let idleDeadline = Date(timeIntervalSinceNow: 10)
+        var idle = false
+        while !idle && Date() < idleDeadline {
+            idle = try zip(survivors, idleBefore).contains { try WebhookCrashTests.idleLooks($0, operatorToken: c.operatorToken) >= $1 + 2 }
+            if !idle { usleep(20_000) }
+        }
+        #expect(idle)
         let delivered = receiver.calls.filter { $0.status == 200 }
         // Each event once (an attempt cut off by the kill may be repeated with its own id).
         #expect(Set(delivered.map(\.id)).count == 300)
@@ -303,15 +313,29 @@ struct MultiProcessTests {
     @Test func theKeyedInFlightLimitCountsEveryProcess() throws {
         let c = try Cluster(extra: ["--max-keyed-in-flight", "3"])
         let lock = try TestEngine.WriteLock(dataDir: c.servers[0].dataDir)
-        // The writes wait on the lock, their claims held, until it goes 1.5 s from now.
-        Thread.detachNewThread {
-            Thread.sleep(forTimeInterval: 1.5)
-            lock.release()
+        var released = false
+        defer { if !released { lock.release() } }
+        // Four at once, two to each process; the writes wait on the lock, their claims held.
+        let answered = Mutex<[Int: Reply]>([:])
+        let group = DispatchGroup()
+        for i in 0..<4 {
+            group.enter()
+            Thread.detachNewThread {
+                let r = try? c.client(i % 2).post("/v1/orgs/\(c.orgId)/surveys", token: c.adminToken, ["title": .string("Held \(i)")],
+                                                  headers: ["Idempotency-Key": "held-key-000\(i)"])
+                answered.withLock { $0[i] = r }
+                group.leave()
+            }
         }
-        let replies = Self.parallel(4, threads: 4) { i in
-            try? c.client(i % 2).post("/v1/orgs/\(c.orgId)/surveys", token: c.adminToken, ["title": .string("Held \(i)")],
-                                      headers: ["Idempotency-Key": "held-key-000\(i)"])
-        }
+        // Three claims held while the fourth request is already answered: then the writes go.
+        let deadline = Date(timeIntervalSinceNow: 20)
+        func settled() -> Bool { answered.withLock { $0.count } == 1 && (try? c.count("SELECT COUNT(*) AS n FROM keyed_in_flight")) == 3 }
+        while !settled() && Date() < deadline { usleep(10_000) }
+        #expect(settled(), "answered \(answered.withLock { $0.keys.sorted() }) before the writes were let go")
+        lock.release()
+        released = true
+        #expect(group.wait(timeout: .now() + 30) == .success)
+        let replies = (0..<4).map { i in answered.withLock { $0[i] } }
         #expect(replies.filter { $0?.status == 201 }.count == 3, "\(replies.map { $0?.status ?? 0 })")
         let refused = try #require(replies.firstIndex { $0?.json?["errorCode"]?.intValue == 1030 })
         #expect(replies[refused]?.header("retry-after") != nil)

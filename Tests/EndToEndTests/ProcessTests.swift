@@ -96,8 +96,14 @@ import SurveyDomain
             }
         }
         // Let the burst run, then stop the server in the middle of it.
-        while accepted.withLock({ $0.count }) < 200 { usleep(5_000) }
-        let p = server.process!
+        let deadline = Date().addingTimeInterval(60)
+        while accepted.withLock({ $0.count }) < 200 && Date() < deadline { usleep(5_000) }
+        guard accepted.withLock({ $0.count }) >= 200, let p = server.process else {
+            stop.store(true, ordering: .relaxed)
+            group.wait()
+            Issue.record("the burst got \(accepted.withLock { $0.count }) answers in 60 s; stderr: \(server.stderrText.suffix(4000))")
+            return
+        }
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()
         stop.store(true, ordering: .relaxed)
