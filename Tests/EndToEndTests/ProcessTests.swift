@@ -245,16 +245,16 @@ import SurveyDomain
     @Test func environmentVariablesMirrorTheFlags() throws {
         let dir = NSTemporaryDirectory() + "surveyd-env-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let port = ServerProcess.freePort()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
         p.arguments = ["serve"]
-        p.environment = ["SURVEYD_DATA_DIR": dir, "SURVEYD_PORT": String(port), "SURVEYD_NO_LOG": "1", "SURVEYD_MAX_BODY_BYTES": "100"]
+        p.environment = ["SURVEYD_DATA_DIR": dir, "SURVEYD_PORT": "0", "SURVEYD_NO_LOG": "1", "SURVEYD_MAX_BODY_BYTES": "100"]
         p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
+        let err = Pipe()
+        p.standardError = err
         try p.run()
         defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) }; p.waitUntilExit() }
-        let client = RawHTTPClient(port: port)
+        let client = RawHTTPClient(port: try ServerProcess.servingPort(stderrPipe: err, of: p))
         #expect(client.becomesHealthy())
         #expect(FileManager.default.fileExists(atPath: dir + "/surveyd.sqlite"))
         // SURVEYD_MAX_BODY_BYTES=100 applies: a 200-byte body is refused before it is read.
@@ -276,7 +276,7 @@ import SurveyDomain
         #expect(FileManager.default.createFile(atPath: inFlight, contents: Data(repeating: 7, count: 4096)))
         let second = Process()
         second.executableURL = URL(fileURLWithPath: ServerProcess.binary)
-        second.arguments = ["serve", "--data-dir", first.dataDir, "--port", String(ServerProcess.freePort()), "--no-log"]
+        second.arguments = ["serve", "--data-dir", first.dataDir, "--port", "0", "--no-log"]
         let err = Pipe()
         second.standardOutput = FileHandle.nullDevice
         second.standardError = err
@@ -304,16 +304,15 @@ import SurveyDomain
     @Test func closedOutputPipesDoNotStopTheServer() throws {
         let dir = NSTemporaryDirectory() + "surveyd-logpipe-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let port = ServerProcess.freePort()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
-        p.arguments = ["serve", "--data-dir", dir, "--port", String(port)] + (try TestEngine.urlArguments(dataDir: dir))
+        p.arguments = ["serve", "--data-dir", dir, "--port", "0"] + (try TestEngine.urlArguments(dataDir: dir))
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
         defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        let client = RawHTTPClient(port: port)
+        let client = RawHTTPClient(port: try ServerProcess.servingPort(stderrPipe: err, of: p))
         #expect(client.becomesHealthy())
         // Only the server holds the write ends now, and nobody the read ends.
         for pipe in [out, err] {
@@ -340,15 +339,14 @@ import SurveyDomain
         let seed = try seeder.seed()
         #expect(seeder.terminate() == 0)
         // The same data dir served again, this time with the request log on stdout.
-        let port = ServerProcess.freePort()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
-        p.arguments = ["serve", "--data-dir", dir, "--port", String(port)] + (try TestEngine.urlArguments(dataDir: dir))
-        let out = Pipe()
+        p.arguments = ["serve", "--data-dir", dir, "--port", "0"] + (try TestEngine.urlArguments(dataDir: dir))
+        let out = Pipe(), err = Pipe()
         p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
+        p.standardError = err
         try p.run()
-        let client = RawHTTPClient(port: port)
+        let client = RawHTTPClient(port: try ServerProcess.servingPort(stderrPipe: err, of: p))
         #expect(client.becomesHealthy())
         let secret = "answer-that-must-not-be-logged-42"
         let body: JSONValue = ["clientSubmissionId": "log-test-0001", "surveyVersionId": .string(seed.versionId),

@@ -89,24 +89,53 @@ final class ServerProcess: @unchecked Sendable {
         return out
     }
 
-    static func freePort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        return UInt16(bigEndian: addr.sin_port)
+    /// The port a `surveyd serve --port 0` chose, from its start-up line on stderr
+    /// ("surveyd: serving http://HOST:PORT (…)"); only whole lines count, a line half written
+    /// could name half a port.
+    static func servingPort(in stderr: String) -> UInt16? {
+        let prefix = "surveyd: serving http://"
+        for line in stderr.split(separator: "\n", omittingEmptySubsequences: false).dropLast() where line.hasPrefix(prefix) {
+            let address = line.dropFirst(prefix.count).prefix { $0 != " " }
+            if let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) { return port }
+        }
+        return nil
     }
 
+    /// Waits (up to `seconds`) for `p`, whose stderr goes to the file at `path`, to name its port.
+    static func servingPort(stderrFile path: String, of p: Process, within seconds: Double = 20) throws -> UInt16 {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            if let port = servingPort(in: text) { return port }
+            guard p.isRunning, Date() < deadline else {
+                throw TestFailure("surveyd named no port (\(p.isRunning ? "still running" : "exited \(p.terminationStatus)")): \(text.suffix(2000))")
+            }
+            usleep(10_000)
+        }
+    }
+
+    /// The same from a stderr pipe; the process is killed after `seconds` without a port, which
+    /// ends the read.
+    static func servingPort(stderrPipe pipe: Pipe, of p: Process, within seconds: Double = 20) throws -> UInt16 {
+        let pid = p.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: watchdog)
+        defer { watchdog.cancel() }
+        var text = ""
+        while true {
+            let data = pipe.fileHandleForReading.availableData
+            guard !data.isEmpty else { throw TestFailure("surveyd named no port: \(text.suffix(2000))") }
+            text += String(decoding: data, as: UTF8.self)
+            if let port = servingPort(in: text) { return port }
+        }
+    }
+
+    /// Serves `dataDir` on a port the system picks (`--port 0`: no other process can take it
+    /// between a choice and the bind), read back from the start-up line.
     func start(extra: [String] = []) throws {
-        port = Self.freePort()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = ["serve", "--data-dir", dataDir, "--port", String(port), "--no-log"] + extra
+        p.arguments = ["serve", "--data-dir", dataDir, "--port", "0", "--no-log"] + extra
             + (try TestEngine.urlArguments(dataDir: dataDir))
         p.standardOutput = FileHandle.nullDevice
         // stderr is kept beside the data dir: a crash's message is what a failing test must show.
@@ -114,6 +143,7 @@ final class ServerProcess: @unchecked Sendable {
         p.standardError = FileHandle(forWritingAtPath: stderrPath) ?? FileHandle.nullDevice
         try p.run()
         process = p
+        port = try Self.servingPort(stderrFile: stderrPath, of: p)
         guard client.becomesHealthy(within: 20) else { throw TestFailure("surveyd did not come up on \(port)") }
     }
 
