@@ -34,8 +34,9 @@ let package = Package(
         .target(name: "SurveyForms", dependencies: ["SurveyExpressions"]),
         // The XLSForm/XForms expression engine, shared by the server and the SDK: no dependencies at all.
         .target(name: "SurveyExpressions"),
-        // An ODK XForm (what pyxform writes) read into a version-2 definition, or refused by name.
-        .target(name: "SurveyXForm", dependencies: ["SurveyForms", "CLibXML2"]),
+        // An ODK XForm (what pyxform writes) read into a version-2 definition, or refused by name; and
+        // a definition written as the XForm that reads back into it.
+        .target(name: "SurveyXForm", dependencies: ["SurveyForms", "SurveyExpressions", "CLibXML2"]),
         // SQLite, the single writer, the reader pool, migrations, repositories.
         .target(name: "SurveyStorage", dependencies: ["CSQLite", "CPostgres", "SurveyDomain"]),
         // The HTTP engine over libmicrohttpd; knows nothing about surveys.

@@ -5,6 +5,8 @@
 #undef LIBXML_ICU_ENABLED
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+// XForms written from definitions (SurveyXForm's XFormWriter): escaping is libxml2's, never hand-made.
+#include <libxml/xmlwriter.h>
 
 // xmlFree is a global function pointer, which Swift 6 reads as shared mutable state: one
 // function that frees what libxml2 allocated for a caller.

@@ -1,13 +1,19 @@
 import CCrypto
 
-/// SHA-256 / SHA-1 from libcrypto, one-shot or streaming.
+/// SHA-256 / SHA-1 / MD5 from libcrypto, one-shot or streaming. MD5 only names files the way
+/// ODK servers do (an XForm's `hash` in a form list), never to protect anything.
 public struct Digest: ~Copyable {
-    public enum Algorithm: Sendable { case sha256, sha1 }
+    public enum Algorithm: Sendable { case sha256, sha1, md5 }
     private let ctx: OpaquePointer
 
     public init(_ algorithm: Algorithm = .sha256) {
         ctx = EVP_MD_CTX_new()
-        EVP_DigestInit_ex2(ctx, (algorithm == .sha256 ? Self.sha256Method : Self.sha1Method).pointer, nil)
+        let method = switch algorithm {
+        case .sha256: Self.sha256Method
+        case .sha1: Self.sha1Method
+        case .md5: Self.md5Method
+        }
+        EVP_DigestInit_ex2(ctx, method.pointer, nil)
     }
 
     /// The algorithms fetched from libcrypto's provider once: with `EVP_sha256()` OpenSSL 3 looks
@@ -20,6 +26,7 @@ public struct Digest: ~Copyable {
     }
     private static let sha256Method = Method("SHA256")
     private static let sha1Method = Method("SHA1")
+    private static let md5Method = Method("MD5")
     deinit { EVP_MD_CTX_free(ctx) }
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
@@ -42,6 +49,11 @@ public struct Digest: ~Copyable {
     }
     public static func sha256Hex(_ bytes: [UInt8]) -> String { Hex.encode(sha256(bytes)) }
     public static func sha256Hex(_ s: String) -> String { sha256Hex(Array(s.utf8)) }
+
+    public static func md5(_ bytes: [UInt8]) -> [UInt8] {
+        var d = Digest(.md5); d.update(bytes); return d.finalize()
+    }
+    public static func md5Hex(_ bytes: [UInt8]) -> String { Hex.encode(md5(bytes)) }
 
     /// Constant-time comparison (CRYPTO_memcmp), for token hashes.
     public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

@@ -15,6 +15,8 @@ public struct Operations: Sendable {
     /// Requests carrying the same idempotency key take turns.
     public let turns: KeyTurns
     public let definitions = DefinitionCache()
+    /// What each version's document says of its source and its XForm.
+    public let versionFileCache = VersionFilesCache()
     /// Console sign-in attempts, per account and per address (across processes on PostgreSQL).
     public let throttle: SignInThrottle
     /// Argon2 computations at once (each holds 19 MiB).

@@ -42,7 +42,7 @@ struct ItextTranslations {
                     if let form = value.attribute("form") {
                         entry.forms.append((form, value.text.trimmingWhitespace()))
                     } else {
-                        entry.plain = value.text.trimmingWhitespace()
+                        entry.plain = value.value
                     }
                 }
                 texts[id, default: [:]][language] = entry
@@ -68,6 +68,14 @@ struct ItextTranslations {
         }
         guard !object.isEmpty else { throw XFormRefusal("\(what) names the text \(id), which has no text in any language") }
         return .object(object)
+    }
+
+    /// A text that is the same in every language, read as the plain string it was written as
+    /// (`XFormWriter`'s `surveyd:choice="plain"`): its text in the default language.
+    func plainText(id: String, what: String) throws(XFormRefusal) -> JSONValue {
+        let byLanguage = try text(id: id, what: what).objectValue ?? [:]
+        let language = defaultLanguage.flatMap { byLanguage[$0] != nil ? $0 : nil } ?? languages.first { byLanguage[$0] != nil }
+        return language.flatMap { byLanguage[$0] } ?? .string("")
     }
 
     /// `jr:itext('id')` → id.

@@ -16,9 +16,14 @@ struct XFormNodeBuilder {
     /// Secondary instances read as choice lists, by instance id.
     private(set) var choiceLists: [String: JSONValue] = [:]
     private var choiceListShapes: [String: String] = [:]
+    /// Instances read as a question's own choices (`surveyd:list="inline"`).
+    private var inlineLists: Set<String> = []
 
     private static let bindAttributes: Set<String> = ["nodeset", "type", "required", "relevant", "constraint", "calculate", "readonly"]
     private static let bindJavaRosaAttributes: Set<String> = ["constraintMsg", "preload", "preloadParams"]
+    /// What `XFormWriter` keeps of a definition that an XForm has no place for (`Surveyd`).
+    private static let bindSurveydAttributes: Set<String> = ["type", "label", "hint", "appearance", "minimum", "maximum", "maxLength",
+                                                             "maxBytes", "accept", "minCount", "maxCount", "required", "readonly", "default"]
 
     init(data: XMLElement, secondary: [XMLElement], binds: [XMLElement], body: XFormBody, translations: ItextTranslations) throws(XFormRefusal) {
         self.data = data
@@ -36,8 +41,12 @@ struct XFormNodeBuilder {
             }
             guard self.binds[nodeset] == nil else { throw XFormRefusal("the XForm has two binds for \(nodeset)") }
             for a in bind.attributes {
-                let known = a.namespace == nil ? Self.bindAttributes.contains(a.name)
-                    : a.namespace == XMLNamespace.javaRosa && Self.bindJavaRosaAttributes.contains(a.name)
+                let known = switch a.namespace {
+                case nil: Self.bindAttributes.contains(a.name)
+                case XMLNamespace.javaRosa: Self.bindJavaRosaAttributes.contains(a.name)
+                case XMLNamespace.surveyd: Self.bindSurveydAttributes.contains(a.name)
+                default: false
+                }
                 guard known else {
                     throw XFormRefusal("the bind of \(nodeset) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry")
                 }
@@ -55,6 +64,9 @@ struct XFormNodeBuilder {
         let nodes = try children(of: data, path: rootPath)
         guard !nodes.isEmpty else { throw XFormRefusal("the XForm has no questions") }
         for path in binds.keys.sorted() where !usedBinds.contains(path) && !isMeta(path) {
+            if isRepeatCountHelper(path) {
+                throw XFormRefusal("\(path) is a repeat count's node (surveyd:type=\"\(Surveyd.repeatCountHelper)\"), yet no repeat's jr:count names it")
+            }
             throw XFormRefusal("the bind of \(path) names no node of the primary instance")
         }
         let bodyPaths = Set(body.controls.keys).union(body.groups.keys).union(body.repeats.keys)
@@ -63,11 +75,28 @@ struct XFormNodeBuilder {
         }
         for (id, instance) in secondary.sorted(by: { $0.key < $1.key }) where choiceLists[id] == nil {
             if let src = instance.attribute("src") { throw attachment(src) }
+            // A choice list no question names, kept by XFormWriter: `name`, and `itextId` or `label`.
+            switch instance.attribute(Surveyd.list, namespace: XMLNamespace.surveyd) {
+            case "unused"?:
+                let items = instance.children.first?.children ?? []
+                let itext = items.contains { $0.child("itextId", namespace: XMLNamespace.xforms) != nil }
+                choiceLists[id] = try choiceList(instance, id: id, valueRef: "name", labelRef: itext ? "jr:itext(itextId)" : "label")
+            case "inline"? where !inlineLists.contains(id):
+                throw XFormRefusal("instance('\(id)') holds a question's own choices (surveyd:list=\"inline\"), yet no question's itemset names it")
+            default:
+                break
+            }
         }
         return nodes
     }
 
     private func isMeta(_ path: String) -> Bool { path == rootPath + "/meta" || path.hasPrefix(rootPath + "/meta/") }
+
+    /// The node `XFormWriter` adds for a repeat count that is not one path (`jr:count` takes a
+    /// path only): not a question; the repeat's count is its calculation.
+    private func isRepeatCountHelper(_ path: String) -> Bool {
+        binds[path]?.attribute(Surveyd.type, namespace: XMLNamespace.surveyd) == Surveyd.repeatCountHelper
+    }
 
     /// Ids are element names; the definition needs them unique across the whole form.
     private func assignIds(_ element: XMLElement, path: String, ids: inout [String: String], pathById: inout [String: String]) throws(XFormRefusal) {
@@ -95,6 +124,7 @@ struct XFormNodeBuilder {
                 continue
             }
             guard seen.insert(childPath).inserted else { continue }
+            if isRepeatCountHelper(childPath) { continue } // read with the repeat whose jr:count names it
             out.append(try node(child, path: childPath))
         }
         return out
@@ -112,19 +142,24 @@ struct XFormNodeBuilder {
         guard let bind else {
             throw XFormRefusal("\(path) has no control in the body and no bind; surveyd has no hidden questions")
         }
+        let declared = bind.attribute(Surveyd.type, namespace: XMLNamespace.surveyd)
+        // A calculation; a preload (start, end, today, deviceid...: a value the device fills in, kept
+        // as sent); or a calculate question without a calculation, as XFormWriter writes one.
+        guard bind.attribute("calculate") != nil || bind.attribute("preload", namespace: XMLNamespace.javaRosa) != nil || declared == "calculate" else {
+            throw XFormRefusal("\(path) has no control in the body and no calculation; surveyd has no hidden questions")
+        }
+        if let declared, declared != "calculate" {
+            throw XFormRefusal("\(path) has no control in the body, so it is a calculation, yet its bind says surveyd:type=\"\(declared)\"")
+        }
+        var q: [String: JSONValue] = ["id": .string(element.name), "type": "calculate", "label": .string(element.name)]
         if let calculation = bind.attribute("calculate") {
-            var q: [String: JSONValue] = ["id": .string(element.name), "type": "calculate", "label": .string(element.name)]
             q["calculation"] = .string(try translator.translate(calculation, context: .node(path: path), what: "the calculation of \(path)"))
-            try logic(bind, path: path, into: &q, allowed: ["relevant"])
-            return .object(q)
         }
-        if bind.attribute("preload", namespace: XMLNamespace.javaRosa) != nil {
-            // start, end, today, deviceid...: a value the device fills in, kept as sent.
-            var q: [String: JSONValue] = ["id": .string(element.name), "type": "calculate", "label": .string(element.name)]
-            try logic(bind, path: path, into: &q, allowed: ["relevant"])
-            return .object(q)
-        }
-        throw XFormRefusal("\(path) has no control in the body and no calculation; surveyd has no hidden questions")
+        let value = element.value
+        if !value.isEmpty { q["default"] = .string(value) }
+        try logic(bind, path: path, into: &q, allowed: ["relevant", "required", "constraint", "readonly"])
+        try surveydAttributes(bind, path: path, into: &q)
+        return .object(q)
     }
 
     private mutating func container(_ element: XMLElement, path: String, bind: XMLElement?) throws(XFormRefusal) -> JSONValue {
@@ -140,7 +175,13 @@ struct XFormNodeBuilder {
                 switch (a.namespace, a.name) {
                 case (nil, "nodeset"), (nil, "appearance"): continue
                 case (XMLNamespace.javaRosa, "count"):
-                    node["repeatCount"] = .string(try translator.translate(a.value, context: .node(path: path), what: "the repeat count of \(path)"))
+                    let target = a.value.trimmingWhitespace()
+                    if isRepeatCountHelper(target), let helper = binds[target], let calculation = helper.attribute("calculate") {
+                        usedBinds.insert(target)
+                        node["repeatCount"] = .string(try translator.translate(calculation, context: .node(path: target), what: "the repeat count of \(path)"))
+                    } else {
+                        node["repeatCount"] = .string(try translator.translate(a.value, context: .node(path: path), what: "the repeat count of \(path)"))
+                    }
                 case (XMLNamespace.javaRosa, "noAddRemove"):
                     guard r.element.attribute("count", namespace: XMLNamespace.javaRosa) != nil || a.value.trimmingWhitespace() == "false()" else {
                         throw XFormRefusal("the repeat \(path) has jr:noAddRemove without jr:count; surveyd counts a fixed repeat with repeat_count")
@@ -157,7 +198,10 @@ struct XFormNodeBuilder {
         }
         if body.groups[path] != nil { usedBody.insert(path) }
         if let label { node["label"] = try text(label, what: "the label of \(path)") }
-        if let bind { try logic(bind, path: path, into: &node, allowed: ["relevant"]) }
+        if let bind {
+            try logic(bind, path: path, into: &node, allowed: ["relevant"])
+            try surveydAttributes(bind, path: path, into: &node)
+        }
         let children = try self.children(of: element, path: path)
         guard !children.isEmpty else { throw XFormRefusal("the \(node["type"]?.stringValue ?? "group") \(path) has no questions") }
         node["children"] = .array(children)
@@ -168,6 +212,7 @@ struct XFormNodeBuilder {
         let id = element.name
         let bindType = bind?.attribute("type").map { t in t.hasPrefix("xsd:") ? String(t.dropFirst(4)) : t } ?? "string"
         let readonly = bind?.attribute("readonly")?.trimmingWhitespace()
+        let declared = bind?.attribute(Surveyd.type, namespace: XMLNamespace.surveyd)
         if bind?.attribute("calculate") != nil {
             throw XFormRefusal("\(path) is shown in the body and has a calculation; surveyd calculates only in calculate questions")
         }
@@ -175,7 +220,7 @@ struct XFormNodeBuilder {
         var allowed: Set<String> = ["relevant", "required", "constraint", "readonly"]
         switch (control.name, bindType) {
         // pyxform's note; a read-only text with a value of its own stays a question.
-        case ("input", "string") where readonly == "true()" && element.text.trimmingWhitespace().isEmpty:
+        case ("input", "string") where readonly == "true()" && element.text.trimmingWhitespace().isEmpty && declared != "text":
             q["type"] = "note"
             allowed = ["relevant", "readonly"]
         case ("input", "string"): q["type"] = "text"
@@ -196,6 +241,9 @@ struct XFormNodeBuilder {
             throw XFormRefusal("\(path) is a ranking question (odk:rank); surveyd has no rank type")
         default:
             throw XFormRefusal("\(path) is an <\(control.name)> of type \(bindType); surveyd has no such question type")
+        }
+        if let declared, declared != q["type"]?.stringValue {
+            throw XFormRefusal("\(path) is a \(q["type"]?.stringValue ?? "question") by its control and bind, yet its bind says surveyd:type=\"\(declared)\"")
         }
         for a in control.attributes {
             switch (a.namespace, a.name) {
@@ -226,23 +274,29 @@ struct XFormNodeBuilder {
         guard let labelElement else { throw XFormRefusal("\(path) has no label; every question of a definition has one") }
         q["label"] = try text(labelElement, what: "the label of \(path)")
         if control.name == "select1" || control.name == "select" { try choices(of: control, path: path, into: &q) }
-        let value = element.text.trimmingWhitespace()
+        let value = element.value
         if !value.isEmpty, q["type"] != "note" { q["default"] = .string(value) }
         if let bind {
             if q["type"] == "note" { q["readonly"] = nil }
             try logic(bind, path: path, into: &q, allowed: allowed)
             if q["type"] == "note" { q["readonly"] = nil } // readonly true() is what makes it a note
+            try surveydAttributes(bind, path: path, into: &q)
         }
         return .object(q)
     }
 
     /// The bind's logic, translated; an attribute the node kind does not carry is refused.
     private func logic(_ bind: XMLElement, path: String, into node: inout [String: JSONValue], allowed: Set<String>) throws(XFormRefusal) {
+        // `surveyd:required="expression"`: the definition wrote `true()` / `false()` as an expression.
+        let requiredIsExpression = bind.attribute("required", namespace: XMLNamespace.surveyd) == Surveyd.expression
+        let readonlyIsExpression = bind.attribute("readonly", namespace: XMLNamespace.surveyd) == Surveyd.expression
         for a in bind.attributes {
             let value = a.value.trimmingWhitespace()
             switch (a.namespace, a.name) {
             case (nil, "nodeset"), (nil, "type"), (nil, "calculate"), (XMLNamespace.javaRosa, "preload"), (XMLNamespace.javaRosa, "preloadParams"):
                 continue // read where the kind of node is decided
+            case (XMLNamespace.surveyd, _):
+                continue // read by surveydAttributes
             case (nil, "readonly") where node["type"] == "note" && value == "true()":
                 continue
             case (nil, "readonly") where node["type"] == "calculate" && value == "true()":
@@ -250,9 +304,9 @@ struct XFormNodeBuilder {
                 // repeat_count that is a number or an expression (`<repeat>_count`).
                 continue
             case (nil, let key) where allowed.contains(key):
-                if key == "required" && value == "true()" { node["required"] = true; continue }
-                if key == "required" && value == "false()" { continue }
-                if key == "readonly" && value == "false()" { continue }
+                if key == "required" && value == "true()" && !requiredIsExpression { node["required"] = true; continue }
+                if key == "required" && value == "false()" && !requiredIsExpression { continue }
+                if key == "readonly" && value == "false()" && !readonlyIsExpression { continue }
                 let context = XPathTranslator.Context.node(path: path)
                 node[key] = .string(try translator.translate(a.value, context: context, what: "the \(key) of \(path)"))
             case (XMLNamespace.javaRosa, "constraintMsg") where allowed.contains("constraint"):
@@ -278,7 +332,45 @@ struct XFormNodeBuilder {
         if let inner = element.children.first {
             throw XFormRefusal("\(what) holds <\(inner.displayName)>\(inner.name == "output" ? " (it shows an answer)" : ""); surveyd's labels are fixed text")
         }
-        return .string(element.text.trimmingWhitespace())
+        return .string(element.value)
+    }
+
+    /// What a bind says in surveyd's namespace (`Surveyd`): the definition's properties an XForm
+    /// has no place for, each on the kind of node that has it.
+    private func surveydAttributes(_ bind: XMLElement, path: String, into node: inout [String: JSONValue]) throws(XFormRefusal) {
+        let kind = node["type"]?.stringValue ?? "node"
+        let isQuestion = !["group", "repeat", "note"].contains(kind)
+        for a in bind.attributes where a.namespace == XMLNamespace.surveyd {
+            switch (a.name, kind) {
+            case (Surveyd.type, _):
+                continue // read where the kind of node is decided
+            case ("required", _) where isQuestion && a.value == "false" && bind.attribute("required") == nil:
+                node["required"] = false
+            case ("required", _) where isQuestion && a.value == Surveyd.expression && bind.attribute("required") != nil,
+                 ("readonly", _) where isQuestion && a.value == Surveyd.expression && bind.attribute("readonly") != nil:
+                continue // read with the expression
+            case ("default", _) where isQuestion && node["default"] == nil:
+                node["default"] = .string(a.value)
+            case ("minimum", "integer"), ("minimum", "decimal"), ("maximum", "integer"), ("maximum", "decimal"),
+                 ("maxLength", "text"), ("maxBytes", "file"), ("minCount", "repeat"), ("maxCount", "repeat"):
+                guard case .number(let n)? = try? JSONParser.parse(Array(a.value.utf8)) else {
+                    throw XFormRefusal("the bind of \(path) has surveyd:\(a.name)=\"\(a.value)\", which is not a number")
+                }
+                node[a.name] = .number(n)
+            case ("accept", "file"):
+                node["accept"] = .array(a.value.split(whereSeparator: { $0 == " " }).map { .string(String($0)) })
+            case ("label", "calculate"), ("hint", "calculate"):
+                if let id = ItextTranslations.reference(a.value) {
+                    node[a.name] = try translations.text(id: id, what: "the \(a.name) of \(path)")
+                } else {
+                    node[a.name] = .string(a.value)
+                }
+            case ("appearance", "calculate"):
+                node["appearance"] = .string(a.value)
+            default:
+                throw XFormRefusal("the bind of \(path) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry on a \(kind)")
+            }
+        }
     }
 
     /// Inline `item`s become the question's `choices`; an `itemset` over a secondary instance
@@ -288,11 +380,21 @@ struct XFormNodeBuilder {
         if !items.isEmpty && itemsets.isEmpty {
             var list: [JSONValue] = []
             for item in items {
-                guard let value = item.child("value")?.text.trimmingWhitespace(), !value.isEmpty else {
+                guard let value = item.child("value")?.value, !value.isEmpty else {
                     throw XFormRefusal("a choice of \(path) has no value")
                 }
                 var choice: [String: JSONValue] = ["name": .string(value)]
-                if let label = item.child("label") { choice["label"] = try text(label, what: "the label of the choice \(value) of \(path)") }
+                switch item.attribute(Surveyd.choice, namespace: XMLNamespace.surveyd) {
+                case "string"?:
+                    list.append(.string(value)) // the definition names it only; its label shows the name
+                    continue
+                case "unlabelled"?:
+                    break
+                case nil, "plain"?:
+                    if let label = item.child("label") { choice["label"] = try text(label, what: "the label of the choice \(value) of \(path)") }
+                case let other?:
+                    throw XFormRefusal("the choice \(value) of \(path) has surveyd:choice=\"\(other)\", which surveyd does not read")
+                }
                 list.append(.object(choice))
             }
             q["choices"] = .array(list)
@@ -308,6 +410,21 @@ struct XFormNodeBuilder {
         if let src = instance.attribute("src") { throw attachment(src) }
         let valueRef = itemset.child("value")?.attribute("ref")?.trimmingWhitespace() ?? ""
         let labelRef = itemset.child("label")?.attribute("ref")?.trimmingWhitespace() ?? ""
+        switch instance.attribute(Surveyd.list, namespace: XMLNamespace.surveyd) {
+        case nil:
+            break
+        case "inline"?:
+            // The question's own choices, in an instance because a filter or a column needs one.
+            guard Self.isColumnName(valueRef) else { throw XFormRefusal("the choices of \(path) take their value from \(valueRef); surveyd reads a column name") }
+            q["choices"] = try choiceList(instance, id: instanceId, valueRef: valueRef, labelRef: labelRef)
+            inlineLists.insert(instanceId)
+            if let filter {
+                q["choiceFilter"] = .string(try translator.translate(filter, context: .choiceFilter(questionPath: path), what: "the choice filter of \(path)"))
+            }
+            return
+        case let other?:
+            throw XFormRefusal("the choices of \(path) come from instance('\(instanceId)'), which says surveyd:list=\"\(other)\"")
+        }
         guard Self.isColumnName(valueRef) else { throw XFormRefusal("the choices of \(path) take their value from \(valueRef); surveyd reads a column name") }
         let shape = valueRef + "\n" + labelRef
         if let known = choiceListShapes[instanceId] {
@@ -335,19 +452,41 @@ struct XFormNodeBuilder {
             guard item.children.allSatisfy({ $0.children.isEmpty }) else {
                 throw XFormRefusal("a choice of instance('\(id)') holds nested elements")
             }
+            // XFormWriter's marks: a bare name, a choice without a label, a label in one text for every language.
+            let mark = item.attribute(Surveyd.choice, namespace: XMLNamespace.surveyd)
+            guard mark == nil || mark == "string" || mark == "unlabelled" || mark == "plain" else {
+                throw XFormRefusal("a choice of instance('\(id)') has surveyd:choice=\"\(mark ?? "")\", which surveyd does not read")
+            }
             var choice: [String: JSONValue] = [:]
             for column in item.children {
-                let value = column.text.trimmingWhitespace()
+                let value = column.value
                 switch column.name {
                 case valueRef: choice["name"] = .string(value)
                 case "itextId" where itextLabels:
-                    choice["label"] = try translations.text(id: value, what: "the choice \(value) of instance('\(id)')")
+                    if mark == "plain" {
+                        choice["label"] = try translations.plainText(id: value, what: "the choice \(value) of instance('\(id)')")
+                    } else {
+                        choice["label"] = try translations.text(id: value, what: "the choice \(value) of instance('\(id)')")
+                    }
                 case labelRef: choice["label"] = .string(value)
                 case "name", "label": continue // pyxform writes both; only the referenced one counts
-                default: choice[column.name] = .string(value)
+                default:
+                    if column.attribute(Surveyd.type, namespace: XMLNamespace.surveyd) == "number" {
+                        guard case .number(let n)? = try? JSONParser.parse(Array(value.utf8)) else {
+                            throw XFormRefusal("the column \(column.name) of a choice of instance('\(id)') is not a number, yet it says surveyd:type=\"number\"")
+                        }
+                        choice[column.name] = .number(n)
+                    } else {
+                        choice[column.name] = .string(value)
+                    }
                 }
             }
-            guard choice["name"] != nil else { throw XFormRefusal("a choice of instance('\(id)') has no \(valueRef)") }
+            guard let name = choice["name"] else { throw XFormRefusal("a choice of instance('\(id)') has no \(valueRef)") }
+            switch mark {
+            case "string"?: list.append(name); continue
+            case "unlabelled"?: choice["label"] = nil
+            default: break
+            }
             list.append(.object(choice))
         }
         return .array(list)
@@ -357,11 +496,14 @@ struct XFormNodeBuilder {
     static func itemsetSource(_ nodeset: String, path: String) throws(XFormRefusal) -> (String, String?) {
         let s = nodeset.trimmingWhitespace()
         let refusal = XFormRefusal("the choices of \(path) come from \(nodeset); surveyd reads instance('list')/root/item with an optional [filter]")
-        guard s.hasPrefix("instance("), let close = s.firstIndex(of: ")") else { throw refusal }
-        let argument = s[s.index(s.startIndex, offsetBy: "instance(".count)..<close].trimmingWhitespace()
-        guard argument.count >= 2, let quote = argument.first, quote == "'" || quote == "\"", argument.last == quote else { throw refusal }
-        let id = String(argument.dropFirst().dropLast())
-        let rest = String(s[s.index(after: close)...])
+        guard s.hasPrefix("instance(") else { throw refusal }
+        // The list's name is a literal, which may hold a ")" or the other quote.
+        let argument = s.dropFirst("instance(".count).drop { $0 == " " }
+        guard let quote = argument.first, quote == "'" || quote == "\"", let end = argument.dropFirst().firstIndex(of: quote) else { throw refusal }
+        let id = String(argument[argument.index(after: argument.startIndex)..<end])
+        let afterLiteral = argument[argument.index(after: end)...].drop { $0 == " " }
+        guard afterLiteral.first == ")" else { throw refusal }
+        let rest = String(afterLiteral.dropFirst())
         guard rest.hasPrefix("/root/item") else { throw refusal }
         let tail = rest.dropFirst("/root/item".count).trimmingWhitespace()
         if tail.isEmpty { return (id, nil) }

@@ -14,7 +14,7 @@ public enum XFormReader {
         guard let head = root.child("head", namespace: XMLNamespace.xhtml), let body = root.child("body", namespace: XMLNamespace.xhtml) else {
             throw XFormRefusal("the XForm lacks <h:head> or <h:body>")
         }
-        let title = head.child("title", namespace: XMLNamespace.xhtml)?.text.trimmingWhitespace() ?? ""
+        let title = head.child("title", namespace: XMLNamespace.xhtml)?.value ?? ""
         guard !title.isEmpty else { throw XFormRefusal("the XForm has no <h:title>; a definition needs a title") }
         guard let model = head.child("model") else { throw XFormRefusal("the XForm has no <model>") }
 
@@ -48,6 +48,7 @@ public enum XFormReader {
         definition["questions"] = .array(try builder.nodes())
         if !builder.choiceLists.isEmpty { definition["choiceLists"] = .object(builder.choiceLists) }
         if let language = translations.defaultLanguage { definition["defaultLanguage"] = .string(language) }
+        try readSurveydModel(model, into: &definition, translations: translations)
         let json = JSONValue.object(definition)
 
         // What the reader writes must be a definition surveyd publishes; a rule the reader does not
@@ -59,6 +60,42 @@ public enum XFormReader {
             throw XFormRefusal("the XForm reads into a definition that surveyd refuses: \(problems)")
         }
         return json
+    }
+
+    /// What `XFormWriter` says on `model` of the definition it wrote: the properties the XForm
+    /// names that the definition lacks (`surveyd:absent="formId defaultLanguage"`: a form id the
+    /// server chose, the first language as the default), and a `defaultLanguage` no text names.
+    private static func readSurveydModel(_ model: XMLElement, into definition: inout [String: JSONValue],
+                                         translations: ItextTranslations) throws(XFormRefusal) {
+        for a in model.attributes where a.namespace == XMLNamespace.surveyd {
+            switch a.name {
+            case Surveyd.absent:
+                for property in a.value.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }) {
+                    guard property == "formId" || property == "defaultLanguage" else {
+                        throw XFormRefusal("the model's surveyd:absent names \(property), which surveyd does not read there")
+                    }
+                    definition[String(property)] = nil
+                }
+            case "defaultLanguage":
+                guard translations.languages.isEmpty else {
+                    throw XFormRefusal("the model has surveyd:defaultLanguage and itext translations; the default language is the one marked default=\"true()\"")
+                }
+                definition["defaultLanguage"] = .string(a.value)
+            default:
+                throw XFormRefusal("the model has \(a.displayName)=\"\(a.value)\", which surveyd does not read")
+            }
+        }
+    }
+
+    /// The form id and version an XForm names: its primary instance root's `id` and `version`
+    /// (nil when it has none), as an ODK server lists the form.
+    public static func identity(from xml: [UInt8]) throws(XFormRefusal) -> (formId: String?, version: String?) {
+        let root = try XMLDocumentReader.parse(xml)
+        guard let model = root.child("head", namespace: XMLNamespace.xhtml)?.child("model"),
+              let primary = model.children("instance").first, let data = primary.children.first else {
+            throw XFormRefusal("the XForm has no primary instance")
+        }
+        return (data.attribute("id"), data.attribute("version"))
     }
 
     /// ODK entities (`entities:` namespace, `saveto`) create and update shared lists; surveyd has none.

@@ -19,6 +19,12 @@ struct XMLElement: Sendable {
 
     var displayName: String { XMLNamespace.prefix(of: namespace).map { "\($0):\(name)" } ?? name }
 
+    /// The element's text as a value: trimmed (a hand-indented XForm's labels), unless the
+    /// element says `xml:space="preserve"`, as `XFormWriter` does for text with white space at an end.
+    var value: String {
+        attribute("space", namespace: XMLNamespace.xml) == "preserve" ? text : text.trimmingWhitespace()
+    }
+
     func attribute(_ name: String, namespace: String? = nil) -> String? {
         attributes.first { $0.name == name && $0.namespace == namespace }?.value
     }

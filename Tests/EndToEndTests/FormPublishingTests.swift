@@ -69,11 +69,14 @@ import SurveyServer
         let served = try f.client.get("\(base)/\(fromXForm)/xform", token: f.reviewerToken).body
         #expect(served == xml)
         try ODKValidate.accept(served, label: "simple.xml as uploaded")
-        // A version published as JSON: its source is the definition, and it keeps no XForm yet.
+        // A version published as JSON: its source is the definition, and its XForm is written from
+        // it on request (XFormGenerationTests).
         let json = try f.client.post("/v1/orgs/\(f.orgId)/surveys/\(id)/versions", token: f.adminToken, ["definition": Fixture.definition])
         let jsonId = try #require(json.json?["surveyVersionId"]?.stringValue)
         #expect(try f.client.get("\(base)/\(jsonId)/source", token: f.adminToken).json == Fixture.definition)
-        P.expectProblem(try f.client.get("\(base)/\(jsonId)/xform", token: f.adminToken), .notFound)
+        let generated = try f.client.get("\(base)/\(jsonId)/xform", token: f.adminToken)
+        #expect(generated.status == 200 && generated.headers["content-type"] == "application/xml")
+        try ODKValidate.accept(generated.body, label: "Fixture.definition written as an XForm")
         // Another organization's version is not found.
         let other = try Fixture(server: f.server)
         P.expectProblem(try other.client.get("/v1/orgs/\(other.orgId)/survey-versions/\(fromXLSForm)/source", token: other.adminToken), .notFound)

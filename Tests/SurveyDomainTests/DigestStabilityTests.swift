@@ -35,6 +35,13 @@ import Testing
         other["title"] = "Household."
         #expect(Digest.sha256Hex(CanonicalJSON.encode(.object(other))) != expected)
     }
+
+    /// MD5 names an XForm as ODK servers do (RFC 1321's test vectors).
+    @Test func md5IsRFC1321s() {
+        #expect(Digest.md5Hex([]) == "d41d8cd98f00b204e9800998ecf8427e")
+        #expect(Digest.md5Hex(Array("abc".utf8)) == "900150983cd24fb0d6963f7d28e17f72")
+        #expect(Digest.md5Hex(Array("message digest".utf8)) == "f96b697d7cb7938d525a2f31aaf161d0")
+    }
 }
 
 /// Base64 as RFC 4648 section 10 spells it, in both alphabets, and read back.

@@ -1,3 +1,4 @@
+import Synchronization
 import SurveyDomain
 import SurveyHTTP
 import SurveyOperations
@@ -26,10 +27,12 @@ struct SurveyService {
                                             "contentHash": .string($0.contentHash)] })]
     }
 
-    static func versionJSON(_ v: SurveyVersionRecord) throws -> JSONValue {
-        ["surveyVersionId": .string(v.surveyVersionId), "surveyId": .string(v.surveyId), "number": .number(Double(v.number)),
-         "contentHash": .string(v.contentHash), "definition": try JSONParser.parse(Array(v.definition.utf8)),
-         "createdAt": .string(Timestamp.format(v.createdAt)), "warnings": .array(v.warnings.map { .string($0) })]
+    static func versionJSON(_ v: SurveyVersionRecord, files: VersionFiles) throws -> JSONValue {
+        let (source, xform) = files.json
+        return ["surveyVersionId": .string(v.surveyVersionId), "surveyId": .string(v.surveyId), "number": .number(Double(v.number)),
+                "contentHash": .string(v.contentHash), "definition": try JSONParser.parse(Array(v.definition.utf8)),
+                "createdAt": .string(Timestamp.format(v.createdAt)), "source": source, "xform": xform,
+                "warnings": .array(v.warnings.map { .string($0) })]
     }
 
     func createSurvey(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
@@ -61,24 +64,30 @@ struct SurveyService {
 
     func publishVersion(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = context.orgId
+        let operations = services.operations
+        // What the version is published from, read before it is written: its document describes it.
+        let kept = Mutex<VersionSourceRecord?>(nil)
         let render: @Sendable (SurveyVersionRecord) throws -> HTTPResponse = {
-            .created("/v1/orgs/\(orgId)/survey-versions/\($0.surveyVersionId)", try Self.versionJSON($0))
+            let files = try operations.versionFiles(of: $0, kept: kept.withLock { $0 })
+            return .created("/v1/orgs/\(orgId)/survey-versions/\($0.surveyVersionId)", try Self.versionJSON($0, files: files))
         }
         let keyed = KeyedAnswer(request, render)
-        let operations = services.operations
         let contentType = request.header("Content-Type")
         let format = FormSources.format(ofContentType: contentType) ?? .json
         if format == .json { try operations.limits.checkJSONDefinition(bytes: request.body.count) }
         let outcome = try operations.surveys.publish(orgId: orgId, surveyId: request.parameter("surveyId"), by: try context.member(), key: keyed.key) {
+            let published: FormSources.Published
             switch format {
             case .json:
                 guard let definition = try JSONBody(request.body).fields["definition"] else { throw ApiError.malformed("`definition` is required.") }
-                return FormSources.Published(definition: definition)
+                published = FormSources.Published(definition: definition)
             case .xlsform:
-                return try operations.forms.definition(fromXLSForm: request.body, contentType: contentType)
+                published = try operations.forms.definition(fromXLSForm: request.body, contentType: contentType)
             case .xform:
-                return try FormSources.definition(fromXForm: request.body)
+                published = try FormSources.definition(fromXForm: request.body)
             }
+            kept.withLock { $0 = published.source }
+            return published
         }
         return try keyed.answer(outcome)
     }
@@ -86,26 +95,23 @@ struct SurveyService {
     /// What the version was published from, byte for byte: the XLSForm or XForm with its type, or
     /// the JSON definition.
     func getVersionSource(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
-        let (v, source) = try services.operations.visibleVersionSource(request.parameter("surveyVersionId"), of: request.parameter("orgId"),
-                                                                         by: try context.member())
-        guard let source else { return .json(200, try JSONParser.parse(Array(v.definition.utf8))) }
-        return HTTPResponse(status: 200, headers: [("Content-Type", source.contentType)], body: source.source)
+        let (v, kept) = try services.operations.visibleVersionSource(request.parameter("surveyVersionId"), of: request.parameter("orgId"),
+                                                                       by: try context.member())
+        let source = try FormSources.source(of: v, kept: kept)
+        return HTTPResponse(status: 200, headers: [("Content-Type", source.contentType)], body: source.bytes)
     }
 
-    /// The XForm apps download: the uploaded one, or the one pyxform made of an uploaded XLSForm.
-    /// A version published as JSON has none yet (404 / 1005, saying so).
+    /// The XForm apps download: the uploaded one, the one pyxform made of an uploaded XLSForm, or
+    /// for a version published as JSON the XForm of its definition, written on request.
     func getVersionXForm(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
-        let (_, source) = try services.operations.visibleVersionSource(request.parameter("surveyVersionId"), of: request.parameter("orgId"),
-                                                                         by: try context.member())
-        guard let source else {
-            throw ApiError(.notFound, "This version was published as JSON; XForms are kept for versions published as an XLSForm or an XForm.")
-        }
-        return HTTPResponse(status: 200, headers: [("Content-Type", "application/xml")], body: source.xform)
+        let (v, kept) = try services.operations.visibleVersionSource(request.parameter("surveyVersionId"), of: request.parameter("orgId"),
+                                                                       by: try context.member())
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/xml")], body: try FormSources.xform(of: v, kept: kept))
     }
 
     func getVersion(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let v = try services.operations.visibleVersion(request.parameter("surveyVersionId"), of: orgId, by: try context.member())
-        return .json(200, try Self.versionJSON(v))
+        return .json(200, try Self.versionJSON(v, files: try services.operations.versionFiles(of: v)))
     }
 }

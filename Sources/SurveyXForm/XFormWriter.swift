@@ -1,0 +1,716 @@
+import SurveyExpressions
+import SurveyForms
+
+/// Writes a survey definition as an ODK XForm — what ODK Collect runs — in the shape pyxform
+/// gives it: `h:html`/`h:head`/`model` with the primary instance `<data id="…" version="…">`
+/// and `meta/instanceID`, a bind per node, `itext` translations for every language (the
+/// default first, marked `default="true()"`), a secondary instance for each choice list, a
+/// repeat as a template and a first instance (`jr:template`, `jr:count`), and the body's
+/// controls, groups and notes (`Docs/forms.md`, "The XForm of a JSON definition").
+///
+/// It is `XFormReader`'s inverse: the reader reads the XForm back into the same definition —
+/// the same canonical JSON, so the same `contentHash`. What a definition holds that an XForm
+/// has no place for (`maxLength`, `minimum`, a repeat's `minCount`, a calculation's label, a
+/// choice written as a bare name, …) is written in surveyd's namespace (`surveyd:maxLength`),
+/// which ODK ignores and the reader reads. Written through libxml2's `xmlTextWriter`, and
+/// deterministic: the same definition gives the same bytes.
+public enum XFormWriter {
+    /// Why a definition cannot be written as an XForm that reads back into it.
+    public struct Unwritable: Error, Sendable, Equatable, CustomStringConvertible {
+        public let message: String
+        public init(_ message: String) { self.message = message }
+        public var description: String { message }
+    }
+
+    /// The name of the primary instance's root, as pyxform names it.
+    static let root = "data"
+
+    /// The XForm of `definition` (a definition `SurveyDefinition.parse` accepts). Its form id is
+    /// the definition's `formId`, else `formId` (the survey's id); `version` (the version's
+    /// number) is the primary instance's `version` attribute.
+    public static func xform(of definition: JSONValue, formId: String, version: String?) throws(Unwritable) -> [UInt8] {
+        let parsed: SurveyDefinition
+        do {
+            parsed = try SurveyDefinition.parse(definition)
+        } catch {
+            let problems = error.errors.prefix(3).map(\.description).joined(separator: "; ")
+            throw Unwritable("the definition is not valid: \(problems)")
+        }
+        var planner = XFormPlanner(definition: definition, parsed: parsed)
+        let plan = try planner.plan(fallbackFormId: formId, version: version)
+        do {
+            return try XFormRendering.render(plan)
+        } catch {
+            throw Unwritable(error.message)
+        }
+    }
+}
+
+/// Which attributes of the `surveyd:` namespace mean what, for the writer and the reader alike.
+enum Surveyd {
+    /// On a bind: the definition's node type, where the XForm alone reads as another one
+    /// (`calculate` without a calculation, `text` read-only without a value).
+    static let type = "type"
+    /// On a repeat count's helper node (`jr:count` points to it): not a question.
+    static let repeatCountHelper = "repeatCount"
+    /// On `model`: the properties the XForm names (`formId`, `defaultLanguage`) that the
+    /// definition does not have.
+    static let absent = "absent"
+    /// On a choice list's secondary instance: `inline` (a question's own `choices`) or `unused`
+    /// (a `choiceList` no question names).
+    static let list = "list"
+    /// On a choice (`item`): `string` (written as a bare name), `unlabelled` (an object without
+    /// a label), `plain` (a label in one text for every language).
+    static let choice = "choice"
+    /// On a bind: `required="false"` (the definition says so), `required="expression"` and
+    /// `readonly="expression"` (the attribute is the definition's expression, even `true()`).
+    static let expression = "expression"
+}
+
+/// A definition's XForm, decided before any byte is written (the itext comes first in the
+/// model, yet it gathers the texts of every node).
+struct XFormPlan {
+    enum Label {
+        case plain(String)
+        case itext(String)
+    }
+
+    struct Item {
+        var attributes: [(String, String)]
+        var label: Label
+        var value: String
+    }
+
+    final class Node {
+        enum Kind { case question, note, group, `repeat`, helper }
+        let id: String
+        let path: String
+        let kind: Kind
+        var value: String?
+        var instanceAttributes: [(String, String)] = []
+        /// The bind's attributes after `nodeset`; none: no bind.
+        var bind: [(String, String)] = []
+        /// `input`, `select1`, `select`, `upload`; nil for a calculation.
+        var control: String?
+        var controlAttributes: [(String, String)] = []
+        var label: Label?
+        var hint: Label?
+        var items: [Item] = []
+        var itemset: (nodeset: String, label: String)?
+        var count: String?
+        var children: [Node] = []
+
+        init(id: String, path: String, kind: Kind) {
+            self.id = id
+            self.path = path
+            self.kind = kind
+        }
+    }
+
+    struct Column {
+        let name: String
+        let value: String
+        let isNumber: Bool
+    }
+
+    struct ChoiceList {
+        let id: String
+        var attributes: [(String, String)]
+        var items: [(attributes: [(String, String)], columns: [Column])]
+    }
+
+    var title = ""
+    var formId = ""
+    var version: String?
+    var modelAttributes: [(String, String)] = []
+    /// Default first.
+    var languages: [String] = []
+    var defaultLanguage: String?
+    var texts = ItextTable()
+    var nodes: [XFormPlan.Node] = []
+    var lists: [ChoiceList] = []
+}
+
+/// Text ids in the order they were added, each with its text by language.
+struct ItextTable {
+    private(set) var ids: [String] = []
+    private var values: [String: [String: String]] = [:]
+
+    var isEmpty: Bool { ids.isEmpty }
+
+    /// Adds a text under `preferred` (made unique, quotes replaced) and returns its id.
+    mutating func add(_ preferred: String, _ byLanguage: [String: String]) -> String {
+        let base = String(preferred.map { $0 == "'" || $0 == "\"" ? "_" : $0 })
+        var id = base, n = 2
+        while values[id] != nil {
+            id = "\(base)~\(n)"
+            n += 1
+        }
+        ids.append(id)
+        values[id] = byLanguage
+        return id
+    }
+
+    func text(_ id: String, in language: String) -> String? { values[id]?[language] }
+}
+
+/// Walks the definition as it was written (its JSON: a bare-name choice and `{"name": …}` are
+/// different definitions) into an `XFormPlan`.
+struct XFormPlanner {
+    let definition: JSONValue
+    let parsed: SurveyDefinition
+    private var plan = XFormPlan()
+    private var printer = XPathPrinter(paths: [:])
+    /// Every id of the definition, and of the nodes the writer adds (repeat count helpers).
+    private var ids: Set<String> = []
+    private var listIds: Set<String> = []
+    private var usedLists: Set<String> = []
+    private var inlineLists: [XFormPlan.ChoiceList] = []
+    private var localizedLists: Set<String> = []
+
+    init(definition: JSONValue, parsed: SurveyDefinition) {
+        self.definition = definition
+        self.parsed = parsed
+    }
+
+    typealias Unwritable = XFormWriter.Unwritable
+
+    mutating func plan(fallbackFormId: String, version: String?) throws(Unwritable) -> XFormPlan {
+        let top = Self.present(definition["questions"])?.arrayValue ?? []
+        var paths: [String: String] = [:]
+        try collectPaths(top, parent: "/" + XFormWriter.root, into: &paths, topLevel: true)
+        printer = XPathPrinter(paths: paths)
+
+        plan.title = definition["title"]?.stringValue ?? ""
+        let formId = Self.present(definition["formId"])?.stringValue
+        plan.formId = formId ?? fallbackFormId
+        plan.version = version
+        let declaredDefault = Self.present(definition["defaultLanguage"])?.stringValue
+        if parsed.languages.contains("") {
+            throw Unwritable("a text of the definition is in a language named \"\", which an itext translation cannot be")
+        }
+        if !parsed.languages.isEmpty {
+            let first = declaredDefault.flatMap { parsed.languages.contains($0) ? $0 : nil } ?? parsed.languages[0]
+            plan.defaultLanguage = first
+            plan.languages = [first] + parsed.languages.filter { $0 != first }
+        }
+        var absent: [String] = []
+        if formId == nil { absent.append("formId") }
+        if declaredDefault == nil && !parsed.languages.isEmpty { absent.append("defaultLanguage") }
+        plan.modelAttributes = [("odk:xforms-version", "1.0.0")]
+        if !absent.isEmpty { plan.modelAttributes.append(("surveyd:\(Surveyd.absent)", absent.joined(separator: " "))) }
+        if let declaredDefault, parsed.languages.isEmpty {
+            plan.modelAttributes.append(("surveyd:defaultLanguage", declaredDefault))
+        }
+
+        // Choice lists: their names are instance ids; the per-question lists get names of their own.
+        let lists = Self.present(definition["choiceLists"])?.objectValue ?? [:]
+        listIds = Set(lists.keys)
+        for (name, items) in lists where (items.arrayValue ?? []).contains(where: { Self.hasLocalizedLabel($0) }) {
+            localizedLists.insert(name)
+        }
+        plan.nodes = try nodes(top, parent: "/" + XFormWriter.root, insideRepeat: false)
+        for name in lists.keys.sorted() {
+            var list = try choiceList(id: name, items: lists[name]?.arrayValue ?? [], localized: localizedLists.contains(name))
+            if !usedLists.contains(name) { list.attributes.append(("surveyd:\(Surveyd.list)", "unused")) }
+            plan.lists.append(list)
+        }
+        plan.lists += inlineLists
+        return plan
+    }
+
+    static func present(_ v: JSONValue?) -> JSONValue? {
+        guard let v, !v.isNull else { return nil }
+        return v
+    }
+
+    private static func hasLocalizedLabel(_ choice: JSONValue) -> Bool {
+        present(choice["label"])?.objectValue != nil
+    }
+
+    /// Every node's path by id; the primary instance reserves `meta` at the top.
+    private mutating func collectPaths(_ items: [JSONValue], parent: String, into paths: inout [String: String], topLevel: Bool) throws(Unwritable) {
+        for item in items {
+            guard let id = item["id"]?.stringValue else { continue }
+            if topLevel && id == "meta" {
+                throw Unwritable("the definition has a node named meta at its top level, where an XForm keeps its metadata (meta/instanceID)")
+            }
+            paths[id] = parent + "/" + id
+            ids.insert(id)
+            if let children = Self.present(item["children"])?.arrayValue { try collectPaths(children, parent: parent + "/" + id, into: &paths, topLevel: false) }
+        }
+    }
+
+    private mutating func nodes(_ items: [JSONValue], parent: String, insideRepeat: Bool) throws(Unwritable) -> [XFormPlan.Node] {
+        var out: [XFormPlan.Node] = []
+        for item in items {
+            guard let o = item.objectValue, let id = o["id"]?.stringValue else { continue }
+            let path = parent + "/" + id
+            switch o["type"]?.stringValue {
+            case "group", "repeat":
+                let isRepeat = o["type"]?.stringValue == "repeat"
+                let node = XFormPlan.Node(id: id, path: path, kind: isRepeat ? .repeat : .group)
+                node.label = try label(Self.present(o["label"]), id: path + ":label")
+                if let relevant = Self.present(o["relevant"])?.stringValue { node.bind.append(("relevant", try printer.xpath(relevant))) }
+                if isRepeat {
+                    for key in ["minCount", "maxCount"] {
+                        if let n = Self.present(o[key])?.doubleValue { node.bind.append(("surveyd:\(key)", CanonicalJSON.number(n))) }
+                    }
+                    if let count = Self.present(o["repeatCount"])?.stringValue {
+                        if let helper = try repeatCount(count, repeatId: id, parent: parent) {
+                            out.append(helper)
+                            node.count = " \(helper.path) "
+                        } else {
+                            node.count = try printer.xpath(count)
+                        }
+                    }
+                }
+                let children = Self.present(o["children"])?.arrayValue ?? []
+                node.children = try nodes(children, parent: path, insideRepeat: insideRepeat || isRepeat)
+                out.append(node)
+            case "note":
+                let node = XFormPlan.Node(id: id, path: path, kind: .note)
+                node.label = try label(Self.present(o["label"]), id: path + ":label")
+                node.bind = [("readonly", "true()"), ("type", "string")]
+                if let relevant = Self.present(o["relevant"])?.stringValue { node.bind.append(("relevant", try printer.xpath(relevant))) }
+                node.control = "input"
+                out.append(node)
+            default:
+                out.append(try question(o, id: id, path: path, insideRepeat: insideRepeat))
+            }
+        }
+        return out
+    }
+
+    /// A repeat count that is one reference is `jr:count`'s path; any other expression is a
+    /// calculation of a node of its own that `jr:count` names, as pyxform writes it (ODK's
+    /// `jr:count` takes a path only).
+    private mutating func repeatCount(_ source: String, repeatId: String, parent: String) throws(Unwritable) -> XFormPlan.Node? {
+        let spans = (try? Expression(source))?.referenceSpans ?? []
+        let scalars = Array(source.unicodeScalars)
+        if spans.count == 1, let span = spans.first,
+           scalars[..<span.offset].allSatisfy({ $0.properties.isWhitespace }),
+           scalars[(span.offset + span.length)...].allSatisfy({ $0.properties.isWhitespace }) {
+            return nil
+        }
+        var name = repeatId + "_count", n = 2
+        while ids.contains(name) || (parent == "/" + XFormWriter.root && name == "meta") {
+            name = "\(repeatId)_count\(n)"
+            n += 1
+        }
+        ids.insert(name)
+        let helper = XFormPlan.Node(id: name, path: parent + "/" + name, kind: .helper)
+        helper.bind = [("readonly", "true()"), ("type", "string"), ("calculate", try printer.xpath(source)),
+                       ("surveyd:\(Surveyd.type)", Surveyd.repeatCountHelper)]
+        return helper
+    }
+
+    private mutating func question(_ o: [String: JSONValue], id: String, path: String, insideRepeat: Bool) throws(Unwritable) -> XFormPlan.Node {
+        let node = XFormPlan.Node(id: id, path: path, kind: .question)
+        let type = o["type"]?.stringValue ?? ""
+        var bind: [(String, String)] = []
+        var extra: [(String, String)] = []
+        let bindType: String
+        switch type {
+        case "text": bindType = "string"; node.control = "input"
+        case "integer": bindType = "int"; node.control = "input"
+        case "decimal": bindType = "decimal"; node.control = "input"
+        case "date": bindType = "date"; node.control = "input"
+        case "time": bindType = "time"; node.control = "input"
+        case "datetime": bindType = "dateTime"; node.control = "input"
+        case "geopoint", "geotrace", "geoshape", "barcode": bindType = type; node.control = "input"
+        case "select_one": bindType = "string"; node.control = "select1"
+        case "select_multiple": bindType = "string"; node.control = "select"
+        case "file": bindType = "binary"; node.control = "upload"
+        case "calculate": bindType = "string"
+        default: throw Unwritable("\(path) has the type \(type), which an XForm cannot carry")
+        }
+        bind.append(("type", bindType))
+
+        let required = Self.present(o["required"])
+        if let flag = required?.boolValue {
+            if flag { bind.append(("required", "true()")) } else { extra.append(("surveyd:required", "false")) }
+        } else if let expression = required?.stringValue {
+            bind.append(("required", try printer.xpath(expression)))
+            if Self.isBooleanLiteral(expression) { extra.append(("surveyd:required", Surveyd.expression)) }
+        }
+        if let relevant = Self.present(o["relevant"])?.stringValue { bind.append(("relevant", try printer.xpath(relevant))) }
+        if let constraint = Self.present(o["constraint"])?.stringValue { bind.append(("constraint", try printer.xpath(constraint))) }
+        if let message = Self.present(o["constraintMessage"]) {
+            bind.append(("jr:constraintMsg", try attributeText(message, id: path + ":jr:constraintMsg", what: "the constraint message of \(path)")))
+        }
+        let readonly = Self.present(o["readonly"])?.stringValue
+        if let readonly {
+            bind.append(("readonly", try printer.xpath(readonly)))
+            if readonly.trimmingWhitespace() == "false()" { extra.append(("surveyd:readonly", Surveyd.expression)) }
+        }
+        if let calculation = Self.present(o["calculation"])?.stringValue { bind.append(("calculate", try printer.xpath(calculation))) }
+
+        if let value = Self.present(o["default"])?.stringValue {
+            if value.isEmpty {
+                extra.append(("surveyd:default", ""))
+            } else {
+                node.value = value
+                if value != value.trimmingWhitespace() { node.instanceAttributes = [("xml:space", "preserve")] }
+            }
+        }
+        let appearance = Self.present(o["appearance"])?.stringValue
+
+        switch type {
+        case "calculate":
+            if Self.present(o["calculation"]) == nil { extra.append(("surveyd:\(Surveyd.type)", "calculate")) }
+            // No control shows it: its label and hint, when they are not the reader's (the id), are kept here.
+            let label = Self.present(o["label"])
+            if label?.stringValue != id, let label {
+                extra.append(("surveyd:label", try attributeText(label, id: path + ":label", what: "the label of \(path)")))
+            }
+            if let hint = Self.present(o["hint"]) {
+                extra.append(("surveyd:hint", try attributeText(hint, id: path + ":hint", what: "the hint of \(path)")))
+            }
+            if let appearance { extra.append(("surveyd:appearance", appearance)) }
+        default:
+            node.label = try label(Self.present(o["label"]), id: path + ":label")
+            node.hint = try label(Self.present(o["hint"]), id: path + ":hint")
+            if let appearance { node.controlAttributes.append(("appearance", appearance)) }
+        }
+
+        switch type {
+        case "text":
+            if let n = Self.present(o["maxLength"])?.doubleValue { extra.append(("surveyd:maxLength", CanonicalJSON.number(n))) }
+            if readonly?.trimmingWhitespace() == "true()" && (node.value ?? "").trimmingWhitespace().isEmpty {
+                extra.append(("surveyd:\(Surveyd.type)", "text")) // else it reads as a note
+            }
+        case "integer", "decimal":
+            for key in ["minimum", "maximum"] {
+                if let n = Self.present(o[key])?.doubleValue { extra.append(("surveyd:\(key)", CanonicalJSON.number(n))) }
+            }
+        case "file":
+            let accept = (Self.present(o["accept"])?.arrayValue ?? []).compactMap(\.stringValue)
+            node.controlAttributes.append(("mediatype", Self.mediatype(accept)))
+            if accept.count != 1 { extra.append(("surveyd:accept", accept.joined(separator: " "))) }
+            if let n = Self.present(o["maxBytes"])?.doubleValue { extra.append(("surveyd:maxBytes", CanonicalJSON.number(n))) }
+        case "select_one", "select_multiple":
+            try choices(o, node: node, insideRepeat: insideRepeat)
+        default:
+            break
+        }
+        node.bind = bind + extra
+        return node
+    }
+
+    /// What ODK Collect picks its widget by: the type, or `image/*` for several image types.
+    private static func mediatype(_ accept: [String]) -> String {
+        guard accept.count != 1 else { return accept[0] }
+        let majors = Set(accept.map { $0.split(separator: "/").first.map(String.init) ?? "" })
+        if majors.count == 1, let major = majors.first, !major.isEmpty, major != "*" { return major + "/*" }
+        return "*/*"
+    }
+
+    private static func isBooleanLiteral(_ source: String) -> Bool {
+        let s = source.trimmingWhitespace()
+        return s == "true()" || s == "false()"
+    }
+
+    /// A select's choices: a named list's secondary instance (`itemset`), the question's own
+    /// choices inline (`item`s), or — when a filter or a column needs one — an instance of the
+    /// question's own, marked inline.
+    private mutating func choices(_ o: [String: JSONValue], node: XFormPlan.Node, insideRepeat: Bool) throws(Unwritable) {
+        let filter = try Self.present(o["choiceFilter"])?.stringValue.map { (source) throws(Unwritable) in
+            try printer.choiceFilter(source, questionPath: node.path, insideRepeat: insideRepeat)
+        }
+        if let name = Self.present(o["choiceList"])?.stringValue {
+            usedLists.insert(name)
+            node.itemset = (try Self.nodeset(name, filter: filter), localizedLists.contains(name) ? "jr:itext(itextId)" : "label")
+            return
+        }
+        let items = Self.present(o["choices"])?.arrayValue ?? []
+        let hasColumns = items.contains { item in (item.objectValue ?? [:]).keys.contains { $0 != "name" && $0 != "label" } }
+        if filter == nil && !hasColumns {
+            for (i, item) in items.enumerated() {
+                node.items.append(try inlineItem(item, id: "\(node.path)-\(i)"))
+            }
+            return
+        }
+        var name = node.id, n = 2
+        while listIds.contains(name) {
+            name = "\(node.id)_\(n)"
+            n += 1
+        }
+        listIds.insert(name)
+        let localized = items.contains { Self.hasLocalizedLabel($0) }
+        var list = try choiceList(id: name, items: items, localized: localized)
+        list.attributes.append(("surveyd:\(Surveyd.list)", "inline"))
+        inlineLists.append(list)
+        node.itemset = (try Self.nodeset(name, filter: filter), localized ? "jr:itext(itextId)" : "label")
+    }
+
+    private static func nodeset(_ list: String, filter: String?) throws(Unwritable) -> String {
+        guard !list.isEmpty else { throw Unwritable("a choice list is named \"\", which an instance cannot be") }
+        let quote: Character
+        if !list.contains("'") { quote = "'" } else if !list.contains("\"") { quote = "\"" } else {
+            throw Unwritable("the choice list \(list) has both kinds of quote in its name, which an XPath literal cannot hold")
+        }
+        return "instance(\(quote)\(list)\(quote))/root/item" + (filter.map { "[\($0)]" } ?? "")
+    }
+
+    private mutating func inlineItem(_ item: JSONValue, id: String) throws(Unwritable) -> XFormPlan.Item {
+        if let name = item.stringValue {
+            return XFormPlan.Item(attributes: [("surveyd:\(Surveyd.choice)", "string")], label: .plain(name), value: name)
+        }
+        let name = item["name"]?.stringValue ?? ""
+        guard let text = Self.present(item["label"]), let label = try label(text, id: id) else {
+            return XFormPlan.Item(attributes: [("surveyd:\(Surveyd.choice)", "unlabelled")], label: .plain(name), value: name)
+        }
+        return XFormPlan.Item(attributes: [], label: label, value: name)
+    }
+
+    /// A choice list as a secondary instance: `name`, then the label (`label`, or `itextId` when
+    /// a label of the list is in several languages), then the other columns by name.
+    private mutating func choiceList(id: String, items: [JSONValue], localized: Bool) throws(Unwritable) -> XFormPlan.ChoiceList {
+        var list = XFormPlan.ChoiceList(id: id, attributes: [], items: [])
+        for (i, item) in items.enumerated() {
+            var attributes: [(String, String)] = []
+            var columns: [XFormPlan.Column] = []
+            let name: String
+            var shown: JSONValue
+            if let bare = item.stringValue {
+                name = bare
+                shown = .string(bare)
+                attributes.append(("surveyd:\(Surveyd.choice)", "string"))
+            } else {
+                name = item["name"]?.stringValue ?? ""
+                if let label = Self.present(item["label"]) {
+                    shown = label
+                    if localized && label.stringValue != nil { attributes.append(("surveyd:\(Surveyd.choice)", "plain")) }
+                } else {
+                    shown = .string(name)
+                    attributes.append(("surveyd:\(Surveyd.choice)", "unlabelled"))
+                }
+            }
+            columns.append(XFormPlan.Column(name: "name", value: name, isNumber: false))
+            if localized {
+                var byLanguage: [String: String] = [:]
+                if let plain = shown.stringValue {
+                    for language in plan.languages { byLanguage[language] = plain }
+                } else {
+                    for (language, text) in shown.objectValue ?? [:] { byLanguage[language] = text.stringValue ?? "" }
+                }
+                columns.append(XFormPlan.Column(name: "itextId", value: plan.texts.add("\(id)-\(i)", byLanguage), isNumber: false))
+            } else {
+                columns.append(XFormPlan.Column(name: "label", value: shown.stringValue ?? "", isNumber: false))
+            }
+            let object = item.objectValue ?? [:]
+            for key in object.keys.sorted() where key != "name" && key != "label" {
+                guard Self.isElementName(key), key != "itextId" || !localized else {
+                    throw Unwritable("the column \(key) of the choice list \(id) is not a name an XML element can have")
+                }
+                switch object[key] {
+                case .string(let s)?: columns.append(XFormPlan.Column(name: key, value: s, isNumber: false))
+                case .number(let d)?: columns.append(XFormPlan.Column(name: key, value: CanonicalJSON.number(d), isNumber: true))
+                default: continue // not a column the definition keeps (true, null, …)
+                }
+            }
+            list.items.append((attributes, columns))
+        }
+        return list
+    }
+
+    /// A label or hint in the body: its text, or its itext when it is in several languages.
+    private mutating func label(_ value: JSONValue?, id: String) throws(Unwritable) -> XFormPlan.Label? {
+        guard let value else { return nil }
+        if let s = value.stringValue { return .plain(s) }
+        guard let object = value.objectValue else { return nil }
+        var byLanguage: [String: String] = [:]
+        for (language, text) in object { byLanguage[language] = text.stringValue ?? "" }
+        return .itext(plan.texts.add(id, byLanguage))
+    }
+
+    /// A text in an attribute (`jr:constraintMsg`, `surveyd:label`): itself, or `jr:itext('id')`.
+    private mutating func attributeText(_ value: JSONValue, id: String, what: String) throws(Unwritable) -> String {
+        switch try label(value, id: id) {
+        case .plain(let s)?:
+            if ItextTranslations.reference(s) != nil {
+                throw Unwritable("\(what) is \(s), which an XForm reads as a reference to a translated text")
+            }
+            return s
+        case .itext(let textId)?: return "jr:itext('\(textId)')"
+        case nil: return ""
+        }
+    }
+
+    /// An XML element name without a prefix (NCName), as a column of a choice becomes one.
+    static func isElementName(_ s: String) -> Bool {
+        guard let first = s.unicodeScalars.first else { return false }
+        func start(_ c: Unicode.Scalar) -> Bool {
+            (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c == "_" || (c.value >= 0xC0 && c.properties.isAlphabetic)
+        }
+        return start(first) && s.unicodeScalars.allSatisfy {
+            start($0) || ($0 >= "0" && $0 <= "9") || $0 == "-" || $0 == "." || $0.value == 0xB7
+        }
+    }
+}
+
+/// Writes an `XFormPlan` through libxml2.
+enum XFormRendering {
+    static let namespaces: [(String, String)] = [
+        ("xmlns", XMLNamespace.xforms), ("xmlns:h", XMLNamespace.xhtml), ("xmlns:ev", XMLNamespace.events),
+        ("xmlns:xsd", XMLNamespace.xsd), ("xmlns:jr", XMLNamespace.javaRosa), ("xmlns:orx", XMLNamespace.openRosa),
+        ("xmlns:odk", XMLNamespace.odk), ("xmlns:surveyd", XMLNamespace.surveyd),
+    ]
+
+    static func render(_ plan: XFormPlan) throws(XMLTextWriter.Failure) -> [UInt8] {
+        let w = try XMLTextWriter()
+        try w.startDocument()
+        try w.startElement("h:html")
+        for (name, uri) in namespaces { try w.attribute(name, uri) }
+        try w.startElement("h:head")
+        try w.element("h:title", preserving(plan.title), text: plan.title)
+        try w.startElement("model")
+        for (name, value) in plan.modelAttributes { try w.attribute(name, value) }
+        if !plan.texts.isEmpty { try itext(plan, w) }
+        try w.startElement("instance")
+        var root: [(String, String)] = [("id", plan.formId)]
+        if let version = plan.version { root.append(("version", version)) }
+        try w.startElement(XFormWriter.root)
+        for (name, value) in root { try w.attribute(name, value) }
+        for node in plan.nodes { try instance(node, w, mode: .normal) }
+        try w.startElement("meta")
+        try w.element("instanceID")
+        try w.endElement()
+        try w.endElement()
+        try w.endElement()
+        for list in plan.lists { try choiceList(list, w) }
+        for node in plan.nodes { try binds(node, w) }
+        try w.element("bind", [("nodeset", "/\(XFormWriter.root)/meta/instanceID"), ("type", "string"), ("readonly", "true()"), ("jr:preload", "uid")])
+        try w.endElement() // model
+        try w.endElement() // h:head
+        try w.startElement("h:body")
+        for node in plan.nodes { try body(node, w) }
+        try w.endElement()
+        try w.endElement()
+        return try w.finish()
+    }
+
+    /// `xml:space="preserve"` on an element whose text starts or ends with white space, which
+    /// the reader otherwise trims (a hand-indented XForm's labels).
+    static func preserving(_ text: String) -> [(String, String)] {
+        text == text.trimmingWhitespace() ? [] : [("xml:space", "preserve")]
+    }
+
+    private static func itext(_ plan: XFormPlan, _ w: XMLTextWriter) throws(XMLTextWriter.Failure) {
+        try w.startElement("itext")
+        for language in plan.languages {
+            try w.startElement("translation")
+            try w.attribute("lang", language)
+            if language == plan.defaultLanguage { try w.attribute("default", "true()") }
+            for id in plan.texts.ids {
+                guard let text = plan.texts.text(id, in: language) else { continue }
+                try w.startElement("text")
+                try w.attribute("id", id)
+                try w.element("value", preserving(text), text: text)
+                try w.endElement()
+            }
+            try w.endElement()
+        }
+        try w.endElement()
+    }
+
+    enum InstanceMode { case normal, template, copy }
+
+    /// A repeat is written as pyxform writes it: its template (`jr:template`), then a first
+    /// instance; inside a template a repeat is a template only, inside an instance an instance only.
+    private static func instance(_ node: XFormPlan.Node, _ w: XMLTextWriter, mode: InstanceMode) throws(XMLTextWriter.Failure) {
+        switch node.kind {
+        case .group:
+            try w.startElement(node.id)
+            for child in node.children { try instance(child, w, mode: mode) }
+            try w.endElement()
+        case .repeat:
+            if mode != .copy {
+                try w.startElement(node.id)
+                try w.attribute("jr:template", "")
+                for child in node.children { try instance(child, w, mode: .template) }
+                try w.endElement()
+            }
+            if mode != .template {
+                try w.startElement(node.id)
+                for child in node.children { try instance(child, w, mode: .copy) }
+                try w.endElement()
+            }
+        case .question, .note, .helper:
+            try w.element(node.id, node.instanceAttributes, text: node.value)
+        }
+    }
+
+    private static func choiceList(_ list: XFormPlan.ChoiceList, _ w: XMLTextWriter) throws(XMLTextWriter.Failure) {
+        try w.startElement("instance")
+        try w.attribute("id", list.id)
+        for (name, value) in list.attributes { try w.attribute(name, value) }
+        try w.startElement("root")
+        for item in list.items {
+            try w.startElement("item")
+            for (name, value) in item.attributes { try w.attribute(name, value) }
+            for column in item.columns {
+                var attributes = preserving(column.value)
+                if column.isNumber { attributes.append(("surveyd:\(Surveyd.type)", "number")) }
+                try w.element(column.name, attributes, text: column.value)
+            }
+            try w.endElement()
+        }
+        try w.endElement()
+        try w.endElement()
+    }
+
+    private static func binds(_ node: XFormPlan.Node, _ w: XMLTextWriter) throws(XMLTextWriter.Failure) {
+        if !node.bind.isEmpty { try w.element("bind", [("nodeset", node.path)] + node.bind) }
+        for child in node.children { try binds(child, w) }
+    }
+
+    private static func body(_ node: XFormPlan.Node, _ w: XMLTextWriter) throws(XMLTextWriter.Failure) {
+        switch node.kind {
+        case .group, .repeat:
+            try w.startElement("group")
+            try w.attribute("ref", node.path)
+            if let label = node.label { try text("label", label, w) }
+            if node.kind == .repeat {
+                try w.startElement("repeat")
+                try w.attribute("nodeset", node.path)
+                if let count = node.count { try w.attribute("jr:count", count) }
+            }
+            for child in node.children { try body(child, w) }
+            if node.kind == .repeat { try w.endElement() }
+            try w.endElement()
+        case .question, .note:
+            guard let control = node.control else { return }
+            try w.startElement(control)
+            try w.attribute("ref", node.path)
+            for (name, value) in node.controlAttributes { try w.attribute(name, value) }
+            if let label = node.label { try text("label", label, w) }
+            if let hint = node.hint { try text("hint", hint, w) }
+            for item in node.items {
+                try w.startElement("item")
+                for (name, value) in item.attributes { try w.attribute(name, value) }
+                try text("label", item.label, w)
+                try w.element("value", preserving(item.value), text: item.value)
+                try w.endElement()
+            }
+            if let itemset = node.itemset {
+                try w.startElement("itemset")
+                try w.attribute("nodeset", itemset.nodeset)
+                try w.element("value", [("ref", "name")])
+                try w.element("label", [("ref", itemset.label)])
+                try w.endElement()
+            }
+            try w.endElement()
+        case .helper:
+            return
+        }
+    }
+
+    private static func text(_ element: String, _ label: XFormPlan.Label, _ w: XMLTextWriter) throws(XMLTextWriter.Failure) {
+        switch label {
+        case .plain(let s): try w.element(element, preserving(s), text: s)
+        case .itext(let id): try w.element(element, [("ref", "jr:itext('\(id)')")])
+        }
+    }
+}
