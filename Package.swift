@@ -22,6 +22,7 @@ let package = Package(
         .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
         // QR codes of invitation links and app tokens in the console.
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // PostgreSQL, for several processes on one database: libpq.
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // Webhook deliveries: a maintained HTTP client (TLS verified, no redirects).
@@ -47,7 +48,7 @@ let package = Package(
         // Export formats (CSV, GeoJSON, XLSX, zip) over an export's snapshot; no HTTP.
         .target(name: "SurveyExports", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain", "CXLSXWriter", "CArchive"]),
         // The web console: server-rendered pages, sessions and forms over the same operations.
-        .target(name: "SurveyConsole", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyStorage", "SurveyDomain", "CQRencode"],
+        .target(name: "SurveyConsole", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyStorage", "SurveyDomain", "CQRencode", "CZlib"],
                 resources: [.copy("Templates"), .copy("Assets")]),
         // Webhook deliveries from the transactional outbox, through libcurl; no HTTP server side.
         .target(name: "SurveyWebhooks", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain", "CCurl"]),

@@ -7,6 +7,8 @@
 #                                             # Tests/Browser/test_console_forms.py (forms with groups, repeats and
 #                                             # languages, about 15 s) and Tests/Browser/test_console_form_files.py
 #                                             # (pyxform's warnings, a version's files for download, about 10 s)
+#                                             # and Tests/Browser/test_console_collect.py (the ODK Collect QR
+#                                             # code read off the screen with zbarimg, about 5 s)
 #   scripts/browser_tests.sh -k bulk          # only the tests (of any file) whose name contains "bulk"
 #   scripts/browser_tests.sh --screenshots    # regenerate every Docs/console/*.png instead
 #
@@ -17,7 +19,7 @@
 # and chromium-driver (only when `chromium` / `chromedriver` are not on PATH), python3-venv when
 # python3 cannot make a venv, and a venv at .build/venv-browser with Selenium pinned below.
 # Exits non-zero when anything fails; the test run's last line is "N passed, N failed" over all
-# four files (test_console_admin.py's known-bug tests, reported as XFAIL, count as neither).
+# five files (test_console_admin.py's known-bug tests, reported as XFAIL, count as neither).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +45,11 @@ apt_install() {
 
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   apt_install chromium chromium-driver
+fi
+
+# zbarimg reads the console's QR codes off screenshots, as a phone's camera would.
+if ! command -v zbarimg >/dev/null; then
+  apt_install zbar-tools
 fi
 
 if ! command -v python3 >/dev/null || ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
@@ -76,7 +83,7 @@ if [ "${1:-}" = "-k" ]; then
 fi
 status=0 passed=0 failed=0 ran=0
 for file in Tests/Browser/test_console.py Tests/Browser/test_console_admin.py Tests/Browser/test_console_forms.py \
-            Tests/Browser/test_console_form_files.py; do
+            Tests/Browser/test_console_form_files.py Tests/Browser/test_console_collect.py; do
   if [ -n "$word" ] && ! grep -o '^def test_[A-Za-z0-9_]*' "$file" | grep -qF -- "$word"; then
     continue
   fi

@@ -50,7 +50,7 @@ struct AdminPages: Sendable {
             let email = (form["email"] ?? "").trimmingCharacters(in: .whitespaces)
             if !email.isEmpty { _ = try operations.invitations.checkAvailable(email: email) }  // refused before the user exists
             let issued = try operations.users.create(orgId: orgId, by: v.caller) { (form["name"] ?? "", form.all("role")) }.unkeyed()
-            var secrets = [tokenSecret(issued.token, id: issued.tokenId, for: issued.user)]
+            var secrets = try tokenSecrets(issued.token, id: issued.tokenId, for: issued.user, request)
             var f = frame(issued.user.name, v, orgId, "users")
             if !email.isEmpty {
                 do {
@@ -97,10 +97,22 @@ struct AdminPages: Sendable {
         return pages.render("user", values, frame: f, status: status)
     }
 
-    private func tokenSecret(_ token: String, id tokenId: String, for user: UserRecord) -> [String: TemplateValue] {
-        ["heading": .text("App token \(tokenId) for \(user.name)"),
-         "explain": .text("Shown only now. Scan it with the collector's app, or copy it. If it is lost, make a new one and revoke this one."),
-         "value": .text(token), "qr": .html(QRCode.svg(token, label: "QR code of the app token") ?? "")]
+    /// The new token's card; for a collector also the card ODK Collect and KoboCollect scan to
+    /// be set up with it (the OpenRosa door's URL, `Docs/openrosa.md`).
+    private func tokenSecrets(_ token: String, id tokenId: String, for user: UserRecord, _ request: HTTPRequest) throws -> [[String: TemplateValue]] {
+        var cards: [[String: TemplateValue]] = [[
+            "heading": .text("App token \(tokenId) for \(user.name)"),
+            "explain": .text("Shown only now. Scan it with the collector's app, or copy it. If it is lost, make a new one and revoke this one."),
+            "value": .text(token), "qr": .html(QRCode.svg(token, label: "QR code of the app token") ?? "")]]
+        guard user.has(.collector) else { return cards }
+        let org = try operations.organizations.organization(user.orgId)
+        let url = CollectSettings.serverURL(origin: Console.origin(request), token: token, orgId: user.orgId)
+        let settings = CollectSettings.qrText(serverURL: url, projectName: org.name)
+        cards.append([
+            "heading": .text("ODK Collect or KoboCollect for \(user.name)"),
+            "explain": .text("In the app, add a project and scan this code: it connects to \(org.name) with this token, keeps the blank forms as published and sends finished forms as soon as there is a network. Or type this server URL into the app's settings:"),
+            "value": .text(url), "qr": .html(settings.flatMap { QRCode.svg($0, label: "QR code of the ODK Collect settings") } ?? "")])
+        return cards
     }
 
     private func invitationSecret(_ issued: Invitations.Issued, _ request: HTTPRequest) -> [String: TemplateValue] {
@@ -140,7 +152,7 @@ struct AdminPages: Sendable {
         let v = visit.visitor
         let orgId = request.parameter("orgId"), userId = request.parameter("userId")
         let issued = try operations.users.createToken(orgId: orgId, userId: userId, by: v.caller).unkeyed()
-        return try userPage(visit, userId, frame: frame("User", v, orgId, "users"), secrets: [tokenSecret(issued.token, id: issued.tokenId, for: issued.user)])
+        return try userPage(visit, userId, frame: frame("User", v, orgId, "users"), secrets: try tokenSecrets(issued.token, id: issued.tokenId, for: issued.user, request))
     }
 
     func revokeToken(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {

@@ -16,6 +16,8 @@ enum QRCode {
             }
         }
         let size = width + 2 * quiet
-        return #"<svg class="qr" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \#(size) \#(size)" width="220" height="220" role="img" aria-label="\#(HTML.escape(label))" shape-rendering="crispEdges"><rect width="\#(size)" height="\#(size)" fill="white"/><path fill="black" d="\#(path)"/></svg>"#
+        // At least 4 pixels a module: a dense code (ODK Collect's settings) stays readable by a camera.
+        let pixels = max(220, size * 4)
+        return #"<svg class="qr" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \#(size) \#(size)" width="\#(pixels)" height="\#(pixels)" role="img" aria-label="\#(HTML.escape(label))" shape-rendering="crispEdges"><rect width="\#(size)" height="\#(size)" fill="white"/><path fill="black" d="\#(path)"/></svg>"#
     }
 }

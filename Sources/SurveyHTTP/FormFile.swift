@@ -45,4 +45,18 @@ public final class FormFile: @unchecked Sendable {
         }
         return out
     }
+
+    /// The file in chunks of at most 64 KiB, in order: a large attachment passes through without
+    /// being held in memory.
+    public func read(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        var done = 0
+        while done < size {
+            let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, min($0.count, size - done), off_t(done)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw FormDecoder.Failure.storage }
+            try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            done += n
+        }
+    }
 }

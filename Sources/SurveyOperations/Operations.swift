@@ -68,6 +68,7 @@ public struct Operations: Sendable {
     }
 
     public var submissions: Submissions { Submissions(operations: self) }
+    public var openRosaForms: OpenRosaForms { OpenRosaForms(operations: self) }
     public var reviews: Reviews { Reviews(operations: self) }
     public var uploads: Uploads { Uploads(operations: self) }
     public var surveys: Surveys { Surveys(operations: self) }

@@ -86,6 +86,11 @@ public final class VersionFilesCache: Sendable {
 
     public init() {}
 
+    /// What is known of a version already, without reading it.
+    func cached(_ surveyVersionId: String) -> VersionFiles? {
+        entries.withLock { $0[surveyVersionId] }
+    }
+
     func files(of version: SurveyVersionRecord, kept: () throws -> VersionSourceRecord?) throws -> VersionFiles {
         if let hit = entries.withLock({ $0[version.surveyVersionId] }) { return hit }
         let files = try FormSources.files(of: version, kept: try kept())

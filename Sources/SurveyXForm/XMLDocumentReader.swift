@@ -15,18 +15,19 @@ enum XMLDocumentReader {
         return true
     }()
 
-    static func parse(_ bytes: [UInt8]) throws(XFormRefusal) -> XMLElement {
+    /// `document` names what is read in messages ("the XForm", "the submission").
+    static func parse(_ bytes: [UInt8], document: String = "the XForm") throws(XFormRefusal) -> XMLElement {
         guard bytes.count <= maxBytes else {
-            throw XFormRefusal("the XForm is \(bytes.count) bytes; surveyd reads XForms of at most \(maxBytes) bytes")
+            throw XFormRefusal("\(document) is \(bytes.count) bytes; surveyd reads documents of at most \(maxBytes) bytes")
         }
-        guard !bytes.isEmpty else { throw XFormRefusal("the XForm is empty") }
+        guard !bytes.isEmpty else { throw XFormRefusal("\(document) is empty") }
         // libxml2 also reads UTF-16 and UCS-4, in which a DOCTYPE would escape the byte scan below:
-        // XForms are UTF-8, so anything else is refused.
+        // XForms and submissions are UTF-8, so anything else is refused.
         if bytes.contains(0) || bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) {
-            throw XFormRefusal("the XForm is not UTF-8 text (it holds NUL bytes or a UTF-16 byte order mark)")
+            throw XFormRefusal("\(document) is not UTF-8 text (it holds NUL bytes or a UTF-16 byte order mark)")
         }
         if contains(bytes, "<!DOCTYPE") || contains(bytes, "<!ENTITY") {
-            throw XFormRefusal("the XForm has a DOCTYPE (a DTD or entity declarations); XForms have none, and surveyd does not read them")
+            throw XFormRefusal("\(document) has a DOCTYPE (a DTD or entity declarations); XForms and submissions have none, and surveyd does not read them")
         }
         _ = initialized
         guard let context = xmlNewParserCtxt() else { throw XFormRefusal("the XML parser could not start (out of memory)") }
@@ -42,20 +43,20 @@ enum XMLDocumentReader {
                 }
             }
         }
-        guard let document = parsed else { throw XFormRefusal("the XForm is not well-formed XML: \(lastError(context))") }
-        defer { xmlFreeDoc(document) }
-        if document.pointee.intSubset != nil || document.pointee.extSubset != nil {
-            throw XFormRefusal("the XForm has a DOCTYPE (a DTD or entity declarations); XForms have none, and surveyd does not read them")
+        guard let tree = parsed else { throw XFormRefusal("\(document) is not well-formed XML: \(lastError(context))") }
+        defer { xmlFreeDoc(tree) }
+        if tree.pointee.intSubset != nil || tree.pointee.extSubset != nil {
+            throw XFormRefusal("\(document) has a DOCTYPE (a DTD or entity declarations); XForms and submissions have none, and surveyd does not read them")
         }
-        guard let root = xmlDocGetRootElement(document) else { throw XFormRefusal("the XForm has no root element") }
+        guard let root = xmlDocGetRootElement(tree) else { throw XFormRefusal("\(document) has no root element") }
         var count = 0
-        return try copy(root, count: &count)
+        return try copy(root, count: &count, document: document)
     }
 
     /// Recursion is bounded by libxml2's depth limit (256).
-    private static func copy(_ node: xmlNodePtr, count: inout Int) throws(XFormRefusal) -> XMLElement {
+    private static func copy(_ node: xmlNodePtr, count: inout Int, document: String) throws(XFormRefusal) -> XMLElement {
         count += 1
-        guard count <= maxElements else { throw XFormRefusal("the XForm has more than \(maxElements) elements") }
+        guard count <= maxElements else { throw XFormRefusal("\(document) has more than \(maxElements) elements") }
         var attributes: [XMLElement.Attribute] = []
         var attribute = node.pointee.properties
         while let a = attribute {
@@ -72,9 +73,9 @@ enum XMLDocumentReader {
         var child = node.pointee.children
         while let c = child {
             switch c.pointee.type {
-            case XML_ELEMENT_NODE: children.append(try copy(c, count: &count))
+            case XML_ELEMENT_NODE: children.append(try copy(c, count: &count, document: document))
             case XML_TEXT_NODE, XML_CDATA_SECTION_NODE: text += string(c.pointee.content)
-            case XML_ENTITY_REF_NODE: throw XFormRefusal("the XForm refers to an entity (&\(string(c.pointee.name));); surveyd does not expand entities")
+            case XML_ENTITY_REF_NODE: throw XFormRefusal("\(document) refers to an entity (&\(string(c.pointee.name));); surveyd does not expand entities")
             default: break // comments and processing instructions carry nothing of the form
             }
             child = c.pointee.next

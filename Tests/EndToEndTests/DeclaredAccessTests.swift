@@ -46,7 +46,7 @@ import SurveyDomain
         let w = try World()
         let before = try w.traces()
         let tus = ["tus-resumable": "1.0.0"]
-        for r in w.app.declaredRoutes where !r.pattern.hasPrefix("/console") && r.access != "anyone" {
+        for r in w.app.declaredRoutes where !r.pattern.hasPrefix("/console") && !r.pattern.hasPrefix("/v1/key/") && r.access != "anyone" {
             let path = Self.path(r.pattern, org: w.org)
             let what = "\(r.method) \(r.pattern) (\(r.access))"
             let anonymous = w.app.respond(method: r.method, path: path, headers: tus)
@@ -62,6 +62,29 @@ import SurveyDomain
                 let refused = w.app.respond(method: r.method, path: path, token: lacking.1, headers: tus)
                 #expect(Self.code(refused) == 1006, "\(what) for a \(lacking.0): \(refused.status)")
             }
+        }
+        #expect(try w.traces() == before)
+    }
+
+    /// The OpenRosa door's routes take the token in the path: an unknown one, another
+    /// organization's user's and a user's without the collector role are all 403 / 1006 (never
+    /// 401, which would make ODK Collect ask for a password); a bearer token is not read.
+    @Test func everyOpenRosaRouteChecksTheTokenInItsPath() throws {
+        let w = try World()
+        let before = try w.traces()
+        let routes = w.app.declaredRoutes.filter { $0.pattern.hasPrefix("/v1/key/") }
+        #expect(routes.count == 5)
+        // (POST submission takes a form, decoded only from the wire: OpenRosaTests refuses it there.)
+        for r in routes where r.method != "POST" {
+            #expect(r.access == "member: collector", "\(r.method) \(r.pattern): \(r.access)")
+            for (who, token) in [("no one", "unknown-0001"), ("another organization's user", w.stranger), ("an admin", w.admin), ("a reviewer", w.reviewer)] {
+                let path = Self.path(r.pattern.replacingOccurrences(of: "{token}", with: token), org: w.org)
+                let refused = w.app.respond(method: r.method, path: path, token: w.collector)
+                #expect(refused.status == 403 && refused.headers.contains { $0.0 == "Surveyd-Error-Code" && $0.1 == "1006" },
+                        "\(r.method) \(r.pattern) for \(who): \(refused.status)")
+            }
+            let path = Self.path(r.pattern.replacingOccurrences(of: "{token}", with: w.collector), org: w.org)
+            #expect(w.app.respond(method: r.method, path: path).status != 403, "\(r.method) \(r.pattern) for the collector")
         }
         #expect(try w.traces() == before)
     }

@@ -34,6 +34,7 @@ struct Services: Sendable {
         ChangesService(services: self).register(into: &router)
         ExportService(services: self).register(into: &router)
         WebhookService(services: self).register(into: &router)
+        OpenRosaService(services: self).register(into: &router)
     }
 
     /// Step 1 from a request's `Authorization` header.

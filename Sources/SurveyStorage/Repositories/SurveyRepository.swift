@@ -43,6 +43,13 @@ extension ReadContext {
         return found
     }
 
+    /// Every version of the organization, by survey and number, without definitions: the ids an
+    /// app's form names are looked up among.
+    public func versionKeys(orgId: String) throws -> [(surveyVersionId: String, surveyId: String, number: Int64)] {
+        try conn.query("SELECT survey_version_id, survey_id, number FROM survey_versions WHERE org_id = ? ORDER BY survey_id, number",
+                       [.text(orgId)]).map { (try $0["survey_version_id"], try $0["survey_id"], try $0["number"]) }
+    }
+
     public func surveyVersions(surveyId: String) throws -> [SurveyVersionRecord] {
         try conn.query("SELECT \(SurveyVersionRecord.columns) FROM survey_versions WHERE survey_id = ? ORDER BY number",
                        [.text(surveyId)]).map(SurveyVersionRecord.init)

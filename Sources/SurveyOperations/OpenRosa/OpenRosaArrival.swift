@@ -1,0 +1,37 @@
+import SurveyDomain
+import SurveyStorage
+import SurveyXForm
+
+/// A filled-in form read against the version it names: the `Submission` the OpenRosa door hands
+/// the submission operation, and the files its answers name (each to be stored as an upload of
+/// that version and question before the submission runs).
+public struct OpenRosaArrival: Sendable {
+    public let instanceID: String
+    public let version: SurveyVersionRecord
+    public let submission: Submission
+    public let files: [SubmittedInstance.NamedFile]
+
+    /// Reads `instance` (the `xml_submission_file` part): 400 for what is not a submission, 1032
+    /// for an unusable instanceID, 404 for a form or version not published here.
+    public static func read(_ instance: [UInt8], orgId: String, in db: ReadContext, operations: Operations) throws -> OpenRosaArrival {
+        let parsed: SubmittedInstance
+        do { parsed = try SubmittedInstance(xml: instance) } catch {
+            throw ApiError.malformed("The submission could not be read: \(error.message).")
+        }
+        guard let instanceID = parsed.instanceID, !instanceID.isEmpty else {
+            throw ApiError.malformed("The submission has no meta/instanceID; surveyd keys every submission by it.")
+        }
+        guard ClientIdentifier.isValid(instanceID) else {
+            throw ApiError(.invalidIdentifier, "The submission's instanceID must be 8–128 characters of A-Z a-z 0-9 _ - : .")
+        }
+        guard let version = try operations.openRosaForms.version(in: db, orgId: orgId, formId: parsed.formId, version: parsed.version) else {
+            let named = parsed.version.map { "\(parsed.formId) version \($0)" } ?? parsed.formId
+            throw ApiError(.notFound, "The form \(named) is not published here: download the blank form again.")
+        }
+        let definition = try operations.definitions.definition(of: version)
+        let (answers, files) = parsed.answers(for: definition) { OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: $0) }
+        let submission = try Submission(clientSubmissionId: instanceID, surveyVersionId: version.surveyVersionId,
+                                        contentHash: version.contentHash, answers: answers)
+        return OpenRosaArrival(instanceID: instanceID, version: version, submission: submission, files: files)
+    }
+}

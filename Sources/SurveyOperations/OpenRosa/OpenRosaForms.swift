@@ -1,0 +1,74 @@
+import SurveyDomain
+import SurveyStorage
+import SurveyXForm
+
+/// The forms an app sees through the OpenRosa door, and the version a submission names.
+///
+/// An app names a form by its XForm's id and version (`VersionFiles.XForm`): the form list offers
+/// each survey's latest version, and a submission carries the pair back on its root element.
+/// Every published version keeps taking submissions; when two versions share a pair (an XForm
+/// published again without a new version), the latest published of them takes them.
+public struct OpenRosaForms: Sendable {
+    let operations: Operations
+
+    /// A survey's latest version with what an app downloads of it.
+    public struct Listed: Sendable {
+        public let survey: SurveyRecord
+        public let version: SurveyVersionRecord
+        public let xform: VersionFiles.XForm
+    }
+
+    /// Every survey of the organization with a published version whose definition has an XForm,
+    /// in survey id order; `formId` narrows it to the forms of that id.
+    public func forms(in db: ReadContext, orgId: String, formId: String? = nil) throws -> [Listed] {
+        var latest: [String: String] = [:]
+        var order: [String] = []
+        for key in try db.versionKeys(orgId: orgId) {
+            if latest[key.surveyId] == nil { order.append(key.surveyId) }
+            latest[key.surveyId] = key.surveyVersionId
+        }
+        var out: [Listed] = []
+        for surveyId in order {
+            guard let versionId = latest[surveyId], let version = try db.surveyVersion(orgId: orgId, surveyVersionId: versionId),
+                  let survey = try db.survey(orgId: orgId, surveyId: surveyId),
+                  let xform = try files(of: version, in: db).xform else { continue }
+            if let formId, xform.formId != formId { continue }
+            out.append(Listed(survey: survey, version: version, xform: xform))
+        }
+        return out
+    }
+
+    /// The XForm bytes of one version of the organization (any published one), or nil.
+    public func xform(in db: ReadContext, orgId: String, surveyVersionId: String) throws -> [UInt8]? {
+        guard let version = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId) else { return nil }
+        return try FormSources.xform(of: version, kept: try db.versionSource(orgId: orgId, surveyVersionId: surveyVersionId))
+    }
+
+    /// The version whose XForm has this id and version: the latest published with that pair.
+    public func version(in db: ReadContext, orgId: String, formId: String, version: String?) throws -> SurveyVersionRecord? {
+        var found: SurveyVersionRecord?
+        for key in try db.versionKeys(orgId: orgId) {
+            let files: VersionFiles
+            if let cached = operations.versionFileCache.cached(key.surveyVersionId) {
+                files = cached
+            } else {
+                guard let record = try db.surveyVersion(orgId: orgId, surveyVersionId: key.surveyVersionId) else { continue }
+                files = try self.files(of: record, in: db)
+            }
+            guard let xform = files.xform, xform.formId == formId, xform.version == version else { continue }
+            guard let record = try db.surveyVersion(orgId: orgId, surveyVersionId: key.surveyVersionId) else { continue }
+            if found.map({ record.createdAt >= $0.createdAt }) ?? true { found = record }
+        }
+        return found
+    }
+
+    private func files(of version: SurveyVersionRecord, in db: ReadContext) throws -> VersionFiles {
+        try operations.versionFileCache.files(of: version) { try db.versionSource(orgId: version.orgId, surveyVersionId: version.surveyVersionId) }
+    }
+
+    /// The `clientUploadId` of a file a submission names: derived from the instance and the file
+    /// name, so a resent POST names the same upload and stores nothing twice.
+    public static func clientUploadId(instanceID: String, fileName: String) -> String {
+        "openrosa-" + String(Digest.sha256Hex(instanceID + "\n" + fileName).prefix(40))
+    }
+}

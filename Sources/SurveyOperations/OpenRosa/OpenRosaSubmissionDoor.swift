@@ -1,0 +1,37 @@
+import SurveyDomain
+import SurveyStorage
+
+/// ODK Collect's, KoboCollect's and Enketo's submission: a collector's app token in the path and
+/// the filled-in form, read against its version (`OpenRosaArrival`) into the same `Submission`
+/// the JSON door makes — the same checks, the same gate, the same responses.
+public struct OpenRosaSubmissionDoor: SubmissionDoor {
+    /// The app token from `/v1/key/{token}/…`.
+    public let appToken: String
+    public let orgId: String
+    public let arrival: OpenRosaArrival
+
+    public init(appToken: String, orgId: String, arrival: OpenRosaArrival) {
+        self.appToken = appToken; self.orgId = orgId; self.arrival = arrival
+    }
+
+    public func caller(in db: ReadContext, operations: Operations) throws -> Caller {
+        try Self.collector(appToken: appToken, orgId: orgId, in: db, operations: operations)
+    }
+
+    /// The caller behind an app token when it is a collector of `orgId`. A missing, unknown or
+    /// revoked token, or a user who may not submit here, is 403: a 401 would make Collect ask for
+    /// a user name and password, which surveyd's app tokens have not.
+    public static func collector(appToken: String, orgId: String, in db: ReadContext, operations: Operations) throws -> Caller {
+        let refused = ApiError(.forbidden, "This app token is not a collector's token of this organization: ask your admin for the server URL with a new token.")
+        let caller: Caller
+        do { caller = try operations.authenticate(bearerToken: appToken, in: db) } catch let e as ApiError where e.code == .unauthenticated {
+            throw refused
+        }
+        guard let user = caller.user, user.orgId == orgId, user.active, user.has(.collector) else { throw refused }
+        return caller
+    }
+
+    public func arrival(in db: ReadContext, orgId: String, submitter: UserRecord) throws -> SubmissionArrival {
+        .submission(arrival.submission, stored: .notLookedUp)
+    }
+}

@@ -1,0 +1,194 @@
+import SurveyDomain
+import SurveyHTTP
+import SurveyOperations
+import SurveyStorage
+import SurveyXForm
+
+/// The OpenRosa door (`Docs/openrosa.md`): what ODK Collect, KoboCollect and Enketo call at
+/// `{server}/v1/key/{token}/orgs/{orgId}` — the form list, the XForm download, and submissions,
+/// which run the same submission operation as the JSON API. Every answer carries
+/// `X-OpenRosa-Version: 1.0`; a refusal is an OpenRosaResponse whose message a collector can act
+/// on, with the contract's code in `Surveyd-Error-Code`.
+struct OpenRosaService {
+    let services: Services
+    static let base = "/v1/key/{token}/orgs/{orgId}"
+
+    func register(into router: inout Router) {
+        // The server's own refusals under the door (no such path, a method it does not take, a
+        // body over the limit) are OpenRosa documents too.
+        router.refusals(under: "/v1/key") { error, status in Self.refusal(error, status: status) }
+        let collectors = Submissions.access
+        router.add("GET", Self.base + "/formList", access: collectors) { request in answer { try formList(request) } }
+        router.add("GET", Self.base + "/forms/{surveyVersionId}/form.xml", access: collectors) { request in answer { try download(request) } }
+        for method in ["HEAD", "GET"] {
+            router.add(method, Self.base + "/submission", access: collectors) { request in answer { try submissionProbe(request) } }
+        }
+        var limits = FormDecoder.Limits(maxBytes: maxBodyBytes)
+        limits.maxFiles = 1_000
+        // On a blocking thread: attachments are stored, each through the gate, before the submission.
+        router.add("POST", Self.base + "/submission", access: collectors, form: limits, runs: .blocking) { request in
+            answer { try submit(request) }
+        }
+    }
+
+    /// The largest submission body taken: the largest file, and room for the instance.
+    var maxBodyBytes: Int { services.limits.maxFileBytes + (10 << 20) }
+
+    // MARK: - Forms
+
+    func formList(_ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId")
+        let listed = try services.database.read { db in
+            try admitCollector(request, in: db)
+            return try services.operations.openRosaForms.forms(in: db, orgId: orgId, formId: request.query["formID"])
+        }
+        let origin = (request.head.isHTTPS ? "https://" : "http://") + (request.header("host") ?? "localhost")
+        let base = origin + "/v1/key/\(request.parameter("token"))/orgs/\(orgId)"
+        let body = try OpenRosaDocuments.formList(listed.map { form in
+            OpenRosaDocuments.ListedForm(formId: form.xform.formId ?? "", name: form.survey.title, version: form.xform.version,
+                                         md5: form.xform.md5, downloadURL: "\(base)/forms/\(form.version.surveyVersionId)/form.xml")
+        })
+        return Self.document(200, body)
+    }
+
+    func download(_ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId")
+        let xform = try services.database.read { db in
+            try admitCollector(request, in: db)
+            return try services.operations.openRosaForms.xform(in: db, orgId: orgId, surveyVersionId: request.parameter("surveyVersionId"))
+        }
+        guard let xform else { throw ApiError(.notFound, "This form is not published here: refresh the list of blank forms.") }
+        return Self.document(200, xform)
+    }
+
+    private func admitCollector(_ request: HTTPRequest, in db: ReadContext) throws {
+        let caller = try OpenRosaSubmissionDoor.collector(appToken: request.parameter("token"), orgId: request.parameter("orgId"),
+                                                           in: db, operations: services.operations)
+        _ = try services.operations.admit(caller, to: Submissions.access, orgId: request.parameter("orgId"), in: db)
+    }
+
+    // MARK: - Submissions
+
+    /// Collect asks before it sends: 204 says this is an OpenRosa server, and how large a body it takes.
+    func submissionProbe(_ request: HTTPRequest) throws -> HTTPResponse {
+        try services.database.read { try admitCollector(request, in: $0) }
+        return HTTPResponse(status: 204, headers: Self.headers + [("X-OpenRosa-Accept-Content-Length", String(maxBodyBytes))])
+    }
+
+    /// The filled-in form: read against its version (after its caller), the files it names
+    /// stored as uploads, then — unless more POSTs of it are to come — the submission operation.
+    func submit(_ request: HTTPRequest) throws -> HTTPResponse {
+        guard let instance = request.form.files["xml_submission_file"] else {
+            throw ApiError.malformed("The submission has no xml_submission_file part: send the filled-in form as that part.")
+        }
+        let ops = services.operations
+        let token = request.parameter("token"), orgId = request.parameter("orgId")
+        let (caller, arrival) = try services.database.read { db in
+            let caller = try OpenRosaSubmissionDoor.collector(appToken: token, orgId: orgId, in: db, operations: ops)
+            _ = try ops.admit(caller, to: Submissions.access, orgId: orgId, in: db)
+            return (caller, try OpenRosaArrival.read(try instance.bytes(), orgId: orgId, in: db, operations: ops))
+        }
+        for named in arrival.files {
+            guard let part = request.form.files[named.fileName] else { continue }  // sent in another POST, or missing (1014 below)
+            try storeAttachment(part, named, of: arrival, caller: caller, orgId: orgId)
+        }
+        // Collect splits a submission too large for one POST: every POST but the last says so.
+        if request.form["*isIncomplete*"] != nil {
+            return Self.document(201, OpenRosaDocuments.response(message: "Part of the form was received; the rest is on its way."))
+        }
+        let door = OpenRosaSubmissionDoor(appToken: token, orgId: orgId, arrival: arrival)
+        let answer = DeferredResponse()
+        ops.submissions.submit(orgId: orgId, from: door) { outcome in
+            answer.complete { Self.render(outcome) }
+        }
+        return .later(answer)
+    }
+
+    /// One attached file as an upload of the version and question that name it, under the id
+    /// derived from the instance and the file name: a resent POST stores nothing twice.
+    private func storeAttachment(_ part: FormFile, _ named: SubmittedInstance.NamedFile, of arrival: OpenRosaArrival, caller: Caller,
+                                 orgId: String) throws {
+        let uploads = services.operations.uploads
+        let target = try uploads.target(orgId: orgId, clientUploadId: OpenRosaForms.clientUploadId(instanceID: arrival.instanceID, fileName: named.fileName),
+                                        caller: caller, surveyVersionId: arrival.version.surveyVersionId, questionId: named.questionId,
+                                        contentType: Self.contentType(of: part), declaredLength: part.size)
+        let incoming = try uploads.receive(target, expectedSHA256: nil)
+        do { try part.read { try incoming.write($0) } } catch {
+            incoming.discard()
+            throw error
+        }
+        _ = try uploads.finish(incoming)
+    }
+
+    /// The part's declared type; for a part sent as bytes of no type, the one its name says.
+    static func contentType(of part: FormFile) -> String {
+        let declared = part.contentType.lowercased()
+        guard declared.isEmpty || declared.hasPrefix("application/octet-stream") else { return part.contentType }
+        switch part.fileName.split(separator: ".").last?.lowercased() {
+        case "jpg", "jpeg": return "image/jpeg"
+        case "png": return "image/png"
+        case "pdf": return "application/pdf"
+        case "csv": return "text/csv"
+        default: return part.contentType
+        }
+    }
+
+    private static func render(_ outcome: SubmissionOutcome) -> HTTPResponse {
+        switch outcome {
+        case .accepted(let stored):
+            return document(201, OpenRosaDocuments.response(message: "The form was received. Thank you."))
+                .logging(["responseId": stored.responseId])
+        case .replayed(let stored):
+            // 202: received before; Collect marks the form sent and does not send it again.
+            return document(202, OpenRosaDocuments.response(message: "This form was already received; there is nothing more to send."))
+                .logging(["responseId": stored.responseId])
+        case .refused(let error):
+            let e = error as? ApiError ?? ApiError(.internalError, "The server could not take this form; it stays on your phone. Try again later.")
+            return refusal(e, status: e.code.httpStatus)
+        }
+    }
+
+    // MARK: - Rendering
+
+    static let headers = [("X-OpenRosa-Version", "1.0")]
+
+    static func document(_ status: Int, _ body: [UInt8]) -> HTTPResponse {
+        HTTPResponse(status: status, headers: headers + [("Content-Type", "text/xml; charset=utf-8")], body: body)
+    }
+
+    /// A refusal as Collect shows it: the message, in words; 403 where the API would answer 401
+    /// (Collect would ask for a password, which app tokens have not).
+    static func refusal(_ error: ApiError, status: Int) -> HTTPResponse {
+        let status = status == 401 ? 403 : status
+        var r = document(status, OpenRosaDocuments.response(message: message(error)))
+        r.headers.append(("Surveyd-Error-Code", String(error.code.rawValue)))
+        if let after = error.retryAfterSeconds { r.headers.append(("Retry-After", String(after))) }
+        r.errorCode = error.code.rawValue
+        return r
+    }
+
+    /// What a collector reads on the phone.
+    static func message(_ error: ApiError) -> String {
+        switch error.code {
+        case .subscriptionExpired:
+            return "Your organization's subscription has expired, so nothing was stored. The form stays on this phone: send it again once the subscription is renewed."
+        case .validationFailed:
+            let problems = error.errors.prefix(10).map { "\($0.path.replacingOccurrences(of: "answers.", with: "")): \($0.message)" }
+            let more = error.errors.count > 10 ? " (and \(error.errors.count - 10) more)" : ""
+            return "The form was not accepted; nothing was stored. Correct it and send it again: " + problems.joined(separator: "; ") + more + "."
+        case .idempotencyConflict:
+            return "A different form with this instance ID was already received, so this one was not stored. Nothing was changed."
+        default:
+            return error.detail
+        }
+    }
+
+    /// Runs a handler of the door, answering its refusal as an OpenRosa document.
+    private func answer(_ handler: () throws -> HTTPResponse) -> HTTPResponse {
+        do { return try handler() } catch let e as ApiError {
+            return Self.refusal(e, status: e.code.httpStatus)
+        } catch {
+            return Self.refusal(ApiError(.internalError, "The server could not answer; try again later."), status: 500)
+        }
+    }
+}

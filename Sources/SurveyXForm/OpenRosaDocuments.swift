@@ -1,0 +1,59 @@
+/// The XML documents of the OpenRosa door (the OpenRosa Form List and Form Submission APIs), written
+/// through libxml2 like every XForm surveyd writes.
+public enum OpenRosaDocuments {
+    /// One `<xform>` of a form list.
+    public struct ListedForm: Sendable {
+        public let formId: String
+        public let name: String
+        public let version: String?
+        /// Hex MD5 of the bytes at `downloadURL`.
+        public let md5: String
+        public let downloadURL: String
+
+        public init(formId: String, name: String, version: String?, md5: String, downloadURL: String) {
+            self.formId = formId; self.name = name; self.version = version; self.md5 = md5; self.downloadURL = downloadURL
+        }
+    }
+
+    /// `<xforms xmlns="http://openrosa.org/xforms/xformsList">`, one `<xform>` per form.
+    public static func formList(_ forms: [ListedForm]) throws(XFormRefusal) -> [UInt8] {
+        do throws(XMLTextWriter.Failure) {
+            let w = try XMLTextWriter()
+            try w.startDocument()
+            try w.startElement("xforms")
+            try w.attribute("xmlns", "http://openrosa.org/xforms/xformsList")
+            for form in forms {
+                try w.startElement("xform")
+                try w.element("formID", text: form.formId)
+                try w.element("name", text: form.name)
+                if let version = form.version { try w.element("version", text: version) }
+                try w.element("hash", text: "md5:" + form.md5)
+                try w.element("downloadUrl", text: form.downloadURL)
+                try w.endElement()
+            }
+            try w.endElement()
+            return try w.finish()
+        } catch {
+            throw XFormRefusal("the form list could not be written: \(error.message)")
+        }
+    }
+
+    /// `<OpenRosaResponse xmlns="http://openrosa.org/http/response">` with the one `<message>`
+    /// an app shows its user.
+    public static func response(message: String) -> [UInt8] {
+        do throws(XMLTextWriter.Failure) {
+            let w = try XMLTextWriter()
+            try w.startDocument()
+            try w.startElement("OpenRosaResponse")
+            try w.attribute("xmlns", "http://openrosa.org/http/response")
+            // A message may quote what a form or a submission held: what XML cannot carry is left out.
+            var text = String.UnicodeScalarView()
+            text.append(contentsOf: message.unicodeScalars.filter(XMLTextWriter.isXMLCharacter))
+            try w.element("message", text: String(text))
+            try w.endElement()
+            return try w.finish()
+        } catch {
+            return []  // libxml2 out of memory: the status and the error code header still say it
+        }
+    }
+}
