@@ -28,6 +28,7 @@ public final class Metrics: Sendable {
     private struct State {
         var counters: [Counter: Int] = [:]
         var requests: [String: Int] = [:]  // "route\u{0}status"
+        var openRosa: [OpenRosaOutcome: Int] = [:]
         var latency: [String: Histogram] = [:]
         /// receivedAt - capturedAt, in seconds: how long work waited on the device.
         var syncAgeCount = 0
@@ -60,6 +61,25 @@ public final class Metrics: Sendable {
         }
     }
 
+    /// What became of a submission at the OpenRosa door: accepted, a replay, or refused with a code.
+    public enum OpenRosaOutcome: Hashable, Sendable {
+        case accepted, replayed, partial
+        case refused(code: Int)
+
+        var labels: String {
+            switch self {
+            case .accepted: "outcome=\"accepted\""
+            case .replayed: "outcome=\"replayed\""
+            case .partial: "outcome=\"partial\""
+            case .refused(let code): "outcome=\"refused\",code=\"\(code)\""
+            }
+        }
+    }
+
+    public func openRosaSubmission(_ outcome: OpenRosaOutcome) {
+        shard.state.withLock { $0.openRosa[outcome, default: 0] += 1 }
+    }
+
     public func syncAge(seconds: Double) {
         shard.state.withLock { s in
             s.syncAgeCount += 1
@@ -76,6 +96,7 @@ public final class Metrics: Sendable {
             shard.state.withLock { t in
                 for (k, v) in t.counters { s.counters[k, default: 0] += v }
                 for (k, v) in t.requests { s.requests[k, default: 0] += v }
+                for (k, v) in t.openRosa { s.openRosa[k, default: 0] += v }
                 for (k, h) in t.latency {
                     var m = s.latency[k, default: Histogram()]
                     for i in m.buckets.indices { m.buckets[i] += h.buckets[i] }
@@ -104,6 +125,10 @@ public final class Metrics: Sendable {
                 out += "surveyd_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"+Inf\"} \(h.count)\n"
                 out += "surveyd_http_request_duration_seconds_sum{route=\"\(route)\"} \(h.sum)\n"
                 out += "surveyd_http_request_duration_seconds_count{route=\"\(route)\"} \(h.count)\n"
+            }
+            out += "# TYPE surveyd_openrosa_submissions_total counter\n"
+            for (labels, v) in s.openRosa.map({ ($0.key.labels, $0.value) }).sorted(by: { $0.0 < $1.0 }) {
+                out += "surveyd_openrosa_submissions_total{\(labels)} \(v)\n"
             }
             out += "# TYPE surveyd_sync_age_seconds histogram\n"
             for (i, b) in Self.ageBounds.enumerated() {

@@ -161,6 +161,12 @@ import SurveyDomain
         #expect(try p.collect.submit(instance).status == 201)
         #expect(try p.collect.submit(instance).status == 202)
         #expect(try p.responses() == 1)
+        // The door's outcomes on /metrics.
+        let metrics = try p.f.client.get("/metrics", token: p.f.server.operatorToken).text
+        for line in ["surveyd_openrosa_submissions_total{outcome=\"accepted\"} 1", "surveyd_openrosa_submissions_total{outcome=\"replayed\"} 1",
+                     "surveyd_openrosa_submissions_total{outcome=\"refused\",code=\"1001\"} 1"] {
+            #expect(metrics.contains(line + "\n"), "\(line)")
+        }
     }
 
     @Test func anUnknownFormOrVersionIs404() throws {
@@ -215,11 +221,38 @@ import SurveyDomain
         #expect(parts.status == 413, "\(parts.text)")
         #expect(Self.message(parts).contains("more than"), "\(parts.text)")
         // A body over the limit is refused from its Content-Length.
-        let over = try p.f.client.request("POST", c.base + "/submission", body: Array(repeating: 0x61, count: 16),
-                                          headers: ["Content-Type": "multipart/form-data; boundary=b", "Content-Length": "999999999999"])
-        #expect(over.status == 413 || over.status == 400, "\(over.text)")
+        let fd = try p.f.client.connect()
+        defer { close(fd) }
+        let head = "POST \(c.base)/submission HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nX-OpenRosa-Version: 1.0\r\n"
+            + "Content-Type: multipart/form-data; boundary=manyparts\r\nContent-Length: 999999999999\r\n\r\n"
+        #expect(RawHTTPClient.sendAll(fd, Array(head.utf8) + Array(repeating: 0x61, count: 16)))
+        let over = try RawHTTPClient.readReply(fd)
+        #expect(over.status == 413, "\(over.text)")
+        #expect(over.header("x-openrosa-version") == "1.0" && Self.message(over).contains("limit"), "\(over.text)")
         #expect(try p.f.client.get("/healthz").status == 200)
         #expect(try p.responses() == 0)
+    }
+
+    /// Collect may send its body chunked (no Content-Length): decoded as it streams, the same.
+    @Test func aChunkedSubmissionIsTakenAsAnother() throws {
+        let p = try Published()
+        let (body, contentType) = CollectClient.multipart(try p.instance("uuid:chunked-0001"), files: [], incomplete: false)
+        var chunked: [UInt8] = []
+        var rest = body[...]
+        while !rest.isEmpty {
+            let piece = rest.prefix(700)
+            chunked += Array((String(piece.count, radix: 16) + "\r\n").utf8) + piece + Array("\r\n".utf8)
+            rest = rest.dropFirst(piece.count)
+        }
+        chunked += Array("0\r\n\r\n".utf8)
+        let head = "POST \(p.collect.base)/submission HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nX-OpenRosa-Version: 1.0\r\n"
+            + "Content-Type: \(contentType)\r\nTransfer-Encoding: chunked\r\n\r\n"
+        let fd = try p.f.client.connect()
+        defer { close(fd) }
+        #expect(RawHTTPClient.sendAll(fd, Array(head.utf8) + chunked))
+        let r = try RawHTTPClient.readReply(fd)
+        #expect(r.status == 201, "\(r.text)")
+        #expect(try p.stored("uuid:chunked-0001").json?["answers"] == FormLogicTests.goodAnswers)
     }
 
     @Test func anXLSFormPublishedThenFilledInAsCollectDoes() throws {

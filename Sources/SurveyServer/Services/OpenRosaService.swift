@@ -27,7 +27,10 @@ struct OpenRosaService {
         limits.maxFiles = 1_000
         // On a blocking thread: attachments are stored, each through the gate, before the submission.
         router.add("POST", Self.base + "/submission", access: collectors, form: limits, runs: .blocking) { request in
-            answer { try submit(request) }
+            let r = answer { try submit(request) }
+            // Refused before the operation's outcome (which `render` counts).
+            if r.deferred == nil && r.status >= 300 { services.metrics.openRosaSubmission(.refused(code: r.errorCode ?? 0)) }
+            return r
         }
     }
 
@@ -94,12 +97,14 @@ struct OpenRosaService {
         }
         // Collect splits a submission too large for one POST: every POST but the last says so.
         if request.form["*isIncomplete*"] != nil {
+            services.metrics.openRosaSubmission(.partial)
             return Self.document(201, OpenRosaDocuments.response(message: "Part of the form was received; the rest is on its way."))
         }
         let door = OpenRosaSubmissionDoor(appToken: token, orgId: orgId, arrival: arrival)
         let answer = DeferredResponse()
+        let metrics = services.metrics
         ops.submissions.submit(orgId: orgId, from: door) { outcome in
-            answer.complete { Self.render(outcome) }
+            answer.complete { Self.render(outcome, metrics: metrics) }
         }
         return .later(answer)
     }
@@ -133,17 +138,20 @@ struct OpenRosaService {
         }
     }
 
-    private static func render(_ outcome: SubmissionOutcome) -> HTTPResponse {
+    private static func render(_ outcome: SubmissionOutcome, metrics: Metrics) -> HTTPResponse {
         switch outcome {
         case .accepted(let stored):
+            metrics.openRosaSubmission(.accepted)
             return document(201, OpenRosaDocuments.response(message: "The form was received. Thank you."))
                 .logging(["responseId": stored.responseId])
         case .replayed(let stored):
+            metrics.openRosaSubmission(.replayed)
             // 202: received before; Collect marks the form sent and does not send it again.
             return document(202, OpenRosaDocuments.response(message: "This form was already received; there is nothing more to send."))
                 .logging(["responseId": stored.responseId])
         case .refused(let error):
             let e = error as? ApiError ?? ApiError(.internalError, "The server could not take this form; it stays on your phone. Try again later.")
+            metrics.openRosaSubmission(.refused(code: e.code.rawValue))
             return refusal(e, status: e.code.httpStatus)
         }
     }
