@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The OpenRosa door against the JSON API, measured alternately in the same minutes on one server:
+#   json      — POST /v1/orgs/{org}/responses, the answers as JSON
+#   openrosa  — POST /v1/key/{token}/orgs/{org}/submission, the same answers as ODK Collect sends
+#               them: multipart/form-data, one xml_submission_file part (the instance written from
+#               the form's XForm as served by the door)
+# both new submissions of the flat 62-question form of Benchmarks/fixtures/make_forms.py at 64
+# connections. Then a submission with a 100 MB attachment, the server's RSS sampled every 50 ms
+# against its RSS just before.
+#
+#   Benchmarks/openrosa.sh [BIN] [ROUNDS]
+#
+# Uses the data dir and tokens a previous Benchmarks/run.sh left in $BENCH_DIR (QUICK=1 is
+# enough). Each round measures $SECS s (8) of wrk for each door after a 3 s warm-up, the order
+# turning from round to round (use an even number). Prints accepted/s and server CPU µs per
+# submission per door, the ratio openrosa/json over all rounds, then the attachment's RSS.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+WORK=${BENCH_DIR:-/tmp/surveyd-bench}
+BIN=${1:-/tmp/bench-build/release/surveyd}; ROUNDS=${2:-4}; SECS=${SECS:-8}
+PORT=${PORT:-18080}; BASE="http://127.0.0.1:$PORT"
+# shellcheck disable=SC1091
+source "$WORK/env.sh"
+FX="$WORK/openrosa"; mkdir -p "$FX/json" "$WORK/ids-openrosa"
+python3 "$HERE/fixtures/make_forms.py" "$FX" > /dev/null
+cp "$FX/flat-answers.json" "$FX/json/answers.json"
+export LUA_PATH="$HERE/wrk/?.lua;;" OUT_DIR="$WORK/ids-openrosa" THREADS=2 PHASE=submit TOKEN="$COLLECTOR"
+
+"$BIN" serve --data-dir "$WORK/data" --port "$PORT" --startup-check quick --no-log > "$WORK/openrosa-server.log" 2>&1 &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null || true' EXIT
+until curl -sf "$BASE/healthz" > /dev/null 2>&1; do
+    kill -0 $pid 2>/dev/null || { echo "openrosa: $BIN exited at start-up (see $WORK/openrosa-server.log)" >&2; exit 1; }
+    sleep 0.1
+done
+
+# The flat form with a formId of its own, so that the door's form list names it.
+survey=$(curl -sf -X POST "$BASE/v1/orgs/$ORG/surveys" -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
+    -d '{"title":"Flat survey"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["surveyId"])')
+FORM_ID="flat-$(date +%s)"
+python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); d["formId"] = sys.argv[2]; d["questions"].append({"id": "photo", "type": "file", "label": "Photo", "accept": ["image/jpeg"]}); print(json.dumps({"definition": d}))' \
+    "$FX/flat.json" "$FORM_ID" > "$FX/version.json"
+read -r VERSION HASH <<< "$(curl -sf -X POST "$BASE/v1/orgs/$ORG/surveys/$survey/versions" -H "Authorization: Bearer $ADMIN" \
+    -H 'Content-Type: application/json' --data-binary "@$FX/version.json" \
+    | python3 -c 'import json,sys; d = json.load(sys.stdin); print(d["surveyVersionId"], d["contentHash"])')"
+export VERSION HASH ORG
+
+# The instance Collect would send, written from the XForm the door serves.
+DOOR="$BASE/v1/key/$COLLECTOR/orgs/$ORG"
+curl -sf "$DOOR/formList?formID=$FORM_ID" -H 'X-OpenRosa-Version: 1.0' > "$FX/formList.xml"
+url=$(python3 -c 'import sys, xml.etree.ElementTree as E; print(E.parse(sys.argv[1]).getroot().find(".//{http://openrosa.org/xforms/xformsList}downloadUrl").text)' "$FX/formList.xml")
+curl -sf "$url" -H 'X-OpenRosa-Version: 1.0' > "$FX/form.xml"
+python3 - "$FX/form.xml" "$FX/flat-answers.json" "$FX/instance.xml" "$FX/instance-photo.xml" <<'PY'
+import copy, json, sys, xml.etree.ElementTree as E
+form = E.parse(sys.argv[1]).getroot()
+X = "{http://www.w3.org/2002/xforms}"
+root = copy.deepcopy(form.find(f".//{X}model/{X}instance")[0])
+answers = json.load(open(sys.argv[2]))
+def local(e): return e.tag.split("}")[-1]
+for e in root.iter():
+    if local(e) in answers: e.text = str(answers[local(e)])
+    if local(e) == "instanceID": e.text = "__ID__"
+for e in root.iter(): e.tag = local(e)
+root.attrib.pop("{http://www.w3.org/2000/xmlns/}xmlns", None)
+open(sys.argv[3], "wb").write(E.tostring(root, encoding="utf-8", xml_declaration=True))
+for e in root.iter():
+    if e.tag == "photo": e.text = "big.jpg"
+open(sys.argv[4], "wb").write(E.tostring(root, encoding="utf-8", xml_declaration=True))
+PY
+export INSTANCE="$FX/instance.xml"
+
+one() {  # door -> "rate us_per_submission"
+    local script=submit.lua
+    if [ "$1" = openrosa ]; then script=openrosa.lua; else export FIXTURES="$FX/json"; fi
+    RUN_TAG="w$1$(date +%s%N)" wrk -t2 -c64 -d3s -s "$HERE/wrk/$script" "$BASE" > /dev/null 2>&1
+    local c0; c0=$(awk '{print $14 + $15}' /proc/$pid/stat)
+    local line; line=$(RUN_TAG="m$1$(date +%s%N)" wrk -t2 -c64 -d"${SECS}s" -s "$HERE/wrk/$script" "$BASE" 2>&1 | grep '^RESULT')
+    local c1; c1=$(awk '{print $14 + $15}' /proc/$pid/stat)
+    local statuses; statuses=$(echo "$line" | sed 's/.* statuses=\([^ ]*\).*/\1/')
+    case $statuses in 201:*) ;; *) echo "openrosa: $1 answered $statuses, not all 201" >&2; exit 1 ;; esac
+    local n rate; n=$(echo "$line" | sed 's/.* requests=\([0-9]*\).*/\1/'); rate=$(echo "$line" | sed 's/.* ok_rps=\([0-9.]*\).*/\1/')
+    awk -v r="$rate" -v t=$((c1 - c0)) -v h="$(getconf CLK_TCK)" -v n="$n" 'BEGIN {printf "%.0f %.0f\n", r, t / h * 1e6 / n}'
+}
+
+tj=0; to=0; uj=0; uo=0
+for r in $(seq 1 "$ROUNDS"); do
+    if [ $((r % 2)) = 1 ]; then
+        read -r rj pj <<< "$(one json)"; read -r ro po <<< "$(one openrosa)"
+    else
+        read -r ro po <<< "$(one openrosa)"; read -r rj pj <<< "$(one json)"
+    fi
+    echo "round $r: json $rj/s ${pj}us   openrosa $ro/s ${po}us"
+    tj=$((tj + rj)); to=$((to + ro)); uj=$((uj + pj)); uo=$((uo + po))
+done
+echo "mean: json $((tj / ROUNDS))/s $((uj / ROUNDS))us   openrosa $((to / ROUNDS))/s $((uo / ROUNDS))us   openrosa/json rate $(awk -v a=$tj -v b=$to 'BEGIN {printf "%.3f", b / a}')"
+
+# One submission with a 100 MB photo: the server's RSS while it streams to disk, hashes and commits.
+python3 -c '
+import sys
+with open(sys.argv[1], "wb") as f:
+    f.write(bytes([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46, 0x00]))
+    block = bytes((i * 31) & 0xFF for i in range(1 << 20))
+    left = 100_000_000 - 13
+    while left > 0:
+        f.write(block[:min(left, len(block))]); left -= len(block)
+    f.write(bytes([0xFF, 0xD9]))' "$FX/big.jpg"
+sed "s/__ID__/uuid:big-$(date +%s%N)/" "$FX/instance-photo.xml" > "$FX/instance-big.xml"
+rss() { awk '/^VmRSS/ {print $2}' /proc/$pid/status; }
+idle=$(rss); peak=$idle
+curl -s -o "$FX/big-answer.xml" -w '%{http_code}\n' "$DOOR/submission" -H 'X-OpenRosa-Version: 1.0' \
+    -F "xml_submission_file=@$FX/instance-big.xml;type=text/xml" -F "big.jpg=@$FX/big.jpg;type=image/jpeg" > "$FX/big-status" &
+up=$!
+while kill -0 $up 2>/dev/null; do r=$(rss); [ "$r" -gt "$peak" ] && peak=$r; sleep 0.05; done
+wait $up
+echo "100 MB attachment: status $(cat "$FX/big-status"), RSS idle $((idle / 1024)) MB, peak $((peak / 1024)) MB, +$(((peak - idle) / 1024)) MB"
+rm -f "$FX/big.jpg"
