@@ -257,8 +257,8 @@ struct AdminPages: Sendable {
         ], frame: f, status: status)
     }
 
-    /// What a version was published from, its downloads (the source always; the XForm when it
-    /// has one) and pyxform's warnings on converting it.
+    /// What a version was published from, its downloads (the source; the XForm an app downloads,
+    /// as uploaded, as pyxform made it, or written from a JSON definition) and pyxform's warnings.
     private static func versionFiles(_ version: SurveyVersionRecord, source: VersionSourceSummary?, orgId: String) -> [String: TemplateValue] {
         let files = "/console/orgs/\(orgId)/survey-versions/\(version.surveyVersionId)"
         let kind: String
@@ -270,7 +270,8 @@ struct AdminPages: Sendable {
         let sourceName = source == nil ? "JSON definition" : source?.format == FormSources.Format.xlsform.rawValue ? "XLSForm" : "XForm"
         return [
             "publishedFrom": .text(kind), "sourceUrl": .text(files + "/source"), "sourceLabel": .text("Download the \(sourceName)"),
-            "xformUrl": .text(source == nil || source?.format == FormSources.Format.xform.rawValue ? "" : files + "/xform"),
+            // A version published as an XForm: its source is its XForm.
+            "xformUrl": .text(source?.format == FormSources.Format.xform.rawValue ? "" : files + "/xform"),
             "hasWarnings": .flag(!version.warnings.isEmpty),
             "warningCount": .text(version.warnings.count == 1 ? "1 warning" : "\(version.warnings.count) warnings"),
             "warnings": .list(version.warnings.map { ["warning": .text($0)] }),

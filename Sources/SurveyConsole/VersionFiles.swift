@@ -5,7 +5,7 @@ import SurveyStorage
 
 /// A version's files for download from the survey page, through the session (never the API's
 /// token): what it was published from — the XLSForm or XForm byte for byte, or the JSON
-/// definition — and the XForm an app downloads, for a version that has one.
+/// definition — and the XForm an app downloads (`FormSources.xform`, as the API serves it).
 struct VersionFiles: Sendable {
     let console: Console
     var operations: Operations { console.operations }
@@ -14,23 +14,17 @@ struct VersionFiles: Sendable {
     func source(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
         let (survey, version, source) = try operations.visibleVersionFile(request.parameter("surveyVersionId"), of: request.parameter("orgId"),
                                                                           by: try visit.member())
-        guard let source else {
-            return Self.download(Array(version.definition.utf8), type: "application/json",
-                                 name: Self.fileName(survey.title, version.number, ext: "json"))
-        }
-        return Self.download(source.source, type: source.contentType,
-                             name: Self.fileName(survey.title, version.number, ext: Self.fileExtension(of: source)))
+        let (type, bytes) = try FormSources.source(of: version, kept: source)
+        return Self.download(bytes, type: type, name: Self.fileName(survey.title, version.number, ext: source.map(Self.fileExtension) ?? "json"))
     }
 
-    /// The XForm: the uploaded one, or the one pyxform made of the uploaded XLSForm. A version
-    /// published as JSON has none (the page offers no link; asked all the same, not found).
+    /// The XForm: the uploaded one, the one pyxform made of the uploaded XLSForm, or the one
+    /// written from a JSON definition (not found, saying why, for a definition no XForm can hold).
     func xform(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
         let (survey, version, source) = try operations.visibleVersionFile(request.parameter("surveyVersionId"), of: request.parameter("orgId"),
                                                                           by: try visit.member())
-        guard let source else {
-            throw ApiError(.notFound, "This version was published as JSON; XForms are kept for versions published as an XLSForm or an XForm.")
-        }
-        return Self.download(source.xform, type: "application/xml", name: Self.fileName(survey.title, version.number, ext: "xml"))
+        return Self.download(try FormSources.xform(of: version, kept: source), type: "application/xml",
+                             name: Self.fileName(survey.title, version.number, ext: "xml"))
     }
 
     /// The extension of a version's source file: `.xlsx`, `.xls` or `.xml`.

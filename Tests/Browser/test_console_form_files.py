@@ -166,11 +166,14 @@ def test_download_a_versions_source_and_xform():
     name, data = download(d, card.find_element(By.LINK_TEXT, "Download the XForm"))
     assert name == "home-visit-files-v2.xml" and data == fixture_bytes("simple.xml"), name
 
-    # JSON: the definition, and no XForm to offer.
+    # JSON: the definition, and the XForm written from it (the API's bytes).
     card = version_card(d, 3)
-    assert links_of(card) == ["Download the JSON definition"] and meta_of(card)["Published from"] == "a JSON definition", links_of(card)
+    assert links_of(card) == ["Download the JSON definition", "Download the XForm"] and meta_of(card)["Published from"] == "a JSON definition", links_of(card)
     name, data = download(d, card.find_element(By.LINK_TEXT, "Download the JSON definition"))
     assert name == "home-visit-files-v3.json" and json.loads(data) == definition, (name, data[:200])
+    name, data = download(d, card.find_element(By.LINK_TEXT, "Download the XForm"))
+    status, _, api_generated = srv.request("GET", f"/v1/orgs/{srv['ORG']}/survey-versions/{ids[3]}/xform", srv["ADMIN"])
+    assert status == 200 and name == "home-visit-files-v3.xml" and data == api_generated, (name, status)
 
     # The downloads are the session's: signed out, the same link is the sign-in page, not the file.
     d.delete_all_cookies()

@@ -88,11 +88,11 @@ import SurveyServer
         #expect(page.text.contains("pyxform gave 4 warnings on converting it"))
         #expect(page.text.components(separatedBy: "class=\"warnings\"").count == 2, "only version 1 has warnings")
         let files = "/console/orgs/\(f.orgId)/survey-versions"
-        for link in ["\(warned)/source", "\(warned)/xform", "\(fromXForm)/source", "\(fromJSON)/source"] {
+        for link in ["\(warned)/source", "\(warned)/xform", "\(fromXForm)/source", "\(fromJSON)/source", "\(fromJSON)/xform"] {
             #expect(page.text.contains("href=\"\(files)/\(link)\""), "no link to \(link)")
         }
-        // A version published as JSON has no XForm, and one published as an XForm only its one file.
-        #expect(!page.text.contains("\(fromJSON)/xform") && !page.text.contains("\(fromXForm)/xform"))
+        // A version published as an XForm offers its one file.
+        #expect(!page.text.contains("\(fromXForm)/xform"))
 
         // The downloads: byte for byte, as attachments named after the survey and the version.
         let source = try admin.get("\(files)/\(warned)/source")
@@ -112,7 +112,11 @@ import SurveyServer
         let definition = try admin.get("\(files)/\(fromJSON)/source")
         #expect(definition.status == 200 && definition.json == Fixture.definition && definition.header("content-type") == "application/json")
         #expect(definition.header("content-disposition") == "attachment; filename=\"visit-kisumu-2026-v3.json\"")
-        #expect(try admin.get("\(files)/\(fromJSON)/xform").status == 404)
+        // A JSON version's XForm is the one written from its definition, as the API serves it.
+        let generated = try admin.get("\(files)/\(fromJSON)/xform")
+        let generatedByTheAPI = try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(fromJSON)/xform", token: f.adminToken)
+        #expect(generated.status == 200 && generated.body == generatedByTheAPI.body)
+        #expect(generated.header("content-disposition") == "attachment; filename=\"visit-kisumu-2026-v3.xml\"")
 
         // Any member of the organization, through the session; nobody else.
         #expect(try ConsoleAdminTests.Session(f, token: f.collectorToken).get("\(files)/\(warned)/source").body == xlsx)
