@@ -24,7 +24,7 @@ source "$WORK/env.sh"
 FX="$WORK/openrosa"; mkdir -p "$FX/json" "$WORK/ids-openrosa"
 python3 "$HERE/fixtures/make_forms.py" "$FX" > /dev/null
 cp "$FX/flat-answers.json" "$FX/json/answers.json"
-export LUA_PATH="$HERE/wrk/?.lua;;" OUT_DIR="$WORK/ids-openrosa" THREADS=2 PHASE=submit TOKEN="$COLLECTOR"
+export LUA_PATH="$HERE/wrk/?.lua;;" OUT_DIR="$WORK/ids-openrosa" THREADS=2 PHASE=submit TOKEN="$COLLECTOR" FIXTURES="$FX/json"
 
 "$BIN" serve --data-dir "$WORK/data" --port "$PORT" --startup-check quick --no-log > "$WORK/openrosa-server.log" 2>&1 &
 pid=$!
@@ -71,7 +71,7 @@ export INSTANCE="$FX/instance.xml"
 
 one() {  # door -> "rate us_per_submission"
     local script=submit.lua
-    if [ "$1" = openrosa ]; then script=openrosa.lua; else export FIXTURES="$FX/json"; fi
+    [ "$1" = openrosa ] && script=openrosa.lua
     RUN_TAG="w$1$(date +%s%N)" wrk -t2 -c64 -d3s -s "$HERE/wrk/$script" "$BASE" > /dev/null 2>&1
     local c0; c0=$(awk '{print $14 + $15}' /proc/$pid/stat)
     local line; line=$(RUN_TAG="m$1$(date +%s%N)" wrk -t2 -c64 -d"${SECS}s" -s "$HERE/wrk/$script" "$BASE" 2>&1 | grep '^RESULT')

@@ -38,6 +38,8 @@ public final class FormDecoder: FormBody {
     private var text: (name: String, bytes: [UInt8])?
     private var file: FormFile?
     private var received = 0
+    /// What file parts may still keep in memory (`FormFile`), for the whole form.
+    private var memoryLeft = 1 << 20
     private var count = 0
     private var failure: Failure?
 
@@ -93,7 +95,11 @@ public final class FormDecoder: FormBody {
                 guard count <= limits.maxFields else { throw Failure.tooLarge("more than \(limits.maxFields) fields") }
                 if let fileName {
                     guard fields.files.count < limits.maxFiles else { throw Failure.tooLarge("more than \(limits.maxFiles) files") }
-                    let part = try FormFile(directory: directory, fileName: fileName, contentType: contentType ?? "application/octet-stream")
+                    // Parts held in memory share one budget: past it, every part goes to disk.
+                    let share = min(FormFile.partMemory, memoryLeft)
+                    memoryLeft -= share
+                    let part = FormFile(directory: directory, fileName: fileName, contentType: contentType ?? "application/octet-stream",
+                                        memoryLimit: share)
                     file = part
                     fields.attach(key, part)
                 } else {

@@ -57,9 +57,16 @@ public struct SubmittedInstance: Sendable {
     /// Puts the answers of `nodes` (groups entered in place) found among `elements` into `out`.
     private static func fill(_ out: inout [String: JSONValue], _ elements: [XMLElement], _ consumed: inout [Bool], nodes: [FormNode],
                              uploadId: (String) -> String, fileNames: inout [NamedFile]) {
+        // By local name: apps write the instance with or without the form's default namespace.
+        var byName: [String: [Int]] = [:]
+        for (i, element) in elements.enumerated() { byName[element.name, default: []].append(i) }
+        fill(&out, elements, &consumed, byName, nodes: nodes, uploadId: uploadId, fileNames: &fileNames)
+    }
+
+    private static func fill(_ out: inout [String: JSONValue], _ elements: [XMLElement], _ consumed: inout [Bool], _ byName: [String: [Int]],
+                             nodes: [FormNode], uploadId: (String) -> String, fileNames: inout [NamedFile]) {
         for node in nodes {
-            // By local name: apps write the instance with or without the form's default namespace.
-            let indices = elements.indices.filter { elements[$0].name == node.id }
+            let indices = byName[node.id] ?? []
             switch node.kind {
             case .group:
                 // A group's element holds its children at the answers' own level.

@@ -311,7 +311,8 @@ import SurveyDomain
 
     @Test func attachedFilesBecomeTheResponsesUploadsByteForByte() throws {
         let p = try Published(definition: Self.photos)
-        let house = Files.png(3_000), water = Files.jpeg(5_000)
+        // One part small enough to be held in memory while the form is decoded, one that goes to disk.
+        let house = Files.png(3_000), water = Files.jpeg(300_000)
         let files = [CollectClient.File(name: "house.png", contentType: "image/png", bytes: house),
                      CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: water)]
         let instance = try photoInstance(p, "uuid:photos-0001")

@@ -1,3 +1,4 @@
+import Dispatch
 import SurveyDomain
 import SurveyHTTP
 import SurveyOperations
@@ -25,8 +26,9 @@ struct OpenRosaService {
         }
         var limits = FormDecoder.Limits(maxBytes: maxBodyBytes)
         limits.maxFiles = 1_000
-        // On a blocking thread: attachments are stored, each through the gate, before the submission.
-        router.add("POST", Self.base + "/submission", access: collectors, form: limits, runs: .blocking) { request in
+        // Inline like the JSON door's: its reads do not wait, the write is queued; a submission with
+        // files stores them on a thread of its own first (`submit`).
+        router.add("POST", Self.base + "/submission", access: collectors, form: limits, runs: .inline) { request in
             let r = answer { try submit(request) }
             // Refused before the operation's outcome (which `render` counts).
             if r.deferred == nil && r.status >= 300 { services.metrics.openRosaSubmission(.refused(code: r.errorCode ?? 0)) }
@@ -91,23 +93,45 @@ struct OpenRosaService {
             _ = try ops.admit(caller, to: Submissions.access, orgId: orgId, in: db)
             return (caller, try OpenRosaArrival.read(try instance.bytes(), orgId: orgId, in: db, operations: ops))
         }
-        for named in arrival.files {
-            guard let part = request.form.files[named.fileName] else { continue }  // sent in another POST, or missing (1014 below)
-            try storeAttachment(part, named, of: arrival, caller: caller, orgId: orgId)
-        }
-        // Collect splits a submission too large for one POST: every POST but the last says so.
-        if request.form["*isIncomplete*"] != nil {
-            services.metrics.openRosaSubmission(.partial)
-            return Self.document(201, OpenRosaDocuments.response(message: "Part of the form was received; the rest is on its way."))
-        }
-        let door = OpenRosaSubmissionDoor(appToken: token, orgId: orgId, arrival: arrival)
-        let answer = DeferredResponse()
+        let attached = arrival.files.compactMap { named in request.form.files[named.fileName].map { (named, $0) } }
+        let partial = request.form["*isIncomplete*"] != nil
         let metrics = services.metrics
-        ops.submissions.submit(orgId: orgId, from: door) { outcome in
-            answer.complete { Self.render(outcome, metrics: metrics) }
+        let answer = DeferredResponse()
+        // What follows the files: a split submission's earlier POSTs end with them; the last (or
+        // only) POST runs the submission operation, as the JSON door does.
+        let submitNow: @Sendable () -> Void = {
+            if partial {
+                metrics.openRosaSubmission(.partial)
+                answer.complete { Self.document(201, OpenRosaDocuments.response(message: "Part of the form was received; the rest is on its way.")) }
+                return
+            }
+            let door = OpenRosaSubmissionDoor(appToken: token, orgId: orgId, arrival: arrival)
+            ops.submissions.submit(orgId: orgId, from: door) { outcome in
+                answer.complete { Self.render(outcome, metrics: metrics) }
+            }
+        }
+        guard !attached.isEmpty else {
+            submitNow()
+            return .later(answer)
+        }
+        // Each file is an upload through the gate, which waits for its commit: not on this thread.
+        let service = self
+        Self.attachments.async {
+            do {
+                for (named, part) in attached { try service.storeAttachment(part, named, of: arrival, caller: caller, orgId: orgId) }
+            } catch {
+                let e = error as? ApiError ?? ApiError(.internalError, "The server could not store this form's files; it stays on your phone. Try again later.")
+                metrics.openRosaSubmission(.refused(code: e.code.rawValue))
+                answer.complete { Self.refusal(e, status: e.code.httpStatus) }
+                return
+            }
+            submitNow()
         }
         return .later(answer)
     }
+
+    /// Where attachments are stored, off the HTTP threads.
+    private static let attachments = DispatchQueue(label: "surveyd.openrosa.attachments", attributes: .concurrent)
 
     /// One attached file as an upload of the version and question that name it, under the id
     /// derived from the instance and the file name: a resent POST stores nothing twice.
