@@ -150,7 +150,7 @@ def check(spec, rec):
         # document (the browser tests and ConsoleTests check them).
         return None, status, []
     if path.startswith("/v1/key/"):
-        # The OpenRosa door answers OpenRosa's XML documents (Docs/openrosa.md; OpenRosaTests
+        # The OpenRosa door answers OpenRosa's XML documents (Docs/odk-collect.md; OpenRosaTests
         # checks them): not operations of the JSON API's document either.
         return None, status, []
     template = spec.match(path)

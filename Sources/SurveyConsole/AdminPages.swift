@@ -98,7 +98,7 @@ struct AdminPages: Sendable {
     }
 
     /// The new token's card; for a collector also the card ODK Collect and KoboCollect scan to
-    /// be set up with it (the OpenRosa door's URL, `Docs/openrosa.md`).
+    /// be set up with it (the OpenRosa door's URL, `Docs/odk-collect.md`).
     private func tokenSecrets(_ token: String, id tokenId: String, for user: UserRecord, _ request: HTTPRequest) throws -> [[String: TemplateValue]] {
         var cards: [[String: TemplateValue]] = [[
             "heading": .text("App token \(tokenId) for \(user.name)"),

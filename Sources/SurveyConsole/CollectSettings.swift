@@ -6,7 +6,7 @@ import SurveyDomain
 /// base64 (Collect's settings format). Scanning it points the app at the OpenRosa door with the
 /// collector's app token, so a phone is set up without typing a URL.
 enum CollectSettings {
-    /// The server URL an OpenRosa app uses for `token` (`Docs/openrosa.md`).
+    /// The server URL an OpenRosa app uses for `token` (`Docs/odk-collect.md`).
     static func serverURL(origin: String, token: String, orgId: String) -> String {
         "\(origin)/v1/key/\(token)/orgs/\(orgId)"
     }

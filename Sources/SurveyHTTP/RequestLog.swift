@@ -31,8 +31,9 @@ public struct RequestLog: Sendable {
             if let c = response.errorCode { add("errorCode", .number(Double(c))) }
             for (k, v) in response.logFields { add(k, .string(v)) }
         }
-        // A path parameter named `…Secret` (an invitation link's) is a credential: never logged.
-        for (k, v) in ex.params where !k.hasSuffix("Secret") { add(k, .string(v)) }
+        // A path parameter named `token` (an OpenRosa app's) or `…Secret` (an invitation link's) is
+        // a credential: never logged.
+        for (k, v) in ex.params where k != "token" && !k.hasSuffix("Secret") { add(k, .string(v)) }
         if let note { add("note", .string(note)) }
         var bytes = CanonicalJSON.encodeObject(line)
         bytes.append(10)

@@ -23,7 +23,7 @@ public struct SubmittedInstance: Sendable {
         instanceID = root.children.first { $0.name == "meta" }?.children.first { $0.name == "instanceID" }?.text.trimmingWhitespace()
     }
 
-    /// The answers as the JSON API takes them (`Docs/openrosa.md`): groups unwrap, a repeat's
+    /// The answers as the JSON API takes them (`Docs/odk-collect.md`): groups unwrap, a repeat's
     /// elements become a list of objects, an empty element is no answer, numbers and points are
     /// read by the question's type, and a file question's file name becomes the upload
     /// `uploadId(fileName)`. An element no node of the definition names is kept as a text

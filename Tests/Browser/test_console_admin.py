@@ -808,7 +808,9 @@ def test_user_page_tokens_and_deactivation():
 
     click_and_load(d, button(d, "New app token (shown once, with a QR code)"))
     shown = secrets(d)
-    assert len(shown) == 1 and shown[0][0].startswith("App token tok_") and shown[0][0].endswith(f" for {name}"), [s[:2] for s in shown]
+    # A collector's token comes with ODK Collect's settings QR code (test_console_collect.py reads it).
+    assert len(shown) == 2 and shown[0][0].startswith("App token tok_") and shown[0][0].endswith(f" for {name}"), [s[:2] for s in shown]
+    assert shown[1][0] == f"ODK Collect or KoboCollect for {name}" and shown[0][1] in shown[1][1], [s[:2] for s in shown]
     new_id = shown[0][0].split(" ")[2]
     assert any(new_id in t.text for t in d.find_elements(By.CSS_SELECTOR, "ul.tokens li")), "the new token's id is not in the list"
     check_qr(d, shown[0][2], "new app token")

@@ -366,4 +366,23 @@ import SurveyDomain
         #expect(try p.collect.submit(instance, files: files).status == 201)
         #expect(try p.responses() == 1)
     }
+
+    /// The request log names the door's routes by pattern and never writes the app token that
+    /// sits in their path.
+    @Test func theRequestLogNeverHoldsTheAppToken() throws {
+        let server = ServerProcess()
+        let log = server.dataDir + ".requests"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        try server.start(requestLog: log)
+        let seeded = try server.seed()
+        let base = "/v1/key/\(seeded.collectorToken)/orgs/\(seeded.orgId)"
+        #expect(try server.client.request("GET", base + "/formList", headers: CollectClient.headers).status == 200)
+        #expect(try server.client.request("HEAD", base + "/submission", headers: CollectClient.headers).status == 204)
+        #expect(try server.client.request("GET", "/v1/key/not-a-token/orgs/\(seeded.orgId)/formList", headers: CollectClient.headers).status == 403)
+        #expect(server.terminate() == 0)
+        let lines = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(lines.contains("\"route\":\"/v1/key/{token}/orgs/{orgId}/formList\""), "\(lines)")
+        #expect(lines.contains("\"errorCode\":1006"), "\(lines)")
+        #expect(!lines.contains(seeded.collectorToken) && !lines.contains("not-a-token"), "\(lines)")
+    }
 }

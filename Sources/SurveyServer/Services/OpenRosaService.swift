@@ -5,7 +5,7 @@ import SurveyOperations
 import SurveyStorage
 import SurveyXForm
 
-/// The OpenRosa door (`Docs/openrosa.md`): what ODK Collect, KoboCollect and Enketo call at
+/// The OpenRosa door (`Docs/odk-collect.md`): what ODK Collect, KoboCollect and Enketo call at
 /// `{server}/v1/key/{token}/orgs/{orgId}` — the form list, the XForm download, and submissions,
 /// which run the same submission operation as the JSON API. Every answer carries
 /// `X-OpenRosa-Version: 1.0`; a refusal is an OpenRosaResponse whose message a collector can act

@@ -132,12 +132,18 @@ final class ServerProcess: @unchecked Sendable {
 
     /// Serves `dataDir` on a port the system picks (`--port 0`: no other process can take it
     /// between a choice and the bind), read back from the start-up line.
-    func start(extra: [String] = []) throws {
+    /// `requestLog`: a file for the request log (stdout); none by default (`--no-log`).
+    func start(extra: [String] = [], requestLog: String? = nil) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = ["serve", "--data-dir", dataDir, "--port", "0", "--no-log"] + extra
+        p.arguments = ["serve", "--data-dir", dataDir, "--port", "0"] + (requestLog == nil ? ["--no-log"] : []) + extra
             + (try TestEngine.urlArguments(dataDir: dataDir))
-        p.standardOutput = FileHandle.nullDevice
+        if let requestLog {
+            FileManager.default.createFile(atPath: requestLog, contents: nil)
+            p.standardOutput = FileHandle(forWritingAtPath: requestLog) ?? FileHandle.nullDevice
+        } else {
+            p.standardOutput = FileHandle.nullDevice
+        }
         // stderr is kept beside the data dir: a crash's message is what a failing test must show.
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
         p.standardError = FileHandle(forWritingAtPath: stderrPath) ?? FileHandle.nullDevice
