@@ -385,4 +385,28 @@ import SurveyDomain
         #expect(lines.contains("\"errorCode\":1006"), "\(lines)")
         #expect(!lines.contains(seeded.collectorToken) && !lines.contains("not-a-token"), "\(lines)")
     }
+
+    /// A form sent from Collect is a response like any other: a webhook receives it, the review
+    /// queue lists it, the export holds it, with its instance ID as the clientSubmissionId.
+    @Test func aResponseFromCollectReachesWebhooksReviewAndExports() throws {
+        let w = try WebhookTests.World()
+        let hook = try w.webhook(w.receiver.url(), events: ["response.accepted"])
+        let c = CollectClient(w.f)
+        let form = try #require(try c.formList().forms.first)
+        let xform = try c.download(form).body
+        let instance = try CollectClient.instance(of: xform, instanceID: "uuid:everywhere-0001",
+                                                  values: [("size", "4"), ("source", "well"), ("notes", "by the river")])
+        #expect(try c.submit(instance).status == 201)
+        let stored = try #require(try w.f.client.get("/v1/orgs/\(w.f.orgId)/responses?clientSubmissionId=uuid:everywhere-0001",
+                                                     token: w.f.collectorToken).json)
+        let responseId = try #require(stored["responseId"]?.stringValue)
+        #expect(stored["answers"] == ["size": 4, "source": "well", "notes": "by the river"])
+        #expect(w.receiver.wait { $0.count == 1 })
+        #expect(WebhookReceiver.verifies(try #require(w.receiver.calls.first), secret: hook.secret))
+        #expect(w.receiver.calls.first?.json?["data"]?["responseId"]?.stringValue == responseId)
+        let queue = try w.f.client.get("/v1/orgs/\(w.f.orgId)/responses?reviewState=submitted", token: w.f.reviewerToken)
+        #expect(queue.json?["items"]?.arrayValue?.contains { $0["responseId"]?.stringValue == responseId } == true)
+        let csv = try w.f.client.get("/v1/orgs/\(w.f.orgId)/surveys/\(w.v.surveyId)/responses.csv", token: w.f.reviewerToken)
+        #expect(csv.status == 200 && csv.text.contains("uuid:everywhere-0001") && csv.text.contains("by the river"), "\(csv.text)")
+    }
 }
