@@ -10,7 +10,8 @@ a 375x812 one (a mobile viewport at device pixel ratio 2); each is the whole pag
 first screen. The response shown has a location, a photo and a review comment in its history
 (returned for correction, resubmitted, in review again); the roster's response and survey pages
 show Tests/Browser/test_console_forms.py's household roster (a group, members with their clinic
-visits, two languages); the user page shows a new app token with its QR code; the survey page two
+visits, two languages); the user page shows a new app token with its QR code and, for the collector, ODK
+Collect's settings QR code; the survey page two
 versions; survey-xlsform-warnings the page right after publishing an XLSForm pyxform warns about
 (Tests/SurveyXFormTests/Fixtures/warnings.xlsx, over an XForm version); the tasks page open and completed tasks; the operator's page three organizations, one
 of them expired. For each phone page it also prints any element wider than the screen, so a
