@@ -45,28 +45,13 @@ publish() {  # form -> "versionId hash"
 read -r FLAT_VERSION FLAT_HASH <<< "$(publish flat)"
 read -r ROSTER_VERSION ROSTER_HASH <<< "$(publish roster)"
 
+# shellcheck source=Benchmarks/alternate.sh
+source "$HERE/alternate.sh"
 one() {  # form -> "rate us_per_submission"
     local version hash
     if [ "$1" = flat ]; then version=$FLAT_VERSION hash=$FLAT_HASH; else version=$ROSTER_VERSION hash=$ROSTER_HASH; fi
     export FIXTURES="$FX/$1" VERSION="$version" HASH="$hash"
-    RUN_TAG="f$1$(date +%s%N)" wrk -t2 -c64 -d3s -s "$HERE/wrk/submit.lua" "$BASE" > /dev/null 2>&1
-    local c0; c0=$(awk '{print $14 + $15}' /proc/$pid/stat)
-    local line; line=$(RUN_TAG="m$1$(date +%s%N)" wrk -t2 -c64 -d"${SECS}s" -s "$HERE/wrk/submit.lua" "$BASE" 2>&1 | grep '^RESULT')
-    local c1; c1=$(awk '{print $14 + $15}' /proc/$pid/stat)
-    local statuses; statuses=$(echo "$line" | sed 's/.* statuses=\([^ ]*\).*/\1/')
-    case $statuses in 201:*) ;; *) echo "forms: $1 answered $statuses, not all 201" >&2; exit 1 ;; esac
-    local n rate; n=$(echo "$line" | sed 's/.* requests=\([0-9]*\).*/\1/'); rate=$(echo "$line" | sed 's/.* ok_rps=\([0-9.]*\).*/\1/')
-    awk -v r="$rate" -v t=$((c1 - c0)) -v h="$(getconf CLK_TCK)" -v n="$n" 'BEGIN {printf "%.0f %.0f\n", r, t / h * 1e6 / n}'
+    measure "$1" submit.lua
 }
-
-tf=0; tr=0; uf=0; ur=0
-for r in $(seq 1 "$ROUNDS"); do
-    if [ $((r % 2)) = 1 ]; then
-        read -r rf pf <<< "$(one flat)"; read -r rr pr <<< "$(one roster)"
-    else
-        read -r rr pr <<< "$(one roster)"; read -r rf pf <<< "$(one flat)"
-    fi
-    echo "round $r: flat $rf/s ${pf}us   roster $rr/s ${pr}us"
-    tf=$((tf + rf)); tr=$((tr + rr)); uf=$((uf + pf)); ur=$((ur + pr))
-done
-echo "mean: flat $((tf / ROUNDS))/s $((uf / ROUNDS))us   roster $((tr / ROUNDS))/s $((ur / ROUNDS))us   roster/flat rate $(awk -v a=$tf -v b=$tr 'BEGIN {printf "%.3f", b / a}')   the roster's checks: $(((ur - uf) / ROUNDS))us a submission"
+alternate flat roster "$ROUNDS"
+echo "the roster's checks: $((MEAN_US_B - MEAN_US_A))us a submission"

@@ -69,30 +69,12 @@ open(sys.argv[4], "wb").write(E.tostring(root, encoding="utf-8", xml_declaration
 PY
 export INSTANCE="$FX/instance.xml"
 
+# shellcheck source=Benchmarks/alternate.sh
+source "$HERE/alternate.sh"
 one() {  # door -> "rate us_per_submission"
-    local script=submit.lua
-    [ "$1" = openrosa ] && script=openrosa.lua
-    RUN_TAG="w$1$(date +%s%N)" wrk -t2 -c64 -d3s -s "$HERE/wrk/$script" "$BASE" > /dev/null 2>&1
-    local c0; c0=$(awk '{print $14 + $15}' /proc/$pid/stat)
-    local line; line=$(RUN_TAG="m$1$(date +%s%N)" wrk -t2 -c64 -d"${SECS}s" -s "$HERE/wrk/$script" "$BASE" 2>&1 | grep '^RESULT')
-    local c1; c1=$(awk '{print $14 + $15}' /proc/$pid/stat)
-    local statuses; statuses=$(echo "$line" | sed 's/.* statuses=\([^ ]*\).*/\1/')
-    case $statuses in 201:*) ;; *) echo "openrosa: $1 answered $statuses, not all 201" >&2; exit 1 ;; esac
-    local n rate; n=$(echo "$line" | sed 's/.* requests=\([0-9]*\).*/\1/'); rate=$(echo "$line" | sed 's/.* ok_rps=\([0-9.]*\).*/\1/')
-    awk -v r="$rate" -v t=$((c1 - c0)) -v h="$(getconf CLK_TCK)" -v n="$n" 'BEGIN {printf "%.0f %.0f\n", r, t / h * 1e6 / n}'
+    if [ "$1" = openrosa ]; then measure "$1" openrosa.lua; else measure "$1" submit.lua; fi
 }
-
-tj=0; to=0; uj=0; uo=0
-for r in $(seq 1 "$ROUNDS"); do
-    if [ $((r % 2)) = 1 ]; then
-        read -r rj pj <<< "$(one json)"; read -r ro po <<< "$(one openrosa)"
-    else
-        read -r ro po <<< "$(one openrosa)"; read -r rj pj <<< "$(one json)"
-    fi
-    echo "round $r: json $rj/s ${pj}us   openrosa $ro/s ${po}us"
-    tj=$((tj + rj)); to=$((to + ro)); uj=$((uj + pj)); uo=$((uo + po))
-done
-echo "mean: json $((tj / ROUNDS))/s $((uj / ROUNDS))us   openrosa $((to / ROUNDS))/s $((uo / ROUNDS))us   openrosa/json rate $(awk -v a=$tj -v b=$to 'BEGIN {printf "%.3f", b / a}')"
+alternate json openrosa "$ROUNDS"
 
 # One submission with a 100 MB photo: the server's RSS while it streams to disk, hashes and commits.
 python3 -c '

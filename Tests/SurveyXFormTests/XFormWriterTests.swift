@@ -36,51 +36,10 @@ import Testing
     ]
 
     /// A roster in two languages, with a choice filter outside and inside the repeat.
-    static let roster: JSONValue = [
-        "title": "Household roster",
-        "formId": "household_roster",
-        "defaultLanguage": "English (en)",
-        "choiceLists": [
-            "yesno": [
-                ["name": "yes", "label": ["English (en)": "Yes", "Español (es)": "Sí"]],
-                ["name": "no", "label": ["English (en)": "No", "Español (es)": "No"]],
-            ],
-            "regions": [
-                ["name": "n", "label": ["English (en)": "North", "Español (es)": "Norte"]],
-                ["name": "s", "label": ["English (en)": "South", "Español (es)": "Sur"]],
-            ],
-            "districts": [
-                ["name": "d1", "label": ["English (en)": "Lakeside", "Español (es)": "Lago"], "region": "n"],
-                ["name": "d2", "label": ["English (en)": "Hills", "Español (es)": "Colinas"], "region": "n"],
-                ["name": "d3", "label": ["English (en)": "Delta", "Español (es)": "Delta"], "region": "s"],
-            ],
-        ],
-        "questions": [
-            ["id": "welcome", "type": "note", "label": ["English (en)": "Thank you for your time", "Español (es)": "Gracias por su tiempo"]],
-            ["id": "consent", "type": "select_one", "label": ["English (en)": "Do you agree?", "Español (es)": "¿Está de acuerdo?"],
-             "choiceList": "yesno", "required": true],
-            ["id": "region", "type": "select_one", "label": "Region", "choiceList": "regions"],
-            ["id": "district", "type": "select_one", "label": "District", "choiceList": "districts", "choiceFilter": "region = ${region}"],
-            ["id": "household", "type": "group", "label": ["English (en)": "Household", "Español (es)": "Hogar"],
-             "relevant": "${consent} = 'yes'", "children": [
-                ["id": "size", "type": "integer", "label": "How many people live here?", "required": true,
-                 "hint": ["English (en)": "Everyone who slept here", "Español (es)": "Todos los que durmieron aquí"],
-                 "constraint": ". >= 1 and . <= 30",
-                 "constraintMessage": ["English (en)": "Between 1 and 30 people", "Español (es)": "Entre 1 y 30 personas"]],
-                ["id": "people", "type": "repeat", "label": ["English (en)": "Person", "Español (es)": "Persona"], "repeatCount": "${size}",
-                 "children": [
-                    ["id": "name", "type": "text", "label": "Name", "required": true],
-                    ["id": "age", "type": "integer", "label": ["English (en)": "Age", "Español (es)": "Edad"], "constraint": ". >= 0 and . <= 120"],
-                    ["id": "school", "type": "select_one", "label": "In school?", "choiceList": "yesno",
-                     "relevant": "${age} >= 5 and ${age} <= 18"],
-                    ["id": "birth_region", "type": "select_one", "label": "Region of birth", "choiceList": "regions"],
-                    ["id": "birth_district", "type": "select_one", "label": "District of birth", "choiceList": "districts",
-                     "choiceFilter": "region = ${birth_region}"],
-                 ]],
-                ["id": "eldest", "type": "calculate", "label": ["English (en)": "Eldest", "Español (es)": "Mayor"], "calculation": "max(${age})"],
-             ]],
-        ],
-    ]
+    static let roster: JSONValue = {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/roster-two-languages.json")
+        return (try? JSONParser.parse(Array(Data(contentsOf: url)))) ?? .null
+    }()
 
     static func roundTrip(_ definition: JSONValue, label: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let xml = try XFormWriter.xform(of: definition, formId: "srv_fallback", version: "7")
