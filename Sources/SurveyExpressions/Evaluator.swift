@@ -2,32 +2,39 @@
 /// `ExpressionLimits.maxEvaluationSteps`. Operators follow XPath 1.0 section 3.4, with the
 /// equality tolerance of JavaRosa (XPathEqExpr) and the ODK specification's dates.
 struct Evaluator {
-    let context: EvaluationContext
+    /// `.` and `position()`. The rest of the context is only read by the running program, which
+    /// borrows it: an evaluator holding a copy would retain and release its closures each time.
+    let current: Value
+    let position: Int
     private(set) var steps = 0
     /// The call being evaluated, for the offset of a limit's error.
     var offset = 0
 
-    init(context: EvaluationContext) {
-        self.context = context
+    init(current: Value, position: Int) {
+        self.current = current
+        self.position = position
     }
 
+    @inline(__always)
     mutating func charge(_ units: Int) throws(ExpressionError) {
         steps = steps &+ Swift.max(0, Swift.min(units, ExpressionLimits.maxEvaluationSteps &+ 1))
-        if steps > ExpressionLimits.maxEvaluationSteps {
-            throw ExpressionError("the evaluation takes more than \(ExpressionLimits.maxEvaluationSteps) steps",
-                                  offset: offset, kind: .limit)
-        }
+        if steps > ExpressionLimits.maxEvaluationSteps { throw overLimit() }
+    }
+
+    @inline(never)
+    private func overLimit() -> ExpressionError {
+        ExpressionError("the evaluation takes more than \(ExpressionLimits.maxEvaluationSteps) steps", offset: offset, kind: .limit)
     }
 
     /// Runs a compiled expression: one instruction a step, the values on a stack that lives in
     /// this call's frame (an evaluation allocates nothing of its own).
-    mutating func run(_ program: Program) throws(ExpressionError) -> Value {
+    mutating func run(_ program: Program, _ context: EvaluationContext) throws(ExpressionError) -> Value {
         var failure: ExpressionError?
         let result = withUnsafeTemporaryAllocation(of: Value.self, capacity: Swift.max(1, program.maxStack)) { buffer in
             var stack = ValueStack(buffer)
             defer { stack.removeAll() }
             do throws(ExpressionError) {
-                return try execute(program, on: &stack)
+                return try execute(program, context, on: &stack)
             } catch {
                 failure = error
                 return Value.string("")
@@ -37,16 +44,17 @@ struct Evaluator {
         return result
     }
 
-    private mutating func execute(_ program: Program, on stack: inout ValueStack) throws(ExpressionError) -> Value {
+    private mutating func execute(_ program: Program, _ context: EvaluationContext, on stack: inout ValueStack) throws(ExpressionError) -> Value {
         let code = program.code
+        let source = context.source
         var pc = 0
         while pc < code.count {
             try charge(1)
             switch code[pc] {
-            case .push(let value):
-                stack.push(value)
+            case .push(let i):
+                stack.push(program.constants.indices.contains(i) ? program.constants[i] : .string(""))
             case .reference(let slot):
-                if let source = context.source {
+                if let source {
                     stack.push(source.value(ofReference: slot))
                 } else {
                     stack.push(program.references.indices.contains(slot) ? context.reference(program.references[slot]) : .string(""))
@@ -54,7 +62,7 @@ struct Evaluator {
             case .field(let index):
                 stack.push(program.fields.indices.contains(index) ? context.field(program.fields[index]) : .string(""))
             case .current:
-                stack.push(context.current)
+                stack.push(current)
             case .negate:
                 let operand = stack.pop()
                 stack.push(.number(-(try number(operand))))
@@ -97,10 +105,11 @@ struct Evaluator {
                 offset = at
                 let args = stack.popLast(count)
                 stack.push(try variadic(function, args[...]))
-            case .regex(let program, let at):
+            case .regex(let i, let at):
                 offset = at
                 let text = stack.pop().asString
-                stack.push(.boolean(try match(program, text)))
+                guard program.regexes.indices.contains(i) else { stack.push(.boolean(false)); break }
+                stack.push(.boolean(try match(program.regexes[i], text)))
             }
             pc += 1
         }
@@ -111,8 +120,17 @@ struct Evaluator {
 
     /// `number()`, counting the bytes a string conversion reads.
     mutating func number(_ value: Value) throws(ExpressionError) -> Double {
-        if case .string(let s)? = Value.firstItem(value) { try charge(s.utf8.count) }
-        return value.asNumber
+        switch value {
+        case .number(let d): return d
+        case .boolean(let b): return b ? 1 : 0
+        case .date(let days): return days
+        case .string(let s):
+            try charge(s.utf8.count)
+            return Value.number(from: s)
+        case .nodes:
+            if case .string(let s)? = Value.firstItem(value) { try charge(s.utf8.count) }
+            return value.asNumber
+        }
     }
 
     /// The items of a node-set, nested ones flattened (without recursion); a single value is a
@@ -140,6 +158,22 @@ struct Evaluator {
     // MARK: - Operators
 
     private mutating func apply(_ op: Node.BinaryOperator, _ a: Value, _ b: Value) throws(ExpressionError) -> Value {
+        // Two numbers, the usual case: no conversion, nothing charged, no copy.
+        if case .number(let x) = a, case .number(let y) = b {
+            switch op {
+            case .plus: return .number(x + y)
+            case .minus: return .number(x - y)
+            case .times: return .number(x * y)
+            case .div: return .number(x / y)
+            case .mod: return .number(x.truncatingRemainder(dividingBy: y))
+            case .equal: return .boolean(Evaluator.numbersEqual(x, y))
+            case .notEqual: return .boolean(!Evaluator.numbersEqual(x, y))
+            case .less: return .boolean(x < y)
+            case .lessOrEqual: return .boolean(x <= y)
+            case .greater: return .boolean(x > y)
+            case .greaterOrEqual: return .boolean(x >= y)
+            }
+        }
         switch op {
         case .plus: return .number(try number(a) + number(b))
         case .minus: return .number(try number(a) - number(b))
@@ -154,6 +188,7 @@ struct Evaluator {
     /// XPath 1.0 comparison: with a node-set, true when some item compares true (a node-set
     /// against a boolean is first converted to a boolean); otherwise `scalarCompare`.
     private mutating func compare(_ op: Node.BinaryOperator, _ a: Value, _ b: Value) throws(ExpressionError) -> Bool {
+        if !a.isNodeSet && !b.isNodeSet { return try scalarCompare(op, a, b) }
         switch (a, b) {
         case (.nodes, .boolean), (.boolean, .nodes):
             return try scalarCompare(op, .boolean(a.asBoolean), .boolean(b.asBoolean))
@@ -191,12 +226,14 @@ struct Evaluator {
         switch op {
         case .equal, .notEqual:
             let equal: Bool
-            switch (a, b) {
-            case (.boolean, _), (_, .boolean):
+            if a.isBoolean || b.isBoolean {
                 equal = a.asBoolean == b.asBoolean
-            case (.number, _), (_, .number), (.date, _), (_, .date):
+            } else if a.isNumeric || b.isNumeric {
                 equal = Evaluator.numbersEqual(try number(a), try number(b))
-            default:
+            } else if case .string(let x) = a, case .string(let y) = b {
+                try charge(Swift.min(x.utf8.count, y.utf8.count))
+                equal = TextSearch.equal(x, y)
+            } else {
                 let x = a.asString, y = b.asString
                 try charge(Swift.min(x.utf8.count, y.utf8.count))
                 equal = TextSearch.equal(x, y)

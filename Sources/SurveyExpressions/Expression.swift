@@ -50,8 +50,8 @@ public struct Expression: Sendable {
             throw ExpressionError("\(call.name)() at offset \(call.offset) depends on the moment and the device, so the expression is not evaluated here",
                                   offset: call.offset, kind: .dependsOnMoment)
         }
-        var evaluator = Evaluator(context: context)
-        return try evaluator.run(program)
+        var evaluator = Evaluator(current: context.current, position: context.position)
+        return try evaluator.run(program, context)
     }
 
     /// The expression written back in a canonical form (single spaces, needed parentheses only);
