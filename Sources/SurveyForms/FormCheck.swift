@@ -18,7 +18,6 @@ final class FormCheck: ReferenceSource {
     /// Every object of answers: the answers object first, then each repeat instance (an object
     /// in a repeat's list), each repeat's instances in one run, parents before children.
     @exclusivity(unchecked) private var instances: [Instance] = []
-    @exclusivity(unchecked) private var objects: [[String: JSONValue]] = []
     /// The answers of each object in its level's document order (`Instance.answers`), read
     /// once from its dictionary: the walk and the references read these, never hashing an id again.
     @exclusivity(unchecked) private var found: [Found] = []
@@ -105,36 +104,37 @@ final class FormCheck: ReferenceSource {
     /// document order) or `unknownKeys`, a repeat's object items into new instances.
     private func gather(_ root: [String: JSONValue]) {
         let levels = structure.levels
-        var byLevel = levels.map { [JSONValue?](repeating: nil, count: $0.answering.count) }
-        var relevanceCount = 0, valueCount = 0
-        func add(_ level: Int, parent: Int, depth: Int, index: Int, _ object: [String: JSONValue]) {
-            instances.append(Instance(level: level, parent: parent, depth: depth, index: index,
-                                      relevance: relevanceCount, values: valueCount))
-            objects.append(object)
-            relevanceCount += levels[level].relevanceCount
-            valueCount += levels[level].valueCount
-        }
-        add(0, parent: -1, depth: 0, index: 0, root)
+        var objects = [root]
+        instances.append(Instance(level: 0, parent: -1, depth: 0, index: 0, relevance: 0, values: 0))
+        var relevanceCount = levels[0].relevanceCount, valueCount = levels[0].valueCount
+        // An object's answers by slot, emptied again as they move to `found`.
+        var bySlot = [JSONValue?](repeating: nil, count: structure.widestLevel)
+        // Grown at most once for a usual form: a repeat's instances hold about as many answers as the top.
+        found.reserveCapacity(2 * root.count)
+        instances.reserveCapacity(16)
         var x = 0
-        while x < instances.count {
-            let level = instances[x].level
-            let keys = levels[level].keys
-            // Placed by slot first, so that `found` is in document order whatever the dictionary's order.
+        while x < objects.count {
+            let level = levels[instances[x].level]
             let firstUnknown = unknownKeys.count
             for (key, answer) in objects[x] {
-                if let slot = keys[key] { byLevel[level][slot] = answer } else { unknownKeys.append(key) }
+                if let slot = level.keys.slot(of: key), bySlot.indices.contains(slot) { bySlot[slot] = answer } else { unknownKeys.append(key) }
             }
             instances[x].unknown = firstUnknown..<unknownKeys.count
             let start = found.count
-            for slot in byLevel[level].indices {
-                guard let answer = byLevel[level][slot] else { continue }
-                byLevel[level][slot] = nil
+            for (slot, e) in level.answering.enumerated() {
+                guard let answer = bySlot[slot] else { continue }
+                bySlot[slot] = nil
                 var f = Found(slot: slot, answer: answer)
-                let inner = structure.innerLevel[levels[level].answering[slot]]
+                let inner = structure.innerLevel[e]
                 if inner >= 0, case .array(let items) = answer {
                     let first = instances.count
                     for (i, item) in items.enumerated() {
-                        if case .object(let o) = item { add(inner, parent: x, depth: instances[x].depth + 1, index: i, o) }
+                        guard case .object(let o) = item else { continue }
+                        instances.append(Instance(level: inner, parent: x, depth: instances[x].depth + 1, index: i,
+                                                  relevance: relevanceCount, values: valueCount))
+                        objects.append(o)
+                        relevanceCount += levels[inner].relevanceCount
+                        valueCount += levels[inner].valueCount
                     }
                     f.instances = first..<instances.count
                 }

@@ -98,7 +98,9 @@ struct FormStructure: Sendable, Equatable {
     /// Where answers sit. Level 0 is the answers object; each repeat has a level, that of the
     /// objects of its instances. A check keeps, per object of answers, its answers in the order
     /// of the level's answering entries, and small tables by slot: no id is looked up twice.
-    struct Level: Sendable {
+    /// A class: a check reads one per object of answers, and a copy of a struct of arrays would
+    /// retain and release each of them.
+    final class Level: Sendable {
         /// The repeat whose instances sit at this level; -1 for the answers object.
         let repeatEntry: Int
         /// What a walk of one object starts from: the top level, or the repeat's children.
@@ -107,11 +109,20 @@ struct FormStructure: Sendable, Equatable {
         /// document order: an entry's `answerSlot` is its index here.
         let answering: [Int]
         /// Id to answer slot, for reading an object's keys.
-        let keys: [String: Int]
+        let keys: KeyTable
         /// How many entries have a `relevant` (`relevanceSlot`) and how many are read by some
         /// logic (`valueSlot`).
         let relevanceCount: Int
         let valueCount: Int
+
+        init(repeatEntry: Int, top: [Int], answering: [Int], keys: KeyTable, relevanceCount: Int, valueCount: Int) {
+            self.repeatEntry = repeatEntry
+            self.top = top
+            self.answering = answering
+            self.keys = keys
+            self.relevanceCount = relevanceCount
+            self.valueCount = valueCount
+        }
     }
 
     let entries: [Entry]
@@ -129,6 +140,8 @@ struct FormStructure: Sendable, Equatable {
     /// How many repeats enclose each entry.
     let depth: [Int]
     let levels: [Level]
+    /// The most answering entries of one level.
+    let widestLevel: Int
     /// By entry: its level; for a repeat, its children's level (else -1); its slot among the
     /// level's answering entries, relevance owners and entries read by logic (each -1 if none).
     let level: [Int]
@@ -193,7 +206,7 @@ struct FormStructure: Sendable, Equatable {
             let tables = Tables(entries, children: children, topLevel: topLevel)
             return (FormStructure(entries: entries, indexById: indexById, defaultLanguage: defaultLanguage, children: children, topLevel: topLevel,
                                   relevanceOrder: order.filter { entries[$0].relevant != nil }, relevanceOwner: owner,
-                                  depth: entries.map(\.repeats.count), levels: tables.levels, level: tables.level,
+                                  depth: entries.map(\.repeats.count), levels: tables.levels, widestLevel: tables.levels.map { $0.answering.count }.max() ?? 0, level: tables.level,
                                   innerLevel: tables.innerLevel, answerSlot: tables.answerSlot, relevanceSlot: tables.relevanceSlot,
                                   valueSlot: tables.valueSlot), [])
         case .failure(let cycle):
@@ -246,9 +259,8 @@ struct FormStructure: Sendable, Equatable {
                 }
             }
             for l in repeatOf.indices {
-                var keys: [String: Int] = [:]
-                for (slot, e) in answering[l].enumerated() { keys[entries[e].id] = slot }
-                levels.append(Level(repeatEntry: repeatOf[l], top: top[l], answering: answering[l], keys: keys,
+                levels.append(Level(repeatEntry: repeatOf[l], top: top[l], answering: answering[l],
+                                    keys: KeyTable(answering[l].map { entries[$0].id }),
                                     relevanceCount: relevanceCount[l], valueCount: valueCount[l]))
             }
         }
