@@ -28,13 +28,13 @@ struct Evaluator {
 
     /// Runs a compiled expression: one instruction a step, the values on a stack that lives in
     /// this call's frame (an evaluation allocates nothing of its own).
-    mutating func run(_ program: Program, _ context: EvaluationContext) throws(ExpressionError) -> Value {
+    mutating func run<B: Bindings>(_ program: Program, _ bindings: B) throws(ExpressionError) -> Value {
         var failure: ExpressionError?
         let result = withUnsafeTemporaryAllocation(of: Value.self, capacity: Swift.max(1, program.maxStack)) { buffer in
             var stack = ValueStack(buffer)
             defer { stack.removeAll() }
             do throws(ExpressionError) {
-                return try execute(program, context, on: &stack)
+                return try execute(program, bindings, on: &stack)
             } catch {
                 failure = error
                 return Value.string("")
@@ -44,9 +44,8 @@ struct Evaluator {
         return result
     }
 
-    private mutating func execute(_ program: Program, _ context: EvaluationContext, on stack: inout ValueStack) throws(ExpressionError) -> Value {
+    private mutating func execute<B: Bindings>(_ program: Program, _ bindings: B, on stack: inout ValueStack) throws(ExpressionError) -> Value {
         let code = program.code
-        let source = context.source
         var pc = 0
         while pc < code.count {
             try charge(1)
@@ -54,13 +53,9 @@ struct Evaluator {
             case .push(let i):
                 stack.push(program.constants.indices.contains(i) ? program.constants[i] : .string(""))
             case .reference(let slot):
-                if let source {
-                    stack.push(source.value(ofReference: slot))
-                } else {
-                    stack.push(program.references.indices.contains(slot) ? context.reference(program.references[slot]) : .string(""))
-                }
+                stack.push(bindings.reference(slot, of: program))
             case .field(let index):
-                stack.push(program.fields.indices.contains(index) ? context.field(program.fields[index]) : .string(""))
+                stack.push(bindings.field(index, of: program))
             case .current:
                 stack.push(current)
             case .negate:
@@ -252,4 +247,30 @@ struct Evaluator {
     static func numbersEqual(_ x: Double, _ y: Double) -> Bool {
         x == y || Swift.abs(x - y) < 1e-12
     }
+}
+
+/// Where a running program's references (`${id}`, by slot) and bare names (by index in
+/// `fields`) take their values from.
+protocol Bindings {
+    func reference(_ slot: Int, of program: Program) -> Value
+    func field(_ index: Int, of program: Program) -> Value
+}
+
+extension EvaluationContext: Bindings {
+    func reference(_ slot: Int, of program: Program) -> Value {
+        if let source { return source.value(ofReference: slot) }
+        return program.references.indices.contains(slot) ? reference(program.references[slot]) : .string("")
+    }
+
+    func field(_ index: Int, of program: Program) -> Value {
+        program.fields.indices.contains(index) ? field(program.fields[index]) : .string("")
+    }
+}
+
+/// A source of references and no bare names (`Expression.evaluate(source:current:position:)`).
+struct SourceBindings: Bindings {
+    let source: any ReferenceSource
+
+    func reference(_ slot: Int, of program: Program) -> Value { source.value(ofReference: slot) }
+    func field(_ index: Int, of program: Program) -> Value { .string("") }
 }

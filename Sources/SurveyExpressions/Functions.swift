@@ -121,7 +121,7 @@ extension Evaluator {
         case .stringLength:
             let text = count == 0 ? current.asString : a.asString
             try charge(text.utf8.count)
-            return .number(Double(text.unicodeScalars.count))
+            return .number(Double(TextSearch.scalarCount(text)))
         case .contains:
             let (text, part) = (a.asString, b.asString)
             try charge(text.utf8.count &+ part.utf8.count)

@@ -217,13 +217,14 @@ final class FormCheck: ReferenceSource {
     /// Evaluates `logic` in object `x`; nil when it depends on the moment, and false (an empty
     /// string) when it fails to evaluate within its bounds.
     private func evaluate(_ logic: FormStructure.BoundLogic, in x: Int, current: Value = .string(""),
-                          field: @escaping (String) -> Value = { _ in .string("") }) -> Value? {
+                          field: ((String) -> Value)? = nil) -> Value? {
         if logic.dependsOnMoment { return nil }
         // No evaluation starts inside another: relevance is computed beforehand, and a
         // reference only reads answers.
         evaluatingInstance = x
         evaluatingLinks = logic.links
         let position = instances[x].depth == 0 ? 0 : instances[x].index + 1
+        guard let field else { return (try? logic.expression.evaluate(source: self, current: current, position: position)) ?? .string("") }
         let context = EvaluationContext(source: self, current: current, field: field, position: position)
         return (try? logic.expression.evaluate(context)) ?? .string("")
     }
