@@ -388,7 +388,7 @@ final class FormCheck: ReferenceSource {
             if let message = entry.constraintMessage { return message.text(in: structure.defaultLanguage) }
             return "does not meet the constraint \(constraint.expression.source)"
         }
-        if let message = entry.question?.problem(with: answer, required: required) { return message }
+        if let message = entry.rules?.problem(with: answer, required: required) { return message }
         if let filter = entry.choiceFilter, let q = entry.question {
             let chosen = type == .selectOne ? [answer.stringValue ?? ""] : (answer.arrayValue ?? []).compactMap(\.stringValue)
             for name in chosen {

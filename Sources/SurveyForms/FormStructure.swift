@@ -21,6 +21,7 @@ struct FormStructure: Sendable, Equatable {
         /// The question's type and required flag, read on every check without copying the question.
         let type: QuestionType?
         let required: Bool
+        let rules: AnswerRules?
         let counts: RepeatCounts?
         /// The node's logic with its references bound to entries.
         let relevant: BoundLogic?
@@ -40,6 +41,7 @@ struct FormStructure: Sendable, Equatable {
             question = node.question
             type = node.question?.type
             required = node.question?.required ?? false
+            rules = node.question.map(AnswerRules.init)
             if case .repeat(let c) = node.kind { counts = c } else { counts = nil }
             let logic = node.question?.logic ?? .none
             relevant = node.relevant.map(bind)

@@ -59,16 +59,31 @@ struct KeyTable: Sendable {
                 while true {
                     let slot = Int(table[i]) - 1
                     if slot < 0 { return -1 }
-                    let from = starts[slot], n = k.count
-                    if starts[slot + 1] - from == n {
-                        var j = 0
-                        while j < n, k[j] == bytes[from + j] { j += 1 }
-                        if j == n { return slot }
+                    let from = starts[slot]
+                    if starts[slot + 1] - from == k.count, KeyTable.same(k, UnsafeBufferPointer(rebasing: bytes[from..<(from + k.count)])) {
+                        return slot
                     }
                     i = (i + 1) & mask
                 }
             }
         }
+    }
+
+    /// Equal bytes, compared eight at a time.
+    private static func same(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count, let x = a.baseAddress, let y = b.baseAddress else { return a.count == b.count }
+        let n = a.count
+        var i = 0
+        while i + 8 <= n {
+            if UnsafeRawPointer(x).loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                != UnsafeRawPointer(y).loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+            i += 8
+        }
+        while i < n {
+            if x[i] != y[i] { return false }
+            i += 1
+        }
+        return true
     }
 
     private static func hash(_ bytes: String.UTF8View) -> UInt64 {
