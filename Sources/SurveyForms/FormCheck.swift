@@ -18,8 +18,11 @@ final class FormCheck: ReferenceSource {
     /// Every object of answers: the answers object first, then each repeat instance (an object
     /// in a repeat's list), each repeat's instances in one run, parents before children.
     @exclusivity(unchecked) private var instances: [Instance] = []
-    /// The answers of each object in its level's document order (`Instance.answers`), read
-    /// once from its dictionary: the walk and the references read these, never hashing an id again.
+    /// The objects' dictionaries, by instance.
+    @exclusivity(unchecked) private var objects: [[String: JSONValue]] = []
+    /// Where the answers of each object are in its dictionary, in its level's document order
+    /// (`Instance.answers`), found once: the walk and the references read these, never hashing
+    /// an id again.
     @exclusivity(unchecked) private var found: [Found] = []
     /// Keys of an object that are no node's there (`Instance.unknown`).
     @exclusivity(unchecked) private var unknownKeys: [String] = []
@@ -47,11 +50,12 @@ final class FormCheck: ReferenceSource {
         let values: Int
     }
 
-    /// A key of an object that is some node's: the node's answer slot at that level and the
-    /// answer; for a repeat, its instances (a range of `instances`).
+    /// A key of an object that is some node's: the node's answer slot at that level and where
+    /// the answer is in the object's dictionary (no copy of it, so nothing to release at the
+    /// end); for a repeat, its instances (a range of `instances`).
     struct Found {
         let slot: Int
-        let answer: JSONValue
+        let at: Dictionary<String, JSONValue>.Index
         var instances: Range<Int> = 0..<0
     }
 
@@ -104,47 +108,58 @@ final class FormCheck: ReferenceSource {
     /// document order) or `unknownKeys`, a repeat's object items into new instances.
     private func gather(_ root: [String: JSONValue]) {
         let levels = structure.levels
-        var objects = [root]
+        objects = [root]
         instances.append(Instance(level: 0, parent: -1, depth: 0, index: 0, relevance: 0, values: 0))
         var relevanceCount = levels[0].relevanceCount, valueCount = levels[0].valueCount
-        // An object's answers by slot, emptied again as they move to `found`.
-        var bySlot = [JSONValue?](repeating: nil, count: structure.widestLevel)
         // Grown at most once for a usual form: a repeat's instances hold about as many answers as the top.
         found.reserveCapacity(2 * root.count)
         instances.reserveCapacity(16)
-        var x = 0
-        while x < objects.count {
-            let level = levels[instances[x].level]
-            let firstUnknown = unknownKeys.count
-            for (key, answer) in objects[x] {
-                if let slot = level.keys.slot(of: key), bySlot.indices.contains(slot) { bySlot[slot] = answer } else { unknownKeys.append(key) }
-            }
-            instances[x].unknown = firstUnknown..<unknownKeys.count
-            let start = found.count
-            for (slot, e) in level.answering.enumerated() {
-                guard let answer = bySlot[slot] else { continue }
-                bySlot[slot] = nil
-                var f = Found(slot: slot, answer: answer)
-                let inner = structure.innerLevel[e]
-                if inner >= 0, case .array(let items) = answer {
-                    let first = instances.count
-                    for (i, item) in items.enumerated() {
-                        guard case .object(let o) = item else { continue }
-                        instances.append(Instance(level: inner, parent: x, depth: instances[x].depth + 1, index: i,
-                                                  relevance: relevanceCount, values: valueCount))
-                        objects.append(o)
-                        relevanceCount += levels[inner].relevanceCount
-                        valueCount += levels[inner].valueCount
-                    }
-                    f.instances = first..<instances.count
+        // An object's keys by slot, emptied again as they move to `found`.
+        withUnsafeTemporaryAllocation(of: Dictionary<String, JSONValue>.Index?.self, capacity: structure.widestLevel) { bySlot in
+            bySlot.initialize(repeating: nil)
+            var x = 0
+            while x < objects.count {
+                let level = levels[instances[x].level]
+                let object = objects[x]
+                let firstUnknown = unknownKeys.count
+                var i = object.startIndex
+                while i != object.endIndex {
+                    let key = object.keys[i]
+                    if let slot = level.keys.slot(of: key), bySlot.indices.contains(slot) { bySlot[slot] = i } else { unknownKeys.append(key) }
+                    object.formIndex(after: &i)
                 }
-                found.append(f)
+                instances[x].unknown = firstUnknown..<unknownKeys.count
+                let start = found.count
+                for (slot, e) in level.answering.enumerated() {
+                    guard slot < bySlot.count, let at = bySlot[slot] else { continue }
+                    bySlot[slot] = nil
+                    var f = Found(slot: slot, at: at)
+                    let inner = structure.innerLevel[e]
+                    if inner >= 0, case .array(let items) = object.values[at] {
+                        let first = instances.count
+                        for (i, item) in items.enumerated() {
+                            guard case .object(let o) = item else { continue }
+                            instances.append(Instance(level: inner, parent: x, depth: instances[x].depth + 1, index: i,
+                                                      relevance: relevanceCount, values: valueCount))
+                            objects.append(o)
+                            relevanceCount += levels[inner].relevanceCount
+                            valueCount += levels[inner].valueCount
+                        }
+                        f.instances = first..<instances.count
+                    }
+                    found.append(f)
+                }
+                instances[x].answers = start..<found.count
+                x += 1
             }
-            instances[x].answers = start..<found.count
-            x += 1
         }
         relevance = [Relevance](repeating: .yes, count: relevanceCount)
         values = [Value?](repeating: nil, count: valueCount)
+    }
+
+    /// The answer `found[f]` of object `x`.
+    private func answer(_ f: Int, in x: Int) -> JSONValue {
+        objects[x].values[found[f].at]
     }
 
     /// The index in `found` of entry `e`'s answer in object `x` (of `e`'s level), if present.
@@ -277,7 +292,7 @@ final class FormCheck: ReferenceSource {
     /// each node after what its `relevant` reads, and the other logic runs after all of it.
     private func readValue(_ e: Int, _ x: Int) -> Value {
         guard let type = structure.entries[e].type, relevanceOf(e, x) != .no, let f = found(e, in: x) else { return .string("") }
-        let answer = found[f].answer
+        let answer = answer(f, in: x)
         guard !answer.isNull else { return .string("") }
         return Self.value(of: answer, type: type)
     }
@@ -334,7 +349,7 @@ final class FormCheck: ReferenceSource {
             var answered = -1
             let slot = structure.answerSlot[e]
             if slot >= 0, next < instances[x].answers.upperBound, found[next].slot == slot {
-                answer = found[next].answer
+                answer = self.answer(next, in: x)
                 answered = next
                 next += 1
             }
