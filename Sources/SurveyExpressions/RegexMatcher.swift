@@ -45,7 +45,8 @@ extension RegexProgram {
                     case .scalar(let x):
                         if x == c { add(pc + 1, at: position + 1, input, &next, stack) }
                     case .set(let s):
-                        if sets[s].contains(c) { add(pc + 1, at: position + 1, input, &next, stack) }
+                        let member = c.value < 128 ? asciiMembers[s].contains(c.value) : sets[s].contains(c)
+                        if member { add(pc + 1, at: position + 1, input, &next, stack) }
                     case .match:
                         if !entire { return true }
                     default:

@@ -30,9 +30,11 @@ final class FormCheck: ReferenceSource {
     /// `relevant`, the value of each node some logic reads once read.
     @exclusivity(unchecked) private var relevance: [Relevance] = []
     @exclusivity(unchecked) private var values: [Value?] = []
+    /// By instance and value slot: where in `found` the answer is (-1: absent).
+    @exclusivity(unchecked) private var valueAnswers: [Int] = []
     /// Where the expression being evaluated is: its object and bound references.
     @exclusivity(unchecked) private var evaluatingInstance = 0
-    @exclusivity(unchecked) private var evaluatingLinks: [FormStructure.Link] = []
+    @exclusivity(unchecked) private var evaluatingLinks: Range<Int> = 0..<0
 
     enum Relevance { case yes, no, unknown }
 
@@ -130,10 +132,18 @@ final class FormCheck: ReferenceSource {
                 }
                 instances[x].unknown = firstUnknown..<unknownKeys.count
                 let start = found.count
+                let values = instances[x].values
                 for (slot, e) in level.answering.enumerated() {
                     guard slot < bySlot.count, let at = bySlot[slot] else { continue }
                     bySlot[slot] = nil
                     var f = Found(slot: slot, at: at)
+                    let read = structure.valueSlot[e]
+                    if read >= 0 {
+                        if valueAnswers.count < values + level.valueCount {
+                            valueAnswers += repeatElement(-1, count: values + level.valueCount - valueAnswers.count)
+                        }
+                        valueAnswers[values + read] = found.count
+                    }
                     let inner = structure.innerLevel[e]
                     if inner >= 0, case .array(let items) = object.values[at] {
                         let first = instances.count
@@ -155,6 +165,16 @@ final class FormCheck: ReferenceSource {
         }
         relevance = [Relevance](repeating: .yes, count: relevanceCount)
         values = [Value?](repeating: nil, count: valueCount)
+    }
+
+    /// Where in `found` entry `e`'s answer in object `x` is: by its value slot when some logic
+    /// reads it (set while gathering), else searched.
+    private func answerIndex(_ e: Int, in x: Int) -> Int? {
+        let slot = structure.valueSlot[e]
+        guard slot >= 0 else { return found(e, in: x) }
+        let at = instances[x].values + slot
+        guard valueAnswers.indices.contains(at), valueAnswers[at] >= 0 else { return nil }
+        return valueAnswers[at]
     }
 
     /// The answer `found[f]` of object `x`.
@@ -193,28 +213,25 @@ final class FormCheck: ReferenceSource {
 
     private func computeRelevance() {
         for e in structure.relevanceOrder {
-            let level = structure.level[e], slot = structure.relevanceSlot[e]
+            let entry = structure.entries[e]
+            guard let logic = entry.relevant else { continue }
+            let parent = entry.parent, level = structure.level[e], slot = structure.relevanceSlot[e]
             for x in instances.indices where instances[x].level == level {
-                relevance[instances[x].relevance + slot] = relevanceAt(e, x)
+                var r: Relevance = .yes
+                if let parent {
+                    // A repeat's children sit in one of its instances: that instance exists, so
+                    // only the repeat's own relevance (outside it) counts.
+                    r = relevanceOf(parent, x)
+                }
+                if r != .no {
+                    switch evaluate(logic, in: x) {
+                    case .some(let v): if !v.asBoolean { r = .no }
+                    case .none: r = .unknown
+                    }
+                }
+                relevance[instances[x].relevance + slot] = r
             }
         }
-    }
-
-    private func relevanceAt(_ e: Int, _ x: Int) -> Relevance {
-        let entry = structure.entries[e]
-        var r: Relevance = .yes
-        if let parent = entry.parent {
-            // A repeat's children sit in one of its instances: that instance exists, so only the
-            // repeat's own relevance (outside it) counts.
-            r = relevanceOf(parent, x)
-        }
-        if r != .no, let logic = entry.relevant {
-            switch evaluate(logic, in: x) {
-            case .some(let v): if !v.asBoolean { r = .no }
-            case .none: r = .unknown
-            }
-        }
-        return r
     }
 
     /// The relevance of entry `e` in object `x` (or one enclosing it): that of its relevance
@@ -245,8 +262,8 @@ final class FormCheck: ReferenceSource {
     }
 
     func value(ofReference slot: Int) -> Value {
-        guard evaluatingLinks.indices.contains(slot) else { return .string("") }
-        let link = evaluatingLinks[slot]
+        guard slot >= 0, slot < evaluatingLinks.count, structure.links.indices.contains(evaluatingLinks.lowerBound + slot) else { return .string("") }
+        let link = structure.links[evaluatingLinks.lowerBound + slot]
         guard structure.entries.indices.contains(link.target) else { return .string("") }
         let base = ancestor(evaluatingInstance, depth: link.shared)
         return link.many ? list(link.target, below: base, shared: link.shared) : value(link.target, base)
@@ -291,7 +308,7 @@ final class FormCheck: ReferenceSource {
     /// Read only once a target's relevance is final: relevance is computed in an order that puts
     /// each node after what its `relevant` reads, and the other logic runs after all of it.
     private func readValue(_ e: Int, _ x: Int) -> Value {
-        guard let type = structure.entries[e].type, relevanceOf(e, x) != .no, let f = found(e, in: x) else { return .string("") }
+        guard let type = structure.entries[e].type, relevanceOf(e, x) != .no, let f = answerIndex(e, in: x) else { return .string("") }
         let answer = answer(f, in: x)
         guard !answer.isNull else { return .string("") }
         return Self.value(of: answer, type: type)
@@ -345,7 +362,8 @@ final class FormCheck: ReferenceSource {
     private func walkLevel(_ entries: [Int], in x: Int, next: inout Int) {
         for e in entries {
             let entry = structure.entries[e]
-            var answer: JSONValue?
+            // An absent answer reads as null, as `present` tells apart.
+            var answer = JSONValue.null
             var answered = -1
             let slot = structure.answerSlot[e]
             if slot >= 0, next < instances[x].answers.upperBound, found[next].slot == slot {
@@ -353,15 +371,15 @@ final class FormCheck: ReferenceSource {
                 answered = next
                 next += 1
             }
+            let present = answered >= 0
             if let type = entry.type {
-                if let message = problem(entry, e, answer ?? .null, x) {
+                if let message = problem(entry, e, answer, x) {
                     check.errors.append(FieldError(path: "\(prefix(x)).\(entry.id)", message: message))
-                } else if type == .file, let id = answer?["clientUploadId"]?.stringValue {
+                } else if type == .file, present, let id = answer["clientUploadId"]?.stringValue {
                     check.fileAnswers.append(FileAnswer(questionId: entry.id, clientUploadId: id))
                 }
             } else if let counts = entry.counts {
-                let value = answer ?? .null
-                let items = value.isNull ? [] : value.arrayValue
+                let items = answer.isNull ? [] : answer.arrayValue
                 guard let items, items.allSatisfy({ $0.objectValue != nil }) else {
                     check.errors.append(FieldError(path: "\(prefix(x)).\(entry.id)", message: "must be a list of objects, one per instance"))
                     continue
@@ -379,7 +397,7 @@ final class FormCheck: ReferenceSource {
                 }
             } else if structure.children[e].isEmpty {
                 // A note: it takes no answer.
-                if answer != nil { check.errors.append(FieldError(path: "\(prefix(x)).\(entry.id)", message: "a note takes no answer")) }
+                if present { check.errors.append(FieldError(path: "\(prefix(x)).\(entry.id)", message: "a note takes no answer")) }
             } else {
                 // A group: its children answer at this level. Its own id is no answer.
                 walkLevel(structure.children[e], in: x, next: &next)

@@ -60,11 +60,12 @@ struct FormStructure: Sendable, Equatable {
     /// is, so that a check never looks a name up.
     final class BoundLogic: Sendable {
         let expression: Expression
-        /// By reference slot.
-        let links: [Link]
+        /// Its links, by reference slot, in `FormStructure.links` (one array for the form: a
+        /// check that points at a range retains nothing).
+        let links: Range<Int>
         let dependsOnMoment: Bool
 
-        init(_ logic: Logic, links: [Link]) {
+        init(_ logic: Logic, links: Range<Int>) {
             expression = logic.expression
             self.links = links
             dependsOnMoment = logic.dependsOnMoment
@@ -151,6 +152,8 @@ struct FormStructure: Sendable, Equatable {
     let answerSlot: [Int]
     let relevanceSlot: [Int]
     let valueSlot: [Int]
+    /// Every logic's links (`BoundLogic.links`).
+    let links: [Link]
 
     static func == (a: FormStructure, b: FormStructure) -> Bool { a.entries == b.entries }
 
@@ -169,9 +172,12 @@ struct FormStructure: Sendable, Equatable {
         var indexById: [String: Int] = [:]
         for (i, p) in placed.enumerated() { indexById[p.node.id] = i }
         let shapes = placed.map { (repeats: $0.repeats, isRepeat: $0.node.isRepeat) }
+        var links: [Link] = []
         let entries = placed.map { p in
             Entry(node: p.node, parent: p.parent, repeats: p.repeats, path: p.path) { logic in
-                BoundLogic(logic, links: logic.expression.references.map { Link(from: p.repeats, to: indexById[$0] ?? -1, placed: shapes) })
+                let start = links.count
+                links += logic.expression.references.map { Link(from: p.repeats, to: indexById[$0] ?? -1, placed: shapes) }
+                return BoundLogic(logic, links: start..<links.count)
             }
         }
 
@@ -205,12 +211,12 @@ struct FormStructure: Sendable, Equatable {
             var owner = [Int](repeating: -1, count: entries.count)
             // Parents come before their children in document order.
             for (i, e) in entries.enumerated() { owner[i] = e.relevant != nil ? i : (e.parent.map { owner[$0] } ?? -1) }
-            let tables = Tables(entries, children: children, topLevel: topLevel)
+            let tables = Tables(entries, links: links, children: children, topLevel: topLevel)
             return (FormStructure(entries: entries, indexById: indexById, defaultLanguage: defaultLanguage, children: children, topLevel: topLevel,
                                   relevanceOrder: order.filter { entries[$0].relevant != nil }, relevanceOwner: owner,
                                   depth: entries.map(\.repeats.count), levels: tables.levels, widestLevel: tables.levels.map { $0.answering.count }.max() ?? 0, level: tables.level,
                                   innerLevel: tables.innerLevel, answerSlot: tables.answerSlot, relevanceSlot: tables.relevanceSlot,
-                                  valueSlot: tables.valueSlot), [])
+                                  valueSlot: tables.valueSlot, links: links), [])
         case .failure(let cycle):
             let names = cycle.map { "${\(entries[$0].id)}" }.joined(separator: " → ")
             return (nil, [FieldError(path: entries[cycle[0]].path, message: "its logic depends on itself: \(names)")])
@@ -222,7 +228,7 @@ struct FormStructure: Sendable, Equatable {
         var levels: [Level] = []
         var level: [Int], innerLevel: [Int], answerSlot: [Int], relevanceSlot: [Int], valueSlot: [Int]
 
-        init(_ entries: [Entry], children: [[Int]], topLevel: [Int]) {
+        init(_ entries: [Entry], links: [Link], children: [[Int]], topLevel: [Int]) {
             let n = entries.count
             level = [Int](repeating: 0, count: n)
             innerLevel = [Int](repeating: -1, count: n)
@@ -232,7 +238,7 @@ struct FormStructure: Sendable, Equatable {
             var read = [Bool](repeating: false, count: n)
             for e in entries {
                 for logic in [e.relevant, e.requiredWhen, e.constraint, e.choiceFilter, e.repeatCount] {
-                    for link in logic?.links ?? [] where read.indices.contains(link.target) { read[link.target] = true }
+                    for link in links[logic?.links ?? 0..<0] where read.indices.contains(link.target) { read[link.target] = true }
                 }
             }
             var repeatOf = [-1], top = [topLevel]
