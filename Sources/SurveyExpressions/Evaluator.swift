@@ -52,6 +52,8 @@ struct Evaluator {
             switch code[pc] {
             case .push(let i):
                 stack.push(program.constants.indices.contains(i) ? program.constants[i] : .string(""))
+            case .pushNumber(let d):
+                stack.push(.number(d))
             case .reference(let slot):
                 stack.push(bindings.reference(slot, of: program))
             case .field(let index):
@@ -62,19 +64,24 @@ struct Evaluator {
                 let operand = stack.pop()
                 stack.push(.number(-(try number(operand))))
             case .binary(let op):
+                // Two numbers, the usual case: no conversion, nothing charged, nothing to release.
+                if let (x, y) = stack.popNumbers() {
+                    stack.push(Evaluator.apply(op, x, y))
+                    break
+                }
                 let right = stack.pop()
                 let left = stack.pop()
                 stack.push(try apply(op, left, right))
             case .shortCircuit(let or, let target):
-                if stack.pop().asBoolean == or {
+                if (stack.popBoolean() ?? stack.pop().asBoolean) == or {
                     stack.push(.boolean(or))
                     pc = target
                     continue
                 }
             case .toBoolean:
-                stack.push(.boolean(stack.pop().asBoolean))
+                stack.push(.boolean(stack.popBoolean() ?? stack.pop().asBoolean))
             case .jumpUnless(let target):
-                if !stack.pop().asBoolean {
+                if !(stack.popBoolean() ?? stack.pop().asBoolean) {
                     pc = target
                     continue
                 }
@@ -152,22 +159,29 @@ struct Evaluator {
 
     // MARK: - Operators
 
+    /// An operator between two numbers: what `apply` does for them, without conversions.
+    static func apply(_ op: Node.BinaryOperator, _ x: Double, _ y: Double) -> Value {
+        switch op {
+        case .plus: return .number(x + y)
+        case .minus: return .number(x - y)
+        case .times: return .number(x * y)
+        case .div: return .number(x / y)
+        case .mod: return .number(x.truncatingRemainder(dividingBy: y))
+        case .equal: return .boolean(Evaluator.numbersEqual(x, y))
+        case .notEqual: return .boolean(!Evaluator.numbersEqual(x, y))
+        case .less: return .boolean(x < y)
+        case .lessOrEqual: return .boolean(x <= y)
+        case .greater: return .boolean(x > y)
+        case .greaterOrEqual: return .boolean(x >= y)
+        }
+    }
+
     private mutating func apply(_ op: Node.BinaryOperator, _ a: Value, _ b: Value) throws(ExpressionError) -> Value {
-        // Two numbers, the usual case: no conversion, nothing charged, no copy.
-        if case .number(let x) = a, case .number(let y) = b {
-            switch op {
-            case .plus: return .number(x + y)
-            case .minus: return .number(x - y)
-            case .times: return .number(x * y)
-            case .div: return .number(x / y)
-            case .mod: return .number(x.truncatingRemainder(dividingBy: y))
-            case .equal: return .boolean(Evaluator.numbersEqual(x, y))
-            case .notEqual: return .boolean(!Evaluator.numbersEqual(x, y))
-            case .less: return .boolean(x < y)
-            case .lessOrEqual: return .boolean(x <= y)
-            case .greater: return .boolean(x > y)
-            case .greaterOrEqual: return .boolean(x >= y)
-            }
+        if case .number(let x) = a, case .number(let y) = b { return Evaluator.apply(op, x, y) }
+        // Two strings compared for equality (`${consent} = 'yes'`): as `scalarCompare` does them.
+        if op == .equal || op == .notEqual, case .string(let x) = a, case .string(let y) = b {
+            try charge(Swift.min(x.utf8.count, y.utf8.count))
+            return .boolean(TextSearch.equal(x, y) == (op == .equal))
         }
         switch op {
         case .plus: return .number(try number(a) + number(b))

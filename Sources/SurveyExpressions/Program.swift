@@ -7,6 +7,8 @@ struct Program: Sendable {
     enum Instruction: Sendable {
         /// `constants[i]`.
         case push(Int)
+        /// A number constant, held in the instruction: pushing it copies nothing that counts references.
+        case pushNumber(Double)
         /// `${name}` by slot (its index in the expression's references).
         case reference(Int)
         /// A bare name: a column of the choice, by its index in `fields`.
@@ -74,7 +76,7 @@ struct Program: Sendable {
         private mutating func add(_ instruction: Instruction) {
             code.append(instruction)
             switch instruction {
-            case .push, .reference, .field, .current: depth += 1
+            case .push, .pushNumber, .reference, .field, .current: depth += 1
             case .negate, .toBoolean, .jump, .regex: break
             case .binary, .shortCircuit, .jumpUnless, .keepUnlessEmpty: depth -= 1
             case .call(_, let count, _): depth += 1 - Swift.min(count, 3)
@@ -84,6 +86,10 @@ struct Program: Sendable {
         }
 
         private mutating func push(_ value: Value) {
+            if case .number(let d) = value {
+                add(.pushNumber(d))
+                return
+            }
             constants.append(value)
             add(.push(constants.count - 1))
         }
