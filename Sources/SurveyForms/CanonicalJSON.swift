@@ -87,8 +87,10 @@ public enum CanonicalJSON {
         static func order(_ members: [String: JSONValue]) -> [SortKey] {
             var keys: [SortKey] = []
             keys.reserveCapacity(members.count)
+            let names = members.keys
             for i in members.indices {
-                var key = members[i].key
+                // The key alone (not the member, whose value would be copied), read in place.
+                var key = names[i]
                 let (high, low, top) = key.withUTF8 { bytes -> (UInt64, UInt64, UInt8) in
                     var high: UInt64 = 0, low: UInt64 = 0, top: UInt8 = 0
                     for k in 0..<8 {
@@ -220,6 +222,11 @@ public enum CanonicalJSON {
         out.append(UInt8(ascii: "\""))
         var s = s
         s.withUTF8 { bytes in
+            // Nothing to escape, the usual case: one copy of the whole.
+            if !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                out.append(contentsOf: bytes)
+                return
+            }
             var runStart = 0
             for i in bytes.indices {
                 let b = bytes[i]
