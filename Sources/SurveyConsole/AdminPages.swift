@@ -106,7 +106,7 @@ struct AdminPages: Sendable {
             "value": .text(token), "qr": .html(QRCode.svg(token, label: "QR code of the app token") ?? "")]]
         guard user.has(.collector) else { return cards }
         let org = try operations.organizations.organization(user.orgId)
-        let url = CollectSettings.serverURL(origin: Console.origin(request), token: token, orgId: user.orgId)
+        let url = CollectSettings.serverURL(origin: request.origin, token: token, orgId: user.orgId)
         let settings = CollectSettings.qrText(serverURL: url, projectName: org.name)
         cards.append([
             "heading": .text("ODK Collect or KoboCollect for \(user.name)"),
@@ -116,7 +116,7 @@ struct AdminPages: Sendable {
     }
 
     private func invitationSecret(_ issued: Invitations.Issued, _ request: HTTPRequest) -> [String: TemplateValue] {
-        let url = Console.origin(request) + "/console/invitations/" + issued.token
+        let url = request.origin + "/console/invitations/" + issued.token
         return ["heading": .text("Invitation link for \(issued.email)"),
                 "explain": .text("Send this link to \(issued.user.name); it works once, until \(Pages.date(issued.expiresAt)). A newer invitation replaces it."),
                 "value": .text(url), "qr": .html(QRCode.svg(url, label: "QR code of the invitation link") ?? "")]

@@ -177,10 +177,6 @@ public struct Console: Sendable {
         }
     }
 
-    /// `scheme://host` of this request as the browser sees it (behind a TLS proxy: https).
-    static func origin(_ request: HTTPRequest) -> String {
-        (request.head.isHTTPS ? "https://" : "http://") + (request.header("host") ?? "localhost")
-    }
 
 
     func sessionCookie(_ id: String, _ request: HTTPRequest, maxAge: Int64 = ConsoleSessions.absoluteMillis / 1000) -> (String, String) {

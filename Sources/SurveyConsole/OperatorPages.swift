@@ -58,7 +58,7 @@ struct OperatorPages: Sendable {
             let org = try operations.organizations.create(by: v.caller) { (name, expiresAt) }.unkeyed()
             let admin = try operations.users.create(orgId: org.orgId, by: v.caller) { (adminName, ["admin"]) }.unkeyed()
             let invitation = try operations.invitations.invite(orgId: org.orgId, userId: admin.user.userId, by: v.caller) { email }.unkeyed()
-            let url = Console.origin(request) + "/console/invitations/" + invitation.token
+            let url = request.origin + "/console/invitations/" + invitation.token
             f.notice = "\(org.name) was created, with \(admin.user.name) as its first admin."
             return orgsPage(v, frame: f, secrets: [[
                 "heading": .text("Invitation link for \(invitation.email)"),

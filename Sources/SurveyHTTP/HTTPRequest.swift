@@ -22,6 +22,9 @@ public struct HTTPRequest: Sendable {
     public func header(_ name: String) -> String? { head.header(name) }
     public func parameter(_ name: String) -> String { head.parameter(name) }
     public var bearerToken: String? { head.bearerToken }
+    /// `scheme://host` of this request as the client sees it (behind a TLS proxy: https): what
+    /// absolute links the server writes start with.
+    public var origin: String { (head.isHTTPS ? "https://" : "http://") + (header("host") ?? "localhost") }
 }
 
 extension StringProtocol {

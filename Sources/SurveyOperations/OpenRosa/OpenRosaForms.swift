@@ -48,15 +48,19 @@ public struct OpenRosaForms: Sendable {
     public func version(in db: ReadContext, orgId: String, formId: String, version: String?) throws -> SurveyVersionRecord? {
         var found: SurveyVersionRecord?
         for key in try db.versionKeys(orgId: orgId) {
+            // Each version is read once: to describe it when it is not cached yet, or when it matches.
+            var record: SurveyVersionRecord?
             let files: VersionFiles
             if let cached = operations.versionFileCache.cached(key.surveyVersionId) {
                 files = cached
             } else {
-                guard let record = try db.surveyVersion(orgId: orgId, surveyVersionId: key.surveyVersionId) else { continue }
+                record = try db.surveyVersion(orgId: orgId, surveyVersionId: key.surveyVersionId)
+                guard let record else { continue }
                 files = try self.files(of: record, in: db)
             }
             guard let xform = files.xform, xform.formId == formId, xform.version == version else { continue }
-            guard let record = try db.surveyVersion(orgId: orgId, surveyVersionId: key.surveyVersionId) else { continue }
+            if record == nil { record = try db.surveyVersion(orgId: orgId, surveyVersionId: key.surveyVersionId) }
+            guard let record else { continue }
             if found.map({ record.createdAt >= $0.createdAt }) ?? true { found = record }
         }
         return found

@@ -47,8 +47,7 @@ struct OpenRosaService {
             try admitCollector(request, in: db)
             return try services.operations.openRosaForms.forms(in: db, orgId: orgId, formId: request.query["formID"])
         }
-        let origin = (request.head.isHTTPS ? "https://" : "http://") + (request.header("host") ?? "localhost")
-        let base = origin + "/v1/key/\(request.parameter("token"))/orgs/\(orgId)"
+        let base = request.origin + "/v1/key/\(request.parameter("token"))/orgs/\(orgId)"
         let body = try OpenRosaDocuments.formList(listed.map { form in
             OpenRosaDocuments.ListedForm(formId: form.xform.formId ?? "", name: form.survey.title, version: form.xform.version,
                                          md5: form.xform.md5, downloadURL: "\(base)/forms/\(form.version.surveyVersionId)/form.xml")
@@ -88,10 +87,11 @@ struct OpenRosaService {
         }
         let ops = services.operations
         let token = request.parameter("token"), orgId = request.parameter("orgId")
+        let xml = try instance.bytes()  // read before the snapshot: no file I/O while a reader is held
         let (caller, arrival) = try services.database.read { db in
             let caller = try OpenRosaSubmissionDoor.collector(appToken: token, orgId: orgId, in: db, operations: ops)
             _ = try ops.admit(caller, to: Submissions.access, orgId: orgId, in: db)
-            return (caller, try OpenRosaArrival.read(try instance.bytes(), orgId: orgId, in: db, operations: ops))
+            return (caller, try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops))
         }
         let attached = arrival.files.compactMap { named in request.form.files[named.fileName].map { (named, $0) } }
         let partial = request.form["*isIncomplete*"] != nil

@@ -22,8 +22,7 @@ struct UserService {
     /// link's host is the one this request came to (`X-Forwarded-Proto: https` from a trusted TLS proxy
     /// makes it https).
     func invite(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
-        let scheme = request.head.isHTTPS ? "https" : "http"
-        let base = "\(scheme)://\(request.header("host") ?? "localhost")"
+        let base = request.origin
         let render: @Sendable (Invitations.Issued) -> HTTPResponse = {
             .json(201, ["invitationUrl": .string(base + "/console/invitations/" + $0.token), "expiresAt": .string(Timestamp.format($0.expiresAt)),
                         "email": .string($0.email), "userId": .string($0.user.userId)])
