@@ -23,6 +23,12 @@ public struct FormNode: Sendable, Equatable {
         return nil
     }
 
+    /// The question's type, read without copying the question.
+    public var questionType: QuestionType? {
+        if case .question(let q) = kind { return q.type }
+        return nil
+    }
+
     public var isRepeat: Bool {
         if case .repeat = kind { return true }
         return false

@@ -44,6 +44,7 @@ public struct SubmittedInstance: Sendable {
     private static func object(_ elements: [XMLElement], nodes: [FormNode], top: Bool, uploadId: (String) -> String,
                                fileNames: inout [NamedFile]) -> [String: JSONValue] {
         var out: [String: JSONValue] = [:]
+        out.reserveCapacity(elements.count)
         var consumed = Array(repeating: false, count: elements.count)
         fill(&out, elements, &consumed, nodes: nodes, uploadId: uploadId, fileNames: &fileNames)
         for (i, element) in elements.enumerated() where !consumed[i] {
@@ -54,48 +55,75 @@ public struct SubmittedInstance: Sendable {
         return out
     }
 
+    /// The elements of one level by local name (apps write the instance with or without the
+    /// form's default namespace): the first of each name, and for each element the next of its
+    /// name — one table and one array, however many repeat instances there are.
+    private struct ElementsByName {
+        private var first: [String: Int] = [:]
+        private var next: [Int]
+
+        init(_ elements: [XMLElement]) {
+            next = Array(repeating: -1, count: elements.count)
+            first.reserveCapacity(elements.count)
+            var last: [String: Int] = [:]
+            for (i, element) in elements.enumerated() {
+                if let previous = last.updateValue(i, forKey: element.name) { next[previous] = i } else { first[element.name] = i }
+            }
+        }
+
+        /// The indices of the elements named `name`, in document order.
+        func indices(_ name: String) -> [Int] {
+            var out: [Int] = []
+            var i = first[name] ?? -1
+            while i >= 0 { out.append(i); i = next[i] }
+            return out
+        }
+
+        func first(_ name: String) -> Int? { first[name] }
+        func second(after i: Int) -> Int? { next[i] >= 0 ? next[i] : nil }
+    }
+
     /// Puts the answers of `nodes` (groups entered in place) found among `elements` into `out`.
     private static func fill(_ out: inout [String: JSONValue], _ elements: [XMLElement], _ consumed: inout [Bool], nodes: [FormNode],
                              uploadId: (String) -> String, fileNames: inout [NamedFile]) {
-        // By local name: apps write the instance with or without the form's default namespace.
-        var byName: [String: [Int]] = [:]
-        for (i, element) in elements.enumerated() { byName[element.name, default: []].append(i) }
-        fill(&out, elements, &consumed, byName, nodes: nodes, uploadId: uploadId, fileNames: &fileNames)
-    }
-
-    private static func fill(_ out: inout [String: JSONValue], _ elements: [XMLElement], _ consumed: inout [Bool], _ byName: [String: [Int]],
-                             nodes: [FormNode], uploadId: (String) -> String, fileNames: inout [NamedFile]) {
-        for node in nodes {
-            let indices = byName[node.id] ?? []
-            switch node.kind {
+        let byName = ElementsByName(elements)
+        // By index: a node is read in place, never copied with its question and children.
+        for n in nodes.indices {
+            let id = nodes[n].id
+            switch nodes[n].kind {
             case .group:
                 // A group's element holds its children at the answers' own level.
-                for i in indices {
+                for i in byName.indices(id) {
                     consumed[i] = true
-                    var inner = Array(repeating: false, count: elements[i].children.count)
-                    fill(&out, elements[i].children, &inner, nodes: node.children, uploadId: uploadId, fileNames: &fileNames)
-                    for (k, child) in elements[i].children.enumerated() where !inner[k] && out[child.name] == nil {
+                    let children = elements[i].children
+                    var inner = Array(repeating: false, count: children.count)
+                    fill(&out, children, &inner, nodes: nodes[n].children, uploadId: uploadId, fileNames: &fileNames)
+                    for (k, child) in children.enumerated() where !inner[k] && out[child.name] == nil {
                         out[child.name] = .string(child.text)
                     }
                 }
             case .repeat:
                 var items: [JSONValue] = []
-                for i in indices {
+                for i in byName.indices(id) {
                     consumed[i] = true
-                    items.append(.object(object(elements[i].children, nodes: node.children, top: false, uploadId: uploadId, fileNames: &fileNames)))
+                    items.append(.object(object(elements[i].children, nodes: nodes[n].children, top: false, uploadId: uploadId, fileNames: &fileNames)))
                 }
-                if !items.isEmpty { out[node.id] = .array(items) }
+                if !items.isEmpty { out[id] = .array(items) }
             case .note:
-                for i in indices { consumed[i] = true }
-            case .question(let question):
-                guard let i = indices.first else { continue }
-                for k in indices { consumed[k] = true }
+                for i in byName.indices(id) { consumed[i] = true }
+            case .question:
+                guard let i = byName.first(id) else { continue }
+                consumed[i] = true
                 // A question appears once; a second element of its name is an answer of no node.
-                if indices.count > 1 { out[node.id] = .string(elements[i].text + " " + elements[indices[1]].text); continue }
+                if let second = byName.second(after: i) {
+                    for k in byName.indices(id) { consumed[k] = true }
+                    out[id] = .string(elements[i].text + " " + elements[second].text)
+                    continue
+                }
                 let text = elements[i].text
-                guard !text.isEmpty else { continue }
-                if question.type == .file { fileNames.append(NamedFile(fileName: text, questionId: node.id)) }
-                out[node.id] = value(text, type: question.type, uploadId: uploadId)
+                guard !text.isEmpty, let type = nodes[n].questionType else { continue }
+                if type == .file { fileNames.append(NamedFile(fileName: text, questionId: id)) }
+                out[id] = value(text, type: type, uploadId: uploadId)
             }
         }
     }

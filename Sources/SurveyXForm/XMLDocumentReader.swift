@@ -1,4 +1,7 @@
 import CLibXML2
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Parses untrusted XML with libxml2 into `XMLElement`s. The input never reaches the network or
 /// the file system and never expands an entity: a document with a DOCTYPE is refused outright
@@ -23,7 +26,7 @@ enum XMLDocumentReader {
         guard !bytes.isEmpty else { throw XFormRefusal("\(document) is empty") }
         // libxml2 also reads UTF-16 and UCS-4, in which a DOCTYPE would escape the byte scan below:
         // XForms and submissions are UTF-8, so anything else is refused.
-        if bytes.contains(0) || bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) {
+        if contains(bytes, "\0") || bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) {
             throw XFormRefusal("\(document) is not UTF-8 text (it holds NUL bytes or a UTF-16 byte order mark)")
         }
         if contains(bytes, "<!DOCTYPE") || contains(bytes, "<!ENTITY") {
@@ -49,14 +52,31 @@ enum XMLDocumentReader {
             throw XFormRefusal("\(document) has a DOCTYPE (a DTD or entity declarations); XForms and submissions have none, and surveyd does not read them")
         }
         guard let root = xmlDocGetRootElement(tree) else { throw XFormRefusal("\(document) has no root element") }
+        var copying = Copying(document: document)
+        return try copy(root, &copying)
+    }
+
+    /// What a copy carries from element to element.
+    private struct Copying {
+        let document: String
         var count = 0
-        return try copy(root, count: &count, document: document)
+        /// The namespace URIs met so far: a document declares a handful, and its elements share them.
+        var namespaces: [(ns: xmlNsPtr, uri: String?)] = []
+
+        mutating func namespaceURI(_ ns: xmlNsPtr?) -> String? {
+            guard let ns else { return nil }
+            if let known = namespaces.first(where: { $0.ns == ns }) { return known.uri }
+            let uri = ns.pointee.href.map { String(cString: $0) }
+            if namespaces.count < 16 { namespaces.append((ns, uri)) }
+            return uri
+        }
     }
 
     /// Recursion is bounded by libxml2's depth limit (256).
-    private static func copy(_ node: xmlNodePtr, count: inout Int, document: String) throws(XFormRefusal) -> XMLElement {
-        count += 1
-        guard count <= maxElements else { throw XFormRefusal("\(document) has more than \(maxElements) elements") }
+    private static func copy(_ node: xmlNodePtr, _ copying: inout Copying) throws(XFormRefusal) -> XMLElement {
+        let document = copying.document
+        copying.count += 1
+        guard copying.count <= maxElements else { throw XFormRefusal("\(document) has more than \(maxElements) elements") }
         var attributes: [XMLElement.Attribute] = []
         var attribute = node.pointee.properties
         while let a = attribute {
@@ -65,7 +85,7 @@ enum XMLDocumentReader {
                 value = String(cString: raw)
                 cxml_free(raw)
             }
-            attributes.append(.init(name: string(a.pointee.name), namespace: a.pointee.ns.flatMap { namespaceURI($0) }, value: value))
+            attributes.append(.init(name: string(a.pointee.name), namespace: copying.namespaceURI(a.pointee.ns), value: value))
             attribute = a.pointee.next
         }
         var children: [XMLElement] = []
@@ -73,18 +93,16 @@ enum XMLDocumentReader {
         var child = node.pointee.children
         while let c = child {
             switch c.pointee.type {
-            case XML_ELEMENT_NODE: children.append(try copy(c, count: &count, document: document))
+            case XML_ELEMENT_NODE: children.append(try copy(c, &copying))
             case XML_TEXT_NODE, XML_CDATA_SECTION_NODE: text += string(c.pointee.content)
             case XML_ENTITY_REF_NODE: throw XFormRefusal("\(document) refers to an entity (&\(string(c.pointee.name));); surveyd does not expand entities")
             default: break // comments and processing instructions carry nothing of the form
             }
             child = c.pointee.next
         }
-        return XMLElement(name: string(node.pointee.name), namespace: node.pointee.ns.flatMap { namespaceURI($0) },
+        return XMLElement(name: string(node.pointee.name), namespace: copying.namespaceURI(node.pointee.ns),
                           attributes: attributes, children: children, text: text)
     }
-
-    private static func namespaceURI(_ ns: xmlNsPtr) -> String? { ns.pointee.href.map { String(cString: $0) } }
 
     private static func string(_ p: UnsafePointer<xmlChar>?) -> String { p.map { String(cString: $0) } ?? "" }
     private static func string(_ p: UnsafeMutablePointer<xmlChar>?) -> String { p.map { String(cString: $0) } ?? "" }
@@ -95,15 +113,19 @@ enum XMLDocumentReader {
         return error.line > 0 ? "\(message) (line \(error.line))" : message
     }
 
-    private static func contains(_ bytes: [UInt8], _ needle: String) -> Bool {
-        let n = Array(needle.utf8)
-        guard let first = n.first, bytes.count >= n.count else { return false }
-        var i = 0
-        while i <= bytes.count - n.count {
-            if bytes[i] == first && bytes[i..<(i + n.count)].elementsEqual(n) { return true }
-            i += 1
+    /// `memchr` to each candidate, then `memcmp`: the scans run over every byte of every submission.
+    private static func contains(_ bytes: [UInt8], _ needle: StaticString) -> Bool {
+        let n = needle.utf8CodeUnitCount
+        return bytes.withUnsafeBytes { haystack in
+            guard let base = haystack.baseAddress, n > 0, haystack.count >= n else { return false }
+            let first = Int32(needle.utf8Start.pointee)
+            var offset = 0
+            while offset <= haystack.count - n, let hit = memchr(base + offset, first, haystack.count - n + 1 - offset) {
+                if memcmp(hit, needle.utf8Start, n) == 0 { return true }
+                offset = base.distance(to: UnsafeRawPointer(hit)) + 1
+            }
+            return false
         }
-        return false
     }
 }
 

@@ -42,6 +42,14 @@ import Testing
         refusedQuickly([0xFF, 0xFE] + doc.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }, saying: "not UTF-8")
     }
 
+    @Test func aDeclarationIsFoundWhereverItStands() {
+        // First bytes, last bytes, and behind many '<' that are not one.
+        refusedQuickly(Array("<!DOCTYPE x><x/>".utf8), saying: "DOCTYPE")
+        refusedQuickly(Array("<x/><!ENTITY".utf8), saying: "DOCTYPE")
+        refusedQuickly(Array((String(repeating: "<a/><!-- <! -->", count: 1000) + "<!ENTITY e \"x\">").utf8), saying: "DOCTYPE")
+        refusedQuickly(Array("<x/>".utf8) + [0], saying: "NUL")
+    }
+
     @Test func hundredThousandDeepNestingIsRefused() {
         let depth = 100_000
         let doc = String(repeating: "<a>", count: depth) + String(repeating: "</a>", count: depth)
