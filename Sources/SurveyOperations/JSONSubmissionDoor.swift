@@ -20,7 +20,7 @@ public struct JSONSubmissionDoor: SubmissionDoor {
         try operations.authenticate(bearerToken: bearerToken, in: db)
     }
 
-    public func arrival(in db: ReadContext, orgId: String, submitter: UserRecord) throws -> SubmissionArrival {
+    public func arrival(in db: ReadContext, orgId: String, submitter: UserRecord, operations: Operations) throws -> SubmissionArrival {
         if let raw = idempotencyKey { _ = try IdempotencyKey<Done>.normalized(raw) }
         // The id is found by a scan, and the stored row's SHA-256 of its request decides. A match
         // means these bytes are the body that was validated and accepted under this very id, so

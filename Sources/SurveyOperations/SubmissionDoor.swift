@@ -8,7 +8,7 @@ public protocol SubmissionDoor: Sendable {
     func caller(in db: ReadContext, operations: Operations) throws -> Caller
     /// After authorization: the submission decoded, or a stored response the door recognised
     /// without decoding (the JSON door: these very bytes were accepted before).
-    func arrival(in db: ReadContext, orgId: String, submitter: UserRecord) throws -> SubmissionArrival
+    func arrival(in db: ReadContext, orgId: String, submitter: UserRecord, operations: Operations) throws -> SubmissionArrival
 }
 
 public enum SubmissionArrival: Sendable {

@@ -41,7 +41,7 @@ public struct Submissions: Sendable {
         let seen = try ops.database.read { db -> Seen in
             let user = try ops.admit(try door.caller(in: db, operations: ops), to: Self.access, orgId: orgId, in: db).member()
             let (submission, lookup): (Submission, SubmissionArrival.StoredLookup)
-            switch try door.arrival(in: db, orgId: orgId, submitter: user) {
+            switch try door.arrival(in: db, orgId: orgId, submitter: user, operations: ops) {
             case .replay(let stored): return .replay(stored)
             case .submission(let s, let l): (submission, lookup) = (s, l)
             }

@@ -83,7 +83,7 @@ import SurveyDomain
         let caller: Caller
         let submission: Submission
         func caller(in db: ReadContext, operations: Operations) throws -> Caller { caller }
-        func arrival(in db: ReadContext, orgId: String, submitter: UserRecord) throws -> SubmissionArrival {
+        func arrival(in db: ReadContext, orgId: String, submitter: UserRecord, operations: Operations) throws -> SubmissionArrival {
             .submission(submission, stored: .notLookedUp)
         }
     }

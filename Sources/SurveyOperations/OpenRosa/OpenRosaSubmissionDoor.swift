@@ -8,10 +8,18 @@ public struct OpenRosaSubmissionDoor: SubmissionDoor {
     /// The app token from `/v1/key/{token}/…`.
     public let appToken: String
     public let orgId: String
-    public let arrival: OpenRosaArrival
+    public let instance: Instance
 
-    public init(appToken: String, orgId: String, arrival: OpenRosaArrival) {
-        self.appToken = appToken; self.orgId = orgId; self.arrival = arrival
+    /// The filled-in form: its bytes, read in the operation's own snapshot after the caller (a
+    /// submission of answers alone: one snapshot for everything), or already read against its
+    /// version (a submission whose files were stored first).
+    public enum Instance: Sendable {
+        case bytes([UInt8])
+        case read(OpenRosaArrival)
+    }
+
+    public init(appToken: String, orgId: String, instance: Instance) {
+        self.appToken = appToken; self.orgId = orgId; self.instance = instance
     }
 
     public func caller(in db: ReadContext, operations: Operations) throws -> Caller {
@@ -31,7 +39,10 @@ public struct OpenRosaSubmissionDoor: SubmissionDoor {
         return caller
     }
 
-    public func arrival(in db: ReadContext, orgId: String, submitter: UserRecord) throws -> SubmissionArrival {
-        .submission(arrival.submission, stored: .notLookedUp)
+    public func arrival(in db: ReadContext, orgId: String, submitter: UserRecord, operations: Operations) throws -> SubmissionArrival {
+        switch instance {
+        case .read(let arrival): .submission(arrival.submission, stored: .notLookedUp)
+        case .bytes(let xml): .submission(try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: operations).submission, stored: .notLookedUp)
+        }
     }
 }

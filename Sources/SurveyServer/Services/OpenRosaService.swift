@@ -87,31 +87,41 @@ struct OpenRosaService {
         }
         let ops = services.operations
         let token = request.parameter("token"), orgId = request.parameter("orgId")
-        let xml = try instance.bytes()  // read before the snapshot: no file I/O while a reader is held
+        let xml = try instance.bytes()  // read before any snapshot: no file I/O while a reader is held
+        let partial = request.form["*isIncomplete*"] != nil
+        let metrics = services.metrics
+        let answer = DeferredResponse()
+        let submit: @Sendable (OpenRosaSubmissionDoor.Instance) -> Void = { instance in
+            ops.submissions.submit(orgId: orgId, from: OpenRosaSubmissionDoor(appToken: token, orgId: orgId, instance: instance)) { outcome in
+                answer.complete { Self.render(outcome, metrics: metrics) }
+            }
+        }
+        // Answers alone, the whole submission (what a phone sends most): the operation reads the
+        // instance in its own snapshot, after the caller, as the JSON door reads its body.
+        guard partial || request.form.files.count > 1 else {
+            submit(.bytes(xml))
+            return .later(answer)
+        }
+        // With files, or a part of a split submission: the instance read against its version
+        // first (after its caller), to know which question each file answers.
         let (caller, arrival) = try services.database.read { db in
             let caller = try OpenRosaSubmissionDoor.collector(appToken: token, orgId: orgId, in: db, operations: ops)
             _ = try ops.admit(caller, to: Submissions.access, orgId: orgId, in: db)
             return (caller, try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops))
         }
         let attached = arrival.files.compactMap { named in request.form.files[named.fileName].map { (named, $0) } }
-        let partial = request.form["*isIncomplete*"] != nil
-        let metrics = services.metrics
-        let answer = DeferredResponse()
-        // What follows the files: a split submission's earlier POSTs end with them; the last (or
-        // only) POST runs the submission operation, as the JSON door does.
-        let submitNow: @Sendable () -> Void = {
+        // What follows the files: a split submission's earlier POSTs end with them; the last POST
+        // runs the submission operation, as the JSON door does.
+        let afterFiles: @Sendable () -> Void = {
             if partial {
                 metrics.openRosaSubmission(.partial)
                 answer.complete { Self.document(201, OpenRosaDocuments.response(message: "Part of the form was received; the rest is on its way.")) }
-                return
-            }
-            let door = OpenRosaSubmissionDoor(appToken: token, orgId: orgId, arrival: arrival)
-            ops.submissions.submit(orgId: orgId, from: door) { outcome in
-                answer.complete { Self.render(outcome, metrics: metrics) }
+            } else {
+                submit(.read(arrival))
             }
         }
         guard !attached.isEmpty else {
-            submitNow()
+            afterFiles()
             return .later(answer)
         }
         // Each file is an upload through the gate, which waits for its commit: not on this thread.
@@ -125,7 +135,7 @@ struct OpenRosaService {
                 answer.complete { Self.refusal(e, status: e.code.httpStatus) }
                 return
             }
-            submitNow()
+            afterFiles()
         }
         return .later(answer)
     }

@@ -7,7 +7,11 @@ final class Connection {
     let handle: OpaquePointer
     private var cache: [String: Statement] = [:]
 
+    /// The library's process-wide settings, applied once before the first connection opens.
+    private static let configured: Int32 = csqlite_configure()
+
     init(path: String, readOnly: Bool) throws(SQLiteError) {
+        _ = Self.configured
         var h: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
         let rc = sqlite3_open_v2(path, &h, flags, nil)

@@ -1,0 +1,1 @@
+OP= ORG= ADMIN= COL=
