@@ -6,7 +6,7 @@
  * The rule lives in a control file named by FAULTINJECT_CONTROL, re-read whenever the file
  * changes, so a test arms and disarms it while the server runs. One line:
  *
- *     TOKEN OP NTH COUNT ERRNO PATTERN
+ *     TOKEN OP NTH COUNT ERRNO PATTERN [THREAD]
  *
  *   TOKEN    any word; a new token starts counting afresh
  *   OP       write  (write, pwrite, pwrite64)
@@ -19,6 +19,8 @@
  *   PATTERN  the path acted on, '*' standing for any run of characters ('/' included); a call
  *            on a descriptor is matched by the descriptor's path (/proc/self/fd), a rename or
  *            a link by either of its paths
+ *   THREAD   if given, only calls made by the thread of this name count (its name as
+ *            prctl(PR_GET_NAME) reads it, at most 15 characters)
  *
  * No file (or an unreadable line): nothing fails. Each failure is appended to the file
  * CONTROL.fired as "TOKEN FUNCTION PATH", so a test can tell where its fault struck.
@@ -35,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,6 +50,7 @@ struct rule {
     long count;
     int err;
     char pattern[PATH_MAX];
+    char thread[16];    /* empty: any thread */
 };
 
 static struct {
@@ -132,7 +136,10 @@ static void reload(const struct stat *now) {
     char op[16], err[16];
     if (n > 0) {
         text[n] = '\0';
-        if (sscanf(text, "%63s %15s %ld %ld %15s %4095s", next.token, op, &next.nth, &next.count, err, next.pattern) == 6) {
+        int fields = sscanf(text, "%63s %15s %ld %ld %15s %4095s %15s", next.token, op, &next.nth, &next.count, err,
+                            next.pattern, next.thread);
+        if (fields != 7) next.thread[0] = '\0';
+        if (fields >= 6) {
             next.op = !strcmp(op, "write") ? OP_WRITE : !strcmp(op, "fsync") ? OP_FSYNC
                     : !strcmp(op, "rename") ? OP_RENAME : !strcmp(op, "link") ? OP_LINK : OP_NONE;
             next.err = !strcmp(err, "EIO") ? EIO : !strcmp(err, "ENOSPC") ? ENOSPC : 0;
@@ -186,7 +193,9 @@ static int fault(enum op op, const char *function, int fd, int dir1, const char 
     if (stat(control, &now) == 0) {
         pthread_mutex_lock(&lock);
         reload(&now);
-        if (rule.op == op) {
+        char name[16] = "";
+        if (rule.thread[0]) prctl(PR_GET_NAME, name, 0, 0, 0);
+        if (rule.op == op && (!rule.thread[0] || strcmp(name, rule.thread) == 0)) {
             char buf1[PATH_MAX], buf2[PATH_MAX];
             const char *a = NULL, *b = NULL;
             if (fd >= 0) {

@@ -37,11 +37,12 @@ final class FaultInjector: Sendable {
 
     /// From now on, the `nth` matching call (1: the next one) and the `count - 1` after it
     /// (`count` 0: every one from there) fail with `failure`. `path`: the file's whole path, `*`
-    /// standing for any run of characters.
-    func arm(_ call: Call, path pattern: String, nth: Int = 1, count: Int = 1, failure: Failure = .eio) throws {
-        precondition(!pattern.contains(" ") && nth >= 1 && count >= 0)
+    /// standing for any run of characters. `thread`: only calls of the thread of this name count
+    /// (the server names its own: `surveyd-writer`, `surveyd-ckpt`).
+    func arm(_ call: Call, path pattern: String, nth: Int = 1, count: Int = 1, failure: Failure = .eio, thread: String? = nil) throws {
+        precondition(!pattern.contains(" ") && nth >= 1 && count >= 0 && (thread ?? "").utf8.count < 16 && thread?.contains(" ") != true)
         let fresh = "f" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
-        let line = "\(fresh) \(call.rawValue) \(nth) \(count) \(failure.rawValue) \(pattern)\n"
+        let line = "\(fresh) \(call.rawValue) \(nth) \(count) \(failure.rawValue) \(pattern)" + (thread.map { " " + $0 } ?? "") + "\n"
         // Written beside it, then renamed over it: the library never reads half a rule.
         let staged = controlPath + ".next"
         try line.write(toFile: staged, atomically: false, encoding: .utf8)
