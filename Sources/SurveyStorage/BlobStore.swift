@@ -1,7 +1,7 @@
 import Foundation
 import SurveyDomain
 
-/// Files on disk. Bodies stream into `tmp/`, are fsynced and verified, then renamed to a
+/// Files on disk. Bodies stream into `tmp/`, are fsynced and verified, then hard-linked to a
 /// content-addressed path under `blobs/` (and the directory fsynced) inside the writer's
 /// transaction of their row, so a row never exists without its file. Resumable uploads keep
 /// their received bytes in `partial/` until they complete or expire.
@@ -68,7 +68,13 @@ public final class BlobStore: Sendable {
         let dir = (final as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         guard link(tempPath, final) == 0 else { throw Self.ioError("link", errno) }
-        try Self.fsyncDirectory(dir)
+        do {
+            try Self.fsyncDirectory(dir)
+        } catch {
+            // Not placed: no row will name it, and a retry must link (and fsync) it again.
+            unlink(final)
+            throw error
+        }
         return true
     }
 

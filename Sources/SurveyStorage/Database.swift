@@ -151,9 +151,7 @@ public final class Database: Sendable {
         var fs = statvfs()
         let dir = (configuration.path as NSString).deletingLastPathComponent
         guard statvfs(dir.isEmpty ? "." : dir, &fs) == 0, UInt64(fs.f_bavail) * UInt64(fs.f_frsize) >= minimumFreeBytes else { return false }
-        return (try? writer.submit { conn in
-            try conn.run("UPDATE schema_migrations SET applied_at = applied_at WHERE version = (SELECT MAX(version) FROM schema_migrations)")
-        }) != nil
+        return (try? writer.submit { conn in try Writer.touch(conn) }) != nil
     }
 }
 

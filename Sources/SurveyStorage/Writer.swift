@@ -175,8 +175,35 @@ final class Writer: WriteExecutor, @unchecked Sendable {
             try connection.run("COMMIT")
         } catch {
             try? connection.execute("ROLLBACK")
+            sealWAL()
             for job in succeeded { job.failure = error; job.undo.run() }
         }
         return group
+    }
+
+    /// After a failed COMMIT. One whose WAL fsync failed has already written all its frames,
+    /// commit frame included, past the end of the WAL that connections know of; SQLite forgets
+    /// them, but a crash before the next commit would let the next start's WAL recovery find
+    /// them and commit a write its callers were told was refused — an upload's row without the
+    /// file its undo removes. A committed no-op overwrites the first of those frames (or starts
+    /// the WAL afresh), which ends the chain of checksums recovery follows, before any caller is
+    /// answered or undone. If even that fails, the next commit that succeeds does the same.
+    private func sealWAL() {
+        do {
+            try connection.run("BEGIN IMMEDIATE")
+            try Self.touch(connection)
+            try connection.run("COMMIT")
+        } catch {
+            try? connection.execute("ROLLBACK")
+        }
+    }
+
+    /// A write that changes nothing yet reaches the disk. SQLite leaves a page alone when an
+    /// UPDATE would write the bytes it holds (`SET x = x` writes no WAL frame and its COMMIT
+    /// fsyncs nothing), so the value is moved and moved back in the same transaction.
+    static func touch(_ conn: any SQLConnection) throws {
+        let latest = "WHERE version = (SELECT MAX(version) FROM schema_migrations)"
+        try conn.run("UPDATE schema_migrations SET applied_at = applied_at + 1 \(latest)")
+        try conn.run("UPDATE schema_migrations SET applied_at = applied_at - 1 \(latest)")
     }
 }

@@ -35,7 +35,7 @@ final class ChunkSink: BodySink, @unchecked Sendable {
         let at: Int64
         switch exchange.send({ $0.bodyPiece(bytes.count) }) {
         case .write(let position): at = position
-        case .refuse(let reason): throw ResumableUploadService.tus(reason).error
+        case .refuse(let reason): throw Self.refusal(ResumableUploadService.tus(reason))
         default: throw ApiError(.internalError)
         }
         guard let base = bytes.baseAddress else { return }
@@ -45,10 +45,16 @@ final class ChunkSink: BodySink, @unchecked Sendable {
             let n = pwrite(fd, base + done, bytes.count - done, off_t(file.start + at) + off_t(done))
             if n < 0 {
                 if errno == EINTR { continue }
-                throw ApiError(.storageUnavailable, errno == ENOSPC ? "The disk is full; the offset is unchanged." : "Writing the chunk failed.")
+                throw Self.refusal(ProtocolRefusal(ApiError(.storageUnavailable, errno == ENOSPC ? "The disk is full; the offset is unchanged." : "Writing the chunk failed.")))
             }
             done += n
         }
+    }
+
+    /// A refusal while the body arrives is rendered by the HTTP engine, not by the door's
+    /// `refusal`: tus's header goes with it from here.
+    private static func refusal(_ r: ProtocolRefusal) -> ProtocolRefusal {
+        ProtocolRefusal(r.error, status: r.status, headers: ResumableUploadService.tusHeaders + r.headers)
     }
 
     /// The body is in: fsynced, then what the machine makes of it (a checksum refusal, or which commit).

@@ -133,9 +133,11 @@ final class ServerProcess: @unchecked Sendable {
     /// Serves `dataDir` on a port the system picks (`--port 0`: no other process can take it
     /// between a choice and the bind), read back from the start-up line.
     /// `requestLog`: a file for the request log (stdout); none by default (`--no-log`).
-    func start(extra: [String] = [], requestLog: String? = nil) throws {
+    /// `environment`: variables added to the test's own for the server (e.g. `LD_PRELOAD`).
+    func start(extra: [String] = [], requestLog: String? = nil, environment: [String: String] = [:]) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.binary)
+        if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         p.arguments = ["serve", "--data-dir", dataDir, "--port", "0"] + (requestLog == nil ? ["--no-log"] : []) + extra
             + (try TestEngine.urlArguments(dataDir: dataDir))
         if let requestLog {

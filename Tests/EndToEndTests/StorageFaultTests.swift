@@ -1,0 +1,325 @@
+import Foundation
+import Testing
+import SurveyDomain
+@testable import SurveyStorage
+
+/// The disk fails under a real `surveyd serve` on SQLite (`Faults/faultinject.c`, preloaded):
+/// a write or an fsync of the database's WAL, the fsync of an uploaded file or of its directory,
+/// the link of a file into `blobs/`, a full disk in the middle of a tus chunk. Each time the
+/// request gets 503 / 1040 with `Retry-After` and nothing of it is stored — no row, no audit
+/// entry, no file, no consumed id — the server goes on serving, the same request sent again is
+/// accepted exactly once, `surveyd check` passes, and a stop and a start (or a `kill -9` at the
+/// worst moment) change none of it.
+@Suite(.serialized, .enabled(if: !TestEngine.isPostgres, "the SQLite engine's own files"))
+struct StorageFaultTests {
+    typealias P = FoundationTests
+
+    /// A server with the fault injector preloaded, seeded with an organization, a collector and
+    /// a survey whose `video` question takes JPEG files.
+    final class Rig {
+        let server = ServerProcess()
+        let faults: FaultInjector
+        let seed: (orgId: String, operatorToken: String, adminToken: String, collectorToken: String, versionId: String, contentHash: String)
+        var client: RawHTTPClient { server.client }
+        var database: String { server.dataDir + "/surveyd.sqlite" }
+
+        init() throws {
+            faults = FaultInjector(besides: server.dataDir)
+            try server.start(environment: try faults.environment())
+            seed = try server.seed()
+        }
+
+        func start() throws { try server.start(environment: try faults.environment()) }
+
+        func submit(_ id: String) throws -> Reply {
+            try client.post("/v1/orgs/\(seed.orgId)/responses", token: seed.collectorToken, [
+                "clientSubmissionId": .string(id), "surveyVersionId": .string(seed.versionId),
+                "contentHash": .string(seed.contentHash), "answers": ["n": 3],
+            ])
+        }
+
+        func upload(_ id: String, _ bytes: [UInt8]) throws -> Reply {
+            try client.request("PUT", "/v1/orgs/\(seed.orgId)/uploads/\(id)", token: seed.collectorToken, body: bytes,
+                               headers: ["Content-Type": "image/jpeg", "Survey-Version-Id": seed.versionId, "Question-Id": "video"])
+        }
+
+        func count(_ sql: String, _ args: [SQLValue] = []) throws -> Int64 {
+            try TestEngine.Reader(dataDir: server.dataDir).query(sql, args).first?.int("n") ?? -1
+        }
+
+        func files(_ sub: String) -> [String] { ServerProcess.regularFiles(under: server.dataDir + "/" + sub) }
+
+        /// The refusal the contract promises for a storage failure.
+        func expectStorageRefusal(_ r: Reply, sourceLocation: SourceLocation = #_sourceLocation) {
+            P.expectProblem(r, .storageUnavailable, sourceLocation: sourceLocation)
+            #expect(r.header("retry-after") != nil, sourceLocation: sourceLocation)
+        }
+
+        /// A path in the data dir, as the injector sees it.
+        func path(_ relative: String) -> String { server.dataDir + "/" + relative }
+
+        /// Exactly one injected failure, of `function` on a path that starts with `prefix`.
+        func expectFired(_ function: String, under prefix: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            let fired = faults.fired
+            #expect(fired.count == 1 && fired[0].function == function && fired[0].path.hasPrefix(prefix), "\(fired)",
+                    sourceLocation: sourceLocation)
+        }
+
+        /// No submission under `id`: not through the API, not in the database.
+        func expectNoSubmission(_ id: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let r = try client.get("/v1/orgs/\(seed.orgId)/responses?clientSubmissionId=\(id)", token: seed.collectorToken)
+            #expect(r.status == 404, "\(r.status) \(r.text)", sourceLocation: sourceLocation)
+            #expect(try count("SELECT COUNT(*) AS n FROM responses WHERE client_submission_id = ?", [.text(id)]) == 0, sourceLocation: sourceLocation)
+            // Every audit entry of an accepted response has its response, and no other exists.
+            #expect(try count("SELECT COUNT(*) AS n FROM audit WHERE action = 'response.accept'") == count("SELECT COUNT(*) AS n FROM responses"),
+                    sourceLocation: sourceLocation)
+        }
+
+        /// No upload under `id`: not through the API, not in the database, and no file of it in
+        /// `blobs/` or `tmp/`.
+        func expectNoUpload(_ id: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let r = try client.get("/v1/orgs/\(seed.orgId)/uploads/\(id)", token: seed.collectorToken)
+            #expect(r.status == 404, "\(r.status) \(r.text)", sourceLocation: sourceLocation)
+            #expect(try count("SELECT COUNT(*) AS n FROM uploads WHERE client_upload_id = ?", [.text(id)]) == 0, sourceLocation: sourceLocation)
+            #expect(try count("SELECT COUNT(*) AS n FROM audit WHERE action = 'upload.commit'") == count("SELECT COUNT(*) AS n FROM uploads"),
+                    sourceLocation: sourceLocation)
+            #expect(files("blobs").isEmpty, "\(files("blobs"))", sourceLocation: sourceLocation)
+            #expect(files("tmp").isEmpty, "\(files("tmp"))", sourceLocation: sourceLocation)
+        }
+
+        /// Sent again, the submission is accepted (201), and once more it is the replay (200)
+        /// of the same response; the API knows exactly one.
+        func expectSubmittedOnce(_ id: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let first = try submit(id), again = try submit(id)
+            #expect(first.status == 201, "\(first.status) \(first.text)", sourceLocation: sourceLocation)
+            #expect(again.status == 200, "\(again.status) \(again.text)", sourceLocation: sourceLocation)
+            #expect(again.json?["responseId"] == first.json?["responseId"], sourceLocation: sourceLocation)
+            let listed = try client.get("/v1/orgs/\(seed.orgId)/responses", token: seed.adminToken)
+            let ids = listed.json?["items"]?.arrayValue?.compactMap { $0["clientSubmissionId"]?.stringValue } ?? []
+            #expect(ids.filter { $0 == id }.count == 1, "\(listed.text.prefix(400))", sourceLocation: sourceLocation)
+        }
+
+        /// Sent again, the upload is stored (201), then replayed (200); its content reads back as sent.
+        func expectUploadedOnce(_ id: String, _ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let first = try upload(id, bytes), again = try upload(id, bytes)
+            #expect(first.status == 201, "\(first.status) \(first.text)", sourceLocation: sourceLocation)
+            #expect(again.status == 200, "\(again.status) \(again.text)", sourceLocation: sourceLocation)
+            expectContent(id, bytes, sourceLocation: sourceLocation)
+        }
+
+        func expectContent(_ id: String, _ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
+            let content = try? client.get("/v1/orgs/\(seed.orgId)/uploads/\(id)/content", token: seed.collectorToken)
+            #expect(content?.status == 200 && content?.body == bytes, "\(content?.status ?? 0)", sourceLocation: sourceLocation)
+            #expect(files("blobs").count == 1, "\(files("blobs"))", sourceLocation: sourceLocation)
+        }
+
+        /// `surveyd check` (the command, beside the running server) finds nothing wrong.
+        func expectCheckPasses(sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let check = try ServerProcess.command(["check", "--data-dir", server.dataDir])
+            #expect(check.status == 0 && check.stdout.contains("surveyd check: OK"), "\(check.stdout)\(check.stderr)",
+                    sourceLocation: sourceLocation)
+        }
+
+        /// SIGTERM ends the server with status 0, it starts again on the same data dir, and
+        /// `surveyd check` still passes.
+        func expectCleanRestart(sourceLocation: SourceLocation = #_sourceLocation) throws {
+            #expect(server.terminate() == 0, "\(server.stderrText.suffix(2000))", sourceLocation: sourceLocation)
+            try start()
+            try expectCheckPasses(sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func aFailedWALWriteIs1040AndTheSameSubmissionThenLandsOnce() throws {
+        let rig = try Rig()
+        try rig.faults.arm(.write, path: rig.path("surveyd.sqlite-wal"))
+        rig.expectStorageRefusal(try rig.submit("wal-write-0001"))
+        rig.expectFired("pwrite64", under: rig.path("surveyd.sqlite-wal"))
+        rig.faults.disarm()
+        try rig.expectNoSubmission("wal-write-0001")
+        // It goes on serving: ready, and the same request is accepted once.
+        #expect(try rig.client.get("/readyz").status == 200)
+        try rig.expectSubmittedOnce("wal-write-0001")
+        try rig.expectCheckPasses()
+        try rig.expectCleanRestart()
+        try rig.expectSubmittedOnceMore("wal-write-0001")
+    }
+
+    /// A commit whose WAL fsync fails has written its frames already. To make the failing fsync
+    /// that commit's own (after its frames, not the one after a restarted WAL's header), a read
+    /// snapshot older than the last commit is held open: the WAL cannot start afresh under it.
+    /// Only the writer's thread counts (the checkpointer fsyncs the WAL too). Returns the WAL's
+    /// size before the commit and after its failure.
+    static func failCommitFsync(_ rig: Rig, _ request: () throws -> Reply) throws -> (before: Int, after: Int) {
+        func walSize() -> Int { ((try? FileManager.default.attributesOfItem(atPath: rig.database + "-wal"))?[.size] as? Int) ?? -1 }
+        var sizes = (before: 0, after: 0)
+        do {
+            let snapshot = try Connection(path: rig.database, readOnly: true)
+            try snapshot.execute("BEGIN")
+            _ = try snapshot.query("SELECT COUNT(*) AS n FROM responses")
+            #expect(try rig.submit("wal-fsync-warmup").status == 201)
+            sizes.before = walSize()
+            try rig.faults.arm(.fsync, path: rig.path("surveyd.sqlite-wal"), thread: "surveyd-writer")
+            rig.expectStorageRefusal(try request())
+            rig.faults.disarm()
+            sizes.after = walSize()
+            try snapshot.execute("COMMIT")
+        }
+        rig.expectFired("fdatasync", under: rig.path("surveyd.sqlite-wal"))
+        return sizes
+    }
+
+    @Test func aFailedWALFsyncIs1040AndTheServerGoesOnServing() throws {
+        let rig = try Rig()
+        let wal = try Self.failCommitFsync(rig) { try rig.submit("wal-fsync-0001") }
+        #expect(wal.after > wal.before, "the commit's frames were written before its fsync failed: \(wal)")
+        try rig.expectNoSubmission("wal-fsync-0001")
+        #expect(try rig.client.get("/readyz").status == 200)
+        try rig.expectSubmittedOnce("wal-fsync-0001")
+        try rig.expectCheckPasses()
+        try rig.expectCleanRestart()
+        try rig.expectSubmittedOnceMore("wal-fsync-0001")
+    }
+
+    /// The worst moment for a crash: right after the refusal, before any other write. WAL
+    /// recovery at the next start must not bring the refused upload back (a row whose file its
+    /// undo removed).
+    @Test func aFailedWALFsyncOfAnUploadStaysRefusedAcrossKill9() throws {
+        let rig = try Rig()
+        let bytes = Files.jpeg(20_000, seed: 3)
+        let wal = try Self.failCommitFsync(rig) { try rig.upload("wal-fsync-upload-1", bytes) }
+        #expect(wal.after > wal.before, "the commit's frames were written before its fsync failed: \(wal)")
+        rig.server.kill9()
+        try rig.start()
+        try rig.expectNoUpload("wal-fsync-upload-1")
+        try rig.expectCheckPasses()
+        try rig.expectUploadedOnce("wal-fsync-upload-1", bytes)
+        try rig.expectCheckPasses()
+    }
+
+    /// `/readyz` commits a write that reaches the disk: while every fsync of the WAL fails it
+    /// answers 503 / 1040, and ready again as soon as they pass.
+    @Test func readinessFollowsAFailingWALFsync() throws {
+        let rig = try Rig()
+        #expect(try rig.client.get("/readyz").status == 200)
+        try rig.faults.arm(.fsync, path: rig.path("surveyd.sqlite-wal"), count: 0)
+        usleep(1_100_000)  // a successful probe is reused for one second
+        let failing = try rig.client.get("/readyz")
+        rig.expectStorageRefusal(failing)
+        #expect(!rig.faults.fired.isEmpty)
+        rig.faults.disarm()
+        #expect(try rig.client.get("/readyz").status == 200)
+        try rig.expectSubmittedOnce("after-ready-0001")
+        try rig.expectCheckPasses()
+    }
+
+    @Test func aFailedFsyncOfAnUploadedFileIs1040AndLeavesNoFile() throws {
+        let rig = try Rig()
+        let bytes = Files.jpeg(50_000, seed: 4)
+        try rig.faults.arm(.fsync, path: rig.path("tmp/*"))
+        rig.expectStorageRefusal(try rig.upload("file-fsync-0001", bytes))
+        rig.expectFired("fsync", under: rig.path("tmp/"))
+        rig.faults.disarm()
+        try rig.expectNoUpload("file-fsync-0001")
+        try rig.expectUploadedOnce("file-fsync-0001", bytes)
+        try rig.expectCheckPasses()
+        try rig.expectCleanRestart()
+        rig.expectContent("file-fsync-0001", bytes)
+    }
+
+    /// The file is linked into `blobs/`, then the directory's fsync fails: the link must go
+    /// with the refusal (else a file no row names stays, and the retry skips the fsync).
+    @Test func aFailedFsyncOfTheBlobDirectoryIs1040AndLeavesNoFile() throws {
+        let rig = try Rig()
+        let bytes = Files.jpeg(50_000, seed: 5)
+        try rig.faults.arm(.fsync, path: rig.path("blobs/*"))
+        rig.expectStorageRefusal(try rig.upload("dir-fsync-0001", bytes))
+        rig.expectFired("fsync", under: rig.path("blobs/"))
+        rig.faults.disarm()
+        try rig.expectNoUpload("dir-fsync-0001")
+        try rig.expectCheckPasses()
+        try rig.expectUploadedOnce("dir-fsync-0001", bytes)
+        try rig.expectCheckPasses()
+        try rig.expectCleanRestart()
+        rig.expectContent("dir-fsync-0001", bytes)
+    }
+
+    /// Placing a file is a hard link (`link`), not a rename: the temp name stays until the commit.
+    @Test func aFailedLinkIntoBlobsIs1040AndLeavesNoFile() throws {
+        let rig = try Rig()
+        let bytes = Files.jpeg(50_000, seed: 6)
+        try rig.faults.arm(.link, path: rig.path("blobs/*"))
+        rig.expectStorageRefusal(try rig.upload("blob-link-0001", bytes))
+        rig.expectFired("link", under: rig.path("blobs/"))
+        rig.faults.disarm()
+        try rig.expectNoUpload("blob-link-0001")
+        try rig.expectUploadedOnce("blob-link-0001", bytes)
+        try rig.expectCheckPasses()
+        try rig.expectCleanRestart()
+        rig.expectContent("blob-link-0001", bytes)
+    }
+
+    /// The disk fills in the middle of the second chunk: its bytes are cut back to the committed
+    /// offset, HEAD says that offset, and the chunk sent again from there finishes the upload.
+    @Test func aFullDiskMidChunkKeepsTheOffsetAndTheChunkIsSentAgain() throws {
+        let rig = try Rig()
+        let bytes = Files.jpeg(600_000, seed: 7)
+        let split = 250_000
+        let base = "/v1/orgs/\(rig.seed.orgId)/uploads/resumable"
+        func meta(_ m: [String: String]) -> String {
+            m.sorted { $0.key < $1.key }.map { "\($0.key) \(Base64.encode(Array($0.value.utf8)))" }.joined(separator: ",")
+        }
+        let created = try rig.client.request("POST", base, token: rig.seed.collectorToken, body: [], headers: [
+            "Tus-Resumable": "1.0.0", "Upload-Length": String(bytes.count),
+            "Upload-Metadata": meta(["clientUploadId": "tus-full-0001", "surveyVersionId": rig.seed.versionId,
+                                     "questionId": "video", "contentType": "image/jpeg"]),
+        ])
+        let location = try #require(created.header("location"), "\(created.status) \(created.text)")
+        let uploadId = String(location.split(separator: "/").last ?? "")
+        func patch(_ offset: Int, _ chunk: ArraySlice<UInt8>) throws -> Reply {
+            try rig.client.request("PATCH", location, token: rig.seed.collectorToken, body: Array(chunk), headers: [
+                "Tus-Resumable": "1.0.0", "Upload-Offset": String(offset), "Content-Type": "application/offset+octet-stream",
+            ])
+        }
+        func offset() throws -> String? {
+            try rig.client.request("HEAD", location, token: rig.seed.collectorToken, headers: ["Tus-Resumable": "1.0.0"]).header("upload-offset")
+        }
+        func partialSize() -> Int {
+            ((try? FileManager.default.attributesOfItem(atPath: rig.server.dataDir + "/partial/" + uploadId))?[.size] as? Int) ?? -1
+        }
+        #expect(try patch(0, bytes[..<split]).status == 204)
+
+        // The chunk's second write finds the disk full.
+        try rig.faults.arm(.write, path: rig.path("partial/*"), nth: 2, failure: .enospc)
+        let refused = try patch(split, bytes[split...])
+        rig.expectStorageRefusal(refused)
+        #expect(refused.header("tus-resumable") == "1.0.0")
+        rig.expectFired("pwrite", under: rig.path("partial/" + uploadId))
+        rig.faults.disarm()
+        #expect(try offset() == String(split))
+        #expect(partialSize() == split)
+        #expect(try rig.count("SELECT received_bytes AS n FROM resumable_uploads WHERE upload_id = ?", [.text(uploadId)]) == Int64(split))
+        #expect(try rig.count("SELECT COUNT(*) AS n FROM uploads") == 0)
+        #expect(rig.files("blobs").isEmpty)
+        try rig.expectCheckPasses()
+
+        // The same chunk again, from the same offset: the upload is complete and stored once.
+        let done = try patch(split, bytes[split...])
+        #expect(done.status == 204 && done.header("upload-offset") == String(bytes.count), "\(done.status) \(done.text)")
+        #expect(try offset() == String(bytes.count))
+        #expect(rig.files("partial").isEmpty)
+        #expect(try rig.count("SELECT COUNT(*) AS n FROM uploads WHERE client_upload_id = 'tus-full-0001'") == 1)
+        rig.expectContent("tus-full-0001", bytes)
+        try rig.expectCheckPasses()
+        try rig.expectCleanRestart()
+        rig.expectContent("tus-full-0001", bytes)
+    }
+}
+
+extension StorageFaultTests.Rig {
+    /// After a restart: still exactly one response under `id`, and sending it again is its replay.
+    func expectSubmittedOnceMore(_ id: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let again = try submit(id)
+        #expect(again.status == 200, "\(again.status) \(again.text)", sourceLocation: sourceLocation)
+        #expect(try count("SELECT COUNT(*) AS n FROM responses WHERE client_submission_id = ?", [.text(id)]) == 1, sourceLocation: sourceLocation)
+    }
+}
