@@ -46,12 +46,23 @@ public struct Expression: Sendable {
     }
 
     public func evaluate(_ context: EvaluationContext) throws(ExpressionError) -> Value {
-        if let call = momentCall {
-            throw ExpressionError("\(call.name)() at offset \(call.offset) depends on the moment and the device, so the expression is not evaluated here",
-                                  offset: call.offset, kind: .dependsOnMoment)
-        }
-        var evaluator = Evaluator(context: context)
-        return try evaluator.run(program)
+        if let call = momentCall { throw Self.dependsOnMoment(call) }
+        var evaluator = Evaluator(current: context.current, position: context.position)
+        return try evaluator.run(program, context)
+    }
+
+    /// The same as `evaluate(EvaluationContext(source:current:position:))`, whose bare names
+    /// are all the empty string, without a context to build and tear down: for a caller that
+    /// evaluates a form's logic many times a submission.
+    public func evaluate(source: any ReferenceSource, current: Value = .string(""), position: Int = 0) throws(ExpressionError) -> Value {
+        if let call = momentCall { throw Self.dependsOnMoment(call) }
+        var evaluator = Evaluator(current: current, position: position)
+        return try evaluator.run(program, SourceBindings(source: source))
+    }
+
+    private static func dependsOnMoment(_ call: MomentCall) -> ExpressionError {
+        ExpressionError("\(call.name)() at offset \(call.offset) depends on the moment and the device, so the expression is not evaluated here",
+                        offset: call.offset, kind: .dependsOnMoment)
     }
 
     /// The expression written back in a canonical form (single spaces, needed parentheses only);

@@ -119,9 +119,9 @@ extension Evaluator {
         case .string:
             return .string(a.asString)
         case .stringLength:
-            let text = count == 0 ? context.current.asString : a.asString
+            let text = count == 0 ? current.asString : a.asString
             try charge(text.utf8.count)
-            return .number(Double(text.unicodeScalars.count))
+            return .number(Double(TextSearch.scalarCount(text)))
         case .contains:
             let (text, part) = (a.asString, b.asString)
             try charge(text.utf8.count &+ part.utf8.count)
@@ -144,7 +144,7 @@ extension Evaluator {
             let cut = bytes.index(bytes.startIndex, offsetBy: function == .substringBefore ? at : at + part.utf8.count)
             return .string(function == .substringBefore ? String(text[..<cut]) : String(text[cut...]))
         case .normalizeSpace:
-            let text = count == 0 ? context.current.asString : a.asString
+            let text = count == 0 ? current.asString : a.asString
             try charge(text.utf8.count)
             return .string(Evaluator.normalizeSpace(text))
         case .translate:
@@ -210,7 +210,7 @@ extension Evaluator {
             }
             return .number(total)
         case .position:
-            return .number(Double(context.position))
+            return .number(Double(position))
 
         // MARK: Date
         case .date:

@@ -1,10 +1,14 @@
 /// An expression compiled once, at parse time, into postfix instructions over a value stack, so
 /// that each evaluation is one loop: no recursion, and no walk over the tree's boxes (whose
 /// retains and releases were most of an evaluation's cost). `and`, `or`, `if()` and `coalesce()`
-/// jump over what they do not need, exactly as the tree is read lazily.
+/// jump over what they do not need, exactly as the tree is read lazily. An instruction holds no
+/// reference (constants and regexes sit beside the code), so reading one copies no value.
 struct Program: Sendable {
     enum Instruction: Sendable {
-        case push(Value)
+        /// `constants[i]`.
+        case push(Int)
+        /// A number constant, held in the instruction: pushing it copies nothing that counts references.
+        case pushNumber(Double)
         /// `${name}` by slot (its index in the expression's references).
         case reference(Int)
         /// A bare name: a column of the choice, by its index in `fields`.
@@ -27,11 +31,13 @@ struct Program: Sendable {
         case call(Function, count: Int, at: Int)
         /// concat, join, min, max: pops `count` values.
         case variadic(Function, count: Int, at: Int)
-        /// `regex(subject, 'literal')`: the pattern compiled at parse time.
-        case regex(RegexProgram, at: Int)
+        /// `regex(subject, 'literal')`: the pattern compiled at parse time, `regexes[i]`.
+        case regex(Int, at: Int)
     }
 
     let code: [Instruction]
+    let constants: [Value]
+    let regexes: [RegexProgram]
     let references: [String]
     let fields: [String]
     /// The most values the stack holds at once, known from the code.
@@ -41,6 +47,8 @@ struct Program: Sendable {
         var compiler = Compiler(fields: fields)
         compiler.emit(root)
         code = compiler.code
+        constants = compiler.constants
+        regexes = compiler.regexes
         maxStack = compiler.maxDepth
         self.references = references
         self.fields = fields
@@ -51,6 +59,8 @@ struct Program: Sendable {
     private struct Compiler {
         let fieldIndex: [String: Int]
         var code: [Instruction] = []
+        var constants: [Value] = []
+        var regexes: [RegexProgram] = []
         /// The stack's depth after the code so far (on the path that falls through), and its most.
         var depth = 0
         var maxDepth = 0
@@ -66,7 +76,7 @@ struct Program: Sendable {
         private mutating func add(_ instruction: Instruction) {
             code.append(instruction)
             switch instruction {
-            case .push, .reference, .field, .current: depth += 1
+            case .push, .pushNumber, .reference, .field, .current: depth += 1
             case .negate, .toBoolean, .jump, .regex: break
             case .binary, .shortCircuit, .jumpUnless, .keepUnlessEmpty: depth -= 1
             case .call(_, let count, _): depth += 1 - Swift.min(count, 3)
@@ -75,14 +85,23 @@ struct Program: Sendable {
             maxDepth = Swift.max(maxDepth, depth)
         }
 
+        private mutating func push(_ value: Value) {
+            if case .number(let d) = value {
+                add(.pushNumber(d))
+                return
+            }
+            constants.append(value)
+            add(.push(constants.count - 1))
+        }
+
         mutating func emit(_ node: Node) {
             switch node {
-            case .literal(let value): add(.push(value))
+            case .literal(let value): push(value)
             case .reference(_, let slot): add(.reference(slot))
-            case .field(let name): add(fieldIndex[name].map { .field($0) } ?? .push(.string("")))
+            case .field(let name): if let i = fieldIndex[name] { add(.field(i)) } else { push(.string("")) }
             case .current: add(.current)
             // Only position(..) holds it, and position does not look at its argument.
-            case .parent: add(.push(.string("")))
+            case .parent: push(.string(""))
             case .negate(let operand):
                 emit(operand)
                 add(.negate)
@@ -97,7 +116,8 @@ struct Program: Sendable {
             case .call(let function, let args, let at): call(function, args, at: at.value)
             case .regex(let subject, _, let program, let at):
                 emit(subject)
-                add(.regex(program, at: at.value))
+                regexes.append(program)
+                add(.regex(regexes.count - 1, at: at.value))
             }
         }
 
@@ -118,7 +138,7 @@ struct Program: Sendable {
             switch function {
             case .if:
                 // Arity is checked at parse time: three arguments.
-                guard args.count >= 2 else { add(.push(.string(""))); return }
+                guard args.count >= 2 else { push(.string("")); return }
                 emit(args[0])
                 let test = code.count
                 add(.jumpUnless(0))
@@ -128,10 +148,10 @@ struct Program: Sendable {
                 // The other branch starts from the depth before the first one pushed its value.
                 depth -= 1
                 code[test] = .jumpUnless(code.count)
-                if args.count > 2 { emit(args[2]) } else { add(.push(.string(""))) }
+                if args.count > 2 { emit(args[2]) } else { push(.string("")) }
                 code[skip] = .jump(code.count)
             case .coalesce:
-                guard args.count >= 2 else { add(.push(.string(""))); return }
+                guard args.count >= 2 else { push(.string("")); return }
                 emit(args[0])
                 let keep = code.count
                 add(.keepUnlessEmpty(0))

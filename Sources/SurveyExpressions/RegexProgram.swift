@@ -47,6 +47,25 @@ struct RegexProgram: Sendable, Equatable {
 
     let instructions: [Instruction]
     let sets: [ScalarSet]
+    /// Each set's members below U+0080, a bit each (`sets[i]` asked once per ASCII scalar at
+    /// compile time): a match over ASCII text tests a bit, where asking the set walks its items.
+    let asciiMembers: [ASCIIMembers]
+
+    struct ASCIIMembers: Sendable, Equatable {
+        var low: UInt64 = 0
+        var high: UInt64 = 0
+
+        init(_ set: ScalarSet) {
+            for v in 0..<128 where set.contains(Unicode.Scalar(UInt8(v))) {
+                if v < 64 { low |= 1 << UInt64(v) } else { high |= 1 << UInt64(v - 64) }
+            }
+        }
+
+        /// `v` below 128.
+        func contains(_ v: UInt32) -> Bool {
+            v < 64 ? low & (1 << UInt64(v)) != 0 : high & (1 << UInt64(v &- 64)) != 0
+        }
+    }
 
     init(_ pattern: String) throws(RegexError) {
         guard pattern.utf8.count <= ExpressionLimits.maxRegexPatternBytes else {
@@ -64,6 +83,7 @@ struct RegexProgram: Sendable, Equatable {
         compiler.instructions.append(.match)
         instructions = compiler.instructions
         sets = compiler.sets
+        asciiMembers = compiler.sets.map(ASCIIMembers.init)
     }
 }
 

@@ -41,6 +41,26 @@ enum TextSearch {
     }
 
     static func equal(_ a: String, _ b: String) -> Bool {
-        a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8)
+        guard a.utf8.count == b.utf8.count else { return false }
+        // Over contiguous bytes (every native string): a tenth of comparing the views.
+        let same = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y in
+                for i in 0..<x.count where x[i] != y[i] { return false }
+                return true
+            }
+        }
+        if let same, let same { return same }
+        return a.utf8.elementsEqual(b.utf8)
+    }
+
+    /// The Unicode scalars of a string, counted over its bytes (those that do not continue a
+    /// scalar): `unicodeScalars.count` walks scalar indices, many times slower.
+    static func scalarCount(_ s: String) -> Int {
+        let counted = s.utf8.withContiguousStorageIfAvailable { bytes in
+            var n = 0
+            for b in bytes where b & 0xC0 != 0x80 { n += 1 }
+            return n
+        }
+        return counted ?? s.unicodeScalars.count
     }
 }

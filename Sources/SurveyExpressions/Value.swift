@@ -89,6 +89,19 @@ public enum Value: Sendable, Equatable {
         return false
     }
 
+    var isBoolean: Bool {
+        if case .boolean = self { return true }
+        return false
+    }
+
+    /// A number or a date: compared as numbers.
+    var isNumeric: Bool {
+        switch self {
+        case .number, .date: return true
+        default: return false
+        }
+    }
+
     // MARK: - String to number
 
     /// XPath's Number grammar (`-? (Digits ('.' Digits?)? | '.' Digits)` between whitespace), with

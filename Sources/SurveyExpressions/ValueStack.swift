@@ -22,6 +22,22 @@ struct ValueStack {
         return (base + count).move()
     }
 
+    /// The top two values when both are numbers (the deeper first), popped; nil, and nothing
+    /// popped, otherwise. Numbers hold no references: nothing to move out or release.
+    mutating func popNumbers() -> (Double, Double)? {
+        guard count >= 2, let base = buffer.baseAddress,
+              case .number(let y) = base[count - 1], case .number(let x) = base[count - 2] else { return nil }
+        count -= 2
+        return (x, y)
+    }
+
+    /// The top value when it is a boolean, popped; nil, and nothing popped, otherwise.
+    mutating func popBoolean() -> Bool? {
+        guard count >= 1, let base = buffer.baseAddress, case .boolean(let b) = base[count - 1] else { return nil }
+        count -= 1
+        return b
+    }
+
     /// The top `n` values, the deepest first.
     mutating func popLast(_ n: Int) -> [Value] {
         var out = [Value](repeating: .string(""), count: Swift.max(0, Swift.min(n, count)))

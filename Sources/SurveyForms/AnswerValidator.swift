@@ -46,14 +46,16 @@ extension SurveyDefinition {
         }
         var check = AnswerCheck()
         var answered = 0
-        for q in questions {
-            let found = given[q.id]
+        // By index, with each question's rules: a copy of the question itself costs a retain per field.
+        for (i, rules) in answerRules.enumerated() {
+            let questionId = questions[i].id
+            let found = given[questionId]
             if found != nil { answered += 1 }
             let value = found ?? .null
-            if let message = q.problem(with: value) {
-                check.errors.append(FieldError(path: "answers.\(q.id)", message: message))
-            } else if q.type == .file, let id = value["clientUploadId"]?.stringValue {
-                check.fileAnswers.append(FileAnswer(questionId: q.id, clientUploadId: id))
+            if let message = rules.problem(with: value, required: questions[i].required) {
+                check.errors.append(FieldError(path: "answers.\(questionId)", message: message))
+            } else if rules.type == .file, let id = value["clientUploadId"]?.stringValue {
+                check.fileAnswers.append(FileAnswer(questionId: questionId, clientUploadId: id))
             }
         }
         // Question ids are unique (`parse` refuses duplicates), so when every key was matched by
@@ -74,72 +76,11 @@ extension Question {
 
     /// The same, with `required` as the question's logic decided it for this submission.
     func problem(with value: JSONValue, required: Bool) -> String? {
-        if value.isNull { return required ? "required" : nil }
-        switch type {
-        case .text:
-            guard let s = value.stringValue else { return "must be a string" }
-            // An empty text does not satisfy a required question.
-            if required && s.isEmpty { return "required" }
-            // Characters never outnumber UTF-8 bytes: counting them (grapheme breaking) is only
-            // needed when the bytes alone could be over the limit.
-            if let maxLength, s.utf8.count > maxLength, s.count > maxLength { return "must be at most \(maxLength) characters" }
-        case .integer:
-            guard let n = value.intValue else { return "must be an integer" }
-            return boundsProblem(Double(n))
-        case .decimal:
-            guard let d = value.doubleValue else { return "must be a number" }
-            return boundsProblem(d)
-        case .selectOne:
-            guard let s = value.stringValue else { return "must be a string" }
-            if !choices.contains(s) { return "\"\(s)\" is not one of the choices" }
-        case .selectMultiple:
-            guard let items = value.arrayValue else { return "must be an array of choices" }
-            if required && items.isEmpty { return "required" }
-            // Duplicates by pairwise comparison, no Set to build and hash: every item before a
-            // duplicate is a distinct choice, so the scans stay within the choices' count squared.
-            for (k, item) in items.enumerated() {
-                guard let s = item.stringValue else { return "must be an array of choices" }
-                if !choices.contains(s) { return "\"\(s)\" is not one of the choices" }
-                if items[..<k].contains(where: { $0.stringValue == s }) { return "\"\(s)\" is chosen more than once" }
-            }
-        case .date:
-            guard let s = value.stringValue, let valid = Self.isCalendarDate(s) else {
-                return "must be a date YYYY-MM-DD"
-            }
-            if !valid { return "\(s) is not a calendar date" }
-        case .geopoint:
-            return Self.geopointProblem(value)
-        case .geotrace, .geoshape:
-            return Self.pointsProblem(value, shape: type == .geoshape)
-        case .time:
-            guard let t = value.stringValue, Self.isTime(t) else { return "must be a time HH:MM[:SS[.fff]] with an optional offset" }
-        case .datetime:
-            guard let t = value.stringValue, Timestamp.parse(t) != nil else { return "must be a date and time (RFC 3339)" }
-        case .barcode:
-            guard let t = value.stringValue else { return "must be a string" }
-            if required && t.isEmpty { return "required" }
-        case .calculate:
-            // Taken as the device computed it: any string, number or boolean.
-            guard value.stringValue != nil || value.doubleValue != nil || value.boolValue != nil else { return "must be a string, a number or a boolean" }
-        case .file:
-            guard let o = value.objectValue, let id = o["clientUploadId"]?.stringValue, o.count == 1 else {
-                return "must be {\"clientUploadId\": \"...\"}"
-            }
-            if !ClientIdentifier.isValid(id) {
-                return "clientUploadId must be 8-128 characters of A-Z a-z 0-9 _ - : ."
-            }
-        }
-        return nil
-    }
-
-    private func boundsProblem(_ d: Double) -> String? {
-        if let minimum, d < minimum { return "must be at least \(CanonicalJSON.number(minimum))" }
-        if let maximum, d > maximum { return "must be at most \(CanonicalJSON.number(maximum))" }
-        return nil
+        AnswerRules(self).problem(with: value, required: required)
     }
 
     /// A list of points: a line has two or more, a shape four or more with the last equal to the first.
-    private static func pointsProblem(_ value: JSONValue, shape: Bool) -> String? {
+    static func pointsProblem(_ value: JSONValue, shape: Bool) -> String? {
         let least = shape ? 4 : 2
         guard let points = value.arrayValue else { return "must be a list of points {lat, lon, altitude?, accuracy?}" }
         guard points.count >= least else { return "must have at least \(least) points" }
@@ -178,7 +119,7 @@ extension Question {
         return true
     }
 
-    private static func geopointProblem(_ value: JSONValue) -> String? {
+    static func geopointProblem(_ value: JSONValue) -> String? {
         guard let o = value.objectValue else { return "must be an object {lat, lon, accuracy?}" }
         guard let lat = o["lat"]?.doubleValue else { return "lat must be a number" }
         guard (-90...90).contains(lat) else { return "lat must be between -90 and 90" }

@@ -74,32 +74,41 @@ public enum CanonicalJSON {
     }
 
     /// A member's place in key order, sorted without touching the strings in most comparisons:
-    /// `prefix` holds a key's first 8 UTF-8 bytes big-endian (zero-padded), which order like the
-    /// keys themselves when both are ASCII there and differ; anything else (equal prefixes, a
-    /// byte above 0x7F) is decided by `utf16Precedes`. Trivial values: no retain/release per swap.
+    /// `high` and `low` hold a key's first 16 UTF-8 bytes big-endian (zero-padded), which order
+    /// like the keys themselves when both are ASCII there and differ; anything else (equal
+    /// prefixes, a byte above 0x7F) is decided by `utf16Precedes`. Sixteen bytes: a form's ids
+    /// share long stems (`household_1`, `household_12`). Trivial values: no retain/release per swap.
     struct SortKey {
-        let prefix: UInt64
+        let high: UInt64
+        let low: UInt64
         let asciiPrefix: Bool
         let index: Dictionary<String, JSONValue>.Index
 
         static func order(_ members: [String: JSONValue]) -> [SortKey] {
             var keys: [SortKey] = []
             keys.reserveCapacity(members.count)
+            let names = members.keys
             for i in members.indices {
-                var key = members[i].key
-                let (prefix, high) = key.withUTF8 { bytes -> (UInt64, UInt8) in
-                    var prefix: UInt64 = 0, high: UInt8 = 0
+                // The key alone (not the member, whose value would be copied), read in place.
+                var key = names[i]
+                let (high, low, top) = key.withUTF8 { bytes -> (UInt64, UInt64, UInt8) in
+                    var high: UInt64 = 0, low: UInt64 = 0, top: UInt8 = 0
                     for k in 0..<8 {
                         let b = k < bytes.count ? bytes[k] : 0
-                        prefix = prefix << 8 | UInt64(b)
-                        high |= b
+                        let c = k + 8 < bytes.count ? bytes[k + 8] : 0
+                        high = high << 8 | UInt64(b)
+                        low = low << 8 | UInt64(c)
+                        top |= b | c
                     }
-                    return (prefix, high)
+                    return (high, low, top)
                 }
-                keys.append(SortKey(prefix: prefix, asciiPrefix: high < 0x80, index: i))
+                keys.append(SortKey(high: high, low: low, asciiPrefix: top < 0x80, index: i))
             }
             keys.sort { a, b in
-                if a.prefix != b.prefix && a.asciiPrefix && b.asciiPrefix { return a.prefix < b.prefix }
+                if a.asciiPrefix && b.asciiPrefix {
+                    if a.high != b.high { return a.high < b.high }
+                    if a.low != b.low { return a.low < b.low }
+                }
                 return utf16Precedes(members[a.index].key, members[b.index].key)
             }
             return keys
@@ -213,6 +222,11 @@ public enum CanonicalJSON {
         out.append(UInt8(ascii: "\""))
         var s = s
         s.withUTF8 { bytes in
+            // Nothing to escape, the usual case: one copy of the whole.
+            if !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                out.append(contentsOf: bytes)
+                return
+            }
             var runStart = 0
             for i in bytes.indices {
                 let b = bytes[i]

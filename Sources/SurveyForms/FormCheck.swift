@@ -12,47 +12,67 @@ import SurveyExpressions
 final class FormCheck: ReferenceSource {
     private let structure: FormStructure
     private let answers: JSONValue
-    private let root: [String: JSONValue]
     // A check is one object used by one thread, never shared: the run-time exclusivity checks
     // of its state (7 % of a roster form's check) are left out.
     @exclusivity(unchecked) private var check = AnswerCheck()
-    /// Relevance by entry: outside repeats one value, inside one repeat a value per instance,
-    /// deeper by instance path (the indices of the enclosing repeats' instances).
-    @exclusivity(unchecked) private var relevanceTop: [Relevance]
-    @exclusivity(unchecked) private var relevanceInOne: [[Relevance]]
-    @exclusivity(unchecked) private var relevanceDeeper: [[[Int]: Relevance]]
-    /// Every instance of a repeat (its path and its answers), by the repeat's entry.
-    @exclusivity(unchecked) private var instanceCache: [Int: [([Int], [String: JSONValue])]] = [:]
-    @exclusivity(unchecked) private var pathCache: [Int: [[Int]]] = [:]
-    /// Answers as the language sees them, once read: outside repeats by entry, inside one
-    /// repeat by entry and instance. A form reads the same few answers many times.
-    @exclusivity(unchecked) private var valueTop: [Value?]
-    @exclusivity(unchecked) private var valueInOne: [[Value?]]
-    /// Where the expression being evaluated is: its entry, instance path and bound references.
-    @exclusivity(unchecked) private var evaluatingEntry = 0
-    @exclusivity(unchecked) private var evaluatingPath: [Int] = []
-    @exclusivity(unchecked) private var evaluatingTargets: [Int] = []
+    /// Every object of answers: the answers object first, then each repeat instance (an object
+    /// in a repeat's list), each repeat's instances in one run, parents before children.
+    @exclusivity(unchecked) private var instances: [Instance] = []
+    /// The objects' dictionaries, by instance.
+    @exclusivity(unchecked) private var objects: [[String: JSONValue]] = []
+    /// Where the answers of each object are in its dictionary, in its level's document order
+    /// (`Instance.answers`), found once: the walk and the references read these, never hashing
+    /// an id again.
+    @exclusivity(unchecked) private var found: [Found] = []
+    /// Keys of an object that are no node's there (`Instance.unknown`).
+    @exclusivity(unchecked) private var unknownKeys: [String] = []
+    /// By instance and slot (`Instance.relevance`, `.values`): the relevance of each node with a
+    /// `relevant`, the value of each node some logic reads once read.
+    @exclusivity(unchecked) private var relevance: [Relevance] = []
+    @exclusivity(unchecked) private var values: [Value?] = []
+    /// By instance and value slot: where in `found` the answer is (-1: absent).
+    @exclusivity(unchecked) private var valueAnswers: [Int] = []
+    /// Where the expression being evaluated is: its object and bound references.
+    @exclusivity(unchecked) private var evaluatingInstance = 0
+    @exclusivity(unchecked) private var evaluatingLinks: Range<Int> = 0..<0
 
     enum Relevance { case yes, no, unknown }
+
+    struct Instance {
+        let level: Int
+        /// The enclosing object, its depth (how many repeats enclose it) and its index in its
+        /// repeat's list.
+        let parent: Int
+        let depth: Int
+        let index: Int
+        /// Its ranges of `found` and `unknownKeys`, its first relevance and value slots.
+        var answers: Range<Int> = 0..<0
+        var unknown: Range<Int> = 0..<0
+        let relevance: Int
+        let values: Int
+    }
+
+    /// A key of an object that is some node's: the node's answer slot at that level and where
+    /// the answer is in the object's dictionary (no copy of it, so nothing to release at the
+    /// end); for a repeat, its instances (a range of `instances`).
+    struct Found {
+        let slot: Int
+        let at: Dictionary<String, JSONValue>.Index
+        var instances: Range<Int> = 0..<0
+    }
 
     init(_ structure: FormStructure, answers: JSONValue) {
         self.structure = structure
         self.answers = answers
-        root = answers.objectValue ?? [:]
-        let n = structure.entries.count
-        relevanceTop = Array(repeating: .yes, count: n)
-        relevanceInOne = Array(repeating: [], count: n)
-        relevanceDeeper = Array(repeating: [:], count: n)
-        valueTop = Array(repeating: nil, count: n)
-        valueInOne = Array(repeating: [], count: n)
     }
 
     func run() -> AnswerCheck {
-        guard answers.objectValue != nil else {
+        guard let root = answers.objectValue else {
             return AnswerCheck(errors: [FieldError(path: "answers", message: "must be an object")])
         }
+        gather(root)
         computeRelevance()
-        walk(structure.topLevel, in: root, path: [], prefix: "answers")
+        walk(0)
         return check
     }
 
@@ -61,27 +81,132 @@ final class FormCheck: ReferenceSource {
     /// for a reader that lays a response out. A node below a non-relevant one is listed too; a
     /// relevance that depends on the moment counts as relevant.
     func notRelevantPaths() -> Set<String> {
-        guard answers.objectValue != nil else { return [] }
+        guard let root = answers.objectValue else { return [] }
+        gather(root)
         computeRelevance()
         var out: Set<String> = []
-        collectNotRelevant(structure.topLevel, in: root, path: [], prefix: "answers", into: &out)
+        collectNotRelevant(structure.levels[0].top, in: 0, prefix: "answers", into: &out)
         return out
     }
 
-    private func collectNotRelevant(_ entries: [Int], in object: [String: JSONValue], path: [Int], prefix: String, into out: inout Set<String>) {
+    private func collectNotRelevant(_ entries: [Int], in x: Int, prefix: String, into out: inout Set<String>) {
         for e in entries {
             let entry = structure.entries[e]
             let at = "\(prefix).\(entry.id)"
-            if relevanceOf(e, path) == .no { out.insert(at) }
+            if relevanceOf(e, x) == .no { out.insert(at) }
             if entry.isRepeat {
-                for (i, item) in (object[entry.id]?.arrayValue ?? []).enumerated() {
-                    guard let inner = item.objectValue else { continue }
-                    collectNotRelevant(children(of: e), in: inner, path: path + [i], prefix: "\(at)[\(i)]", into: &out)
+                for i in found(e, in: x).map({ found[$0].instances }) ?? 0..<0 {
+                    collectNotRelevant(structure.children[e], in: i, prefix: "\(at)[\(instances[i].index)]", into: &out)
                 }
             } else if entry.question == nil {
-                collectNotRelevant(children(of: e), in: object, path: path, prefix: prefix, into: &out)
+                collectNotRelevant(structure.children[e], in: x, prefix: prefix, into: &out)
             }
         }
+    }
+
+    // MARK: the objects of answers
+
+    /// Reads every object of answers once, parents first: its keys into `found` (in the level's
+    /// document order) or `unknownKeys`, a repeat's object items into new instances.
+    private func gather(_ root: [String: JSONValue]) {
+        let levels = structure.levels
+        objects = [root]
+        instances.append(Instance(level: 0, parent: -1, depth: 0, index: 0, relevance: 0, values: 0))
+        var relevanceCount = levels[0].relevanceCount, valueCount = levels[0].valueCount
+        // Grown at most once for a usual form: a repeat's instances hold about as many answers as the top.
+        found.reserveCapacity(2 * root.count)
+        instances.reserveCapacity(16)
+        // An object's keys by slot, emptied again as they move to `found`.
+        withUnsafeTemporaryAllocation(of: Dictionary<String, JSONValue>.Index?.self, capacity: structure.widestLevel) { bySlot in
+            bySlot.initialize(repeating: nil)
+            var x = 0
+            while x < objects.count {
+                let level = levels[instances[x].level]
+                let object = objects[x]
+                let firstUnknown = unknownKeys.count
+                var i = object.startIndex
+                while i != object.endIndex {
+                    let key = object.keys[i]
+                    if let slot = level.keys.slot(of: key), bySlot.indices.contains(slot) { bySlot[slot] = i } else { unknownKeys.append(key) }
+                    object.formIndex(after: &i)
+                }
+                instances[x].unknown = firstUnknown..<unknownKeys.count
+                let start = found.count
+                let values = instances[x].values
+                for (slot, e) in level.answering.enumerated() {
+                    guard slot < bySlot.count, let at = bySlot[slot] else { continue }
+                    bySlot[slot] = nil
+                    var f = Found(slot: slot, at: at)
+                    let read = structure.valueSlot[e]
+                    if read >= 0 {
+                        if valueAnswers.count < values + level.valueCount {
+                            valueAnswers += repeatElement(-1, count: values + level.valueCount - valueAnswers.count)
+                        }
+                        valueAnswers[values + read] = found.count
+                    }
+                    let inner = structure.innerLevel[e]
+                    if inner >= 0, case .array(let items) = object.values[at] {
+                        let first = instances.count
+                        for (i, item) in items.enumerated() {
+                            guard case .object(let o) = item else { continue }
+                            instances.append(Instance(level: inner, parent: x, depth: instances[x].depth + 1, index: i,
+                                                      relevance: relevanceCount, values: valueCount))
+                            objects.append(o)
+                            relevanceCount += levels[inner].relevanceCount
+                            valueCount += levels[inner].valueCount
+                        }
+                        f.instances = first..<instances.count
+                    }
+                    found.append(f)
+                }
+                instances[x].answers = start..<found.count
+                x += 1
+            }
+        }
+        relevance = [Relevance](repeating: .yes, count: relevanceCount)
+        values = [Value?](repeating: nil, count: valueCount)
+    }
+
+    /// Where in `found` entry `e`'s answer in object `x` is: by its value slot when some logic
+    /// reads it (set while gathering), else searched.
+    private func answerIndex(_ e: Int, in x: Int) -> Int? {
+        let slot = structure.valueSlot[e]
+        guard slot >= 0 else { return found(e, in: x) }
+        let at = instances[x].values + slot
+        guard valueAnswers.indices.contains(at), valueAnswers[at] >= 0 else { return nil }
+        return valueAnswers[at]
+    }
+
+    /// The answer `found[f]` of object `x`.
+    private func answer(_ f: Int, in x: Int) -> JSONValue {
+        objects[x].values[found[f].at]
+    }
+
+    /// The index in `found` of entry `e`'s answer in object `x` (of `e`'s level), if present.
+    private func found(_ e: Int, in x: Int) -> Int? {
+        let slot = structure.answerSlot[e]
+        var range = instances[x].answers
+        while !range.isEmpty {
+            let mid = range.lowerBound + range.count / 2
+            let s = found[mid].slot
+            if s == slot { return mid }
+            if s < slot { range = (mid + 1)..<range.upperBound } else { range = range.lowerBound..<mid }
+        }
+        return nil
+    }
+
+    /// The object enclosing `x` at `depth` (`x` itself at its own depth).
+    private func ancestor(_ x: Int, depth: Int) -> Int {
+        var a = x
+        while instances[a].depth > depth, instances[a].parent >= 0 { a = instances[a].parent }
+        return a
+    }
+
+    /// `answers.members[2]`: where object `x`'s answers are.
+    private func prefix(_ x: Int) -> String {
+        guard x > 0 else { return "answers" }
+        let i = instances[x]
+        return "\(prefix(i.parent)).\(structure.entries[structure.levels[i.level].repeatEntry].id)[\(i.index)]"
     }
 
     // MARK: relevance
@@ -89,182 +214,103 @@ final class FormCheck: ReferenceSource {
     private func computeRelevance() {
         for e in structure.relevanceOrder {
             let entry = structure.entries[e]
-            if entry.repeats.isEmpty {
-                setRelevance(e, [], relevanceAt(entry, e, []))
-            } else {
-                let paths = instancePaths(of: entry.repeats)
-                if entry.repeats.count == 1, let last = paths.last?.first {
-                    relevanceInOne[e] = Array(repeating: .yes, count: last + 1)
+            guard let logic = entry.relevant else { continue }
+            let parent = entry.parent, level = structure.level[e], slot = structure.relevanceSlot[e]
+            for x in instances.indices where instances[x].level == level {
+                var r: Relevance = .yes
+                if let parent {
+                    // A repeat's children sit in one of its instances: that instance exists, so
+                    // only the repeat's own relevance (outside it) counts.
+                    r = relevanceOf(parent, x)
                 }
-                for path in paths { setRelevance(e, path, relevanceAt(entry, e, path)) }
+                if r != .no {
+                    switch evaluate(logic, in: x) {
+                    case .some(let v): if !v.asBoolean { r = .no }
+                    case .none: r = .unknown
+                    }
+                }
+                relevance[instances[x].relevance + slot] = r
             }
         }
     }
 
-    private func relevanceAt(_ entry: FormStructure.Entry, _ e: Int, _ path: [Int]) -> Relevance {
-        var r: Relevance = .yes
-        if let parent = entry.parent {
-            // A repeat's children sit in one of its instances: that instance exists, so only the
-            // repeat's own relevance (outside it) counts.
-            r = relevanceOf(parent, path)
-        }
-        if r != .no, let logic = entry.relevant {
-            switch evaluate(logic, at: e, path: path) {
-            case .some(let v): if !v.asBoolean { r = .no }
-            case .none: r = .unknown
-            }
-        }
-        return r
-    }
-
-    private func setRelevance(_ e: Int, _ path: [Int], _ r: Relevance) {
-        switch path.count {
-        case 0: relevanceTop[e] = r
-        case 1:
-            let i = path[0]
-            if relevanceInOne[e].count <= i { relevanceInOne[e] += Array(repeating: .yes, count: i + 1 - relevanceInOne[e].count) }
-            relevanceInOne[e][i] = r
-        default: relevanceDeeper[e][path] = r
-        }
-    }
-
-    /// The relevance of entry `e` in the instance named by (the first indices of) `path`: that
-    /// of its relevance owner, the nearest of itself and its ancestors with a `relevant`.
-    private func relevanceOf(_ e: Int, _ path: [Int]) -> Relevance {
+    /// The relevance of entry `e` in object `x` (or one enclosing it): that of its relevance
+    /// owner, the nearest of itself and its ancestors with a `relevant`.
+    private func relevanceOf(_ e: Int, _ x: Int) -> Relevance {
         let owner = structure.relevanceOwner[e]
         guard owner >= 0 else { return .yes }
         let depth = structure.depth[owner]
-        guard depth <= path.count else { return .yes }
-        switch depth {
-        case 0: return relevanceTop[owner]
-        case 1: return relevanceInOne[owner].indices.contains(path[0]) ? relevanceInOne[owner][path[0]] : .yes
-        default: return relevanceDeeper[owner][Array(path.prefix(depth))] ?? .yes
-        }
-    }
-
-    /// The instance paths of `repeats` (outermost first); `[[]]` outside repeats.
-    private func instancePaths(of repeats: [Int]) -> [[Int]] {
-        guard let innermost = repeats.last else { return [[]] }
-        if let cached = pathCache[innermost] { return cached }
-        let found = instances(of: repeats).map(\.0)
-        pathCache[innermost] = found
-        return found
-    }
-
-    /// Every instance path of `repeats` (outermost first) with the object holding the answers
-    /// there; `[([], root)]` outside repeats.
-    private func instances(of repeats: [Int]) -> [([Int], [String: JSONValue])] {
-        guard let innermost = repeats.last else { return [([], root)] }
-        if let cached = instanceCache[innermost] { return cached }
-        let found = instances(of: repeats[...], from: [([], root)])
-        instanceCache[innermost] = found
-        return found
-    }
-
-    /// The instances of `repeats` below each of `level`'s objects, their paths extending `level`'s.
-    private func instances(of repeats: ArraySlice<Int>, from level: [([Int], [String: JSONValue])]) -> [([Int], [String: JSONValue])] {
-        var level = level
-        for r in repeats {
-            let id = structure.entries[r].id
-            var next: [([Int], [String: JSONValue])] = []
-            for (path, object) in level {
-                for (i, item) in (object[id]?.arrayValue ?? []).enumerated() {
-                    if let o = item.objectValue { next.append((path + [i], o)) }
-                }
-            }
-            level = next
-        }
-        return level
-    }
-
-    /// The object holding the answers at `path` inside `repeats`.
-    private func object(_ repeats: [Int], _ path: [Int]) -> [String: JSONValue]? {
-        guard path.count == repeats.count else { return nil }
-        var o = root
-        for (r, i) in zip(repeats, path) {
-            guard let items = o[structure.entries[r].id]?.arrayValue, items.indices.contains(i), let inner = items[i].objectValue else { return nil }
-            o = inner
-        }
-        return o
+        guard depth <= instances[x].depth else { return .yes }
+        return relevance[instances[ancestor(x, depth: depth)].relevance + structure.relevanceSlot[owner]]
     }
 
     // MARK: values
 
-    /// Evaluates `logic` of entry `e` at `path`; nil when it depends on the moment, and false
-    /// (an empty string) when it fails to evaluate within its bounds.
-    private func evaluate(_ logic: FormStructure.BoundLogic, at e: Int, path: [Int], current: Value = .string(""),
-                          field: @escaping (String) -> Value = { _ in .string("") }) -> Value? {
+    /// Evaluates `logic` in object `x`; nil when it depends on the moment, and false (an empty
+    /// string) when it fails to evaluate within its bounds.
+    private func evaluate(_ logic: FormStructure.BoundLogic, in x: Int, current: Value = .string(""),
+                          field: ((String) -> Value)? = nil) -> Value? {
         if logic.dependsOnMoment { return nil }
         // No evaluation starts inside another: relevance is computed beforehand, and a
         // reference only reads answers.
-        evaluatingEntry = e
-        evaluatingPath = path
-        evaluatingTargets = logic.targets
-        let context = EvaluationContext(source: self, current: current, field: field, position: (path.last ?? -1) + 1)
+        evaluatingInstance = x
+        evaluatingLinks = logic.links
+        let position = instances[x].depth == 0 ? 0 : instances[x].index + 1
+        guard let field else { return (try? logic.expression.evaluate(source: self, current: current, position: position)) ?? .string("") }
+        let context = EvaluationContext(source: self, current: current, field: field, position: position)
         return (try? logic.expression.evaluate(context)) ?? .string("")
     }
 
     func value(ofReference slot: Int) -> Value {
-        guard evaluatingTargets.indices.contains(slot) else { return .string("") }
-        return reference(evaluatingTargets[slot], from: evaluatingEntry, path: evaluatingPath)
+        guard slot >= 0, slot < evaluatingLinks.count, structure.links.indices.contains(evaluatingLinks.lowerBound + slot) else { return .string("") }
+        let link = structure.links[evaluatingLinks.lowerBound + slot]
+        guard structure.entries.indices.contains(link.target) else { return .string("") }
+        let base = ancestor(evaluatingInstance, depth: link.shared)
+        return link.many ? list(link.target, below: base, shared: link.shared) : value(link.target, base)
     }
 
-    /// Entry `target` as seen from entry `from` at `path`: the answer in the same (or an enclosing)
-    /// instance, or the list of answers of every instance of a repeat that does not enclose it.
-    /// A repeat itself stands for the list of its instances (`count(${members})`).
-    private func reference(_ target: Int, from: Int, path: [Int]) -> Value {
-        guard structure.entries.indices.contains(target) else { return .string("") }
+    /// Entry `target` read from object `base` that does not hold it: the list of its answers in
+    /// every instance of the repeats between, or for a repeat, an item per instance.
+    /// (`count(${members})`).
+    private func list(_ target: Int, below base: Int, shared: Int) -> Value {
         let entry = structure.entries[target]
-        // The usual case: a question outside repeats, read wherever it is read from.
-        if entry.repeats.isEmpty && !entry.isRepeat { return value(target, []) }
-        let here = structure.entries[from].repeats
-        let isRepeat = entry.isRepeat
-        let there = isRepeat ? entry.repeats + [target] : entry.repeats
-        var shared = 0
-        while shared < here.count, shared < there.count, here[shared] == there[shared] { shared += 1 }
-        if isRepeat && shared == there.count { shared -= 1 }  // from inside the repeat: all its instances
-        // The usual case inside a repeat, a sibling in the same instance, needs no copy of the path.
-        let base = shared == path.count ? path : Array(path.prefix(shared))
-        if shared == there.count { return value(target, base) }
-        guard let start = object(Array(there.prefix(shared)), base) else { return .nodes([]) }
+        let there = entry.isRepeat ? entry.repeats + [target] : entry.repeats
+        var level = [base]
+        for r in there.dropFirst(shared) {
+            var next: [Int] = []
+            for x in level {
+                if let f = found(r, in: x) { next.append(contentsOf: found[f].instances) }
+            }
+            level = next
+        }
         var items: [Value] = []
-        for (full, _) in instances(of: there[shared...], from: [(base, start)]) {
-            if isRepeat {
-                if relevanceOf(target, Array(full.dropLast())) != .no { items.append(.string("")) }
+        for x in level {
+            if entry.isRepeat {
+                if relevanceOf(target, instances[x].parent) != .no { items.append(.string("")) }
             } else {
-                items.append(value(target, full))
+                items.append(value(target, x))
             }
         }
         return .nodes(items)
     }
 
-    /// The answer to question entry `e` at `path` as the language sees it: empty when absent or not relevant.
-    private func value(_ e: Int, _ path: [Int]) -> Value {
-        switch path.count {
-        case 0:
-            if let known = valueTop[e] { return known }
-            let v = readValue(e, path)
-            valueTop[e] = v
-            return v
-        case 1:
-            let i = path[0]
-            if valueInOne[e].indices.contains(i), let known = valueInOne[e][i] { return known }
-            let v = readValue(e, path)
-            if valueInOne[e].count <= i { valueInOne[e] += Array(repeating: nil, count: max(8, i + 1 - valueInOne[e].count)) }
-            valueInOne[e][i] = v
-            return v
-        default:
-            return readValue(e, path)
-        }
+    /// The answer to question entry `e` in object `x` as the language sees it: empty when absent or not relevant.
+    private func value(_ e: Int, _ x: Int) -> Value {
+        let slot = structure.valueSlot[e]
+        guard slot >= 0 else { return readValue(e, x) }
+        let at = instances[x].values + slot
+        if let known = values[at] { return known }
+        let v = readValue(e, x)
+        values[at] = v
+        return v
     }
 
     /// Read only once a target's relevance is final: relevance is computed in an order that puts
     /// each node after what its `relevant` reads, and the other logic runs after all of it.
-    private func readValue(_ e: Int, _ path: [Int]) -> Value {
-        let entry = structure.entries[e]
-        guard let type = entry.type, relevanceOf(e, path) != .no else { return .string("") }
-        let answer = entry.repeats.isEmpty ? root[entry.id] : object(entry.repeats, path)?[entry.id]
-        guard let answer, !answer.isNull else { return .string("") }
+    private func readValue(_ e: Int, _ x: Int) -> Value {
+        guard let type = structure.entries[e].type, relevanceOf(e, x) != .no, let f = answerIndex(e, in: x) else { return .string("") }
+        let answer = answer(f, in: x)
+        guard !answer.isNull else { return .string("") }
         return Self.value(of: answer, type: type)
     }
 
@@ -299,90 +345,83 @@ final class FormCheck: ReferenceSource {
 
     // MARK: the walk
 
-    /// Checks the nodes `entries` (siblings, groups to be entered) against `object`.
-    private func walk(_ entries: [Int], in object: [String: JSONValue], path: [Int], prefix: String) {
-        var present = 0
-        walkLevel(entries, in: object, path: path, prefix: prefix, present: &present)
-        // Ids are unique: when every key was some node's, there is no unknown key to look for.
-        guard present < object.count else { return }
-        var known: Set<String> = []
-        collectIds(entries, into: &known)
-        for key in object.keys.filter({ !known.contains($0) }).sorted() {
-            check.errors.append(FieldError(path: "\(prefix).\(key)", message: "unknown question"))
+    /// Checks object `x` against the nodes of its level, then its unknown keys (sorted).
+    private func walk(_ x: Int) {
+        var next = instances[x].answers.lowerBound
+        walkLevel(structure.levels[instances[x].level].top, in: x, next: &next)
+        let unknown = instances[x].unknown
+        guard !unknown.isEmpty else { return }
+        let at = prefix(x)
+        for key in unknownKeys[unknown].sorted() {
+            check.errors.append(FieldError(path: "\(at).\(key)", message: "unknown question"))
         }
     }
 
-    /// The ids answered at this level: groups entered, repeats' children not.
-    private func collectIds(_ entries: [Int], into known: inout Set<String>) {
+    /// `next`: the first of object `x`'s answers not yet passed; the walk meets the nodes in the
+    /// order of their slots.
+    private func walkLevel(_ entries: [Int], in x: Int, next: inout Int) {
         for e in entries {
             let entry = structure.entries[e]
-            if entry.question == nil && !entry.isRepeat && !structure.children[e].isEmpty {
-                collectIds(structure.children[e], into: &known)
-            } else {
-                known.insert(entry.id)
+            // An absent answer reads as null, as `present` tells apart.
+            var answer = JSONValue.null
+            var answered = -1
+            let slot = structure.answerSlot[e]
+            if slot >= 0, next < instances[x].answers.upperBound, found[next].slot == slot {
+                answer = self.answer(next, in: x)
+                answered = next
+                next += 1
             }
-        }
-    }
-
-    private func walkLevel(_ entries: [Int], in object: [String: JSONValue], path: [Int], prefix: String, present: inout Int) {
-        for e in entries {
-            let entry = structure.entries[e]
-            let answer = object[entry.id]
-            if answer != nil { present += 1 }
+            let present = answered >= 0
             if let type = entry.type {
-                if let message = problem(entry, e, answer ?? .null, path) {
-                    check.errors.append(FieldError(path: "\(prefix).\(entry.id)", message: message))
-                } else if type == .file, let id = answer?["clientUploadId"]?.stringValue {
+                if let message = problem(entry, e, answer, x) {
+                    check.errors.append(FieldError(path: "\(prefix(x)).\(entry.id)", message: message))
+                } else if type == .file, present, let id = answer["clientUploadId"]?.stringValue {
                     check.fileAnswers.append(FileAnswer(questionId: entry.id, clientUploadId: id))
                 }
             } else if let counts = entry.counts {
-                let at = "\(prefix).\(entry.id)"
-                let value = answer ?? .null
-                let items = value.isNull ? [] : value.arrayValue
+                let items = answer.isNull ? [] : answer.arrayValue
                 guard let items, items.allSatisfy({ $0.objectValue != nil }) else {
-                    check.errors.append(FieldError(path: at, message: "must be a list of objects, one per instance"))
+                    check.errors.append(FieldError(path: "\(prefix(x)).\(entry.id)", message: "must be a list of objects, one per instance"))
                     continue
                 }
-                if relevanceOf(e, path) == .no {
-                    if !items.isEmpty { check.errors.append(FieldError(path: at, message: "not relevant")) }
+                if relevanceOf(e, x) == .no {
+                    if !items.isEmpty { check.errors.append(FieldError(path: "\(prefix(x)).\(entry.id)", message: "not relevant")) }
                     continue
                 }
-                if let message = countProblem(counts, items.count, e, path) {
-                    check.errors.append(FieldError(path: at, message: message))
+                if let message = countProblem(counts, items.count, e, x) {
+                    check.errors.append(FieldError(path: "\(prefix(x)).\(entry.id)", message: message))
                 }
-                for (i, item) in items.enumerated() {
-                    walk(children(of: e), in: item.objectValue ?? [:], path: path + [i], prefix: "\(at)[\(i)]")
+                // Every item is an object: its instances are the items, in order.
+                if answered >= 0 {
+                    for i in found[answered].instances { walk(i) }
                 }
             } else if structure.children[e].isEmpty {
                 // A note: it takes no answer.
-                if answer != nil { check.errors.append(FieldError(path: "\(prefix).\(entry.id)", message: "a note takes no answer")) }
+                if present { check.errors.append(FieldError(path: "\(prefix(x)).\(entry.id)", message: "a note takes no answer")) }
             } else {
                 // A group: its children answer at this level. Its own id is no answer.
-                if answer != nil { present -= 1 }
-                walkLevel(children(of: e), in: object, path: path, prefix: prefix, present: &present)
+                walkLevel(structure.children[e], in: x, next: &next)
             }
         }
     }
 
-    private func children(of e: Int) -> [Int] { structure.children[e] }
-
     /// The first rule `answer` breaks, in the contract's order, or nil.
-    private func problem(_ entry: FormStructure.Entry, _ e: Int, _ answer: JSONValue, _ path: [Int]) -> String? {
-        let relevant = relevanceOf(e, path)
+    private func problem(_ entry: FormStructure.Entry, _ e: Int, _ answer: JSONValue, _ x: Int) -> String? {
+        let relevant = relevanceOf(e, x)
         if relevant == .no { return answer.isNull ? nil : "not relevant" }
         guard let type = entry.type else { return nil }
         var required = entry.required
         if let when = entry.requiredWhen {
             // Not enforced when it depends on the moment.
-            required = evaluate(when, at: e, path: path)?.asBoolean ?? false
+            required = evaluate(when, in: x)?.asBoolean ?? false
         }
         if answer.isNull { return required ? "required" : nil }
         if let constraint = entry.constraint,
-           let v = evaluate(constraint, at: e, path: path, current: Self.value(of: answer, type: type)), !v.asBoolean {
+           let v = evaluate(constraint, in: x, current: Self.value(of: answer, type: type)), !v.asBoolean {
             if let message = entry.constraintMessage { return message.text(in: structure.defaultLanguage) }
             return "does not meet the constraint \(constraint.expression.source)"
         }
-        if let message = entry.question?.problem(with: answer, required: required) { return message }
+        if let message = entry.rules?.problem(with: answer, required: required) { return message }
         if let filter = entry.choiceFilter, let q = entry.question {
             let chosen = type == .selectOne ? [answer.stringValue ?? ""] : (answer.arrayValue ?? []).compactMap(\.stringValue)
             for name in chosen {
@@ -390,7 +429,7 @@ final class FormCheck: ReferenceSource {
                 let field: (String) -> Value = { column in
                     column == "name" ? .string(choice.name) : .string(choice.columns[column] ?? choice.label?.text(in: nil) ?? "")
                 }
-                if let v = evaluate(filter, at: e, path: path, field: field), !v.asBoolean {
+                if let v = evaluate(filter, in: x, field: field), !v.asBoolean {
                     return "\"\(name)\" is not offered here (its choice filter is false)"
                 }
             }
@@ -398,10 +437,10 @@ final class FormCheck: ReferenceSource {
         return nil
     }
 
-    private func countProblem(_ counts: RepeatCounts, _ n: Int, _ e: Int, _ path: [Int]) -> String? {
+    private func countProblem(_ counts: RepeatCounts, _ n: Int, _ e: Int, _ x: Int) -> String? {
         if let min = counts.minCount, n < min { return "needs at least \(min) instance\(min == 1 ? "" : "s"), has \(n)" }
         if let max = counts.maxCount, n > max { return "takes at most \(max) instance\(max == 1 ? "" : "s"), has \(n)" }
-        if let logic = structure.entries[e].repeatCount, let v = evaluate(logic, at: e, path: path) {
+        if let logic = structure.entries[e].repeatCount, let v = evaluate(logic, in: x) {
             let expected = v.asNumber
             if expected.isFinite, expected >= 0, expected < 1e9, Int(expected) != n {
                 return "must have \(Int(expected)) instances (its repeat count), has \(n)"

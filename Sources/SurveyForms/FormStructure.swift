@@ -21,6 +21,7 @@ struct FormStructure: Sendable, Equatable {
         /// The question's type and required flag, read on every check without copying the question.
         let type: QuestionType?
         let required: Bool
+        let rules: AnswerRules?
         let counts: RepeatCounts?
         /// The node's logic with its references bound to entries.
         let relevant: BoundLogic?
@@ -30,7 +31,7 @@ struct FormStructure: Sendable, Equatable {
         let repeatCount: BoundLogic?
         let constraintMessage: LocalizedText?
 
-        init(node: FormNode, parent: Int?, repeats: [Int], path: String, indexById: [String: Int]) {
+        init(node: FormNode, parent: Int?, repeats: [Int], path: String, bind: (Logic) -> BoundLogic) {
             self.node = node
             id = node.id
             self.parent = parent
@@ -40,14 +41,14 @@ struct FormStructure: Sendable, Equatable {
             question = node.question
             type = node.question?.type
             required = node.question?.required ?? false
+            rules = node.question.map(AnswerRules.init)
             if case .repeat(let c) = node.kind { counts = c } else { counts = nil }
             let logic = node.question?.logic ?? .none
-            func bind(_ l: Logic?) -> BoundLogic? { l.map { BoundLogic($0, indexById: indexById) } }
-            relevant = bind(node.relevant)
-            requiredWhen = bind(logic.requiredWhen)
-            constraint = bind(logic.constraint)
-            choiceFilter = bind(logic.choiceFilter)
-            repeatCount = bind(counts?.repeatCount)
+            relevant = node.relevant.map(bind)
+            requiredWhen = logic.requiredWhen.map(bind)
+            constraint = logic.constraint.map(bind)
+            choiceFilter = logic.choiceFilter.map(bind)
+            repeatCount = counts?.repeatCount.map(bind)
             constraintMessage = logic.constraintMessage
         }
 
@@ -55,17 +56,75 @@ struct FormStructure: Sendable, Equatable {
     }
 
     /// An expression of the form with each of its references (by slot, see `Expression.references`)
-    /// bound to the entry it names, so that a check never looks a name up.
+    /// bound to the entry it names and to how that entry is reached from the node whose logic it
+    /// is, so that a check never looks a name up.
     final class BoundLogic: Sendable {
         let expression: Expression
-        /// The entry of each reference slot; -1 for a name no node has (such a definition is refused).
-        let targets: [Int]
+        /// Its links, by reference slot, in `FormStructure.links` (one array for the form: a
+        /// check that points at a range retains nothing).
+        let links: Range<Int>
         let dependsOnMoment: Bool
 
-        init(_ logic: Logic, indexById: [String: Int]) {
+        init(_ logic: Logic, links: Range<Int>) {
             expression = logic.expression
-            targets = logic.expression.references.map { indexById[$0] ?? -1 }
+            self.links = links
             dependsOnMoment = logic.dependsOnMoment
+        }
+    }
+
+    /// A reference from one node's logic to an entry: `shared` is how many enclosing repeats the
+    /// two have in common (the depth of the instance both are read in); `many` when the target
+    /// lies in repeats the node is not in, or is a repeat, so that it stands for the list over
+    /// those instances.
+    struct Link: Sendable {
+        /// -1 for a name no node has (such a definition is refused).
+        let target: Int
+        let shared: Int
+        let many: Bool
+
+        init(from here: [Int], to target: Int, placed: [(repeats: [Int], isRepeat: Bool)]) {
+            guard placed.indices.contains(target) else {
+                (self.target, shared, many) = (-1, 0, false)
+                return
+            }
+            let isRepeat = placed[target].isRepeat
+            let there = isRepeat ? placed[target].repeats + [target] : placed[target].repeats
+            var shared = 0
+            while shared < here.count, shared < there.count, here[shared] == there[shared] { shared += 1 }
+            if isRepeat && shared == there.count { shared -= 1 }  // from inside the repeat: all its instances
+            self.target = target
+            self.shared = shared
+            many = shared < there.count
+        }
+    }
+
+    /// Where answers sit. Level 0 is the answers object; each repeat has a level, that of the
+    /// objects of its instances. A check keeps, per object of answers, its answers in the order
+    /// of the level's answering entries, and small tables by slot: no id is looked up twice.
+    /// A class: a check reads one per object of answers, and a copy of a struct of arrays would
+    /// retain and release each of them.
+    final class Level: Sendable {
+        /// The repeat whose instances sit at this level; -1 for the answers object.
+        let repeatEntry: Int
+        /// What a walk of one object starts from: the top level, or the repeat's children.
+        let top: [Int]
+        /// The entries whose id is a key at this level (all but groups with children), in
+        /// document order: an entry's `answerSlot` is its index here.
+        let answering: [Int]
+        /// Id to answer slot, for reading an object's keys.
+        let keys: KeyTable
+        /// How many entries have a `relevant` (`relevanceSlot`) and how many are read by some
+        /// logic (`valueSlot`).
+        let relevanceCount: Int
+        let valueCount: Int
+
+        init(repeatEntry: Int, top: [Int], answering: [Int], keys: KeyTable, relevanceCount: Int, valueCount: Int) {
+            self.repeatEntry = repeatEntry
+            self.top = top
+            self.answering = answering
+            self.keys = keys
+            self.relevanceCount = relevanceCount
+            self.valueCount = valueCount
         }
     }
 
@@ -83,6 +142,18 @@ struct FormStructure: Sendable, Equatable {
     let relevanceOwner: [Int]
     /// How many repeats enclose each entry.
     let depth: [Int]
+    let levels: [Level]
+    /// The most answering entries of one level.
+    let widestLevel: Int
+    /// By entry: its level; for a repeat, its children's level (else -1); its slot among the
+    /// level's answering entries, relevance owners and entries read by logic (each -1 if none).
+    let level: [Int]
+    let innerLevel: [Int]
+    let answerSlot: [Int]
+    let relevanceSlot: [Int]
+    let valueSlot: [Int]
+    /// Every logic's links (`BoundLogic.links`).
+    let links: [Link]
 
     static func == (a: FormStructure, b: FormStructure) -> Bool { a.entries == b.entries }
 
@@ -100,7 +171,15 @@ struct FormStructure: Sendable, Equatable {
         }
         var indexById: [String: Int] = [:]
         for (i, p) in placed.enumerated() { indexById[p.node.id] = i }
-        let entries = placed.map { Entry(node: $0.node, parent: $0.parent, repeats: $0.repeats, path: $0.path, indexById: indexById) }
+        let shapes = placed.map { (repeats: $0.repeats, isRepeat: $0.node.isRepeat) }
+        var links: [Link] = []
+        let entries = placed.map { p in
+            Entry(node: p.node, parent: p.parent, repeats: p.repeats, path: p.path) { logic in
+                let start = links.count
+                links += logic.expression.references.map { Link(from: p.repeats, to: indexById[$0] ?? -1, placed: shapes) }
+                return BoundLogic(logic, links: start..<links.count)
+            }
+        }
 
         var errors: [FieldError] = []
         // What each node's evaluation waits for: its relevance reads `relevant`'s references;
@@ -132,12 +211,66 @@ struct FormStructure: Sendable, Equatable {
             var owner = [Int](repeating: -1, count: entries.count)
             // Parents come before their children in document order.
             for (i, e) in entries.enumerated() { owner[i] = e.relevant != nil ? i : (e.parent.map { owner[$0] } ?? -1) }
+            let tables = Tables(entries, links: links, children: children, topLevel: topLevel)
             return (FormStructure(entries: entries, indexById: indexById, defaultLanguage: defaultLanguage, children: children, topLevel: topLevel,
                                   relevanceOrder: order.filter { entries[$0].relevant != nil }, relevanceOwner: owner,
-                                  depth: entries.map(\.repeats.count)), [])
+                                  depth: entries.map(\.repeats.count), levels: tables.levels, widestLevel: tables.levels.map { $0.answering.count }.max() ?? 0, level: tables.level,
+                                  innerLevel: tables.innerLevel, answerSlot: tables.answerSlot, relevanceSlot: tables.relevanceSlot,
+                                  valueSlot: tables.valueSlot, links: links), [])
         case .failure(let cycle):
             let names = cycle.map { "${\(entries[$0].id)}" }.joined(separator: " → ")
             return (nil, [FieldError(path: entries[cycle[0]].path, message: "its logic depends on itself: \(names)")])
+        }
+    }
+
+    /// The levels and slots of `entries` (document order: a parent before its children).
+    private struct Tables {
+        var levels: [Level] = []
+        var level: [Int], innerLevel: [Int], answerSlot: [Int], relevanceSlot: [Int], valueSlot: [Int]
+
+        init(_ entries: [Entry], links: [Link], children: [[Int]], topLevel: [Int]) {
+            let n = entries.count
+            level = [Int](repeating: 0, count: n)
+            innerLevel = [Int](repeating: -1, count: n)
+            answerSlot = [Int](repeating: -1, count: n)
+            relevanceSlot = [Int](repeating: -1, count: n)
+            valueSlot = [Int](repeating: -1, count: n)
+            var read = [Bool](repeating: false, count: n)
+            for e in entries {
+                for logic in [e.relevant, e.requiredWhen, e.constraint, e.choiceFilter, e.repeatCount] {
+                    for link in links[logic?.links ?? 0..<0] where read.indices.contains(link.target) { read[link.target] = true }
+                }
+            }
+            var repeatOf = [-1], top = [topLevel]
+            for (i, e) in entries.enumerated() where e.isRepeat {
+                innerLevel[i] = repeatOf.count
+                repeatOf.append(i)
+                top.append(children[i])
+            }
+            var answering = [[Int]](repeating: [], count: repeatOf.count)
+            var relevanceCount = [Int](repeating: 0, count: repeatOf.count)
+            var valueCount = relevanceCount
+            for (i, e) in entries.enumerated() {
+                let l = e.repeats.last.map { innerLevel[$0] } ?? 0
+                level[i] = l
+                if e.question != nil || e.isRepeat || children[i].isEmpty {
+                    answerSlot[i] = answering[l].count
+                    answering[l].append(i)
+                }
+                if e.relevant != nil {
+                    relevanceSlot[i] = relevanceCount[l]
+                    relevanceCount[l] += 1
+                }
+                if read[i] {
+                    valueSlot[i] = valueCount[l]
+                    valueCount[l] += 1
+                }
+            }
+            for l in repeatOf.indices {
+                levels.append(Level(repeatEntry: repeatOf[l], top: top[l], answering: answering[l],
+                                    keys: KeyTable(answering[l].map { entries[$0].id }),
+                                    relevanceCount: relevanceCount[l], valueCount: valueCount[l]))
+            }
         }
     }
 

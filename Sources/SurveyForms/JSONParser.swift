@@ -82,7 +82,15 @@ private struct Parser {
     // Scratch stacks shared by all nesting levels: each container appends above its parent's
     // entries and copies its own out at the end, so growing buffers are allocated once per parse.
     var itemStack: [JSONValue] = []
-    var memberStack: [(key: String, value: JSONValue, offset: Int)] = []
+    var memberStack: [Member] = []
+
+    /// A struct, not a tuple: an array of tuples is torn down through the runtime's generic
+    /// tuple witness, an array of structs through code written for them.
+    struct Member {
+        let key: String
+        let value: JSONValue
+        let offset: Int
+    }
 
     init(p: UnsafeBufferPointer<UInt8>) { self.p = p }
 
@@ -173,7 +181,7 @@ private struct Parser {
             i += 1
             skipWhitespace()
             let v = try value()
-            memberStack.append((key, v, keyOffset))
+            memberStack.append(Member(key: key, value: v, offset: keyOffset))
             skipWhitespace()
             guard i < p.count else { throw error("unexpected end of input") }
             if p[i] == ASCII.comma { i += 1; continue }

@@ -15,6 +15,8 @@ public struct SurveyDefinition: Sendable, Equatable {
     /// Every language a label, hint or message names, in order of first appearance.
     public let languages: [String]
     let indexById: [String: Int]
+    /// The rules of each of `questions`.
+    let answerRules: [AnswerRules]
     /// Nil for a definition that a version-1 reading checks exactly (questions only, no logic).
     let structure: FormStructure?
 
@@ -39,6 +41,7 @@ public struct SurveyDefinition: Sendable, Equatable {
             }
         }
         self.questions = flat
+        answerRules = flat.map(AnswerRules.init)
         self.questionById = everywhere
         var index: [String: Int] = [:]
         for (i, q) in flat.enumerated() where index[q.id] == nil { index[q.id] = i }

@@ -259,6 +259,28 @@ private func fe(_ path: String, _ message: String) -> FieldError { FieldError(pa
         ])
     }
 
+    /// A key finds its node at its level as Swift compares strings: one may spell an id with
+    /// other code points (U+212A KELVIN SIGN is "K"). A group's own id, a node of another level
+    /// and any other key are unknown there, listed sorted after that object's other errors.
+    @Test func keysFindTheirNodesAtTheirLevel() throws {
+        let d = try definition(#"""
+        {"title": "t", "questions": [
+          {"id": "K", "type": "integer", "label": "K", "constraint": ". < 10"},
+          {"id": "g", "type": "group", "label": "G", "children": [{"id": "inside", "type": "text", "label": "I"}]},
+          {"id": "rows", "type": "repeat", "label": "R", "children": [{"id": "v", "type": "integer", "label": "V", "constraint": ". > ${K}"}]}]}
+        """#)
+        #expect(try answerErrors(d, #"{"K": 3, "inside": "x", "rows": [{"v": 4}, {"v": 2, "K": 1, "g": 0}]}"#) == [
+            fe("answers.rows[1].v", "does not meet the constraint . > ${K}"),
+            fe("answers.rows[1].K", "unknown question"),
+            fe("answers.rows[1].g", "unknown question"),
+        ])
+        #expect(try answerErrors(d, #"{"K": 30, "g": {}, "zz": 1}"#) == [
+            fe("answers.K", "does not meet the constraint . < 10"),
+            fe("answers.g", "unknown question"),
+            fe("answers.zz", "unknown question"),
+        ])
+    }
+
     /// A version-1 definition reads as it always did: no structure, the same checks.
     @Test func aVersionOneDefinitionTakesTheFlatReading() throws {
         let d = try definition(#"{"title": "t", "questions": [{"id": "a", "type": "text", "label": "A", "required": true}]}"#)
