@@ -8,8 +8,8 @@
 # tests start, including those killed with kill -9.
 #
 # Usage: scripts/coverage.sh          (run scripts/setup.sh once before, as for the tests)
-# About 35 minutes on 2 cores (build 3 to 20 minutes — less when .build/coverage is still there;
-# swift test ~15, PostgreSQL ~5, browser ~7, merge and report ~1).
+# About 10 minutes on 2 cores: the build 2-3 (seconds when .build/coverage is current), swift test
+# ~1.5, the end-to-end tests on PostgreSQL ~3.5, the browser tests ~2, merge and report seconds.
 #
 # Leaves in .build/coverage/ (a scratch path of its own: the ordinary .build/debug is untouched):
 #   profiles/{swift,postgres,browser}/*.profraw   one file per process, per run

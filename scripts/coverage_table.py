@@ -4,8 +4,12 @@
 Usage: coverage_table.py COVERAGE.json SOURCES_DIR
 
 llvm-cov reports per file; a module is a folder Sources/Survey*/, so the files' counts are
-summed by folder. Files elsewhere (tests, the executables, the C shims) are left out, and so are
-they from the total.
+summed by folder. Files elsewhere (tests, the executables, the C shims, generated sources) count
+neither in a module nor in the total.
+
+The figures are llvm-cov report's: a file's lines are the sum of its functions' lines, so a
+closure's lines count in the closure and again in the function around it; and its functions
+include Swift's implicit closures (the right side of &&, || and ??, autoclosure arguments).
 """
 import json
 import os
