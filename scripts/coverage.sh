@@ -8,13 +8,14 @@
 # tests start, including those killed with kill -9.
 #
 # Usage: scripts/coverage.sh          (run scripts/setup.sh once before, as for the tests)
-# About 10 minutes on 2 cores: the build 2-3 (seconds when .build/coverage is current), swift test
-# ~1.5, the end-to-end tests on PostgreSQL ~3.5, the browser tests ~2, merge and report seconds.
+# About 11 minutes on 2 cores: the build ~2 (seconds when .build/coverage is current), swift test
+# ~1.5, the end-to-end tests on PostgreSQL 3.5 to 5, the browser tests ~2, merge and report seconds.
 #
 # Leaves in .build/coverage/ (a scratch path of its own: the ordinary .build/debug is untouched):
 #   profiles/{swift,postgres,browser}/*.profraw   one file per process, per run
 #   coverage.profdata, coverage.json               the merged counts, llvm-cov's per-file summary
 #   report.txt                                     the table printed at the end
+# The browser tests write Docs/console/user-collect-*.png again, as in scripts/test.sh.
 # Exits 1 when a run had failing tests (the table is still printed: its figures then undercount).
 set -euo pipefail
 cd "$(dirname "$0")/.."
