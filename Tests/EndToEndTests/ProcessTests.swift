@@ -249,6 +249,9 @@ import SurveyDomain
         p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
         p.arguments = ["serve"]
         p.environment = ["SURVEYD_DATA_DIR": dir, "SURVEYD_PORT": "0", "SURVEYD_NO_LOG": "1", "SURVEYD_MAX_BODY_BYTES": "100"]
+        // A coverage run's profile path (scripts/coverage.sh) goes along; without it the server's
+        // counts would be lost and a default.profraw left in the working directory.
+        p.environment?["LLVM_PROFILE_FILE"] = ProcessInfo.processInfo.environment["LLVM_PROFILE_FILE"]
         p.standardOutput = FileHandle.nullDevice
         let err = Pipe()
         p.standardError = err

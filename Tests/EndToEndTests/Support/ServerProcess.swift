@@ -8,7 +8,11 @@ final class ServerProcess: @unchecked Sendable {
     static var packageRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
-    static var binary: String { packageRoot.appendingPathComponent(".build/debug/surveyd").path }
+    /// SURVEYD_BIN when set (scripts/coverage.sh points it at an instrumented build), else the debug build.
+    static var binary: String {
+        ProcessInfo.processInfo.environment["SURVEYD_BIN"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? packageRoot.appendingPathComponent(".build/debug/surveyd").path
+    }
 
     let dataDir: String
     private(set) var port: UInt16 = 0

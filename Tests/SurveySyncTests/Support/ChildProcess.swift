@@ -5,9 +5,16 @@ enum PackagePaths {
     static var root: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
-    static var surveyd: String { root.appendingPathComponent(".build/debug/surveyd").path }
-    static var surveysync: String { root.appendingPathComponent(".build/debug/surveysync").path }
+    /// SURVEYD_BIN and SURVEYSYNC_BIN when set (scripts/coverage.sh points them at an instrumented
+    /// build), else the debug build.
+    static var surveyd: String { binary("SURVEYD_BIN", default: "surveyd") }
+    static var surveysync: String { binary("SURVEYSYNC_BIN", default: "surveysync") }
     static var faultProxy: String { root.appendingPathComponent("Harness/fault_proxy.py").path }
+
+    private static func binary(_ variable: String, default name: String) -> String {
+        ProcessInfo.processInfo.environment[variable].flatMap { $0.isEmpty ? nil : $0 }
+            ?? root.appendingPathComponent(".build/debug/" + name).path
+    }
 
     static func temporaryDirectory(_ prefix: String) throws -> URL {
         let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
