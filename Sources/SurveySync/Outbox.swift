@@ -172,6 +172,8 @@ public final class Outbox: Sendable {
             try store.insert(commands)
         } catch let error as SQLiteError where error.isFull {
             throw OutboxError.storageFull
+        } catch let error as SQLiteError where error.isIO {
+            throw OutboxError.storageFailed
         }
     }
 

@@ -2,6 +2,8 @@
 public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The device (or the store's size limit) has no room: the capture was not saved.
     case storageFull
+    /// The device's storage failed while the capture was written (an I/O error): the capture was not saved.
+    case storageFailed
     /// The store's file cannot be read whole.
     case unreadable(String)
     /// The store was written by a newer version of the library; it is left as it is.
@@ -18,6 +20,8 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .storageFull:
             "There is not enough space on this device to save this. It was not saved: free some space and save again."
+        case .storageFailed:
+            "This device's storage failed while saving this. It was not saved: save it again."
         case .unreadable:
             "Your saved work on this device could not be read. It has been kept aside and can be exported for support."
         case .newerStore:

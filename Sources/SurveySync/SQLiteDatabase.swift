@@ -13,6 +13,8 @@ struct SQLiteError: Error, CustomStringConvertible {
 
     /// The store or the disk has no room left (SQLITE_FULL), whatever the cause (disk, quota, page limit).
     var isFull: Bool { code & 0xff == SQLITE_FULL }
+    /// The disk refused a read, a write or an fsync (SQLITE_IOERR and its extended codes).
+    var isIO: Bool { code & 0xff == SQLITE_IOERR }
     /// The file is not a database or its pages are damaged.
     var isDamage: Bool { [SQLITE_CORRUPT, SQLITE_NOTADB].contains(code & 0xff) }
 }
@@ -123,13 +125,36 @@ final class SQLiteDatabase {
     /// Runs `body` in one transaction: committed whole or rolled back whole.
     func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")
-        do {
-            let value = try body()
-            try execute("COMMIT")
-            return value
-        } catch {
+        let value: T
+        do { value = try body() } catch {
             try? execute("ROLLBACK")
             throw error
+        }
+        do {
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            sealWAL()
+            throw error
+        }
+        return value
+    }
+
+    /// After a failed COMMIT. One whose WAL fsync failed has written its frames past the end of
+    /// the WAL that SQLite knows of: should the app be killed before the next commit, the next
+    /// open's recovery could find them and keep a capture the person was told was not saved (and
+    /// has saved again). A committed change, made and undone in one transaction, overwrites the
+    /// first of those frames and so ends the chain recovery follows. If even that fails, the next
+    /// commit that succeeds does the same.
+    private func sealWAL() {
+        do {
+            try execute("BEGIN IMMEDIATE")
+            let version = try query("PRAGMA user_version").first?.first?.int ?? 0
+            try execute("PRAGMA user_version = \(version + 1)")
+            try execute("PRAGMA user_version = \(version)")
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
         }
     }
 

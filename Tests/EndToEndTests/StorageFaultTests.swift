@@ -313,6 +313,48 @@ struct StorageFaultTests {
         try rig.expectCleanRestart()
         rig.expectContent("tus-full-0001", bytes)
     }
+
+    /// The phone's side: SurveySync's outbox (`surveysync`, a real process) whose commit meets a
+    /// failing fsync says the capture was not saved, keeps nothing of it, and takes it once when
+    /// it is saved again.
+    @Test func aPhonesOutboxWhoseCommitFailsSaysSoAndKeepsNothing() throws {
+        let dir = NSTemporaryDirectory() + "outbox-faults-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = dir + "/outbox.sqlite"
+        let faults = FaultInjector(besides: dir + "/phone")
+        let owner = ["--store", store, "--server", "http://127.0.0.1:9", "--org", "org_field", "--user", "amina"]
+        let capture = ["capture"] + owner + ["--version", "svr_1", "--hash", "sha256:0", "--answers", #"{"n":3}"#, "--id", "household-0001"]
+        func surveysync(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.environment["SURVEYSYNC_BIN"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? ServerProcess.packageRoot.appendingPathComponent(".build/debug/surveysync").path)
+            p.arguments = args
+            p.environment = ProcessInfo.processInfo.environment.merging(try faults.environment()) { $1 }
+            let out = Pipe(), err = Pipe()
+            p.standardOutput = out
+            p.standardError = err
+            try p.run()
+            let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        }
+        // The store exists (its layout committed) before the disk starts failing.
+        #expect(try surveysync(["status"] + owner).status == 0)
+
+        try faults.arm(.fsync, path: store + "-wal")
+        let refused = try surveysync(capture)
+        #expect(refused.status != 0 && refused.err.contains("It was not saved: save it again."), "\(refused)")
+        #expect(faults.fired.map(\.path) == [store + "-wal"], "\(faults.fired)")
+        faults.disarm()
+        let after = try surveysync(["status"] + owner)
+        #expect(after.status == 0 && !after.out.contains("household-0001"), "\(after)")
+
+        let saved = try surveysync(capture)
+        #expect(saved.status == 0 && saved.out.contains("household-0001"), "\(saved)")
+        let listed = try surveysync(["status"] + owner)
+        #expect(listed.out.components(separatedBy: "household-0001").count - 1 == 1, "\(listed.out)")
+    }
 }
 
 extension StorageFaultTests.Rig {
