@@ -40,7 +40,9 @@ public final class Outbox: Sendable {
             throw OutboxError.storageFull
         } catch let error where Self.isDamage(error) {
             // Kept aside whole, never written over; a new store takes new work.
-            _ = try QuarantinedStore.quarantine(storePath: url.path, reason: String(describing: error), root: quarantineDirectory)
+            // The technical reason, for a support report (an `OutboxError` describes itself with the person's sentence).
+            let reason = if case OutboxError.unreadable(let why) = error { why } else { String(describing: error) }
+            _ = try QuarantinedStore.quarantine(storePath: url.path, reason: reason, root: quarantineDirectory)
             store = try OutboxStore(path: url.path, maxPageCount: configuration.maxStorePages)
         } catch let error as OutboxError {
             throw error

@@ -37,6 +37,9 @@ let answers: [String: Value] = [
     "incomes": .nodes([.number(100), .string(""), .number(50.5)]),
     "calcflag": .string("false"),       // a calculate's stored boolean, as a string
     "text_number": .string("42"),
+    // A roster inside a roster, referenced from outside both: the inner rosters' values nest.
+    "nested": .nodes([.nodes([.number(2), .number(3)]), .number(5), .nodes([]), .nodes([.nodes([.number(7)])])]),
+    "nested_names": .nodes([.nodes([.string("Ana"), .string("")]), .string("Caio")]),
 ]
 
 /// The choice's columns in a choiceFilter.
@@ -367,6 +370,39 @@ let cases: [Case] = [
     Case("exp10(2)", n(100)),
     Case("pi()", n(3.141592653589793)),
 
+    // MARK: Logarithms and trigonometry (ODK XForms spec, XPath functions: radians, IEEE doubles)
+    Case("exp(0)", n(1)),
+    Case("exp(1)", n(2.718281828459045)),
+    Case("exp(-1 div 0)", n(0)),
+    Case("log(1)", n(0)),
+    Case("log(exp(2))", n(2)),
+    Case("log(0)", n(-.infinity)),
+    Case("log(-1)", nan),
+    Case("log10(1000)", n(3)),
+    Case("log10(0.01)", n(-2)),
+    Case("log10('abc')", nan),
+    Case("sin(0)", n(0)),
+    Case("sin(pi() div 2)", n(1)),
+    Case("cos(0)", n(1)),
+    Case("cos(pi())", n(-1)),
+    Case("tan(0)", n(0)),
+    Case("tan(pi() div 4)", n(0.9999999999999999)),
+    Case("asin(1)", n(1.5707963267948966)),
+    Case("asin(2)", nan),
+    Case("acos(1)", n(0)),
+    Case("acos(-1)", n(3.141592653589793)),
+    Case("acos(2)", nan),
+    Case("atan(1)", n(0.7853981633974483)),
+    Case("atan(1 div 0)", n(1.5707963267948966)),
+    // atan2(y, x): the angle of the point (x, y), so the quadrant follows both signs.
+    Case("atan2(1, 1)", n(0.7853981633974483)),
+    Case("atan2(1, -1)", n(2.356194490192345)),
+    Case("atan2(-1, -1)", n(-2.356194490192345)),
+    Case("atan2(0, -1)", n(3.141592653589793)),
+    Case("atan2(1, 0)", n(1.5707963267948966)),
+    Case("atan2('', 1)", nan),
+    Case("round(sin(${age}) * sin(${age}) + cos(${age}) * cos(${age}), 10)", n(1)),
+
     // MARK: Node-sets: a question in a repeat, referenced from outside it
     Case("count(${ages})", n(3)),
     Case("count(${noinstances})", n(0)),
@@ -406,6 +442,19 @@ let cases: [Case] = [
     Case("not(${noinstances})", b(true)),
     Case("${ages} + 1", n(35)),
     Case("count(${ages}) > 2 and sum(${ages}) = 60", b(true)),
+    // Nested node-sets (a roster in a roster) are flattened, in document order.
+    Case("count(${nested})", n(4)),
+    Case("sum(${nested})", n(17)),
+    Case("max(${nested})", n(7)),
+    Case("min(${nested}, 4)", n(2)),
+    Case("${nested} = 7", b(true)),
+    Case("${nested} = 4", b(false)),
+    Case("${nested} = ${ages}", b(true)),
+    Case("string(${nested})", s("2")),
+    Case("count(${nested_names})", n(3)),
+    Case("count-non-empty(${nested_names})", n(2)),
+    Case("join('/', ${nested_names})", s("Ana//Caio")),
+    Case("concat(${nested_names}, '.')", s("AnaCaio.")),
 
     // MARK: position() inside a repeat
     Case("position(..)", n(2)),
@@ -478,6 +527,23 @@ let cases: [Case] = [
     Case("format-date-time(${stamp}, '%H:%M:%S')", s("18:00:00")),
     Case("format-date(${visited}, '%H:%M')", s("00:00")),
     Case("format-date('', '%Y')", s("")),
+    // Any other %x is kept as written, and so is a '%' that ends the pattern.
+    Case("format-date(${visited}, '%Y%q')", s("2020%q")),
+    Case("format-date(${visited}, '100%')", s("100%")),
+    Case("format-date(${visited}, '%%')", s("%%")),
+    Case(#"format-date-time(${stamp}, "%h o'clock, %d.%m.")"#, s("18 o'clock, 01.01.")),
+    // Seconds may have a fraction (XML Schema dateTime); format-date-time shows milliseconds as %3.
+    Case("decimal-date-time('1970-01-01T06:00:00.0Z')", n(0.25)),
+    Case("decimal-date-time('1970-01-01T00:00:00.5Z')", n(0.5 / 86400)),
+    Case("format-date-time('2020-01-01T10:20:30.25Z', '%H:%M:%S.%3')", s("10:20:30.250")),
+    Case("format-date-time('2020-01-01T10:20:30.0006Z', '%S.%3')", s("30.001")),
+    Case("string(date-time('2020-01-01T10:20:30.5Z'))", s("2020-01-01T10:20:30.500Z")),
+    Case("date-time('2020-01-01T10:20:30.Z')", nan),
+    Case("date-time('2020-01-01T10:20:30.5')", .date(days: 18262 + 37230.5 / 86400)),
+    // A time within half a millisecond of midnight is the next day's midnight.
+    Case("string(date-time(18262.9999999999))", s("2020-01-02T00:00:00.000Z")),
+    Case("format-date-time(18262.9999999999, '%Y-%m-%d %H:%M:%S.%3')", s("2020-01-02 00:00:00.000")),
+    Case("format-date(date-time(18262.9999999999), '%a')", s("Thu")),
 
     // MARK: `.`, the answer a constraint checks
     Case(". > 10", b(true), current: .number(12)),

@@ -100,6 +100,18 @@ import Testing
         Match(#"[\p{L} ]+"#, "Jos\u{E9} Mar\u{ED}a", true),
         Match(#"\d"#, "\u{663}", true),
         Match(#"\w+"#, "\u{4E2D}\u{6587}", true),
+        // Unicode's \w beyond letters: combining marks, digits of other scripts, connector
+        // punctuation and the joiners; not symbols or other punctuation.
+        Match(#"\w+"#, "e\u{301}", true),
+        Match(#"\w+"#, "\u{915}\u{94D}\u{937}", true),
+        Match(#"\w+"#, "\u{663}\u{664}", true),
+        Match(#"\w+"#, "a\u{203F}b", true),
+        Match(#"\w+"#, "\u{915}\u{94D}\u{200D}", true),
+        Match(#"\w+"#, "\u{20DD}", true),
+        Match(#"\w"#, "\u{20AC}", false),
+        Match(#"\w"#, "\u{AB}", false),
+        Match(#"\W"#, "\u{2014}", true),
+        Match(".*\\b\u{E9}t\u{E9}\\b.*", "l'\u{E9}t\u{E9} dernier", true),
         Match(#"\s"#, "\u{3000}", true),
         Match(#"\bcat\b"#, "cat", true),
         Match(#".*\bcat\b.*"#, "a cat sat", true),

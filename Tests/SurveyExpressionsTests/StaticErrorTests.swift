@@ -47,6 +47,22 @@ import Testing
         Refusal("x = \"abc", "the string starting with \" at offset 4 is never closed", 4),
         Refusal("${a", "'${' at offset 0 is never closed", 0),
         Refusal("1 + ${}", "'${}' at offset 4 names no question", 4),
+        // A reference left open ends where a quote, a parenthesis, a space, a '$' or a comma
+        // begins what follows it, and is refused as never closed there.
+        Refusal("${a' = 'x'", "'${' at offset 0 is never closed", 0),
+        Refusal(#"${a" = "x""#, "'${' at offset 0 is never closed", 0),
+        Refusal("concat(${a)", "'${' at offset 7 is never closed", 7),
+        Refusal("(${a(", "'${' at offset 1 is never closed", 1),
+        Refusal("${a = 1", "'${' at offset 0 is never closed", 0),
+        Refusal("${a${b}", "'${' at offset 0 is never closed", 0),
+        Refusal("join(${a, ${b})", "'${' at offset 5 is never closed", 5),
+        // Any other character is named.
+        Refusal("${a+b}", "'+' at offset 3 cannot be part of a name in ${...}", 3),
+        Refusal("${1a}", "'1' at offset 2 cannot be part of a name in ${...}", 2),
+        Refusal("${-a}", "'-' at offset 2 cannot be part of a name in ${...}", 2),
+        Refusal("${a\u{85}}", "'\\u{85}' at offset 3 cannot be part of a name in ${...}", 3),
+        Refusal("${a\u{7}}", "'\\u{7}' at offset 3 cannot be part of a name in ${...}", 3),
+        Refusal("${a\u{20AC}}", "'\u{20AC}' at offset 3 cannot be part of a name in ${...}", 3),
         Refusal("$a", "unexpected '$' at offset 0; a reference is written ${name}", 0),
         Refusal("/data/a", "unexpected '/' at offset 0; paths are not supported, refer to a question as ${name}", 0),
         Refusal("a[1]", "unexpected '[' at offset 1; predicates are not supported", 1),
@@ -69,6 +85,15 @@ import Testing
         Refusal("regex(., '(?=a)')", "regex pattern: '(?': lookaround, atomic groups and inline flags are not supported at offset 10", 10),
         Refusal("regex(., '[abc')", "regex pattern: '[' is never closed at offset 10", 10),
     ]
+
+    /// Names in `${...}` are XML names: letters and digits of every script, combining marks too.
+    @Test(arguments: ["${n\u{E9}}", "${ne\u{301}}", "${\u{928}\u{92E}\u{903}}", "${\u{F40}\u{F3E}}", "${a\u{663}}", "${\u{4E2D}-1.x_}"])
+    func nonASCIINamesAreReferences(_ source: String) throws {
+        let name = String(source.dropFirst(2).dropLast())
+        let e = try Expression(source)
+        #expect(e.references == [name])
+        #expect(try e.evaluate(EvaluationContext(reference: { $0 == name ? .number(4) : .string("") })) == .number(4))
+    }
 
     @Test(arguments: refusals)
     func refused(_ r: Refusal) {

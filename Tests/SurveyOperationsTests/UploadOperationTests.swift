@@ -66,4 +66,35 @@ import SurveyDomain
         #expect(e?.code == .subscriptionExpired && e?.extra["expiresAt"]?.stringValue != nil)
         #expect(try w.traces() == afterOne)
     }
+
+    /// Two requests under one clientUploadId at once: both are checked before either commits,
+    /// so the second finds the first only inside its own transaction. Other bytes there are
+    /// 1004 and leave nothing (no row, no audit entry, no blob, no temp file); the same bytes are
+    /// the first's answer.
+    @Test func aClientUploadIdTakenWhileTheBytesArriveIsRefusedForOtherBytes() throws {
+        let w = try World()
+        let c = Self.collector(w)
+        // Checked now, before anything is stored under the id.
+        let racingOther = try Self.target(w, c, id: "ops-upl-race")
+        let racingSame = try Self.target(w, c, id: "ops-upl-race")
+        #expect(racingOther.existing == nil && racingSame.existing == nil)
+        guard case .written(let first) = try Self.upload(w, Self.png, id: "ops-upl-race") else { throw TestFailure("not written") }
+        let afterFirst = try w.traces()
+
+        var other = Self.png
+        other[50] = 9
+        let incoming = try w.ops.uploads.receive(racingOther, expectedSHA256: nil)
+        try other.withUnsafeBytes { try incoming.write($0) }
+        let e = refusalError { try w.ops.uploads.finish(incoming) }
+        #expect(e?.code == .idempotencyConflict)
+        #expect(e?.detail == "This clientUploadId was already used for a different upload.")
+        #expect(try w.traces() == afterFirst)
+        #expect(!FileManager.default.fileExists(atPath: w.ops.blobs.path(sha256: Digest.sha256Hex(other))))
+
+        let same = try w.ops.uploads.receive(racingSame, expectedSHA256: nil)
+        try Self.png.withUnsafeBytes { try same.write($0) }
+        guard case .replayed(let stored) = try w.ops.uploads.finish(same) else { throw TestFailure("not the first's answer") }
+        #expect(stored.sha256 == first.sha256 && stored.receivedAt == first.receivedAt)
+        #expect(try w.traces() == afterFirst)
+    }
 }

@@ -119,6 +119,54 @@ final class TempDir {
         #expect(names.last == "responses-by-survey")
     }
 
+    /// A step that fails part-way is rolled back whole: nothing it did before the failing
+    /// statement stays, its name is not recorded, the start is refused with the cause; once the
+    /// cause is gone, the next start runs the step again from its beginning.
+    @Test func aStepThatFailsPartWayIsRolledBackWholeAndRunsAgainAtTheNextStart() throws {
+        let dir = TempDir()
+        do {
+            let db = try Database(.init(path: dir.db))
+            _ = try db.securityWrite(orgId: "org_1", actor: "test") { tx in try tx.createOrg(orgId: "org_1", name: "A", expiresAt: 1) }
+            db.close()
+        }
+        // The database as it was before the console step, with an object of its own named as the
+        // step's last table: the step's ALTERs and first tables succeed, then it fails.
+        do {
+            let conn = try Connection(path: dir.db, readOnly: false)
+            try conn.execute("""
+                DROP TABLE console_sessions; DROP TABLE invitations; DROP INDEX users_email;
+                ALTER TABLE users DROP COLUMN password_hash; ALTER TABLE users DROP COLUMN email;
+                DELETE FROM schema_migrations WHERE name = 'console';
+                CREATE TABLE console_sessions (note TEXT);
+                """)
+        }
+        func columns(_ conn: Connection) throws -> [String] {
+            try conn.query("SELECT name FROM pragma_table_info('users') ORDER BY cid").map { try $0.string("name") }
+        }
+        #expect {
+            _ = try Database(.init(path: dir.db))
+        } throws: { error in
+            "\(error)".contains("console_sessions already exists")
+        }
+        do {
+            let conn = try Connection(path: dir.db, readOnly: true)
+            #expect(try !columns(conn).contains("email"), "the step's first statements were rolled back")
+            #expect(try conn.query("SELECT 1 FROM sqlite_master WHERE name IN ('invitations', 'users_email', 'invitations_user')").isEmpty)
+            #expect(try conn.query("SELECT 1 FROM schema_migrations WHERE name = 'console'").isEmpty)
+            #expect(try conn.query("SELECT name FROM orgs").map { try $0.string("name") } == ["A"], "the data is as it was")
+        }
+        do {
+            let conn = try Connection(path: dir.db, readOnly: false)
+            try conn.execute("DROP TABLE console_sessions")
+        }
+        let db = try Database(.init(path: dir.db))
+        db.close()
+        let conn = try Connection(path: dir.db, readOnly: true)
+        #expect(try columns(conn).suffix(2) == ["email", "password_hash"])
+        #expect(try conn.query("SELECT name FROM schema_migrations WHERE name = 'console'").count == 1)
+        #expect(try !conn.query("SELECT 1 FROM pragma_table_info('console_sessions') WHERE name = 'csrf_token'").isEmpty)
+    }
+
     /// PostgreSQL's text is written out where it differs; a step that is PostgreSQL's alone is
     /// recorded on SQLite with nothing run.
     @Test func eachStepHasEachEnginesText() throws {

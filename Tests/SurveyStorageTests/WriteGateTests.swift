@@ -132,6 +132,51 @@ import SurveyDomain
         try #require(db.writer.queuedJobs >= n, "the writer's queue reached \(db.writer.queuedJobs), not \(n)")
     }
 
+    /// The gate decides inside the write's transaction, by server time then: a write whose
+    /// subscription was active when it was checked before queueing, and ended while it waited
+    /// for the writer, is refused with 1001 and writes nothing.
+    @Test func aSubscriptionThatEndsWhileTheWriteWaitsForTheWriterRefusesIt() throws {
+        let dir = TempDir()
+        let clock = ManualClock()
+        var configuration = Database.Configuration(path: dir.db)
+        configuration.clock = clock
+        let db = try Database(configuration)
+        defer { db.close(); _ = dir }
+        let expiresAt = clock.nowMillis() + 60_000
+        _ = try db.securityWrite(orgId: "org_1", actor: "t") { tx in
+            try tx.createOrg(orgId: "org_1", name: "A", expiresAt: expiresAt)
+        }
+        let refusals = Mutex(0)
+        let gate = WriteGate(database: db, onRefusal: { refusals.withLock { $0 += 1 } })
+        let audits = try audits(db)
+
+        let release = try holdWriter(db)
+        let answered = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<WriteGate.Outcome<String>, any Error>?>(nil)
+        // Checked now (active), then queued behind the held writer.
+        gate.writeAsync(orgId: "org_1", actor: "u", { tx in
+            try tx.createSurvey(surveyId: "s1", title: "T", reviewRequired: false, createdBy: "u")
+            return "written"
+        }, then: { result in
+            outcome.withLock { $0 = result }
+            answered.signal()
+        })
+        #expect(refusals.withLock { $0 } == 0, "not refused before queueing")
+        clock.advance(byMillis: 61_000)
+        release()
+        try #require(answered.wait(timeout: .now() + 10) == .success)
+        switch outcome.withLock({ $0 }) {
+        case .failure(let error as ApiError)?:
+            #expect(error.code == .subscriptionExpired)
+            #expect(error.extra["expiresAt"] == .string(Timestamp.format(expiresAt)))
+        default:
+            Issue.record("not refused: \(String(describing: outcome.withLock { $0 }))")
+        }
+        #expect(refusals.withLock { $0 } == 1, "the refusal is counted once")
+        #expect(try surveys(db) == 0)
+        #expect(try self.audits(db) == audits)
+    }
+
     @Test func aFailingJobRollsBackAloneInsideItsGroup() throws {
         let (dir, db, gate) = try setUp(expiresIn: 60_000)
         defer { db.close(); _ = dir }

@@ -230,4 +230,39 @@ import Testing
         // Read where it belongs, the same attribute is the definition's property.
         #expect(refusal(binds: #"<bind nodeset="/data/n" type="int" surveyd:minimum="1"/>"#) == nil)
     }
+
+    /// The names the writer makes up — a repeat count's node, a question's own choice list, a
+    /// translated text's id — step aside from the definition's own names, and the XForm reads
+    /// back into the same definition.
+    @Test func namesTheWriterMakesUpStepAsideFromTheDefinitions() throws {
+        let definition: JSONValue = [
+            "title": "Clashes",
+            "choiceLists": [
+                "town": [["name": "a", "label": "A"]],
+                "town_2": [["name": "b", "label": "B"]],
+                "it's": [["name": "x", "label": ["en": "Ex", "fr": "Ixe"]]],
+                "it_s": [["name": "y", "label": ["en": "Why", "fr": "I grec"]]],
+            ],
+            "questions": [
+                ["id": "visits_count", "type": "integer", "label": "How many visits?"],
+                ["id": "visits", "type": "repeat", "label": "Visit", "repeatCount": "${visits_count} + 1", "children": [
+                    ["id": "when", "type": "date", "label": "When"],
+                ]],
+                ["id": "town", "type": "select_one", "label": "Town", "choices": [["name": "n", "label": "North", "zone": "1"]],
+                 "choiceFilter": "zone = '1'"],
+                ["id": "first", "type": "select_one", "label": "First", "choiceList": "it's"],
+                ["id": "second", "type": "select_one", "label": "Second", "choiceList": "it_s"],
+                ["id": "spare", "type": "select_one", "label": "Spare", "choiceList": "town"],
+                ["id": "other", "type": "select_one", "label": "Other", "choiceList": "town_2"],
+            ],
+        ]
+        let xml = String(decoding: try XFormWriter.xform(of: definition, formId: "clash", version: "1"), as: UTF8.self)
+        // The repeat's count node is visits_count2, the question's own list town_3, the second
+        // list's text it_s-0~2: each beside, not over, the definition's name.
+        #expect(xml.contains("<visits_count2"))
+        #expect(xml.contains("jr:count=\" /data/visits_count2 \""))
+        #expect(xml.contains("<instance id=\"town_3\" surveyd:list=\"inline\">"))
+        #expect(xml.contains("<text id=\"it_s-0\">") && xml.contains("<text id=\"it_s-0~2\">"))
+        try Self.roundTrip(definition, label: "clashes")
+    }
 }

@@ -1,0 +1,106 @@
+import Foundation
+import SurveyForms
+import Testing
+@testable import SurveyXForm
+
+/// The conversion's promises around pyxform as a child process, with stand-ins for
+/// `xls2xform` that behave as pyxform can: too slow, killed, silent, refusing, warning.
+@Suite struct XLSFormConverterTests {
+    /// A directory holding one executable script named xls2xform, and what it records.
+    final class StandIn {
+        let directory: URL
+        var executable: String { directory.appendingPathComponent("xls2xform").path }
+        var record: URL { directory.appendingPathComponent("record.txt") }
+
+        init(_ script: String) throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("xls2xform-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+            let body = "#!/bin/sh\nRECORD='\(record.path)'\n" + script + "\n"
+            try Data(body.utf8).write(to: URL(fileURLWithPath: executable))
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: executable)
+        }
+
+        func recorded() -> [String] {
+            ((try? String(contentsOf: record, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+
+        deinit { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    private func refusal(_ converter: XLSFormConverter) -> XLSFormConverter.Refusal? {
+        do {
+            _ = try converter.convert(Array("PK not really a workbook".utf8), isXLS: false)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func aConversionThatOutrunsItsDeadlineIsKilledAndRefused() throws {
+        // pyxform stuck on a form: the stand-in records its pid, then waits far past the deadline.
+        let standIn = try StandIn(#"echo $$ > "$RECORD"; exec sleep 120"#)
+        var converter = XLSFormConverter(executable: standIn.executable)
+        converter.deadline = .seconds(1)
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(refusal(converter) == .tooCostly("converting the XLSForm took more than 1 s; it was stopped"))
+        #expect(clock.now - start < .seconds(60))
+        // The child is gone (killed and reaped), not left running.
+        let pid = try #require(standIn.recorded().first.flatMap { Int32($0) })
+        #expect(kill(pid, 0) == -1 && errno == ESRCH)
+    }
+
+    @Test func aConversionKilledByItsLimitsIsRefusedAsTooCostly() throws {
+        let standIn = try StandIn("kill -KILL $$")
+        #expect(refusal(XLSFormConverter(executable: standIn.executable))
+                == .tooCostly("converting the XLSForm ran out of memory or time (signal 9); it was stopped"))
+    }
+
+    @Test func aConverterThatIsNotThereIsNamedWithWhatToInstall() throws {
+        let missing = FileManager.default.temporaryDirectory.appendingPathComponent("nowhere-\(UUID().uuidString)/xls2xform").path
+        guard case .unavailable(let message)? = refusal(XLSFormConverter(executable: missing)) else {
+            Issue.record("not refused as unavailable")
+            return
+        }
+        #expect(message.hasPrefix("pyxform is not installed where this server looks for it (\(missing)): run scripts/setup.sh"))
+    }
+
+    @Test func aConverterThatFailsSilentlyGivesASentence() throws {
+        let standIn = try StandIn("exit 1")
+        #expect(refusal(XLSFormConverter(executable: standIn.executable)) == .invalid("pyxform could not convert the form and gave no reason"))
+    }
+
+    @Test func aConverterThatCrashesIsRefusedWithWhatItWrote() throws {
+        let standIn = try StandIn(#"echo "Traceback (most recent call last): KeyError 'survey'" >&2; exit 1"#)
+        #expect(refusal(XLSFormConverter(executable: standIn.executable)) == .invalid("Traceback (most recent call last): KeyError 'survey'\n"))
+    }
+
+    @Test func pyxformsOwnRefusalIsWhatTheRefusalSays() throws {
+        let standIn = try StandIn(#"echo '{"code": 999, "message": "[row : 3] Question or group with no name.", "warnings": []}'"#)
+        #expect(refusal(XLSFormConverter(executable: standIn.executable)) == .invalid("[row : 3] Question or group with no name."))
+    }
+
+    @Test func aReportOfSuccessWithoutTheXFormIsRefused() throws {
+        let standIn = try StandIn(#"echo '{"code": 100, "message": "Conversion complete!"}'"#)
+        #expect(refusal(XLSFormConverter(executable: standIn.executable)) == .invalid("Conversion complete!"))
+    }
+
+    /// The XForm and pyxform's warnings come back; the temporary copy of the upload is removed.
+    @Test func aConversionWithWarningsReturnsTheXFormAndTheWarnings() throws {
+        let standIn = try StandIn(#"""
+        printf '%s\n' "$@" > "$RECORD"
+        for last; do :; done
+        printf '<h:html/>' > "$last"
+        echo 'pyxform 4.5.0' >&2
+        echo '{"code": 101, "message": "Conversion complete!", "warnings": ["[row : 2] A label is missing.", 7, "[row : 4] Use a hint."]}'
+        """#)
+        let conversion = try XLSFormConverter(executable: standIn.executable).convert(Array("PK".utf8), isXLS: true)
+        #expect(conversion.xform == Array("<h:html/>".utf8))
+        #expect(conversion.warnings == ["[row : 2] A label is missing.", "[row : 4] Use a hint."])
+        let arguments = standIn.recorded()
+        #expect(arguments.prefix(2) == ["--json", "--skip_validate"])
+        let input = try #require(arguments.dropFirst(2).first)
+        #expect(input.hasSuffix("/form.xls"))
+        #expect(!FileManager.default.fileExists(atPath: URL(fileURLWithPath: input).deletingLastPathComponent().path))
+    }
+}
