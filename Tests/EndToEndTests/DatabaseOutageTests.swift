@@ -74,9 +74,9 @@ struct DatabaseOutageTests {
         let duringDown = outcomes.withLock { Array($0[downAt...]) }
         #expect(Self.shell("\"\(Self.script)\" up \(dir) \(port)") == 0)
         #expect(within(10) { (try? f.client.get("/readyz"))?.status == 200 }, "not ready 10 s after the database came back")
-        // Full service again: the next twenty requests are accepted.
+        // Full service again: every pooled connection replaced, twenty requests in a row accepted.
         let upAt = outcomes.withLock { $0.count }
-        #expect(within(10) { outcomes.withLock { $0.count } >= upAt + 40 })
+        #expect(within(20) { outcomes.withLock { $0.count >= upAt + 20 && $0.suffix(20).allSatisfy { $0.status == 201 } } })
         stop.store(true, ordering: .relaxed)
         group.wait()
 

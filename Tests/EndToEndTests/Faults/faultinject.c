@@ -23,7 +23,7 @@
  *            prctl(PR_GET_NAME) reads it, at most 15 characters)
  *
  * No file (or an unreadable line): nothing fails. Each failure is appended to the file
- * CONTROL.fired as "TOKEN FUNCTION PATH", so a test can tell where its fault struck.
+ * CONTROL.fired as "TOKEN FUNCTION THREAD PATH", so a test can tell where its fault struck.
  *
  * Decisions are taken under one mutex; the control file is read into a fixed buffer and
  * nothing is allocated. errno is left as the C library set it, except on an injected failure.
@@ -167,10 +167,14 @@ static const char *absolute(int dirfd, const char *path, char *out, size_t size)
     return n >= 0 && (size_t)n < size ? out : path;
 }
 
-/* Under `lock`: appends "TOKEN FUNCTION PATH" to the fired log, through the real write. */
+/* Under `lock`: appends "TOKEN FUNCTION THREAD PATH" to the fired log, through the real write
+ * (THREAD: the calling thread's name, spaces as '_', '-' when it has none). */
 static void note(const char *function, const char *path) {
+    char name[16] = "";
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    for (char *c = name; *c; c++) if (*c == ' ') *c = '_';
     char line[PATH_MAX + 128];
-    int n = snprintf(line, sizeof line, "%s %s %s\n", rule.token, function, path);
+    int n = snprintf(line, sizeof line, "%s %s %s %s\n", rule.token, function, name[0] ? name : "-", path);
     if (n < 0) return;
     if ((size_t)n >= sizeof line) n = sizeof line - 1;
     int fd = open(fired, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -11,11 +11,12 @@ final class FaultInjector: Sendable {
     enum Call: String, Sendable { case write, fsync, rename, link }
     enum Failure: String, Sendable { case eio = "EIO", enospc = "ENOSPC" }
 
-    /// One failure the library injected: the C function and the path it acted on.
+    /// One failure the library injected: the C function, the calling thread's name, and the path it acted on.
     struct Fired: Equatable, Sendable, CustomStringConvertible {
         let function: String
+        let thread: String
         let path: String
-        var description: String { "\(function) \(path)" }
+        var description: String { "\(function) on \(thread) \(path)" }
     }
 
     let controlPath: String
@@ -60,9 +61,9 @@ final class FaultInjector: Sendable {
         let current = token.withLock { $0 }
         let text = (try? String(contentsOfFile: controlPath + ".fired", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
-            let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
-            guard parts.count == 3, parts[0] == current else { return nil }
-            return Fired(function: parts[1], path: parts[2])
+            let parts = line.split(separator: " ", maxSplits: 3).map(String.init)
+            guard parts.count == 4, parts[0] == current else { return nil }
+            return Fired(function: parts[1], thread: parts[2], path: parts[3])
         }
     }
 
