@@ -38,6 +38,7 @@ from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -538,6 +539,90 @@ def test_bulk_start_review_and_approve():
         assert srv.state(rid) == ("approved", 3)
 
 
+def queue_rows(d):
+    """The response ids the queue lists, in its order."""
+    return [a.text for a in d.find_elements(By.CSS_SELECTOR, "table.queue tbody tr td:nth-child(2) a")]
+
+
+def apply_filters(d, version="Any version", submitter="Anyone", task="", received_from="", received_before=""):
+    """Sets every field of the queue's filter form (opening it when closed) and applies it."""
+    details = d.find_element(By.CSS_SELECTOR, "details.filters")
+    if details.get_attribute("open") is None:
+        details.find_element(By.TAG_NAME, "summary").click()
+    Select(field(d, "Version")).select_by_visible_text(version)
+    Select(field(d, "Submitted by")).select_by_visible_text(submitter)
+    field(d, "Field task id").clear()
+    if task:
+        field(d, "Field task id").send_keys(task)
+    for label, value in (("Received from", received_from), ("Received before", received_before)):
+        d.execute_script("arguments[0].value = arguments[1]", field(d, label), value)
+    click_and_load(d, button(d, "Apply filters"))
+
+
+def test_queue_filters_by_version_submitter_task_and_date():
+    srv = shared_server()
+    title = "Filtered visits " + uuid.uuid4().hex[:4]
+    survey = srv.api("POST", "/surveys", srv["ADMIN"], {"title": title, "reviewRequired": True}, expect=(201,))
+    sid = survey["surveyId"]
+    questions = [{"id": "household_size", "type": "integer", "label": "People", "required": True}]
+    v1 = srv.api("POST", f"/surveys/{sid}/versions", srv["ADMIN"], {"definition": {"title": title, "questions": questions}}, expect=(201,))
+    v2 = srv.api("POST", f"/surveys/{sid}/versions", srv["ADMIN"],
+                 {"definition": {"title": title, "questions": questions + [{"id": "notes", "type": "text", "label": "Notes"}]}}, expect=(201,))
+    second = srv.create_user("Sol Second " + uuid.uuid4().hex[:4], ["collector"])
+    task = srv.api("POST", "/tasks", srv["ADMIN"], {"title": "Visit the mill", "surveyId": sid, "assigneeUserId": second["userId"]}, expect=(201,))
+
+    def sync(version, token, size, task_id=None):
+        body = {"clientSubmissionId": "bt-" + uuid.uuid4().hex[:16], "surveyVersionId": version["surveyVersionId"],
+                "contentHash": version["contentHash"], "answers": {"household_size": size}}
+        if task_id:
+            body["fieldTaskId"] = task_id
+        return srv.api("POST", "/responses", token, body, expect=(201,))["responseId"]
+
+    first_version = sync(v1, srv["COLLECTOR"], 2)
+    coles = sync(v2, srv["COLLECTOR"], 3)
+    sols = sync(v2, second["token"], 4, task["taskId"])
+    everything = {first_version, coles, sols}
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    tomorrow = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 86_400))
+
+    d = browser()
+    sign_in_token(d, srv, srv["REVIEWER"])
+    queue = f"{srv.base}/console/orgs/{srv['ORG']}/surveys/{sid}/responses"
+    d.get(queue)
+    wait_loaded(d)
+    assert set(queue_rows(d)) == everything, queue_rows(d)
+    assert d.find_element(By.CSS_SELECTOR, "details.filters").get_attribute("open") is None, "the filters are open without a filter"
+
+    apply_filters(d, version="Version 2")
+    assert set(queue_rows(d)) == {coles, sols}, queue_rows(d)
+    assert d.find_element(By.CSS_SELECTOR, "details.filters").get_attribute("open") is not None, "the applied filter is hidden"
+    assert Select(field(d, "Version")).first_selected_option.text == "Version 2"
+    tabs = {a.text.rsplit(" ", 1)[0]: a for a in d.find_elements(By.CSS_SELECTOR, "ul.tabs a")}
+    assert tabs["All"].text == "All 2" and tabs["Submitted"].text == "Submitted 2", [a.text for a in tabs.values()]
+    # A state tab keeps the filter.
+    click_and_load(d, tabs["Submitted"])
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(d.current_url).query)
+    assert query == {"state": ["submitted"], "version": [v2["surveyVersionId"]]}, query
+    assert set(queue_rows(d)) == {coles, sols}, queue_rows(d)
+
+    apply_filters(d, submitter=second["name"])
+    assert queue_rows(d) == [sols], queue_rows(d)
+    assert Select(field(d, "Submitted by")).first_selected_option.text == second["name"]
+
+    apply_filters(d, task=task["taskId"])
+    assert queue_rows(d) == [sols], queue_rows(d)
+    apply_filters(d, version="Version 1", task=task["taskId"])
+    assert queue_rows(d) == [] and "No responses match." in page_text(d), page_text(d)[:400]
+
+    apply_filters(d, received_from=tomorrow)
+    assert queue_rows(d) == [] and "No responses match." in page_text(d)
+    apply_filters(d, received_from=today, received_before=tomorrow)
+    assert set(queue_rows(d)) == everything, queue_rows(d)
+    apply_filters(d, received_before=today)
+    assert queue_rows(d) == [], queue_rows(d)
+    assert field(d, "Received before").get_attribute("value") == today
+
+
 def test_expired_subscription_banner_and_disabled_buttons():
     srv = Server()  # its own organization: this one ends its subscription
     try:
@@ -680,6 +765,7 @@ TESTS = [
     test_review_chain_clicked_through,
     test_stale_page_changes_nothing,
     test_bulk_start_review_and_approve,
+    test_queue_filters_by_version_submitter_task_and_date,
     test_expired_subscription_banner_and_disabled_buttons,
     test_answers_are_shown_as_text,
     test_forms_without_csrf_token_or_from_another_origin_are_refused,

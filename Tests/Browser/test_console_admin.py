@@ -10,8 +10,10 @@ Covered: users (adding one with an invitation, the one-time token and link with 
 roles, new and revoked app tokens, deactivation), surveys (publishing a version from a file, a
 refused file), field tasks (assigned in the browser, completed by a collector's sync), the four
 export downloads (parsed), the operator's ending and renewing of a subscription (and what an
-expired organization can still do), creating an organization with its first admin, and that an
-admin of one organization reaches nothing of another. Each step is checked on the page and
+expired organization can still do, and renewals refused without a future date), creating an
+organization with its first admin, that an admin of one organization reaches nothing of another,
+webhooks (the list, a delivery sent again, a new secret), and the refusals of the admin forms,
+each a sentence on the page. Each step is checked on the page and
 through the JSON API. About 45 s; one demo server is shared, the subscription test has its own.
 
 Tests marked known_bug state the behaviour wanted where the console does not have it yet: they
@@ -1036,6 +1038,172 @@ def test_webhook_pages_add_deliver_disable_delete():
         receiver.stop()
 
 
+def problem_lines(d):
+    return [li.text for li in d.find_elements(By.CSS_SELECTOR, ".problem li")]
+
+
+def without_browser_check(d, element_id):
+    """A field the browser would make the person fill in, sent empty as a form without that check
+    (an old browser, a script) sends it: the server's own refusal is what shows."""
+    d.execute_script("document.getElementById(arguments[0]).removeAttribute('required')", element_id)
+
+
+def test_refused_admin_forms_read_as_sentences():
+    srv = shared_server()
+    d = browser()
+    sign_in_token(d, srv, srv["ADMIN"])
+
+    def user_names():
+        nav_click(d, "Users")
+        return [r.find_elements(By.TAG_NAME, "td")[0].text for r in d.find_elements(By.CSS_SELECTOR, "table tbody tr")]
+
+    # A user without a role: the sentence and the field, and no user.
+    before = user_names()
+    name = "Noel Norole " + uuid.uuid4().hex[:4]
+    fill(d, "Name", name)
+    click_and_load(d, button(d, "Add user"))
+    assert problem_text(d).startswith("The roles are not valid."), problem_text(d)
+    assert problem_lines(d) == ["roles: at least one role"], problem_lines(d)
+    assert user_names() == before, "a refused user was added"
+
+    # An email another user has: refused before the user exists.
+    holder = srv.create_user("Hana Holder " + uuid.uuid4().hex[:4], ["reviewer"])
+    email = f"hana-{uuid.uuid4().hex[:8]}@example.org"
+    srv.invite(holder["userId"], email)
+    before = user_names()
+    fill(d, "Name", "Ed Emailtaken")
+    set_checked(checkbox(d, "Collector"), True)
+    labelled(d, "Email").send_keys(email)
+    click_and_load(d, button(d, "Add user"))
+    assert problem_text(d).startswith("Another user has this email address."), problem_text(d)
+    assert problem_lines(d) == ["email: already in use"], problem_lines(d)
+    assert not secrets(d), "a refused user's token was shown"
+    assert user_names() == before, "the refused form left a user behind"
+
+    # An invitation to that email for someone else: the sentence, no link.
+    other = srv.create_user("Ivo Invitee " + uuid.uuid4().hex[:4], ["collector"])
+    d.get(f"{srv.base}/console/orgs/{srv['ORG']}/users/{other['userId']}")
+    wait_loaded(d)
+    fill(d, "Email", email)
+    click_and_load(d, button(d, "Create invitation link"))
+    assert problem_text(d).startswith("Another user has this email address."), problem_text(d)
+    assert problem_lines(d) == ["email: already in use"], problem_lines(d)
+    assert not secrets(d) and "/console/invitations/" not in d.page_source, "a refused invitation's link was shown"
+    assert d.find_element(By.CSS_SELECTOR, "dl.meta").text.count(email) == 0
+
+    # Deactivation without the tick: the sentence, and the user stays active.
+    d.execute_script("document.querySelector('input[name=confirm]').removeAttribute('required')")
+    click_and_load(d, button(d, "Deactivate"))
+    assert problem_text(d) == "Tick “Yes, deactivate” to confirm.", problem_text(d)
+    assert d.find_element(By.CSS_SELECTOR, "dl.meta .state").text == "active"
+    assert srv.request("GET", f"/v1/orgs/{srv['ORG']}/tasks", other["token"])[0] == 200, "deactivated without the confirmation"
+
+    # A survey whose title is longer than the rule allows (the field stops a person at 200).
+    nav_click(d, "Surveys")
+    surveys = srv.api("GET", "/surveys", srv["ADMIN"])["items"]
+    d.execute_script("document.getElementById('title').value = arguments[0]", "W" * 501)
+    click_and_load(d, button(d, "Create survey"))
+    assert problem_text(d).startswith("`title` must be 1 to 500 characters."), problem_text(d)
+    assert problem_lines(d) == ["title: 1 to 500 characters"], problem_lines(d)
+    assert srv.api("GET", "/surveys", srv["ADMIN"])["items"] == surveys, "a refused survey was created"
+
+
+def test_operator_renewal_needs_a_date_in_the_future():
+    srv = shared_server()
+    org = srv["ORG"]
+
+    def subscription():
+        sub = srv.api("GET", "/subscription", srv["COLLECTOR"])
+        return sub["status"], sub["expiresAt"]
+
+    before = subscription()
+    op = browser()
+    sign_in_token(op, srv, srv["OP"])
+
+    set_date(op, field(op, f"New expiry for {DEMO_ORG_NAME}"), "2020-06-30")
+    click_and_load(op, row_of(op, org).find_element(By.XPATH, ".//button[normalize-space()='Renew']"))
+    assert problem_text(op) == "A renewal must end in the future; to end the subscription now, use End subscription.", problem_text(op)
+    assert "Renew Demo Field Team?" not in page_text(op), "a past date got as far as the confirmation"
+    assert subscription() == before
+
+    without_browser_check(op, f"until-{org}")
+    click_and_load(op, row_of(op, org).find_element(By.XPATH, ".//button[normalize-space()='Renew']"))
+    assert problem_text(op) == f"Choose the new end date of {DEMO_ORG_NAME}'s subscription, then press Renew.", problem_text(op)
+    assert subscription() == before
+    assert "active" in row_of(op, org).find_element(By.CSS_SELECTOR, ".state").text
+
+
+def deliveries(srv, hook_id):
+    return srv.api("GET", f"/webhooks/{hook_id}/deliveries", srv["ADMIN"])["items"]
+
+
+def wait_for(what, condition, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"waited {timeout} s for {what}")
+
+
+def test_webhook_list_a_delivery_sent_again_and_a_new_secret():
+    srv = shared_server()
+    receiver = Receiver()
+    hook = None
+    try:
+        hook = srv.api("POST", "/webhooks", srv["ADMIN"], {"url": receiver.url, "events": ["response.accepted", "response.review"],
+                                                          "description": "Case system"}, expect=(201,))
+        old_secret = hook["secret"]
+        d = browser()
+        sign_in_token(d, srv, srv["ADMIN"])
+        nav_click(d, "Webhooks")
+        cells = [td.text for td in row_of(d, receiver.url).find_elements(By.TAG_NAME, "td")]
+        assert cells == [receiver.url + "\nCase system", "response.accepted, response.review", "enabled"], cells
+        assert "No webhooks yet." not in page_text(d)
+        click_and_load(d, d.find_element(By.LINK_TEXT, receiver.url))
+        hook_page = f"/console/orgs/{srv['ORG']}/webhooks/{hook['webhookId']}"
+        assert path_of(d) == hook_page, d.current_url
+
+        status, _, out = submit_raw(srv, submission(srv["VERSION"], srv["HASH"], {"household_size": 3, "water_source": "well"}))
+        assert status == 201, out
+        assert receiver.wait(1), "no delivery"
+        first_headers, first_body = receiver.calls[0]
+        wait_for("the delivery to be recorded", lambda: [x["status"] for x in deliveries(srv, hook["webhookId"])] == ["succeeded"])
+
+        # Sent again from its row: the same event, newly signed with the secret.
+        d.refresh()
+        wait_loaded(d)
+        row = d.find_elements(By.XPATH, "//section[h2='Deliveries']//tbody/tr")[0]
+        click_and_load(d, row.find_element(By.XPATH, ".//button[normalize-space()='Send again']"))
+        assert "The delivery is queued again; it goes out in its place in the order." in page_text(d), page_text(d)[:400]
+        assert receiver.wait(2), "the delivery was not sent again"
+        again_headers, again_body = receiver.calls[1]
+        assert again_headers["webhook-id"] == first_headers["webhook-id"] and again_body == first_body
+        assert verified(again_headers, again_body, old_secret)
+        wait_for("the second attempt to be recorded", lambda: deliveries(srv, hook["webhookId"])[0]["attempts"] == 2)
+
+        # A new secret: shown once; both sign until the old one is retired.
+        click_and_load(d, button(d, "New secret"))
+        text = page_text(d)
+        assert "A new secret is in use. Until " in text and "every delivery is signed with both the new and the old secret" in text, text[:500]
+        shown = secrets(d)
+        assert [s[0] for s in shown] == ["New signing secret"], [s[:2] for s in shown]
+        new_secret = shown[0][1]
+        assert new_secret.startswith("whsec_") and new_secret != old_secret
+        srv.review(out["responseId"], "startReview", 1)
+        assert receiver.wait(3), "no delivery after the rotation"
+        headers, body = receiver.calls[2]
+        assert verified(headers, body, new_secret) and verified(headers, body, old_secret), headers["webhook-signature"]
+        d.get(srv.base + hook_page)
+        wait_loaded(d)
+        assert new_secret not in d.page_source and not secrets(d), "the secret is shown again"
+        assert "secret" not in srv.api("GET", f"/webhooks/{hook['webhookId']}", srv["ADMIN"])
+    finally:
+        if hook:
+            srv.api("DELETE", f"/webhooks/{hook['webhookId']}", srv["ADMIN"])
+        receiver.stop()
+
+
 def test_oversized_definition_file_gets_a_console_page():
     srv = shared_server()
     big = os.path.join(scratch("definitions-"), "big.json")
@@ -1063,6 +1231,9 @@ TESTS = [
     test_operator_creates_organization_with_first_admin,
     test_refused_create_organization_leaves_nothing,
     test_webhook_pages_add_deliver_disable_delete,
+    test_webhook_list_a_delivery_sent_again_and_a_new_secret,
+    test_refused_admin_forms_read_as_sentences,
+    test_operator_renewal_needs_a_date_in_the_future,
     test_oversized_definition_file_gets_a_console_page,
 ]
 

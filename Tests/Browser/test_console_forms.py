@@ -22,12 +22,13 @@ import os
 import sys
 import time
 import urllib.parse
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_console import (By, browser, button, click_and_load, open_response, page_text, problem_text,  # noqa: E402
                           run_tests, shared_server, sign_in_token, stop_shared_server, wait_loaded)
-from test_console_admin import new_survey, submission, submit_raw  # noqa: E402
+from test_console_admin import console_get, new_survey, submission, submit_raw  # noqa: E402
 
 EN, ES = "English (en)", "Español (es)"
 
@@ -403,6 +404,42 @@ def test_publish_an_xlsform_and_see_a_refusal_by_row():
     assert len(srv.api("GET", f"/surveys/{sid}", srv["ADMIN"])["versions"]) == 1, "a refused XLSForm made a version"
 
 
+ASSETS = {
+    "title": "Assets and papers",
+    "questions": [
+        {"id": "assets", "type": "select_multiple", "label": "Assets",
+         "choices": [{"name": "bike", "label": "Bicycle"}, {"name": "radio", "label": "Radio set"}, {"name": "cow"}]},
+        {"id": "deed", "type": "file", "label": "Land deed", "accept": ["application/pdf"]},
+    ],
+}
+
+
+def test_chosen_options_with_their_labels_and_a_document_to_download():
+    srv = shared_server()
+    _, version = new_survey(srv, "Assets and papers", review=True, definition=ASSETS)
+    deed = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
+    upload_id = "deed-" + uuid.uuid4().hex[:12]
+    srv.api("PUT", f"/uploads/{upload_id}", srv["COLLECTOR"], data=deed, expect=(201,),
+            headers={"Content-Type": "application/pdf", "Survey-Version-Id": version["surveyVersionId"], "Question-Id": "deed"})
+    status, _, out = submit_raw(srv, submission(version["surveyVersionId"], version["contentHash"],
+                                                {"assets": ["bike", "cow"], "deed": {"clientUploadId": upload_id}}))
+    assert status == 201, out
+
+    d = browser()
+    sign_in_token(d, srv, srv["REVIEWER"])
+    open_response(d, srv, out["responseId"])
+    # Each chosen option by its label with its name beside it; one without a label by its name.
+    assert [li.text for li in d.find_elements(By.CSS_SELECTOR, "ul.choices li")] == ["Bicycle bike", "cow"]
+    assert "Radio set" not in page_text(d)
+    # A file that is not an image is a link to download it, named with its type and size.
+    link = d.find_element(By.PARTIAL_LINK_TEXT, "Download " + upload_id)
+    assert link.text == f"Download {upload_id} (application/pdf, {len(deed)} bytes)", link.text
+    assert not d.find_elements(By.CSS_SELECTOR, "img.photo"), "a document is shown as an image"
+    status, hdrs, body = console_get(srv, d, urllib.parse.urlsplit(link.get_attribute("href")).path)
+    assert status == 200 and body == deed, (status, hdrs)
+    assert hdrs.get("content-type", "").startswith("application/pdf"), hdrs
+
+
 TESTS = [
     test_roster_response_by_groups_and_numbered_instances,
     test_roster_response_leaves_out_what_is_not_relevant,
@@ -410,6 +447,7 @@ TESTS = [
     test_roster_survey_page_structure_and_logic,
     test_form_labels_are_shown_as_text,
     test_publish_an_xlsform_and_see_a_refusal_by_row,
+    test_chosen_options_with_their_labels_and_a_document_to_download,
 ]
 
 
