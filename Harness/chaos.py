@@ -132,6 +132,9 @@ class Harness:
 
     check_name = "surveyd check --data-dir exits 0"
 
+    def after_seed(self) -> None:
+        """Runs once the organization exists, before the clients start."""
+
     def after_drain(self, checks: Checks) -> None:
         """Runs after the clients are done, before the servers stop."""
 
@@ -475,6 +478,7 @@ class Harness:
             f"{a.cycles} kill cycles, {a.collectors} collectors, {a.reviewers} reviewers, time limit {a.time_limit}s")
         self.start_servers()
         self.org = seed_org(self.server, "Chaos team", collectors=a.collectors, reviewers=a.reviewers)
+        self.after_seed()
         self.t0 = time.monotonic()
         workers = [threading.Thread(target=self.collector_worker, args=(i,), name=f"collector{i}") for i in range(a.collectors)]
         workers += [threading.Thread(target=self.reviewer_worker, args=(i,), name=f"reviewer{i}") for i in range(a.reviewers)]
