@@ -249,7 +249,7 @@ class Harness:
         path = f"/v1/orgs/{org.org_id}/responses"
         data = build_request("POST", path, 0, user.token, body)
         op = Op("submit", user.user_id, csid, "POST", path, data, meta={"survey": survey.survey_id, "task": task_id,
-                                                                        "review": survey.review_required})
+                                                                        "review": survey.review_required, "answers": answers})
         return self.perform(op, rng, allowed_refusals=frozenset({1022}))
 
     def op_upload(self, user, survey, rng: random.Random) -> Op:
@@ -288,7 +288,8 @@ class Harness:
                 "answers": answers}
         path = f"/v1/orgs/{org.org_id}/responses/{response_id}/resubmit"
         data = build_request("POST", path, 0, user.token, body, headers={"Idempotency-Key": key})
-        op = Op("resubmit", user.user_id, key, "POST", path, data, target=response_id, meta={"expected": revision})
+        op = Op("resubmit", user.user_id, key, "POST", path, data, target=response_id,
+                meta={"expected": revision, "answers": answers})
         return self.perform(op, rng, allowed_refusals=frozenset({1020, 1021}))
 
     def op_task(self, rng: random.Random) -> Op:
@@ -612,6 +613,10 @@ class Harness:
                           lambda o: setattr(o, "answer", {**o.answer, "revision": o.answer["revision"] + 1})))
         if sub:
             cases.append(("an abandoned request that is present", lambda o: o is sub, lambda o: setattr(o, "outcome", "abandoned")))
+        corrected = {o.target for o in ops if o.kind == "resubmit" and o.outcome == "ok"}
+        plain = next((o for o in ops if o.kind == "submit" and o.outcome == "ok" and o.answer["responseId"] not in corrected), None)
+        if plain:
+            cases.append(("changed answers", lambda o: o is plain, lambda o: o.meta.update(answers={**o.meta["answers"], "n": -1})))
         caught = []
         for name, which, mutate in cases:
             doctored = []
@@ -625,15 +630,15 @@ class Harness:
                 self.verify_db(doctored, scratch)
             if scratch.failed:
                 caught.append(name)
-        checks.check("chaos self-test: doctored ledgers (lost, changed, applied twice, abandoned-but-present) are caught",
-                     len(caught) == len(cases) == 4, f"caught {caught}")
+        checks.check("chaos self-test: doctored ledgers (lost, changed, applied twice, abandoned-but-present, changed answers) "
+                     "are caught", len(caught) == len(cases) == 5, f"caught {caught}")
 
     def verify_db(self, ops: list[Op], checks: Checks) -> None:
         org = self.org
         with self.database() as q:
             responses = {row[0]: row for row in q(
-                "SELECT client_submission_id, response_id, submitter, review_state, revision, field_task_id FROM responses WHERE org_id=?",
-                (org.org_id,))}
+                "SELECT client_submission_id, response_id, submitter, review_state, revision, field_task_id, answers, request_sha256 "
+                "FROM responses WHERE org_id=?", (org.org_id,))}
             uploads = {row[0]: row for row in q(
                 "SELECT client_upload_id, sha256, size, uploader FROM uploads WHERE org_id=?", (org.org_id,))}
             keys = {row[0]: row for row in q(
@@ -655,6 +660,30 @@ class Harness:
                 bad.append(f"submission {o.key}: ledger {o.answer['responseId']}, database {row[1]}")
         checks.check("every 2xx'd submission is in the database with its responseId", not bad,
                      f"{len(ok_sub)} checked; " + "; ".join(bad[:3]))
+
+        # The bytes: the digest of the body as sent, and the answers of the last ok resubmission
+        # (or of the submission, when none was).
+        resubmitted: dict[str, tuple[int, dict]] = {}
+        for o in ops:
+            if o.kind == "resubmit" and o.outcome == "ok":
+                rev = int(o.answer["revision"])
+                if o.target not in resubmitted or rev > resubmitted[o.target][0]:
+                    resubmitted[o.target] = (rev, o.meta["answers"])
+        bad = []
+        for o in ok_sub:
+            row = responses.get(o.key)
+            if row is None:
+                continue
+            want = resubmitted.get(row[1], (0, o.meta["answers"]))[1]
+            if json.loads(row[6]) != want:
+                bad.append(f"{o.key}: answers {row[6][:80]}, sent {json.dumps(want)[:80]}")
+            # SQLite gives the BLOB as bytes, psql's JSON a bytea as "\x…" hex.
+            stored = row[7].hex() if isinstance(row[7], bytes) else str(row[7] or "").removeprefix("\\x")
+            sent = sha256_hex(o.data.split(b"\r\n\r\n", 1)[1])
+            if stored != sent:
+                bad.append(f"{o.key}: stored request digest {stored[:16]}, sent body {sent[:16]}")
+        checks.check("every 2xx'd submission is stored with the bytes sent and the answers of its last 2xx'd step", not bad,
+                     f"{len(ok_sub)} checked, {len(resubmitted)} resubmitted; " + "; ".join(bad[:3]))
 
         # One responseId per clientSubmissionId across every answer the clients saw (replays included).
         seen: dict[str, set] = {}
