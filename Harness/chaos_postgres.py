@@ -258,6 +258,9 @@ class PostgresHarness(Harness):
         self.outage_probes: list[tuple] = []   # (status, errorCode, Retry-After) of /readyz while PostgreSQL was down
         self.kills_by_server: dict[int, int] = {}
         self.webhook_figures: dict = {}
+        # Until when PostgreSQL is (or has just been) restarting or down: 1040s then are expected;
+        # the others come from connections that a cut or a restart left broken in the pools.
+        self.db_trouble_until = 0.0
         super().__init__(args)
 
     # -- the cluster, the proxy, the three processes ----------------------------------------
@@ -346,6 +349,11 @@ class PostgresHarness(Harness):
 
     def client(self, timeout: float = 20.0) -> Client:
         return Client(self.pick.choice(self.servers).port, timeout=timeout)
+
+    def honest_unavailable(self, what: str, r) -> None:
+        super().honest_unavailable(what, r)
+        if r.error_code == 1040:
+            self.stats.add("unavailable_1040_pg_down" if time.monotonic() < self.db_trouble_until else "unavailable_1040_pg_up")
 
     # -- the webhook --------------------------------------------------------------------------
 
@@ -551,6 +559,7 @@ class PostgresHarness(Harness):
 
     def pg_restart(self) -> None:
         at = time.monotonic() - self.t0
+        self.db_trouble_until = float("inf")
         try:
             secs = self.cluster.restart()
             self.stats.add("pg_restarts")
@@ -558,14 +567,18 @@ class PostgresHarness(Harness):
             log(f"chaos-pg: PostgreSQL restarted (immediate) in {secs:.2f}s")
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             self.stats.violation(f"pg_ctl restart failed: {e}")
+        # A second for answers already on their way back (and the retries they cause).
+        self.db_trouble_until = time.monotonic() + 1.0
 
     def pg_outage(self, seconds: float) -> None:
         """PostgreSQL stopped (immediate) for `seconds`: /readyz and writes must say 503 / 1040."""
         at = time.monotonic() - self.t0
+        self.db_trouble_until = float("inf")
         try:
             self.cluster.down()
         except RuntimeError as e:
             self.stats.violation(f"stopping PostgreSQL failed: {e}")
+            self.db_trouble_until = time.monotonic() + 1.0
             return
         end = time.monotonic() + seconds
         while time.monotonic() < end:
@@ -585,6 +598,7 @@ class PostgresHarness(Harness):
                 time.sleep(1.0)
         else:
             self.stats.violation("PostgreSQL would not start again after an outage")
+        self.db_trouble_until = time.monotonic() + 1.0
         self.stats.add("pg_outages")
         self.pg_events.append({"kind": "outage", "at": round(at, 1), "seconds": round(seconds, 2)})
         log(f"chaos-pg: PostgreSQL was down for {seconds:.1f}s")
@@ -599,6 +613,7 @@ class PostgresHarness(Harness):
             "pg_restarts": s.get("pg_restarts"), "pg_outages": s.get("pg_outages"),
             "connection_cuts": s.get("connection_cuts"), **{f"proxy_{k}": v for k, v in self.proxy.figures().items()},
             "unavailable_1040": s.get("unavailable_1040"),
+            "unavailable_1040_pg_down": s.get("unavailable_1040_pg_down"), "unavailable_1040_pg_up": s.get("unavailable_1040_pg_up"),
             "readyz_during_outages": {f"{st}/{code}": sum(1 for p in self.outage_probes if (p[0], p[1]) == (st, code))
                                       for st, code in sorted({(p[0], p[1]) for p in self.outage_probes}, key=str)},
             "abandoned": sum(1 for o in ops if o.outcome == "abandoned"),
@@ -611,7 +626,7 @@ class PostgresHarness(Harness):
     def print_figures(self, f: dict) -> None:
         super().print_figures(f)
         for k in ["processes", "kills_by_process", "pg_restarts", "pg_outages", "connection_cuts", "proxy_connections_dropped",
-                  "unavailable_1040", "readyz_during_outages", "ok_operations", "abandoned", "refused_review_races", "webhook"]:
+                  "unavailable_1040", "unavailable_1040_pg_down", "unavailable_1040_pg_up", "readyz_during_outages", "ok_operations", "abandoned", "refused_review_races", "webhook"]:
             print(f"  {k}: {f[k]}")
 
     def verify(self, ops: list[Op], checks: Checks) -> None:

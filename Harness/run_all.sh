@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The reliability harness, short forms: chaos (10 kill -9 cycles), chaos on PostgreSQL (three
-# processes on one throwaway PostgreSQL 15 cluster: 6 cycles of kill -9 and cut connections, one
+# processes on one throwaway PostgreSQL 15 cluster: 8 cycles of kill -9 and cut connections, one
 # PostgreSQL restart and one outage), the fault proxy, abuse (slowloris, 10,000 malformed requests,
 # a full disk, a corrupted database) and the cross-tenant matrix, and 200 wrong sign-ins at once
 # (memory bounded). Exits non-zero on any failure and ends with one `N passed, M failed` line.
@@ -59,7 +59,7 @@ for part in $ONLY; do
   case "$part" in
     chaos)   run chaos   "$PY" Harness/chaos.py --cycles 10 --seed "$SEED" --json-out "$HARNESS_WORK_DIR/chaos.json" ;;
     chaos-postgres)
-             run chaos-postgres "$PY" Harness/chaos_postgres.py --cycles 6 --pg-restarts 1 --pg-outages 1 \
+             run chaos-postgres "$PY" Harness/chaos_postgres.py --cycles 8 --pg-restarts 1 --pg-outages 1 \
                --pg-port "${HARNESS_PG_PORT:-54369}" --seed "$SEED" --json-out "$HARNESS_WORK_DIR/chaos-postgres.json" ;;
     faults)  run faults  "$PY" Harness/test_faults.py --seed "$SEED" ;;
     abuse)   run abuse   "$PY" Harness/abuse.py --seed "$SEED" --json-out "$HARNESS_WORK_DIR/abuse.json" ;;
