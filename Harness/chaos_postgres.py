@@ -20,7 +20,7 @@ operation, each response at its last ok review step, `surveyd check` exits 0 —
 every event delivered (each at least once, each once processed), one event per accepted write and
 none for an abandoned one, in log order, duplicates byte-identical.
 
-  python3 Harness/chaos_postgres.py                # short form: 4 cycles, 1 PostgreSQL restart (1-2 minutes)
+  python3 Harness/chaos_postgres.py                # 4 cycles, 1 restart, 1 outage (under a minute; run_all.sh runs 8)
   python3 Harness/chaos_postgres.py --long         # long form: 30 cycles, 6 restarts, 2 outages
   python3 Harness/chaos_postgres.py --cycles 12 --pg-restarts 3 --seed 7 --keep
 """
