@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -91,7 +92,8 @@ class Harness:
         self.stats = Stats()
         self.stop = threading.Event()          # workers stop starting new operations
         self.chaos_over = threading.Event()    # killer and flipper are done
-        self.server = ServerProcess.fresh("chaos")
+        self.servers = self.make_servers()
+        self.server = self.servers[0]          # seeding, `surveyd check`, the final reconciliation
         self.server_lock = threading.Lock()
         self.ops: list[Op] = []
         self.ops_lock = threading.Lock()
@@ -102,10 +104,58 @@ class Harness:
         self.kill_times: list[float] = []
         self.post_kill_checks: list[dict] = []  # `surveyd check` on a killed server's data dir, before the restart
 
+    # -- the servers and the database (a subclass runs several processes on PostgreSQL) -----
+
+    def make_servers(self) -> list[ServerProcess]:
+        return [ServerProcess.fresh("chaos")]
+
+    def start_servers(self) -> None:
+        for s in self.servers:
+            s.start()
+
+    def stop_servers(self) -> int:
+        """SIGTERM to each; the first non-zero exit status, else 0."""
+        rcs = [s.terminate() for s in self.servers]
+        return next((rc for rc in rcs if rc != 0), 0)
+
+    @contextlib.contextmanager
+    def database(self):
+        """A query function on the stopped server's database, read-only."""
+        conn = db_connect(self.server.db_path)
+        try:
+            yield lambda sql, args=(): conn.execute(sql, args).fetchall()
+        finally:
+            conn.close()
+
+    def backup_command(self, dest: str) -> list[str]:
+        return [self.server.binary, "backup", "--data-dir", self.server.data_dir, "--to", dest]
+
+    check_name = "surveyd check --data-dir exits 0"
+
+    def after_seed(self) -> None:
+        """Runs once the organization exists, before the clients start."""
+
+    def after_drain(self, checks: Checks) -> None:
+        """Runs after the clients are done, before the servers stop."""
+
+    def describe(self) -> str:
+        return f"data dir {self.server.data_dir}"
+
+    def cleanup(self) -> None:
+        for s in self.servers:
+            s.remove()
+
     # -- transport -------------------------------------------------------------------------
 
     def client(self, timeout: float = 20.0) -> Client:
         return Client(self.server.port, timeout=timeout)
+
+    def honest_unavailable(self, what: str, r: Reply) -> None:
+        """503 is the one way to say "cannot write now": 1040 with Retry-After, nothing else."""
+        if (r.status == 503 or r.error_code == 1040) and not (r.status == 503 and r.error_code == 1040 and r.header("retry-after")):
+            self.stats.violation(f"{what}: {r.status} errorCode {r.error_code} Retry-After {r.header('retry-after')!r}")
+        if r.error_code == 1040:
+            self.stats.add("unavailable_1040")
 
     def read(self, path: str, token: str) -> Optional[Reply]:
         """A read (never gated): one attempt; None when the server is down."""
@@ -118,6 +168,7 @@ class Harness:
         self.stats.add(f"status_{r.status // 100}xx")
         if r.status >= 500 and r.error_code != 1040:
             self.stats.violation(f"GET {path} answered {r.status} {r.text[:200]}")
+        self.honest_unavailable(f"GET {path}", r)
         return r
 
     def perform(self, op: Op, rng: random.Random, abandonable: bool = True,
@@ -147,6 +198,7 @@ class Harness:
                 continue
             op.status, op.code = r.status, r.error_code
             self.stats.add(f"status_{r.status // 100}xx")
+            self.honest_unavailable(f"{op.kind} {op.key}", r)
             if 200 <= r.status < 300:
                 op.outcome = "ok"
                 op.answer = r.json
@@ -197,7 +249,7 @@ class Harness:
         path = f"/v1/orgs/{org.org_id}/responses"
         data = build_request("POST", path, 0, user.token, body)
         op = Op("submit", user.user_id, csid, "POST", path, data, meta={"survey": survey.survey_id, "task": task_id,
-                                                                        "review": survey.review_required})
+                                                                        "review": survey.review_required, "answers": answers})
         return self.perform(op, rng, allowed_refusals=frozenset({1022}))
 
     def op_upload(self, user, survey, rng: random.Random) -> Op:
@@ -236,7 +288,8 @@ class Harness:
                 "answers": answers}
         path = f"/v1/orgs/{org.org_id}/responses/{response_id}/resubmit"
         data = build_request("POST", path, 0, user.token, body, headers={"Idempotency-Key": key})
-        op = Op("resubmit", user.user_id, key, "POST", path, data, target=response_id, meta={"expected": revision})
+        op = Op("resubmit", user.user_id, key, "POST", path, data, target=response_id,
+                meta={"expected": revision, "answers": answers})
         return self.perform(op, rng, allowed_refusals=frozenset({1020, 1021}))
 
     def op_task(self, rng: random.Random) -> Op:
@@ -358,6 +411,8 @@ class Harness:
                 if r.status == 200:
                     self.stats.add("flips")
                     active = not active
+                elif r.error_code == 1040:
+                    self.honest_unavailable("PUT subscription", r)
                 else:
                     self.stats.violation(f"PUT subscription answered {r.status} {r.text[:200]}")
             except HTTPFailure:
@@ -402,8 +457,7 @@ class Harness:
         with self.ops_lock:
             done_before = [op for op in self.ops if op.outcome == "ok" and op.kind in ("submit", "upload")]
         t = time.monotonic()
-        r = subprocess.run([self.server.binary, "backup", "--data-dir", self.server.data_dir, "--to", dest],
-                           capture_output=True, timeout=120)
+        r = subprocess.run(self.backup_command(dest), capture_output=True, timeout=120)
         self.backups.append({"dest": dest, "rc": r.returncode, "out": (r.stdout + r.stderr).decode(errors="replace"),
                              "before": done_before, "seconds": time.monotonic() - t})
         log(f"chaos: online backup {len(self.backups)} -> rc {r.returncode} in {time.monotonic() - t:.2f}s")
@@ -421,10 +475,11 @@ class Harness:
     def run(self) -> int:
         a = self.args
         checks = Checks("chaos")
-        log(f"chaos: binary {self.server.binary}; data dir {self.server.data_dir}; seed {a.seed}; "
+        log(f"chaos: binary {self.server.binary}; {self.describe()}; seed {a.seed}; "
             f"{a.cycles} kill cycles, {a.collectors} collectors, {a.reviewers} reviewers, time limit {a.time_limit}s")
-        self.server.start()
+        self.start_servers()
         self.org = seed_org(self.server, "Chaos team", collectors=a.collectors, reviewers=a.reviewers)
+        self.after_seed()
         self.t0 = time.monotonic()
         workers = [threading.Thread(target=self.collector_worker, args=(i,), name=f"collector{i}") for i in range(a.collectors)]
         workers += [threading.Thread(target=self.reviewer_worker, args=(i,), name=f"reviewer{i}") for i in range(a.reviewers)]
@@ -457,7 +512,8 @@ class Harness:
         stuck = [t.name for t in workers if t.is_alive()]
         chaos_seconds = time.monotonic() - self.t0
         log(f"chaos: phase over after {chaos_seconds:.1f}s; stopping the server")
-        rc_term = self.server.terminate()
+        self.after_drain(checks)
+        rc_term = self.stop_servers()
 
         ops = list(self.ops)
         figures = self.figures(ops, chaos_seconds)
@@ -483,11 +539,12 @@ class Harness:
                            "violation_list": self.stats.violations[:50], "post_kill_checks": self.post_kill_checks,
                            "seed": a.seed, "args": vars(a)}, f, indent=2)
         if checks.failed == 0 and not a.keep:
-            self.server.remove()
+            self.cleanup()
             for b in self.backups:
                 shutil.rmtree(b["dest"], ignore_errors=True)
         else:
-            log(f"chaos: data dir kept at {self.server.data_dir} (log {self.server.log_path})")
+            log(f"chaos: kept: {self.describe()} (logs beside the data dirs: "
+                + ", ".join(s.log_path for s in self.servers) + ")")
         return checks.finish()
 
     def figures(self, ops: list[Op], seconds: float) -> dict:
@@ -513,7 +570,8 @@ class Harness:
         """What the start-up sweep removed after the kills (temp files of interrupted uploads...)."""
         import re
         out = {"temp": 0, "blobs": 0, "partials": 0, "sweeping_starts": 0}
-        for m in re.finditer(r"removed (\d+) temp, (\d+) unreferenced blob and (\d+) stale partial", self.server.tail_log(10 << 20)):
+        logs = "".join(s.tail_log(10 << 20) for s in self.servers)
+        for m in re.finditer(r"removed (\d+) temp, (\d+) unreferenced blob and (\d+) stale partial", logs):
             out["sweeping_starts"] += 1
             out["temp"] += int(m.group(1))
             out["blobs"] += int(m.group(2))
@@ -555,6 +613,10 @@ class Harness:
                           lambda o: setattr(o, "answer", {**o.answer, "revision": o.answer["revision"] + 1})))
         if sub:
             cases.append(("an abandoned request that is present", lambda o: o is sub, lambda o: setattr(o, "outcome", "abandoned")))
+        corrected = {o.target for o in ops if o.kind == "resubmit" and o.outcome == "ok"}
+        plain = next((o for o in ops if o.kind == "submit" and o.outcome == "ok" and o.answer["responseId"] not in corrected), None)
+        if plain:
+            cases.append(("changed answers", lambda o: o is plain, lambda o: o.meta.update(answers={**o.meta["answers"], "n": -1})))
         caught = []
         for name, which, mutate in cases:
             doctored = []
@@ -568,17 +630,15 @@ class Harness:
                 self.verify_db(doctored, scratch)
             if scratch.failed:
                 caught.append(name)
-        checks.check("chaos self-test: doctored ledgers (lost, changed, applied twice, abandoned-but-present) are caught",
-                     len(caught) == len(cases) == 4, f"caught {caught}")
+        checks.check("chaos self-test: doctored ledgers (lost, changed, applied twice, abandoned-but-present, changed answers) "
+                     "are caught", len(caught) == len(cases) == 5, f"caught {caught}")
 
     def verify_db(self, ops: list[Op], checks: Checks) -> None:
         org = self.org
-        conn = db_connect(self.server.db_path)
-        q = lambda sql, args=(): conn.execute(sql, args).fetchall()  # noqa: E731
-        try:
+        with self.database() as q:
             responses = {row[0]: row for row in q(
-                "SELECT client_submission_id, response_id, submitter, review_state, revision, field_task_id FROM responses WHERE org_id=?",
-                (org.org_id,))}
+                "SELECT client_submission_id, response_id, submitter, review_state, revision, field_task_id, answers, request_sha256 "
+                "FROM responses WHERE org_id=?", (org.org_id,))}
             uploads = {row[0]: row for row in q(
                 "SELECT client_upload_id, sha256, size, uploader FROM uploads WHERE org_id=?", (org.org_id,))}
             keys = {row[0]: row for row in q(
@@ -589,8 +649,6 @@ class Harness:
             tasks = {row[0]: row for row in q("SELECT task_id, state, response_id FROM tasks WHERE org_id=?", (org.org_id,))}
             dup_csid = q("SELECT client_submission_id, COUNT(*) FROM responses GROUP BY org_id, client_submission_id HAVING COUNT(*) > 1")
             dup_cuid = q("SELECT client_upload_id, COUNT(*) FROM uploads GROUP BY org_id, client_upload_id HAVING COUNT(*) > 1")
-        finally:
-            conn.close()
 
         bad: list[str] = []
         ok_sub = [o for o in ops if o.kind == "submit" and o.outcome == "ok"]
@@ -602,6 +660,30 @@ class Harness:
                 bad.append(f"submission {o.key}: ledger {o.answer['responseId']}, database {row[1]}")
         checks.check("every 2xx'd submission is in the database with its responseId", not bad,
                      f"{len(ok_sub)} checked; " + "; ".join(bad[:3]))
+
+        # The bytes: the digest of the body as sent, and the answers of the last ok resubmission
+        # (or of the submission, when none was).
+        resubmitted: dict[str, tuple[int, dict]] = {}
+        for o in ops:
+            if o.kind == "resubmit" and o.outcome == "ok":
+                rev = int(o.answer["revision"])
+                if o.target not in resubmitted or rev > resubmitted[o.target][0]:
+                    resubmitted[o.target] = (rev, o.meta["answers"])
+        bad = []
+        for o in ok_sub:
+            row = responses.get(o.key)
+            if row is None:
+                continue
+            want = resubmitted.get(row[1], (0, o.meta["answers"]))[1]
+            if json.loads(row[6]) != want:
+                bad.append(f"{o.key}: answers {row[6][:80]}, sent {json.dumps(want)[:80]}")
+            # SQLite gives the BLOB as bytes, psql's JSON a bytea as "\x…" hex.
+            stored = row[7].hex() if isinstance(row[7], bytes) else str(row[7] or "").removeprefix("\\x")
+            sent = sha256_hex(o.data.split(b"\r\n\r\n", 1)[1])
+            if stored != sent:
+                bad.append(f"{o.key}: stored request digest {stored[:16]}, sent body {sent[:16]}")
+        checks.check("every 2xx'd submission is stored with the bytes sent and the answers of its last 2xx'd step", not bad,
+                     f"{len(ok_sub)} checked, {len(resubmitted)} resubmitted; " + "; ".join(bad[:3]))
 
         # One responseId per clientSubmissionId across every answer the clients saw (replays included).
         seen: dict[str, set] = {}
@@ -678,16 +760,16 @@ class Harness:
         org = self.org
         ok_sub = [o for o in ops if o.kind == "submit" and o.outcome == "ok"]
 
-        leftovers = self.server.files("tmp")
+        leftovers = [f for s in self.servers for f in s.files("tmp")]
         checks.check("no temp files after the final graceful stop", not leftovers, str(leftovers[:5]))
 
         if self.has_command("check"):
-            self.server.expect_check(checks, "surveyd check --data-dir exits 0")
+            self.server.expect_check(checks, self.check_name)
         else:
-            checks.check("surveyd check --data-dir exits 0", False, "this surveyd has no `check` command")
+            checks.check(self.check_name, False, "this surveyd has no `check` command")
 
         # And the restarted server serves what was accepted.
-        self.server.start()
+        self.start_servers()
         try:
             sample = random.Random(1).sample(ok_sub, min(20, len(ok_sub)))
             user_tokens = {u.user_id: u.token for u in org.collectors}
@@ -699,7 +781,7 @@ class Harness:
             checks.check("after a restart, reconciling by clientSubmissionId finds every sampled accepted submission", not bad,
                          f"{len(sample)} sampled; " + "; ".join(bad[:3]))
         finally:
-            self.server.terminate()
+            self.stop_servers()
 
     def verify_backups(self, checks: Checks) -> None:
         if not self.args.backups:
@@ -740,8 +822,8 @@ class Harness:
                 bs.kill9()
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def build_parser(doc: str = __doc__) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cycles", type=int, default=10, help="kill -9 cycles (default 10)")
     p.add_argument("--long", action="store_true", help="long form: 60 cycles, 6 collectors, 2 reviewers")
     p.add_argument("--collectors", type=int, default=4)
@@ -758,7 +840,11 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     p.add_argument("--json-out", help="write the figures here")
     p.add_argument("--keep", action="store_true", help="keep the data dir")
-    a = p.parse_args()
+    return p
+
+
+def main() -> int:
+    a = build_parser().parse_args()
     if a.long:
         a.cycles = max(a.cycles, 60)
         a.collectors = max(a.collectors, 6)

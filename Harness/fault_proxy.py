@@ -26,6 +26,14 @@ connection is logged to FILE.log as `MODE<TAB>request line`.
 Used by test_faults.py; can also run standalone in front of a server you started:
 
   python3 Harness/fault_proxy.py --upstream 8080 --listen 9090 --weights pass=1,drop_response=1
+
+With --cut it is another proxy, for any protocol (chaos_postgres.py puts it between surveyd and
+PostgreSQL): it passes bytes both ways untouched, and on SIGUSR1 drops every connection it holds
+at once (both sides; the peers see the connection die, as when a network path or a firewall's
+state is lost). New connections are accepted as before. --upstream is then a TCP port or the path
+of a Unix socket; each cut is logged as `cut N connections`:
+
+  python3 Harness/fault_proxy.py --cut --upstream /tmp/pg/.s.PGSQL.5432 --listen 6432
 """
 
 from __future__ import annotations
@@ -385,15 +393,137 @@ def parse_weights(text: str) -> dict[str, float]:
     return out
 
 
+class CutProxy:
+    """Passes bytes both ways between 127.0.0.1:listen_port and the upstream (a TCP port on
+    127.0.0.1 or a Unix socket path); `cut()` drops every connection it holds at once."""
+
+    def __init__(self, upstream: str, listen_port: int = 0):
+        self.upstream = upstream
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", listen_port))
+        self.sock.listen(512)
+        self.port = self.sock.getsockname()[1]
+        self.lock = threading.Lock()
+        self.pairs: set[tuple[socket.socket, socket.socket]] = set()
+        self.connections = 0
+        self.cuts = 0
+        self.cut_connections = 0
+
+    def _connect_upstream(self) -> socket.socket:
+        if self.upstream.isdigit():
+            u = socket.create_connection(("127.0.0.1", int(self.upstream)), timeout=10)
+        else:
+            u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            u.settimeout(10)
+            u.connect(self.upstream)
+        u.settimeout(None)
+        return u
+
+    def serve_forever(self) -> None:
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(c,), daemon=True).start()
+
+    def _handle(self, client: socket.socket) -> None:
+        try:
+            upstream = self._connect_upstream()
+        except OSError:
+            # The upstream is down (a restart): the peer sees the connection die, as it would
+            # connecting to the upstream itself.
+            _rst(client)
+            return
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        pair = (client, upstream)
+        with self.lock:
+            self.pairs.add(pair)
+            self.connections += 1
+        t = threading.Thread(target=self._pump_then_close, args=(upstream, client, pair), daemon=True)
+        t.start()
+        self._pump_then_close(client, upstream, pair)
+        t.join()
+
+    def _pump_then_close(self, src: socket.socket, dst: socket.socket, pair) -> None:
+        while True:
+            try:
+                c = src.recv(65536)
+                if not c:
+                    break
+                dst.sendall(c)
+            except OSError:
+                break
+        # One side ended: so does the other (a half-open pair would keep a backend waiting).
+        for s in pair:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        with self.lock:
+            if pair in self.pairs:
+                self.pairs.discard(pair)
+            else:
+                return
+        for s in pair:
+            _close(s)
+
+    def cut(self) -> int:
+        """Drops every connection held now, both sides, with a reset; returns how many."""
+        with self.lock:
+            pairs = list(self.pairs)
+            self.pairs.clear()
+            self.cuts += 1
+            self.cut_connections += len(pairs)
+        for pair in pairs:
+            for s in pair:
+                try:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                except OSError:
+                    pass
+                # shutdown wakes the pump threads blocked in recv (close alone would not).
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                _close(s)
+        return len(pairs)
+
+
+def cut_proxy_main(upstream: str, listen: int) -> int:
+    import signal
+    proxy = CutProxy(upstream, listen)
+    print(f"cut proxy on 127.0.0.1:{proxy.port} -> {upstream}", flush=True)
+
+    def on_usr1(signum, frame):  # noqa: ARG001
+        # In a thread of its own: a signal handler runs between two bytecodes of the main thread
+        # and must not wait for the lock that thread may hold.
+        threading.Thread(target=lambda: print(f"cut {proxy.cut()} connections", flush=True), daemon=True).start()
+
+    signal.signal(signal.SIGUSR1, on_usr1)
+    signal.signal(signal.SIGTERM, lambda *_: (print(f"connections {proxy.connections}, cuts {proxy.cuts}, "
+                                                    f"connections cut {proxy.cut_connections}", flush=True),
+                                              os._exit(0)))
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    while True:
+        time.sleep(3600)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--upstream", type=int, required=True, help="surveyd's port on 127.0.0.1")
+    p.add_argument("--upstream", required=True, help="surveyd's port on 127.0.0.1 (with --cut: a port or a Unix socket path)")
     p.add_argument("--listen", type=int, default=0)
     p.add_argument("--weights", default="pass=2,drop_response=1,truncate_response=1,reset_mid_upload=1,delay=1")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--rules", default=None, help="choose each connection's mode by its request line (see above)")
+    p.add_argument("--cut", action="store_true", help="pass bytes untouched; SIGUSR1 drops every connection (see above)")
     a = p.parse_args()
-    proxy = FaultProxy(a.upstream, parse_weights(a.weights), seed=a.seed, listen_port=a.listen, rules_file=a.rules).start()
+    if a.cut:
+        return cut_proxy_main(a.upstream, a.listen)
+    if not a.upstream.isdigit():
+        p.error("--upstream must be a port (a Unix socket only with --cut)")
+    proxy = FaultProxy(int(a.upstream), parse_weights(a.weights), seed=a.seed, listen_port=a.listen, rules_file=a.rules).start()
     print(f"fault proxy on 127.0.0.1:{proxy.port} -> 127.0.0.1:{a.upstream}", flush=True)
     try:
         while True:

@@ -293,8 +293,11 @@ class ServerProcess:
     """A real `surveyd serve` on 127.0.0.1 with its own data dir: start, kill -9, SIGTERM, restart."""
 
     def __init__(self, data_dir: str, binary: Optional[str] = None, extra_args: Optional[list[str]] = None,
-                 log_path: Optional[str] = None, cwd: Optional[str] = None):
+                 log_path: Optional[str] = None, cwd: Optional[str] = None, database_url: Optional[str] = None):
         self.data_dir = data_dir
+        # With a PostgreSQL URL the database is there (shared with other processes) and the data
+        # dir only holds request bodies on their way in; every command gets the URL too.
+        self.database_url = database_url
         self.cwd = cwd
         self.binary = binary or surveyd_bin()
         self.extra_args = extra_args or []
@@ -313,6 +316,9 @@ class ServerProcess:
 
     def client(self, timeout: float = 30.0) -> Client:
         return Client(self.port, timeout=timeout)
+
+    def db_args(self) -> list[str]:
+        return ["--database-url", self.database_url] if self.database_url else []
 
     @property
     def db_path(self) -> str:
@@ -337,7 +343,8 @@ class ServerProcess:
             self._log.write(f"--- start {self.starts + 1} on port {want} at {iso(datetime.now(timezone.utc))}\n".encode())
             self._log.flush()
             self.proc = subprocess.Popen(
-                [self.binary, "serve", "--data-dir", self.data_dir, "--port", str(want), "--no-log"] + self.extra_args,
+                [self.binary, "serve", "--data-dir", self.data_dir, "--port", str(want), "--no-log"] + self.db_args()
+                + self.extra_args,
                 stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, cwd=self.cwd or REPO_ROOT)
             self._track()
             self.starts += 1
@@ -419,8 +426,8 @@ class ServerProcess:
 
     def cli(self, *args: str, check: bool = True, timeout: float = 60.0) -> subprocess.CompletedProcess:
         """Runs a `surveyd` command on this data dir."""
-        r = subprocess.run([self.binary, *args, "--data-dir", self.data_dir], capture_output=True, timeout=timeout,
-                           cwd=REPO_ROOT)
+        r = subprocess.run([self.binary, *args, "--data-dir", self.data_dir, *self.db_args()], capture_output=True,
+                           timeout=timeout, cwd=REPO_ROOT)
         if check and r.returncode != 0:
             raise RuntimeError(f"surveyd {' '.join(args)} exited {r.returncode}: {r.stderr.decode(errors='replace')}")
         return r
@@ -430,9 +437,9 @@ class ServerProcess:
         return out[-1].strip() if out else ""
 
     def check(self, timeout: float = 120.0) -> tuple[int, str]:
-        """`surveyd check --data-dir`: (exit status, report)."""
-        r = subprocess.run([self.binary, "check", "--data-dir", self.data_dir], capture_output=True, timeout=timeout,
-                           cwd=REPO_ROOT)
+        """`surveyd check --data-dir` (and `--database-url`): (exit status, report)."""
+        r = subprocess.run([self.binary, "check", "--data-dir", self.data_dir, *self.db_args()], capture_output=True,
+                           timeout=timeout, cwd=REPO_ROOT)
         return r.returncode, (r.stdout + r.stderr).decode("utf-8", "replace")
 
     def expect_check(self, checks: "Checks", name: str) -> bool:

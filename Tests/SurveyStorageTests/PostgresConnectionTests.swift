@@ -156,6 +156,47 @@ import Testing
         }
     }
 
+    /// Every backend of the pools ends while the pools are idle (PostgreSQL restarted, or the
+    /// network path to it was cut): the next write and the next read fail on their first
+    /// statement, before the server acted on anything, and run again on a new connection — the
+    /// database is there, so they succeed instead of answering 1040. A write that got further
+    /// than that is not run again (its COMMIT may have happened).
+    @Test func aPooledConnectionThatDiedWhileIdleIsOpenedAgainForTheNextWriteAndRead() throws {
+        try Self.withCluster { url in
+            var config = Database.Configuration(path: "/nonexistent/surveyd.sqlite", readers: 1)
+            config.databaseURL = url
+            config.writers = 1
+            let db = try Database(config)
+            defer { db.close() }
+            #expect(db.isWritable())
+            #expect(try db.read { try $0.org("o") } == nil)
+            let admin = try PostgresConnection(url: url)
+            let ended = try admin.query("""
+                SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
+                WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND datname = current_database()
+                """)
+            #expect(ended.count == 2)  // the writer's and the reader's
+            // pg_terminate_backend signals; wait until both have gone.
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline, try admin.query("""
+                SELECT 1 FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'
+                AND datname = current_database()
+                """).count > 0 { usleep(20_000) }
+            #expect(db.isWritable(), "a write after the backends ended answered as if the database were unreachable")
+            #expect(throws: Never.self) { try db.read { try $0.org("o") } }
+
+            // A job that had the server's answers before the connection broke is not run again.
+            let runs = Mutex(0)
+            #expect(throws: PostgresError.self) {
+                try db.writer.submit { conn in
+                    runs.withLock { $0 += 1 }
+                    _ = try conn.query("SELECT pg_terminate_backend(pg_backend_pid())")
+                }
+            }
+            #expect(runs.withLock { $0 } == 1)
+        }
+    }
+
     static func createOrg(_ conn: PostgresConnection) throws {
         try conn.execute("CREATE TABLE orgs (org_id TEXT PRIMARY KEY, expires_at BIGINT NOT NULL)")
         try conn.run("INSERT INTO orgs VALUES (?, ?)", [.text("o"), .int(100)])

@@ -39,6 +39,11 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Rows the last `run` changed (PQcmdTuples), and every statement's so far.
     public private(set) var changes = 0
     public private(set) var totalChanges: Int64 = 0
+    /// Statements the server has answered without an error on this connection. A caller that
+    /// sees this unchanged when the connection turns out broken knows the server acted on nothing
+    /// it sent since: a connection that died while idle in a pool (a restart of PostgreSQL, a cut
+    /// network path) fails that way on its first statement.
+    public private(set) var answered = 0
 
     /// `url`: a libpq connection URI or key=value string (`postgresql:///db?host=/run/pg&port=5433`).
     public init(url: String) throws(PostgresError) {
@@ -159,7 +164,10 @@ public final class PostgresConnection: @unchecked Sendable {
 
     private func check(_ result: OpaquePointer?, _ sql: String) throws(PostgresError) {
         let status = PQresultStatus(result)
-        guard status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK else { return }
+        guard status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK else {
+            answered += 1
+            return
+        }
         let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
         let message = result.map { String(cString: PQresultErrorMessage($0)) } ?? String(cString: PQerrorMessage(handle))
         throw PostgresError(sqlState: state, message: message.trimmingCharacters(in: .whitespacesAndNewlines), sql: sql)

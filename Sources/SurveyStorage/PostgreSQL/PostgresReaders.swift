@@ -17,13 +17,24 @@ final class PostgresReaders: ReadPool, Sendable {
 
     func withConnection<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         try pool.with { conn in
-            if conn?.isOpen != true {
-                conn = nil
-                do { conn = try PostgresConnection(url: url) } catch {
-                    throw ApiError(.storageUnavailable, "The database cannot be reached.", retryAfterSeconds: 1)
+            var again = false
+            while true {
+                if conn?.isOpen != true {
+                    conn = nil
+                    do { conn = try PostgresConnection(url: url) } catch {
+                        throw ApiError(.storageUnavailable, "The database cannot be reached.", retryAfterSeconds: 1)
+                    }
+                }
+                let c = conn!, before = c.answered
+                do {
+                    return try body(c)
+                } catch let e as PostgresError where e.isConnectionLost && c.answered == before && !again {
+                    // It broke while idle here (PostgreSQL restarted, or the network path was cut)
+                    // and failed on the read's first statement: read once more on a new connection.
+                    again = true
+                    conn = nil
                 }
             }
-            return try body(conn!)
         }
     }
 }

@@ -93,13 +93,27 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
                 job.finished(.failure(ApiError(.storageUnavailable, "The database cannot be reached; nothing was written.", retryAfterSeconds: 1)))
                 continue
             }
-            let result = Self.runJob(job, on: c)
+            let before = c.answered
+            var result = Self.runJob(job, on: c)
+            if Self.diedIdle(c, result, answeredBefore: before) {
+                // It broke while it waited here (PostgreSQL restarted, or the network path was
+                // cut) and failed at BEGIN, before any of the job ran: run it once more on a new
+                // connection rather than answer 1040 while the database is there.
+                conn = try? PostgresConnection(url: url)
+                if let fresh = conn { result = Self.runJob(job, on: fresh) }
+            }
             if case .success = result {
                 commitsMade.add(1, ordering: .relaxed)
                 jobsCommitted.add(1, ordering: .relaxed)
             }
             job.finished(result)
         }
+    }
+
+    /// The job failed because the connection was lost before the server answered anything of it.
+    static func diedIdle(_ conn: PostgresConnection, _ result: Result<Void, any Error>, answeredBefore: Int) -> Bool {
+        guard case .failure(let e) = result, let pe = e as? PostgresError else { return false }
+        return pe.isConnectionLost && conn.answered == answeredBefore
     }
 
     /// One job in one transaction. A deadlock or serialization failure (the server chose this
