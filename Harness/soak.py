@@ -609,13 +609,21 @@ class Soak:
         while missing and time.monotonic() < deadline:
             time.sleep(1.0)
             missing = self.expected_events - self.receiver.received()
+        log(f"load stopped after {load_seconds:.0f} s; webhook events of 2xx answers not yet received: {len(missing)} "
+            f"of {len(self.expected_events)}")
         # Past the blocking pool's 10 s of idleness, so its threads have ended and what is left is
         # what the load left behind.
         time.sleep(15.0)
         idle_after = self.proc_sample() if self.server.running else {}
         self.thread_names_after = self.thread_names() if self.server.running else {}
         term = self.server.terminate()
-        rc, report = self.server.check()
+        # `surveyd check` reads every blob and row: on half a gigabyte, with other work on the
+        # machine, it takes minutes. Whatever it does, the figures above are written out.
+        log(f"surveyd stopped (exit {term}); surveyd check on {self.data_mb():.0f} MB")
+        try:
+            rc, report = self.server.check(timeout=a.check_timeout)
+        except subprocess.TimeoutExpired:
+            rc, report = None, f"did not finish within {a.check_timeout:.0f} s"
         return self.finish(started, load_seconds, missing, idle_before, idle_after, term, rc, report)
 
     # -- verdicts and results
@@ -668,7 +676,7 @@ class Soak:
                 f"webhook events delivered: {len(self.expected_events) - len(missing)} of {len(self.expected_events)} "
                 f"({self.receiver.deliveries} deliveries, {len(got)} distinct events, {len(extra)} not from an answer "
                 f"this client saw, {self.receiver.bad_signatures} bad signatures)")
-        verdict(check_rc == 0, f"surveyd check after the run: exit {check_rc}")
+        verdict(check_rc == 0, f"surveyd check after the run: exit {check_rc}" + ("" if check_rc is not None else f" ({check_report})"))
 
         by_kind: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
         for (kind, st), n in self.counts.items():
@@ -765,6 +773,7 @@ def main() -> int:
     p.add_argument("--binary", default=os.environ.get("SURVEYD_BIN") or DEFAULT_BIN)
     p.add_argument("--results", default=os.path.join(REPO_ROOT, ".build/soak/results.txt"))
     p.add_argument("--plot", default=os.path.join(REPO_ROOT, ".build/soak/soak.png"))
+    p.add_argument("--check-timeout", type=float, default=1800, help="seconds `surveyd check` may take after the run")
     p.add_argument("--keep", action="store_true", help="keep the data dir of a passing run")
     p.add_argument("--plot-only", nargs=2, metavar=("SAMPLES_JSON", "PNG"), help=argparse.SUPPRESS)
     a = p.parse_args()
