@@ -1204,6 +1204,47 @@ def test_webhook_list_a_delivery_sent_again_and_a_new_secret():
         receiver.stop()
 
 
+def closed_port_url():
+    """An http URL on loopback where nothing listens."""
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/events"
+
+
+def test_a_receiver_that_cannot_be_reached_shows_why_and_what_waits():
+    srv = shared_server()
+    url = closed_port_url()
+    hook = srv.api("POST", "/webhooks", srv["ADMIN"], {"url": url, "events": ["response.accepted"]}, expect=(201,))
+    try:
+        first = submit_raw(srv, submission(srv["VERSION"], srv["HASH"], {"household_size": 2, "water_source": "well"}))
+        assert first[0] == 201, first
+        wait_for("the first attempt to fail", lambda: any(x["attempts"] >= 1 for x in deliveries(srv, hook["webhookId"])))
+        # Deliveries go in order: the events after a pending one wait for it.
+        for n in (3, 4):
+            assert submit_raw(srv, submission(srv["VERSION"], srv["HASH"], {"household_size": n, "water_source": "well"}))[0] == 201
+
+        d = browser()
+        sign_in_token(d, srv, srv["ADMIN"])
+        nav_click(d, "Webhooks")
+        cells = [td.text for td in row_of(d, url).find_elements(By.TAG_NAME, "td")]
+        assert cells == [url, "response.accepted", "enabled"], cells
+        click_and_load(d, d.find_element(By.LINK_TEXT, url))
+        # Without a description the webhook is named by its receiver.
+        assert d.title.startswith(url), d.title
+        assert "2 events waiting to be sent." in page_text(d), page_text(d)[:600]
+        rows = d.find_elements(By.XPATH, "//section[h2='Deliveries']//tbody/tr")
+        assert len(rows) == 1, len(rows)
+        cells = [td.text for td in rows[0].find_elements(By.TAG_NAME, "td")]
+        assert cells[1] == "pending" and "answered" not in cells[3], cells
+        reason = cells[3].split("\n")[0]
+        assert reason and "last tried" in cells[3] and "next" in cells[3], cells
+        assert reason == deliveries(srv, hook["webhookId"])[0]["lastError"], (reason, deliveries(srv, hook["webhookId"])[0])
+        assert not rows[0].find_elements(By.XPATH, ".//button[normalize-space()='Send again']"), "a pending delivery offers to be sent again"
+    finally:
+        srv.api("DELETE", f"/webhooks/{hook['webhookId']}", srv["ADMIN"])
+
+
 def test_oversized_definition_file_gets_a_console_page():
     srv = shared_server()
     big = os.path.join(scratch("definitions-"), "big.json")
@@ -1234,6 +1275,7 @@ TESTS = [
     test_webhook_list_a_delivery_sent_again_and_a_new_secret,
     test_refused_admin_forms_read_as_sentences,
     test_operator_renewal_needs_a_date_in_the_future,
+    test_a_receiver_that_cannot_be_reached_shows_why_and_what_waits,
     test_oversized_definition_file_gets_a_console_page,
 ]
 

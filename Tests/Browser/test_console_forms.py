@@ -410,19 +410,27 @@ ASSETS = {
         {"id": "assets", "type": "select_multiple", "label": "Assets",
          "choices": [{"name": "bike", "label": "Bicycle"}, {"name": "radio", "label": "Radio set"}, {"name": "cow"}]},
         {"id": "deed", "type": "file", "label": "Land deed", "accept": ["application/pdf"]},
+        {"id": "site", "type": "group", "children": [
+            {"id": "rooms", "type": "integer", "label": "Rooms", "minimum": 1, "maximum": 12},
+            {"id": "gate", "type": "geopoint", "label": "Gate"},
+        ]},
+        {"id": "plots", "type": "repeat", "label": "Plot", "minCount": 1, "maxCount": 3, "children": [
+            {"id": "crop", "type": "text", "label": "Crop"},
+        ]},
     ],
 }
 
 
-def test_chosen_options_with_their_labels_and_a_document_to_download():
+def test_choices_files_points_and_bounds_on_the_response_and_survey_pages():
     srv = shared_server()
-    _, version = new_survey(srv, "Assets and papers", review=True, definition=ASSETS)
+    sid, version = new_survey(srv, "Assets and papers", review=True, definition=ASSETS)
     deed = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
     upload_id = "deed-" + uuid.uuid4().hex[:12]
     srv.api("PUT", f"/uploads/{upload_id}", srv["COLLECTOR"], data=deed, expect=(201,),
             headers={"Content-Type": "application/pdf", "Survey-Version-Id": version["surveyVersionId"], "Question-Id": "deed"})
     status, _, out = submit_raw(srv, submission(version["surveyVersionId"], version["contentHash"],
-                                                {"assets": ["bike", "cow"], "deed": {"clientUploadId": upload_id}}))
+                                                {"assets": ["bike", "cow"], "deed": {"clientUploadId": upload_id}, "rooms": 3,
+                                                 "gate": {"lat": -1.5, "lon": 36.25}, "plots": [{"crop": "maize"}]}))
     assert status == 201, out
 
     d = browser()
@@ -438,6 +446,21 @@ def test_chosen_options_with_their_labels_and_a_document_to_download():
     status, hdrs, body = console_get(srv, d, urllib.parse.urlsplit(link.get_attribute("href")).path)
     assert status == 200 and body == deed, (status, hdrs)
     assert hdrs.get("content-type", "").startswith("application/pdf"), hdrs
+    # A group without a label is headed by its id; a point without accuracy is its coordinates alone.
+    assert [h.text for h in d.find_elements(By.CSS_SELECTOR, "section.group > h3")] == ["site"]
+    gate = d.find_element(By.XPATH, "//dt[starts-with(normalize-space(), 'Gate')]/following-sibling::dd[1]").text
+    assert gate == "-1.5, 36.25 Open map", gate
+
+    # The survey page's outline (an admin's): each node's rules in words.
+    d = browser()
+    sign_in_token(d, srv, srv["ADMIN"])
+    d.get(f"{srv.base}/console/orgs/{srv['ORG']}/surveys/{sid}")
+    wait_loaded(d)
+    assert outline_node(d, "assets")[1] == ["Choices bike (Bicycle), radio (Radio set), cow"], outline_node(d, "assets")[1]
+    assert outline_node(d, "rooms")[1] == ["Range from 1 to 12"], outline_node(d, "rooms")[1]
+    assert outline_node(d, "plots")[1] == ["Instances at least 1, at most 3"], outline_node(d, "plots")[1]
+    site = outline_node(d, "site")[2]
+    assert not site.find_elements(By.CSS_SELECTOR, ":scope > .node-head .node-label"), "a group without a label shows one"
 
 
 TESTS = [
@@ -447,7 +470,7 @@ TESTS = [
     test_roster_survey_page_structure_and_logic,
     test_form_labels_are_shown_as_text,
     test_publish_an_xlsform_and_see_a_refusal_by_row,
-    test_chosen_options_with_their_labels_and_a_document_to_download,
+    test_choices_files_points_and_bounds_on_the_response_and_survey_pages,
 ]
 
 

@@ -92,4 +92,36 @@ import Testing
         #expect(try outbox.command(captured.id)?.stateLabel == "Submitted")
         #expect(try outbox.metrics().lastSuccessfulSync != nil)
     }
+
+    /// Answers from a list, recording the address of every request.
+    final class RecordingTransport: HTTPTransport {
+        let answers: Mutex<[IncomingAnswer]>
+        let urls = Mutex<[String]>([])
+        init(_ answers: [IncomingAnswer]) { self.answers = Mutex(answers) }
+        func send(_ request: OutgoingRequest) async throws -> IncomingAnswer {
+            urls.withLock { $0.append(request.method + " " + request.url.absoluteString) }
+            return answers.withLock { $0.isEmpty ? SyncPassTests.noChanges : $0.removeFirst() }
+        }
+    }
+
+    /// The changes feed moves what the server holds (here: returned for correction) without
+    /// anything being sent again, and the next pass reads on after the last change it saw.
+    @Test func theChangesFeedMovesAResponseAndIsReadOnFromItsLastChange() async throws {
+        let directory = try PackagePaths.temporaryDirectory("surveysync-pass")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outbox = try outbox(directory)
+        let captured = try outbox.captureResponse(surveyVersionId: "v", contentHash: "h", answers: ["n": 1])
+        // A page that says no more follow (no nextCursor); its change names no revision.
+        let page = IncomingAnswer(status: 200, headers: [:], body: Array(#"{"items":[{"cursor":"c/7+","kind":"response","id":"r-1","reviewState":"returned"}],"nextCursor":null}"#.utf8))
+        let transport = RecordingTransport([Self.stored, page])
+        let engine = SyncEngine(outbox: outbox, transport: transport)
+        _ = await engine.syncNow()
+        let returned = try #require(try outbox.command(captured.id))
+        #expect(returned.stateLabel == "Returned for correction")
+        #expect(returned.revision == 1, "the revision the server last gave is kept")
+        _ = await engine.syncNow()
+        let urls = transport.urls.withLock { $0 }
+        #expect(urls.filter { $0.hasPrefix("POST") }.count == 1, "nothing sent again")
+        #expect(urls.last == "GET http://127.0.0.1:9/v1/orgs/org-1/changes?limit=200&after=c%2F7%2B", "\(urls)")
+    }
 }
