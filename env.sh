@@ -1,1 +1,0 @@
-OP= ORG= ADMIN= COL=
