@@ -748,8 +748,9 @@ def plot(samples_json: str, png: str) -> None:
         d = json.load(f)
     s = d["samples"]
     t = [x["t"] / 60 for x in s]
-    fig, axes = plt.subplots(4, 1, figsize=(9, 9), sharex=True)
-    series = [("rss_mb", "RSS (MB)"), ("fds", "open descriptors"), ("threads", "threads"), ("p99_ms", "submission p99 (ms)")]
+    fig, axes = plt.subplots(5, 1, figsize=(9, 11), sharex=True)
+    series = [("rss_mb", "RSS (MB)"), ("fds", "open descriptors"), ("threads", "threads"), ("p99_ms", "submission p99 (ms)"),
+              ("cpu_pct", "server CPU (% of a core)")]
     for ax, (k, label) in zip(axes, series):
         ax.plot(t, [x[k] if x[k] is not None else float("nan") for x in s], lw=1.2)
         ax.set_ylabel(label)
@@ -758,7 +759,7 @@ def plot(samples_json: str, png: str) -> None:
     axes[3].plot(t, [x["p50_ms"] if x["p50_ms"] is not None else float("nan") for x in s], lw=0.8, alpha=0.7, label="p50")
     axes[3].legend(["p99", "p50"], loc="upper left")
     axes[-1].set_xlabel("minutes")
-    fig.suptitle(f"surveyd soak, {d['minutes']} min of mixed load (10 s samples)")
+    fig.suptitle(d.get("title") or f"surveyd soak, {d['minutes']:g} min of mixed load (10 s samples)")
     fig.tight_layout()
     fig.savefig(png, dpi=90)
     log(f"plot {png}")
