@@ -19,13 +19,17 @@ final class PostgresReaders: ReadPool, Sendable {
         try pool.with { conn in
             var again = false
             while true {
-                if conn?.isOpen != true {
+                let c: PostgresConnection
+                if let open = conn, open.isOpen {
+                    c = open
+                } else {
                     conn = nil
-                    do { conn = try PostgresConnection(url: url) } catch {
+                    do { c = try PostgresConnection(url: url) } catch {
                         throw ApiError(.storageUnavailable, "The database cannot be reached.", retryAfterSeconds: 1)
                     }
+                    conn = c
                 }
-                let c = conn!, before = c.answered
+                let before = c.answered
                 do {
                     return try body(c)
                 } catch let e as PostgresError where e.isConnectionLost && c.answered == before && !again {
