@@ -101,6 +101,11 @@ struct Evaluator {
                 offset = at
                 let text = stack.pop().asString
                 stack.push(.boolean(try match(program, text)))
+            case .lookup(let slot, let at):
+                offset = at
+                let key = stack.pop()
+                try charge(key.asString.utf8.count)
+                stack.push(context.source?.value(ofLookup: slot, key: key) ?? context.lookup(slot, key))
             }
             pc += 1
         }

@@ -29,6 +29,8 @@ struct Program: Sendable {
         case variadic(Function, count: Int, at: Int)
         /// `regex(subject, 'literal')`: the pattern compiled at parse time.
         case regex(RegexProgram, at: Int)
+        /// `pulldata`: pops the key, pushes the value the caller looks up for this slot.
+        case lookup(Int, at: Int)
     }
 
     let code: [Instruction]
@@ -67,7 +69,7 @@ struct Program: Sendable {
             code.append(instruction)
             switch instruction {
             case .push, .reference, .field, .current: depth += 1
-            case .negate, .toBoolean, .jump, .regex: break
+            case .negate, .toBoolean, .jump, .regex, .lookup: break
             case .binary, .shortCircuit, .jumpUnless, .keepUnlessEmpty: depth -= 1
             case .call(_, let count, _): depth += 1 - Swift.min(count, 3)
             case .variadic(_, let count, _): depth += 1 - count
@@ -98,6 +100,9 @@ struct Program: Sendable {
             case .regex(let subject, _, let program, let at):
                 emit(subject)
                 add(.regex(program, at: at.value))
+            case .lookup(_, let key, let slot, let at):
+                emit(key)
+                add(.lookup(slot, at: at.value))
             }
         }
 

@@ -91,7 +91,7 @@ extension Question {
             return boundsProblem(d)
         case .selectOne:
             guard let s = value.stringValue else { return "must be a string" }
-            if !choices.contains(s) { return "\"\(s)\" is not one of the choices" }
+            if !choiceIndex.contains(s) { return "\"\(s)\" is not one of the choices" }
         case .selectMultiple:
             guard let items = value.arrayValue else { return "must be an array of choices" }
             if required && items.isEmpty { return "required" }
@@ -99,7 +99,7 @@ extension Question {
             // duplicate is a distinct choice, so the scans stay within the choices' count squared.
             for (k, item) in items.enumerated() {
                 guard let s = item.stringValue else { return "must be an array of choices" }
-                if !choices.contains(s) { return "\"\(s)\" is not one of the choices" }
+                if !choiceIndex.contains(s) { return "\"\(s)\" is not one of the choices" }
                 if items[..<k].contains(where: { $0.stringValue == s }) { return "\"\(s)\" is chosen more than once" }
             }
         case .date:

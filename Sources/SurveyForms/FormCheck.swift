@@ -32,6 +32,7 @@ final class FormCheck: ReferenceSource {
     @exclusivity(unchecked) private var evaluatingEntry = 0
     @exclusivity(unchecked) private var evaluatingPath: [Int] = []
     @exclusivity(unchecked) private var evaluatingTargets: [Int] = []
+    @exclusivity(unchecked) private var evaluatingLookups: [FormStructure.BoundLookup?] = []
 
     enum Relevance { case yes, no, unknown }
 
@@ -200,6 +201,7 @@ final class FormCheck: ReferenceSource {
         evaluatingEntry = e
         evaluatingPath = path
         evaluatingTargets = logic.targets
+        evaluatingLookups = logic.lookups
         let context = EvaluationContext(source: self, current: current, field: field, position: (path.last ?? -1) + 1)
         return (try? logic.expression.evaluate(context)) ?? .string("")
     }
@@ -207,6 +209,12 @@ final class FormCheck: ReferenceSource {
     func value(ofReference slot: Int) -> Value {
         guard evaluatingTargets.indices.contains(slot) else { return .string("") }
         return reference(evaluatingTargets[slot], from: evaluatingEntry, path: evaluatingPath)
+    }
+
+    /// `pulldata`: the bound table's value for the key (a number key as its text, `5` not `5.0`).
+    func value(ofLookup slot: Int, key: Value) -> Value {
+        guard evaluatingLookups.indices.contains(slot), let bound = evaluatingLookups[slot] else { return .string("") }
+        return .string(bound.table.value(column: bound.column, keyColumn: bound.keyColumn, key: key.asString))
     }
 
     /// Entry `target` as seen from entry `from` at `path`: the answer in the same (or an enclosing)
@@ -386,7 +394,8 @@ final class FormCheck: ReferenceSource {
         if let filter = entry.choiceFilter, let q = entry.question {
             let chosen = type == .selectOne ? [answer.stringValue ?? ""] : (answer.arrayValue ?? []).compactMap(\.stringValue)
             for name in chosen {
-                guard let choice = q.options.first(where: { $0.name == name }) else { continue }
+                guard let at = q.choiceIndex.position(of: name), q.options.indices.contains(at) else { continue }
+                let choice = q.options[at]
                 let field: (String) -> Value = { column in
                     column == "name" ? .string(choice.name) : .string(choice.columns[column] ?? choice.label?.text(in: nil) ?? "")
                 }

@@ -30,7 +30,7 @@ struct FormStructure: Sendable, Equatable {
         let repeatCount: BoundLogic?
         let constraintMessage: LocalizedText?
 
-        init(node: FormNode, parent: Int?, repeats: [Int], path: String, indexById: [String: Int]) {
+        init(node: FormNode, parent: Int?, repeats: [Int], path: String, indexById: [String: Int], tables: [String: LookupTable]) {
             self.node = node
             id = node.id
             self.parent = parent
@@ -42,7 +42,7 @@ struct FormStructure: Sendable, Equatable {
             required = node.question?.required ?? false
             if case .repeat(let c) = node.kind { counts = c } else { counts = nil }
             let logic = node.question?.logic ?? .none
-            func bind(_ l: Logic?) -> BoundLogic? { l.map { BoundLogic($0, indexById: indexById) } }
+            func bind(_ l: Logic?) -> BoundLogic? { l.map { BoundLogic($0, indexById: indexById, tables: tables) } }
             relevant = bind(node.relevant)
             requiredWhen = bind(logic.requiredWhen)
             constraint = bind(logic.constraint)
@@ -60,13 +60,27 @@ struct FormStructure: Sendable, Equatable {
         let expression: Expression
         /// The entry of each reference slot; -1 for a name no node has (such a definition is refused).
         let targets: [Int]
+        /// The table and columns of each lookup slot (`pulldata`); nil for a file or column the
+        /// definition lacks (such a definition is refused).
+        let lookups: [BoundLookup?]
         let dependsOnMoment: Bool
 
-        init(_ logic: Logic, indexById: [String: Int]) {
+        init(_ logic: Logic, indexById: [String: Int], tables: [String: LookupTable]) {
             expression = logic.expression
             targets = logic.expression.references.map { indexById[$0] ?? -1 }
+            lookups = logic.expression.lookups.map { l in
+                guard let table = tables[l.fileName], let column = table.columnIndex[l.column], let key = table.columnIndex[l.keyColumn] else { return nil }
+                return BoundLookup(table: table, column: column, keyColumn: key)
+            }
             dependsOnMoment = logic.dependsOnMoment
         }
+    }
+
+    /// A `pulldata` call bound to its table's columns.
+    struct BoundLookup: Sendable {
+        let table: LookupTable
+        let column: Int
+        let keyColumn: Int
     }
 
     let entries: [Entry]
@@ -86,7 +100,8 @@ struct FormStructure: Sendable, Equatable {
 
     static func == (a: FormStructure, b: FormStructure) -> Bool { a.entries == b.entries }
 
-    static func build(_ nodes: [FormNode], path: String, defaultLanguage: String?) -> (structure: FormStructure?, errors: [FieldError]) {
+    static func build(_ nodes: [FormNode], path: String, defaultLanguage: String?,
+                      tables: [String: LookupTable] = [:]) -> (structure: FormStructure?, errors: [FieldError]) {
         // Iterative walk in document order: (node, parent, repeats, path).
         var placed: [(node: FormNode, parent: Int?, repeats: [Int], path: String)] = []
         var stack: [(FormNode, Int?, [Int], String)] = nodes.enumerated().reversed().map { ($1, nil, [], "\(path).questions[\($0)]") }
@@ -100,7 +115,7 @@ struct FormStructure: Sendable, Equatable {
         }
         var indexById: [String: Int] = [:]
         for (i, p) in placed.enumerated() { indexById[p.node.id] = i }
-        let entries = placed.map { Entry(node: $0.node, parent: $0.parent, repeats: $0.repeats, path: $0.path, indexById: indexById) }
+        let entries = placed.map { Entry(node: $0.node, parent: $0.parent, repeats: $0.repeats, path: $0.path, indexById: indexById, tables: tables) }
 
         var errors: [FieldError] = []
         // What each node's evaluation waits for: its relevance reads `relevant`'s references;
@@ -118,6 +133,15 @@ struct FormStructure: Sendable, Equatable {
                 }
                 if let field = logic.expression.fields.first, context != .choice {
                     errors.append(FieldError(path: at, message: "`\(field)` is a bare name; refer to a question as ${\(field)}"))
+                }
+                for lookup in logic.expression.lookups {
+                    guard let table = tables[lookup.fileName] else {
+                        errors.append(FieldError(path: at, message: "pulldata reads \(lookup.fileName), which is not attached to the form"))
+                        continue
+                    }
+                    for column in [lookup.column, lookup.keyColumn] where table.columnIndex[column] == nil {
+                        errors.append(FieldError(path: at, message: "pulldata reads the column \(column) of \(lookup.fileName), which has no such column"))
+                    }
                 }
             }
             if let parent = e.parent { edges[i].append(parent) }

@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import SurveyDomain
 import SurveyStorage
 
@@ -33,8 +35,14 @@ public struct Surveys: Sendable {
         try operations.member(user, of: orgId, withAnyOf: [.admin])
         guard try operations.database.read({ try $0.survey(orgId: orgId, surveyId: surveyId) }) != nil else { throw ApiError.notFound() }
         let clock = operations.clock
+        let blobs = operations.blobs
+        // The staged files' temp names go once the write is over, whatever its outcome (after a
+        // commit the blobs are linked in place).
+        let staged = Mutex<[FormUpload.Staged]>([])
+        defer { for s in staged.withLock({ $0 }) { unlink(s.tempPath) } }
         return try operations.keyedWrite(orgId: orgId, caller: user.userId, target: surveyId, key: key, prepare: { () throws -> NewVersion in
             let published = try definition()
+            staged.withLock { $0 = published.attachments }
             let definition = published.definition
             do {
                 _ = try SurveyDefinition.parse(definition)
@@ -42,10 +50,12 @@ public struct Surveys: Sendable {
                 throw ApiError(.validationFailed, "The survey definition is not valid.", errors: e.errors)
             }
             return NewVersion(contentHash: Self.contentHash(definition), definition: CanonicalJSON.string(definition),
-                              surveyVersionId: Ids.make("sv", nowMillis: clock.nowMillis()), source: published.source)
+                              surveyVersionId: Ids.make("sv", nowMillis: clock.nowMillis()), source: published.source,
+                              attachments: published.attachments)
         }, write: { p, tx in
             try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition,
-                                  source: p.source)
+                                  source: p.source, attachments: p.attachments.map { ($0.record(surveyVersionId: p.surveyVersionId), $0.tempPath) },
+                                  blobs: blobs)
         })
     }
 
@@ -54,6 +64,7 @@ public struct Surveys: Sendable {
         let definition: String
         let surveyVersionId: String
         let source: VersionSourceRecord?
+        let attachments: [FormUpload.Staged]
     }
 
     /// `sha256:` + hex SHA-256 of the canonical JSON of the definition.
