@@ -152,17 +152,27 @@ public struct CSVTable: Sendable, Equatable {
                         }
                         state = .quoted
                     } else {
-                        try append(b, to: &field, fieldNumber: row.count + 1)
+                        // The rest of a plain run in one append: a field is mostly such a run.
+                        let end = runEnd(from: position, quoted: false)
+                        try append(bytes[(position - 1)..<end], to: &field, fieldNumber: row.count + 1)
+                        position = end
                         state = .unquoted
                     }
                 case .quoted:
                     if b == UInt8(ascii: "\"") {
                         state = .quoteInQuoted
                     } else {
-                        if b == UInt8(ascii: "\n") || (b == UInt8(ascii: "\r") && (position >= bytes.count || bytes[position] != UInt8(ascii: "\n"))) {
-                            line += 1
+                        let end = runEnd(from: position, quoted: true)
+                        var k = position - 1
+                        while k < end {
+                            let c = bytes[k]
+                            if c == UInt8(ascii: "\n") || (c == UInt8(ascii: "\r") && (k + 1 >= bytes.count || bytes[k + 1] != UInt8(ascii: "\n"))) {
+                                line += 1
+                            }
+                            k += 1
                         }
-                        try append(b, to: &field, fieldNumber: row.count + 1)
+                        try append(bytes[(position - 1)..<end], to: &field, fieldNumber: row.count + 1)
+                        position = end
                     }
                 case .quoteInQuoted:
                     if b == UInt8(ascii: "\"") {
@@ -189,10 +199,32 @@ public struct CSVTable: Sendable, Equatable {
         }
 
         private func append(_ b: UInt8, to field: inout [UInt8], fieldNumber: Int) throws(Refusal) {
-            guard field.count < limits.maxFieldBytes else {
+            try append(CollectionOfOne(b), to: &field, fieldNumber: fieldNumber)
+        }
+
+        private func append<C: Collection<UInt8>>(_ run: C, to field: inout [UInt8], fieldNumber: Int) throws(Refusal) {
+            guard field.count + run.count <= limits.maxFieldBytes else {
                 throw Refusal(message: "line \(rowLine): field \(fieldNumber) is over \(limits.maxFieldBytes) bytes")
             }
-            field.append(b)
+            field.append(contentsOf: run)
+        }
+
+        /// Where a run of bytes that need no decision ends: the next quote, and outside quotes the
+        /// next separator or line end.
+        private func runEnd(from start: Int, quoted: Bool) -> Int {
+            bytes.withUnsafeBufferPointer { p in
+                var i = start
+                if quoted {
+                    while i < p.count, p[i] != UInt8(ascii: "\"") { i += 1 }
+                } else {
+                    while i < p.count {
+                        let c = p[i]
+                        if c == separator || c == UInt8(ascii: "\n") || c == UInt8(ascii: "\r") || c == UInt8(ascii: "\"") { break }
+                        i += 1
+                    }
+                }
+                return i
+            }
         }
     }
 }

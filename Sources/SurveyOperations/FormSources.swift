@@ -18,11 +18,21 @@ public struct FormSources: Sendable {
         public let definition: JSONValue
         public let source: VersionSourceRecord?
         public let attachments: [FormUpload.Staged]
+        /// The definition as parsed already, when the reading checked it.
+        let parsed: SurveyDefinition?
 
         public init(definition: JSONValue, source: VersionSourceRecord? = nil, attachments: [FormUpload.Staged] = []) {
             self.definition = definition
             self.source = source
             self.attachments = attachments
+            parsed = nil
+        }
+
+        init(definition: JSONValue, source: VersionSourceRecord?, attachments: [FormUpload.Staged], parsed: SurveyDefinition?) {
+            self.definition = definition
+            self.source = source
+            self.attachments = attachments
+            self.parsed = parsed
         }
     }
 

@@ -123,9 +123,10 @@ extension FormSources {
         } catch {
             throw ApiError(.validationFailed, "The form and the files sent with it do not match.", errors: error.errors)
         }
+        var parsed: SurveyDefinition?
         if upload.format != .json {
             let at = upload.format == .xlsform ? "xlsform" : "xform"
-            do { try XFormReader.check(definition) } catch {
+            do { parsed = try XFormReader.check(definition) } catch {
                 throw ApiError(.validationFailed, "The \(upload.format == .xlsform ? "XLSForm" : "XForm") cannot be published.",
                                errors: [FieldError(path: at, message: error.message)])
             }
@@ -137,7 +138,7 @@ extension FormSources {
             for s in staged { unlink(s.tempPath) }
             throw error
         }
-        return Published(definition: definition, source: source, attachments: staged)
+        return Published(definition: definition, source: source, attachments: staged, parsed: parsed)
     }
 
     /// The definition an XForm maps to, its files not read yet: 422 / 1002 at `at`.

@@ -40,23 +40,31 @@ public struct Surveys: Sendable {
         // commit the blobs are linked in place).
         let staged = Mutex<[FormUpload.Staged]>([])
         defer { for s in staged.withLock({ $0 }) { unlink(s.tempPath) } }
-        return try operations.keyedWrite(orgId: orgId, caller: user.userId, target: surveyId, key: key, prepare: { () throws -> NewVersion in
+        let parsedOnce = Mutex<SurveyDefinition?>(nil)
+        let outcome = try operations.keyedWrite(orgId: orgId, caller: user.userId, target: surveyId, key: key, prepare: { () throws -> NewVersion in
             let published = try definition()
             staged.withLock { $0 = published.attachments }
             let definition = published.definition
+            let parsed: SurveyDefinition
             do {
-                _ = try SurveyDefinition.parse(definition)
+                parsed = try published.parsed ?? SurveyDefinition.parse(definition)
             } catch let e as ValidationErrors {
                 throw ApiError(.validationFailed, "The survey definition is not valid.", errors: e.errors)
             }
-            return NewVersion(contentHash: Self.contentHash(definition), definition: CanonicalJSON.string(definition),
+            // Encoded once: its bytes are stored and hashed.
+            let canonical = CanonicalJSON.encode(definition)
+            parsedOnce.withLock { $0 = parsed }
+            return NewVersion(contentHash: "sha256:" + Digest.sha256Hex(canonical), definition: String(decoding: canonical, as: UTF8.self),
                               surveyVersionId: Ids.make("sv", nowMillis: clock.nowMillis()), source: published.source,
-                              attachments: published.attachments)
+                              attachments: published.attachments, parsed: parsed)
         }, write: { p, tx in
             try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition,
                                   source: p.source, attachments: p.attachments.map { ($0.record(surveyVersionId: p.surveyVersionId), $0.tempPath) },
                                   blobs: blobs)
         })
+        // The version's first submission finds its definition parsed.
+        if case .written(let v) = outcome, let parsed = parsedOnce.withLock({ $0 }) { operations.definitions.remember(parsed, of: v.surveyVersionId) }
+        return outcome
     }
 
     struct NewVersion: Sendable {
@@ -65,6 +73,8 @@ public struct Surveys: Sendable {
         let surveyVersionId: String
         let source: VersionSourceRecord?
         let attachments: [FormUpload.Staged]
+        /// Kept for the version's first submission (`DefinitionCache`).
+        let parsed: SurveyDefinition
     }
 
     /// `sha256:` + hex SHA-256 of the canonical JSON of the definition.

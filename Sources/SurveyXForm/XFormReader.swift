@@ -72,9 +72,10 @@ public enum XFormReader {
 
     /// What the reader writes must be a definition surveyd publishes; a rule the reader does not
     /// check itself (an unknown function, a cycle, nesting deeper than 16) is refused here.
-    public static func check(_ json: JSONValue) throws(XFormRefusal) {
+    @discardableResult
+    public static func check(_ json: JSONValue) throws(XFormRefusal) -> SurveyDefinition {
         do {
-            _ = try SurveyDefinition.parse(json)
+            return try SurveyDefinition.parse(json)
         } catch {
             let problems = error.errors.prefix(5).map(\.description).joined(separator: "; ")
             throw XFormRefusal("the XForm reads into a definition that surveyd refuses: \(problems)")

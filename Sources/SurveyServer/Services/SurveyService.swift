@@ -34,10 +34,22 @@ struct SurveyService {
                                             "contentHash": .string($0.contentHash)] })]
     }
 
+    /// The version document's bytes. The stored definition is canonical JSON already (a list read
+    /// from a file may make it megabytes): it goes in as it is, neither parsed nor encoded again.
+    static func versionDocument(_ v: SurveyVersionRecord, files: VersionFiles) -> [UInt8] {
+        CanonicalJSON.encode(versionMembers(v, files: files), adding: "definition", encoded: Array(v.definition.utf8))
+    }
+
     static func versionJSON(_ v: SurveyVersionRecord, files: VersionFiles) throws -> JSONValue {
+        var members = versionMembers(v, files: files)
+        members["definition"] = try JSONParser.parse(Array(v.definition.utf8))
+        return .object(members)
+    }
+
+    private static func versionMembers(_ v: SurveyVersionRecord, files: VersionFiles) -> [String: JSONValue] {
         let (source, xform) = files.json
         return ["surveyVersionId": .string(v.surveyVersionId), "surveyId": .string(v.surveyId), "number": .number(Double(v.number)),
-                "contentHash": .string(v.contentHash), "definition": try JSONParser.parse(Array(v.definition.utf8)),
+                "contentHash": .string(v.contentHash),
                 "createdAt": .string(Timestamp.format(v.createdAt)), "source": source, "xform": xform,
                 "warnings": .array(v.warnings.map { .string($0) }),
                 "attachments": .array(files.attachments.map { a in
@@ -80,7 +92,8 @@ struct SurveyService {
         let kept = Mutex<VersionSourceRecord?>(nil)
         let render: @Sendable (SurveyVersionRecord) throws -> HTTPResponse = {
             let files = try operations.versionFiles(of: $0, kept: kept.withLock { $0 })
-            return .created("/v1/orgs/\(orgId)/survey-versions/\($0.surveyVersionId)", try Self.versionJSON($0, files: files))
+            return HTTPResponse(status: 201, headers: [("Content-Type", "application/json"), ("Location", "/v1/orgs/\(orgId)/survey-versions/\($0.surveyVersionId)")],
+                                body: Self.versionDocument($0, files: files))
         }
         let keyed = KeyedAnswer(request, render)
         let upload = try Self.formUpload(request, limits: operations.limits)
@@ -170,6 +183,7 @@ struct SurveyService {
     func getVersion(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let v = try services.operations.visibleVersion(request.parameter("surveyVersionId"), of: orgId, by: try context.member())
-        return .json(200, try Self.versionJSON(v, files: try services.operations.versionFiles(of: v)))
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")],
+                            body: Self.versionDocument(v, files: try services.operations.versionFiles(of: v)))
     }
 }
