@@ -133,6 +133,34 @@ import SurveyServer
         #expect(try submit(f, version, hash, "visit-0002", ["district": "south", "village": "v3", "households": 300]).status == 201)
     }
 
+    /// A JSON definition names its files the same way: a list named after a CSV file, pulldata,
+    /// media; sent as the part `form` with the files beside it.
+    @Test func aJSONDefinitionIsPublishedWithItsFilesToo() throws {
+        let f = try Fixture()
+        let id = try survey(f)
+        let definition: JSONValue = ["definition": [
+            "title": "Village visit",
+            "questions": [
+                ["id": "village", "type": "select_one", "label": "Village", "choiceList": "villages.csv", "media": ["image": "map.png"]],
+                ["id": "households", "type": "integer", "label": "Households",
+                 "constraint": ". <= pulldata('villages', 'population', 'name', ${village})"],
+            ],
+        ]]
+        let form = Part(field: "form", fileName: "visit.json", contentType: "application/json", bytes: CanonicalJSON.encode(definition))
+        let r = try publish(f, id, [form, Self.file("villages.csv", Self.villages), Self.file("map.png", Self.map)])
+        #expect(r.status == 201, "\(r.text)")
+        #expect(r.json?["source"]?["format"]?.stringValue == "json")
+        #expect(r.json?["attachments"]?.arrayValue?.count == 2)
+        let version = try #require(r.json?["surveyVersionId"]?.stringValue), hash = try #require(r.json?["contentHash"]?.stringValue)
+        #expect(try submit(f, version, hash, "json-visit-0001", ["village": "v3", "households": 300]).status == 201)
+        P.expectProblem(try submit(f, version, hash, "json-visit-0002", ["village": "v3", "households": 301]), .validationFailed)
+        // Without the image the same definition is refused, naming it.
+        let missing = try publish(f, id, [form, Self.file("villages.csv", Self.villages)])
+        #expect(missing.json?["errors"]?[0]?["message"]?.stringValue == "the form names map.png (at definition.questions[0].media.image), which was not sent")
+        // Its XForm is written on request, as for every JSON definition.
+        #expect(try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(version)/xform", token: f.collectorToken).status == 200)
+    }
+
     @Test func everyMissingAndEveryExtraFileIsRefusedWithNothingPublished() throws {
         let f = try Fixture()
         let id = try survey(f)
