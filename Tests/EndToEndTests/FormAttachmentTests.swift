@@ -14,10 +14,10 @@ import SurveyServer
 @Suite struct FormAttachmentTests {
     typealias P = FoundationTests
 
-    static let villages = Array(("name,label,district,population\n" + "v1,Upper Valley,north,120\n"
-        + "v2,\"Lower Valley, by the river\",north,40\n" + "v3,\"Hill \"\"Top\"\"\",south,300\n" + "v4,\"Long\nName\",south,8\n").utf8)
-    static let crops = Array("\u{FEFF}name;label\r\nmaize;Maize\r\nbeans;Beans\r\ncassava;Cassava\r\n".utf8)
-    static let map = Files.png(2048)
+    // The files the form names, as make_attachments.py writes them.
+    static let villages = (try? FormPublishingTests.bytes("villages.csv")) ?? []
+    static let crops = (try? FormPublishingTests.bytes("crops.csv")) ?? []
+    static let map = (try? FormPublishingTests.bytes("map.png")) ?? []
 
     struct Part {
         let field: String

@@ -5,7 +5,9 @@ district chosen before, crops from another CSV file (several may be chosen), a v
 population looked up with pulldata() and a constraint over it, and an image in a label.
 
 It writes `village_visit.xlsx` (openpyxl) and `village_visit.xml`, the XForm pyxform 4.5.0
-makes of it with the arguments the server passes (`xls2xform --skip_validate`). Run it with the
+makes of it with the arguments the server passes (`xls2xform --skip_validate`), and the files
+it names: `villages.csv`, `crops.csv` (as Excel writes CSV in a locale whose decimal mark is a
+comma: `;` between fields, a byte order mark, CRLF) and `map.png`. Run it with the
 python of the venv `scripts/setup.sh` makes:
 
     .build/venv-forms/bin/python Tests/SurveyXFormTests/Fixtures/make_attachments.py
@@ -37,12 +39,36 @@ SHEETS = {
 }
 
 
+VILLAGES = (
+    "name,label,district,population\n"
+    "v1,Upper Valley,north,120\n"
+    "v2,\"Lower Valley, by the river\",north,40\n"
+    "v3,\"Hill \"\"Top\"\"\",south,300\n"
+    "v4,\"Long\nName\",south,8\n"
+)
+CROPS = "\ufeffname;label\r\nmaize;Maize\r\nbeans;Beans\r\ncassava;Cassava\r\n"
+
+
+def png():
+    """A 1x1 grey PNG."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\x00\x80")) + chunk(b"IEND", b""))
+
+
 def main():
+    for name, data in (("villages.csv", VILLAGES.encode()), ("crops.csv", CROPS.encode()), ("map.png", png())):
+        with open(os.path.join(HERE, name), "wb") as f:
+            f.write(data)
     xlsx = os.path.join(HERE, "village_visit.xlsx")
     xml = os.path.join(HERE, "village_visit.xml")
     write_xlsx(xlsx, SHEETS)
     subprocess.run([XLS2XFORM, "--skip_validate", xlsx, xml], check=True, capture_output=True)
-    print("wrote village_visit.xlsx and village_visit.xml")
+    print("wrote village_visit.xlsx, village_visit.xml, villages.csv, crops.csv and map.png")
 
 
 if __name__ == "__main__":
