@@ -94,6 +94,8 @@ import SurveyServer
         }
         #expect(try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(version)/attachments/other.csv", token: f.collectorToken).status == 404)
         // The GET of the version says the same; its definition holds the files' choices.
+        try ODKValidate.accept(try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(version)/xform", token: f.collectorToken).body,
+                               label: "village_visit.xlsx converted by pyxform")
         let got = try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(version)", token: f.collectorToken)
         #expect(got.json?["attachments"] == r.json?["attachments"])
         let definition = try #require(got.json?["definition"])
@@ -157,8 +159,17 @@ import SurveyServer
         // Without the image the same definition is refused, naming it.
         let missing = try publish(f, id, [form, Self.file("villages.csv", Self.villages)])
         #expect(missing.json?["errors"]?[0]?["message"]?.stringValue == "the form names map.png (at definition.questions[0].media.image), which was not sent")
-        // Its XForm is written on request, as for every JSON definition.
-        #expect(try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(version)/xform", token: f.collectorToken).status == 200)
+        // Its XForm is written on request, as for every JSON definition: the CSV files as
+        // instances the app fills from them, the image in the label's itext. Published with the
+        // same files, it is the same version content.
+        let xform = try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(version)/xform", token: f.collectorToken)
+        #expect(xform.status == 200)
+        #expect(xform.text.contains("<instance id=\"villages\" src=\"jr://file-csv/villages.csv\"/>"), "\(xform.text)")
+        #expect(xform.text.contains("<value form=\"image\">jr://images/map.png</value>"), "\(xform.text)")
+        try ODKValidate.accept(xform.body, label: "a JSON definition that names files, written as an XForm")
+        let again = try publish(f, id, [Part(field: "form", fileName: "visit.xml", contentType: "application/xml", bytes: xform.body),
+                                        Self.file("villages.csv", Self.villages), Self.file("map.png", Self.map)])
+        #expect(again.json?["contentHash"]?.stringValue == hash, "\(again.text.prefix(400))")
     }
 
     @Test func everyMissingAndEveryExtraFileIsRefusedWithNothingPublished() throws {
@@ -267,10 +278,11 @@ import SurveyServer
         }
         let published = try #require(r)
         #expect(published.status == 201, "\(published.text.prefix(500))")
-        // 2 s is the product's bound; a debug build runs the same code several times slower
-        // (1.4 s measured on a shared machine), so it gets a hang guard instead.
+        // 2 s is the product's bound; a debug build runs the same code several times slower (1.4 s
+        // measured alone, 7 s beside the other tests and ODK Validate on two shared cores), so
+        // it gets a hang guard instead.
         #if DEBUG
-        #expect(elapsed < .seconds(6), "\(elapsed)")
+        #expect(elapsed < .seconds(30), "\(elapsed)")
         #else
         #expect(elapsed < .seconds(2), "\(elapsed)")
         #endif
