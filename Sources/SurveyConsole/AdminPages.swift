@@ -302,17 +302,16 @@ struct AdminPages: Sendable {
                 guard let file = form.files["definition"], file.size > 0 else {
                     throw ApiError(.validationFailed, "Choose a definition file to publish.", errors: [FieldError(path: "definition", message: "no file")])
                 }
-                switch FormSources.format(ofFileNamed: file.fileName, contentType: file.contentType) {
-                case .xlsform:
-                    return try operations.forms.definition(fromXLSForm: try file.bytes(), contentType: file.contentType, fileName: file.fileName)
-                case .xform:
-                    return try FormSources.definition(fromXForm: try file.bytes())
-                case .json:
-                    try operations.limits.checkJSONDefinition(bytes: file.size)
-                    do { return FormSources.Published(definition: try JSONParser.parse(try file.bytes())) } catch {
-                        throw ApiError(.validationFailed, "The file is not valid JSON: \(error).", errors: [FieldError(path: "definition", message: "not JSON")])
-                    }
+                guard file.size <= operations.limits.maxFormBytes else {
+                    throw ApiError(.payloadTooLarge, "The form file is \(file.size) bytes; the limit is \(operations.limits.maxFormBytes).")
                 }
+                // The files the form names, chosen beside it (a browser sends an empty part when none is).
+                let files = form.fileParts.filter { $0.name == "files" && !$0.file.fileName.isEmpty }.map { part in
+                    FormUpload.SentFile(fileName: part.file.fileName, declaredType: part.file.contentType, size: part.file.size) { try part.file.read($0) }
+                }
+                let upload = FormUpload(format: FormSources.format(ofFileNamed: file.fileName, contentType: file.contentType), form: try file.bytes(),
+                                        contentType: file.contentType, fileName: file.fileName, files: files, isBareDefinition: true)
+                return try operations.forms.published(upload, limits: operations.limits, blobs: operations.blobs)
             }.unkeyed()
             return Pages.redirect("/console/orgs/\(orgId)/surveys/\(surveyId)?published=\(version.number)")
         } catch let e as ApiError where [.validationFailed, .subscriptionExpired, .payloadTooLarge].contains(e.code) {
@@ -325,6 +324,7 @@ struct AdminPages: Sendable {
                 switch error.path {
                 case "xlsform": "In the XLSForm: \(error.message)"
                 case "xform": "In the XForm: \(error.message)"
+                case let path where path.hasPrefix("attachments."): error.message
                 default: "\(error.path): \(error.message)"
                 }
             }

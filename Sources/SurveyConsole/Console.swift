@@ -63,9 +63,11 @@ public struct Console: Sendable {
         page(&router, "GET", "/console/orgs/{orgId}/surveys", admins, admin.surveys)
         page(&router, "POST", "/console/orgs/{orgId}/surveys", admins, admin.createSurvey)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}", admins, admin.survey)
-        // An XLSForm or XForm up to the server's form limit, with room for the form's other fields.
-        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/versions", admins,
-             formLimits: FormDecoder.Limits(maxBytes: operations.limits.maxFormBytes + (64 << 10)), admin.publish)
+        // An XLSForm or XForm up to the server's form limit, with the files it names up to the
+        // limit of a form upload, and room for the form's other fields.
+        var publishing = FormDecoder.Limits(maxBytes: operations.limits.maxFormUploadBytes + (64 << 10))
+        publishing.maxFiles = 1_000
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/versions", admins, formLimits: publishing, admin.publish)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/exports", Exports.access, admin.exports)
         page(&router, "GET", "/console/orgs/{orgId}/tasks", admins, admin.tasks)
         page(&router, "POST", "/console/orgs/{orgId}/tasks", admins, admin.createTask)

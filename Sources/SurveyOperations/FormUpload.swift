@@ -52,13 +52,17 @@ public struct FormUpload: Sendable {
     public let contentType: String?
     public let fileName: String
     public let files: [SentFile]
+    /// A JSON form that is the definition itself (a file the console uploads), not `{"definition": …}`.
+    public let isBareDefinition: Bool
 
-    public init(format: FormSources.Format, form: [UInt8], contentType: String?, fileName: String = "", files: [SentFile] = []) {
+    public init(format: FormSources.Format, form: [UInt8], contentType: String?, fileName: String = "", files: [SentFile] = [],
+                isBareDefinition: Bool = false) {
         self.format = format
         self.form = form
         self.contentType = contentType
         self.fileName = fileName
         self.files = files
+        self.isBareDefinition = isBareDefinition
     }
 
     /// The type a file is served with: by its name's extension, never as the sender declared it
@@ -98,8 +102,14 @@ extension FormSources {
         switch upload.format {
         case .json:
             try limits.checkJSONDefinition(bytes: upload.form.count)
-            guard let d = try JSONBody(upload.form).fields["definition"] else { throw ApiError.malformed("`definition` is required.") }
-            definition = d
+            if upload.isBareDefinition {
+                do { definition = try JSONParser.parse(upload.form) } catch {
+                    throw ApiError(.validationFailed, "The file is not valid JSON: \(error).", errors: [FieldError(path: "definition", message: "not JSON")])
+                }
+            } else {
+                guard let d = try JSONBody(upload.form).fields["definition"] else { throw ApiError.malformed("`definition` is required.") }
+                definition = d
+            }
         case .xlsform:
             let converted = try xform(fromXLSForm: upload.form, contentType: upload.contentType, fileName: upload.fileName)
             definition = try Self.unresolved(converted.xform, at: "xlsform")
