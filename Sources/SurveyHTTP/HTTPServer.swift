@@ -252,6 +252,11 @@ public final class HTTPServer: @unchecked Sendable {
                 return .answerNow(router.refusal(ApiError(.payloadTooLarge, "The body is \(len) bytes; the limit is \(limit)."), path: path, headers: close))
             }
             guard asForm, let limits = route.form else { return .receive(route, params, ExchangeState(.receiving(.buffer([], limit: limit)))) }
+            if let admit = route.admitsFirst {
+                do { try admit(head(route, params)) } catch {
+                    return .answerNow(.refusal(error, mapped: errorMapper, headers: close))
+                }
+            }
             guard let connection else {
                 return .answerNow(router.refusal(ApiError.malformed("Forms are decoded only from the wire."), path: path))
             }

@@ -37,6 +37,9 @@ public struct Router: Sendable {
         let form: FormDecoder.Limits?
         /// The body is a form only when it is `multipart/form-data`; any other is buffered up to `bodyLimit`.
         let formOnlyIfMultipart: Bool
+        /// Checked once the headers are in, before a byte of a form's body is taken: a caller the
+        /// route would refuse sends no file to disk.
+        var admitsFirst: (@Sendable (RequestHead) throws -> Void)? = nil
         let execution: Execution
         /// The handler reads `RequestHead.clientAddress` (asked of libmicrohttpd only then).
         let needsClientAddress: Bool
@@ -89,10 +92,12 @@ public struct Router: Sendable {
 
     /// A route whose body is either buffered (up to `bodyLimit`) or, when it is
     /// `multipart/form-data`, a form decoded as it streams in (`request.form`) within `multipart`.
+    /// `admit` runs once the headers are in, before a form's body is read (a refusal is answered at once).
     public mutating func add(_ method: String, _ pattern: String, access: some CustomStringConvertible & Sendable, bodyLimit: Int?,
-                             multipart: FormDecoder.Limits, runs execution: Execution? = nil, _ handler: @escaping Handler) {
+                             multipart: FormDecoder.Limits, runs execution: Execution? = nil, admit: (@Sendable (RequestHead) throws -> Void)? = nil,
+                             _ handler: @escaping Handler) {
         routes.append(Route(method: method, pattern: pattern, access: access.description, segments: Self.patternSegments(pattern), bodyLimit: bodyLimit,
-                            opener: nil, form: multipart, formOnlyIfMultipart: true, execution: execution ?? Self.defaultExecution(method),
+                            opener: nil, form: multipart, formOnlyIfMultipart: true, admitsFirst: admit, execution: execution ?? Self.defaultExecution(method),
                             needsClientAddress: false, handler: handler))
     }
 

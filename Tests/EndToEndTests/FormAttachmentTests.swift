@@ -201,6 +201,19 @@ import SurveyServer
         #expect(f.server.files(in: "tmp").isEmpty)
     }
 
+    /// A caller the route refuses is answered before a byte of the form is taken.
+    @Test func aCallerWhoMayNotPublishIsRefusedBeforeTheFilesArrive() throws {
+        let f = try Fixture()
+        let id = try survey(f)
+        let (body, contentType) = Self.multipart([Self.form()] + Self.allFiles)
+        let path = "/v1/orgs/\(f.orgId)/surveys/\(id)/versions"
+        let nobody = try f.client.request("POST", path, token: "not-a-token", body: body, headers: ["Content-Type": contentType])
+        P.expectProblem(nobody, .unauthenticated)
+        let collector = try f.client.request("POST", path, token: f.collectorToken, body: body, headers: ["Content-Type": contentType])
+        P.expectProblem(collector, .forbidden)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM survey_versions") == 0)
+    }
+
     @Test func anExpiredSubscriptionRefusesThePublicationAndItsFiles() throws {
         let f = try Fixture()
         let id = try survey(f)

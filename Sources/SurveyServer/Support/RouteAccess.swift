@@ -23,7 +23,8 @@ extension Services {
                multipart: FormDecoder.Limits, _ handler: @escaping AdmittedHandler) {
         precondition(access != .anyone, "\(pattern): a route open to anyone is a publicRoute")
         let services = self
-        router.add(method, pattern, access: access, bodyLimit: bodyLimit, multipart: multipart) { request in
+        // A form's files go to disk as they arrive: its caller is admitted before the first byte.
+        router.add(method, pattern, access: access, bodyLimit: bodyLimit, multipart: multipart, admit: { head in _ = try services.admit(access, head) }) { request in
             try handler(try services.admit(access, request.head), request)
         }
     }
