@@ -334,8 +334,9 @@ import SurveyServer
         }
     }
 
-    /// Each refused (422 / 1002 at the file, saying why) in bounded time — the 5 s bound is a hang
-    /// guard, not a benchmark — with the server answering afterwards and nothing published.
+    /// Each refused (422 / 1002 at the file, saying why) in bounded time — the 20 s bound is a hang
+    /// guard, not a benchmark (each takes well under a second alone; pyxform's conversion is most
+    /// of it) — with the server answering afterwards and nothing published.
     @Test func hostileCSVFilesAreRefusedAndTheServerStaysUp() throws {
         let f = try Fixture(server: try TestServer { $0.maxFormBytes = 4 << 20 })
         let id = try survey(f)
@@ -354,7 +355,7 @@ import SurveyServer
         for (what, csv, message) in cases {
             let started = Date()
             let r = try publish(f, id, [Self.form(), Self.file("villages.csv", csv), Self.file("crops.csv", Self.crops), Self.file("map.png", Self.map)])
-            #expect(Date().timeIntervalSince(started) < 5, "\(what)")
+            #expect(Date().timeIntervalSince(started) < 20, "\(what)")
             P.expectProblem(r, .validationFailed)
             let error = r.json?["errors"]?.arrayValue?.first
             #expect(error?["path"]?.stringValue == "attachments.villages.csv", "\(what): \(r.text)")
