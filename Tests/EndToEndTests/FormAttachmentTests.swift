@@ -334,6 +334,27 @@ import SurveyServer
         }
     }
 
+    /// `surveyd migrate` moves a SQLite data dir's attachments into PostgreSQL with their
+    /// versions: the check passes there and the files read back byte for byte.
+    @Test(.enabled(if: TestEngine.isPostgres, "needs the PostgreSQL test cluster"))
+    func theFilesMoveWithAMigrationToPostgreSQL() throws {
+        let f = try Fixture(server: try TestServer { $0.databaseURL = nil })
+        let id = try survey(f)
+        let published = try publish(f, id, [Self.form()] + Self.allFiles)
+        let version = try #require(published.json?["surveyVersionId"]?.stringValue)
+        f.server.stop()
+        let pgDir = NSTemporaryDirectory() + "surveyd-attachments-migrated-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: pgDir) }
+        let url = try #require(try TestEngine.database(for: pgDir))
+        let migrated = try ServerProcess.command(["migrate", "--from-data-dir", f.server.dataDir, "--to-database-url", url], timeout: 120)
+        #expect(migrated.status == 0 && migrated.stdout.contains("surveyd check: OK"), "\(migrated.stdout) \(migrated.stderr)")
+        let pg = try TestServer(dataDir: pgDir)
+        for (name, bytes) in [("villages.csv", Self.villages), ("crops.csv", Self.crops), ("map.png", Self.map)] {
+            let back = try pg.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(version)/attachments/\(name)", token: f.collectorToken)
+            #expect(back.status == 200 && back.body == bytes, "\(name)")
+        }
+    }
+
     /// Each refused (422 / 1002 at the file, saying why) in bounded time — the 20 s bound is a hang
     /// guard, not a benchmark (each takes well under a second alone; pyxform's conversion is most
     /// of it) — with the server answering afterwards and nothing published.
