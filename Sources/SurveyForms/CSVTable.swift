@@ -17,6 +17,8 @@ public struct CSVTable: Sendable, Equatable {
         public var maxColumns = 1_000
         public var maxRows = 100_000
         public var maxFieldBytes = 64 << 10
+        /// Fields in all: what the definition holds of a file grows with them, not with its bytes.
+        public var maxFields = 1_000_000
         public init() {}
     }
 
@@ -50,6 +52,7 @@ public struct CSVTable: Sendable, Equatable {
             guard seen.insert(trimmed).inserted else { throw Refusal(message: "line 1: two columns are named \(trimmed)") }
         }
         var rows: [[String]] = []
+        var fields = header.count
         while let row = try reader.nextRow() {
             guard row.count <= header.count else {
                 throw Refusal(message: "line \(reader.rowLine): the row has \(row.count) fields, the header \(header.count)")
@@ -57,6 +60,8 @@ public struct CSVTable: Sendable, Equatable {
             // A blank line (one empty field) is no row.
             if row.count == 1 && row[0].isEmpty && header.count > 1 { continue }
             guard rows.count < limits.maxRows else { throw Refusal(message: "it has more than \(limits.maxRows) rows") }
+            fields += header.count
+            guard fields <= limits.maxFields else { throw Refusal(message: "it has more than \(limits.maxFields) fields in all") }
             rows.append(row.count == header.count ? row : row + Array(repeating: "", count: header.count - row.count))
         }
         return CSVTable(columns: header, rows: rows)

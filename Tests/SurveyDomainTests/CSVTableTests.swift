@@ -45,6 +45,9 @@ import Testing
         #expect(refusal(Array("a,b,c,d\n".utf8), limits: small) == "line 1: the row has more than 3 fields")
         #expect(refusal(Array("a\n12345\n".utf8), limits: small) == "line 2: field 1 is over 4 bytes")
         #expect(refusal(Array("a\n1\n2\n3\n".utf8), limits: small) == "it has more than 2 rows")
+        var fewFields = CSVTable.Limits()
+        fewFields.maxFields = 5
+        #expect(refusal(Array("a,b\n1,2\n3,4\n".utf8), limits: fewFields) == "it has more than 5 fields in all")
         #expect(refusal(Array("a\n1\n2\n3\n4\n5\n".utf8), limits: small) == "it is 12 bytes; a CSV file a form reads is at most 10 bytes")
     }
 
