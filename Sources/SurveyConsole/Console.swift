@@ -67,7 +67,7 @@ public struct Console: Sendable {
         // limit of a form upload, and room for the form's other fields.
         var publishing = FormDecoder.Limits(maxBytes: operations.limits.maxFormUploadBytes + (64 << 10))
         publishing.maxFiles = 1_000
-        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/versions", admins, formLimits: publishing, admin.publish)
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/versions", admins, formLimits: publishing, admitsFirst: true, admin.publish)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/exports", Exports.access, admin.exports)
         page(&router, "GET", "/console/orgs/{orgId}/tasks", admins, admin.tasks)
         page(&router, "POST", "/console/orgs/{orgId}/tasks", admins, admin.createTask)
@@ -108,10 +108,15 @@ public struct Console: Sendable {
     /// `access` exactly as the API admits a token. The operator's pages are not found for
     /// anyone else, rather than forbidden: a user has no reason to learn they exist.
     /// `formLimits`: a form that carries more than the default (a published XLSForm).
+    /// `admitsFirst`: a form that may be large (a version with its files) is taken only from a
+    /// signed-in person the page admits, checked before a byte of it goes to disk.
     public func page(_ router: inout Router, _ method: String, _ pattern: String, _ access: Access, runs execution: Router.Execution? = nil,
-                     formLimits: FormDecoder.Limits? = nil, _ handler: @escaping @Sendable (Visit, HTTPRequest) throws -> HTTPResponse) {
+                     formLimits: FormDecoder.Limits? = nil, admitsFirst: Bool = false,
+                     _ handler: @escaping @Sendable (Visit, HTTPRequest) throws -> HTTPResponse) {
         let console = self
-        router.add(method, pattern, access: access, form: method == "POST" ? formLimits ?? Self.formLimits : nil, runs: execution) { request in
+        let admit: (@Sendable (RequestHead) throws -> Void)? = admitsFirst ? { @Sendable head in try console.admitBeforeForm(head, access) } : nil
+        router.add(method, pattern, access: access, form: method == "POST" ? formLimits ?? Self.formLimits : nil, runs: execution,
+                   admit: admit) { request in
             do {
                 if method == "POST" { try console.checkOrigin(request) }
                 let (v, form) = method == "POST" ? try console.signedInForm(request) : (try console.signedIn(request), FormFields())
@@ -126,6 +131,17 @@ public struct Console: Sendable {
                 return console.failure(error, request)
             }
         }
+    }
+
+    /// The session a form's headers carry, admitted to `access` (its CSRF token and origin are
+    /// checked with the form, as for every page).
+    private func admitBeforeForm(_ head: RequestHead, _ access: Access) throws {
+        let id = head.header("cookie")?.split(separator: ";").lazy.map { $0.split(separator: "=", maxSplits: 1) }
+            .first { $0.count == 2 && $0[0].trimmingCharacters(in: .whitespaces) == Self.cookie }.map { $0[1].trimmingCharacters(in: .whitespaces) }
+        guard let id, let session = try operations.consoleSessions.session(id) else {
+            throw ApiError(.unauthenticated, "Sign in to the console first, then send the form again.")
+        }
+        _ = try operations.admit(session.caller, to: access, orgId: head.parameter("orgId"))
     }
 
     // MARK: sessions and forms

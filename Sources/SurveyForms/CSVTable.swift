@@ -7,6 +7,10 @@
 /// a malformed file with no line, bounds neither a field, a row nor a column count, and cannot be
 /// stopped from its callbacks. This one stops at the first limit or mistake with a sentence that
 /// names the line, so a hostile file costs at most its own size in time and memory.
+///
+/// It throws `Refusal` through untyped `throws`: with typed throws and a `Limits` argument
+/// passed indirectly, a debug build of Swift 6.3 released a value it had never made (the
+/// caller's variable read from the limits' memory).
 public struct CSVTable: Sendable, Equatable {
     public let columns: [String]
     /// Every row has exactly `columns.count` fields (a short row is padded with empty fields).
@@ -34,7 +38,7 @@ public struct CSVTable: Sendable, Equatable {
         self.rows = rows
     }
 
-    public static func read(_ bytes: [UInt8], limits: Limits = Limits()) throws(Refusal) -> CSVTable {
+    public static func read(_ bytes: [UInt8], limits: Limits = Limits()) throws -> CSVTable {
         guard bytes.count <= limits.maxBytes else {
             throw Refusal(message: "it is \(bytes.count) bytes; a CSV file a form reads is at most \(limits.maxBytes) bytes")
         }
@@ -124,13 +128,13 @@ public struct CSVTable: Sendable, Equatable {
 
         enum State { case fieldStart, unquoted, quoted, quoteInQuoted }
 
-        mutating func nextRow() throws(Refusal) -> [String]? {
+        mutating func nextRow() throws -> [String]? {
             guard position < bytes.count else { return nil }
             rowLine = line
             var row: [String] = []
             var field: [UInt8] = []
             var state = State.fieldStart
-            func finishField() throws(Refusal) {
+            func finishField() throws {
                 guard row.count < limits.maxColumns else {
                     throw Refusal(message: "line \(rowLine): the row has more than \(limits.maxColumns) fields")
                 }
@@ -203,11 +207,11 @@ public struct CSVTable: Sendable, Equatable {
             return row
         }
 
-        private func append(_ b: UInt8, to field: inout [UInt8], fieldNumber: Int) throws(Refusal) {
+        private func append(_ b: UInt8, to field: inout [UInt8], fieldNumber: Int) throws {
             try append(CollectionOfOne(b), to: &field, fieldNumber: fieldNumber)
         }
 
-        private func append<C: Collection<UInt8>>(_ run: C, to field: inout [UInt8], fieldNumber: Int) throws(Refusal) {
+        private func append<C: Collection<UInt8>>(_ run: C, to field: inout [UInt8], fieldNumber: Int) throws {
             guard field.count + run.count <= limits.maxFieldBytes else {
                 throw Refusal(message: "line \(rowLine): field \(fieldNumber) is over \(limits.maxFieldBytes) bytes")
             }

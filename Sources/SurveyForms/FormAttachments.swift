@@ -80,9 +80,9 @@ public enum FormAttachments {
     /// kept for a `choiceFilter`), each file `pulldata` reads becomes a table of
     /// `lookupTables`. What the definition held under those names is replaced: the file is
     /// what the version says. First every named file must have been sent (`sent`) and every
-    /// file sent named; `read` gives a sent CSV file's bytes.
+    /// file sent named; `read` gives a sent CSV file's bytes. Throws `ValidationErrors`.
     public static func resolve(_ definition: JSONValue, sent: Set<String>, limits: CSVTable.Limits = CSVTable.Limits(),
-                               read: (String) throws -> [UInt8]) throws(ValidationErrors) -> JSONValue {
+                               read: (String) throws -> [UInt8]) throws -> JSONValue {
         let named = named(in: definition)
         var errors: [FieldError] = []
         let names = Set(named.map(\.fileName))
@@ -99,14 +99,9 @@ public enum FormAttachments {
         func table(_ name: String) -> CSVTable? {
             if let t = tables[name] { return t }
             do {
-                let bytes = try read(name)
-                do {
-                    let t = try CSVTable.read(bytes, limits: limits)
-                    tables[name] = t
-                    return t
-                } catch {
-                    errors.append(FieldError(path: "attachments.\(name)", message: "\(name) cannot be read: \(error.message)"))
-                }
+                let t = try CSVTable.read(try read(name), limits: limits)
+                tables[name] = t
+                return t
             } catch let refusal as CSVTable.Refusal {
                 errors.append(FieldError(path: "attachments.\(name)", message: "\(name) cannot be read: \(refusal.message)"))
             } catch {
@@ -122,7 +117,8 @@ public enum FormAttachments {
         while let node = stack.popLast() {
             if let name = node["choiceList"]?.stringValue, isCSVName(name), listed.insert(name).inserted, let t = table(name) {
                 do { lists[name] = try choices(of: t) } catch {
-                    errors.append(FieldError(path: "attachments.\(name)", message: "\(name) cannot be read as choices: \(error.message)"))
+                    let message = (error as? CSVTable.Refusal)?.message ?? "\(error)"
+                    errors.append(FieldError(path: "attachments.\(name)", message: "\(name) cannot be read as choices: \(message)"))
                 }
             }
             // A file pulldata reads.
@@ -145,7 +141,7 @@ public enum FormAttachments {
     /// A CSV choice list's rows as choices: `name`, the label (`label`, or `label::<language>`
     /// columns keyed by language, a plain `label` beside them being the language `default` as
     /// in pyxform), every other column as text.
-    static func choices(of table: CSVTable) throws(CSVTable.Refusal) -> JSONValue {
+    static func choices(of table: CSVTable) throws -> JSONValue {
         guard let nameColumn = table.columns.firstIndex(of: "name") else {
             throw CSVTable.Refusal(message: "it has no column name; a choice list's file names each choice in a column name (and its label in label)")
         }

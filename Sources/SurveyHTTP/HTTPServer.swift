@@ -254,7 +254,7 @@ public final class HTTPServer: @unchecked Sendable {
             guard asForm, let limits = route.form else { return .receive(route, params, ExchangeState(.receiving(.buffer([], limit: limit)))) }
             if let admit = route.admitsFirst {
                 do { try admit(head(route, params)) } catch {
-                    return .answerNow(.refusal(error, mapped: errorMapper, headers: close))
+                    return .answerNow(router.refusal(errorMapper(error), path: path, headers: close))
                 }
             }
             guard let connection else {

@@ -82,11 +82,12 @@ public struct Router: Sendable {
     /// `request.form` within these limits; any other body is refused.
     /// Every route declares who may call it (`access`, the door's own declaration, which the door's
     /// registration checks before `handler` runs): there is no route without one.
+    /// `admit` (a form route) runs once the headers are in, before the form's body is read.
     public mutating func add(_ method: String, _ pattern: String, access: some CustomStringConvertible & Sendable, bodyLimit: Int? = nil,
                              form: FormDecoder.Limits? = nil, runs execution: Execution? = nil, needsClientAddress: Bool = false,
-                             _ handler: @escaping Handler) {
+                             admit: (@Sendable (RequestHead) throws -> Void)? = nil, _ handler: @escaping Handler) {
         routes.append(Route(method: method, pattern: pattern, access: access.description, segments: Self.patternSegments(pattern), bodyLimit: form?.maxBytes ?? bodyLimit,
-                            opener: nil, form: form, formOnlyIfMultipart: false, execution: execution ?? Self.defaultExecution(method),
+                            opener: nil, form: form, formOnlyIfMultipart: false, admitsFirst: admit, execution: execution ?? Self.defaultExecution(method),
                             needsClientAddress: needsClientAddress, handler: handler))
     }
 

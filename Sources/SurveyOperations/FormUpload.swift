@@ -130,8 +130,8 @@ extension FormSources {
                 }
                 return try file.bytes()
             }
-        } catch {
-            throw ApiError(.validationFailed, "The form and the files sent with it do not match.", errors: error.errors)
+        } catch let e as ValidationErrors {
+            throw ApiError(.validationFailed, "The form and the files sent with it do not match.", errors: e.errors)
         }
         var parsed: SurveyDefinition?
         if upload.format != .json {
