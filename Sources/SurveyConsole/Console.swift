@@ -50,6 +50,7 @@ public struct Console: Sendable {
         let versionFiles = VersionFiles(console: self)
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/source", anyMember, versionFiles.source)
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/xform", anyMember, versionFiles.xform)
+        page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/attachments/{fileName}", anyMember, versionFiles.attachment)
         let admin = AdminPages(console: self)
         let admins = Access.member(anyOf: [.admin])
         page(&router, "GET", "/console/orgs/{orgId}/users", admins, admin.users)

@@ -106,6 +106,14 @@ import Testing
         let good = try s.upload(path, file: xlsx, fileName: "village_visit.xlsx", files: files)
         #expect(good.status == 303 && good.header("location")?.hasSuffix("?published=2") == true, "\(good.status) \(good.text.prefix(300))")
         #expect(try f.server.count("SELECT COUNT(*) AS n FROM survey_version_attachments") == 3)
+        // The survey page offers each for download, through the session.
+        let page = try s.get("/console/orgs/\(f.orgId)/surveys/\(survey.surveyId)").text
+        let version = try #require(try f.server.rows("SELECT survey_version_id FROM survey_versions WHERE number = 2").first?.string("survey_version_id"))
+        let link = "/console/orgs/\(f.orgId)/survey-versions/\(version)/attachments/villages.csv"
+        #expect(page.contains(link), "\(page.prefix(2000))")
+        let download = try s.get(link)
+        #expect(download.status == 200 && download.body == files[0].1)
+        #expect(download.header("content-disposition") == "attachment; filename=\"villages.csv\"")
     }
 
     @Test func theDownloadButtonIsTheExportThroughTheSession() throws {

@@ -47,6 +47,21 @@ extension ReadContext {
             """, [.text(surveyVersionId), .text(orgId), .text(fileName)]).first.map(VersionAttachmentRecord.init)
     }
 
+    /// The files each version of a survey was published with (by version id; a version without
+    /// files is not there).
+    public func versionAttachments(orgId: String, surveyId: String) throws -> [String: [VersionAttachmentRecord]] {
+        var found: [String: [VersionAttachmentRecord]] = [:]
+        for row in try conn.query("""
+            SELECT \(VersionAttachmentRecord.columns) FROM survey_version_attachments a
+            JOIN survey_versions v ON v.survey_version_id = a.survey_version_id
+            WHERE v.survey_id = ? AND v.org_id = ? ORDER BY a.survey_version_id, a.file_name
+            """, [.text(surveyId), .text(orgId)]) {
+            let a = try VersionAttachmentRecord(row: row)
+            found[a.surveyVersionId, default: []].append(a)
+        }
+        return found
+    }
+
     /// The format and type of each version of a survey that was published from a file (by
     /// version id), without the bytes: versions published as JSON are not there.
     public func versionSourceSummaries(orgId: String, surveyId: String) throws -> [String: VersionSourceSummary] {
