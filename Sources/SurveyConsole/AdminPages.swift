@@ -225,6 +225,7 @@ struct AdminPages: Sendable {
         let v = visit.visitor, orgId = visit.orgId
         let (survey, versions) = try operations.visibleSurvey(surveyId, of: orgId, by: try visit.member())
         let sources = try operations.visibleVersionSources(ofSurvey: surveyId, of: orgId, by: try visit.member())
+        let attachments = try operations.visibleVersionAttachments(ofSurvey: surveyId, of: orgId, by: try visit.member())
         var f = frame
         f.title = survey.title
         let base = "/console/orgs/\(orgId)/surveys/\(surveyId)"
@@ -239,7 +240,8 @@ struct AdminPages: Sendable {
                 "number": .text(String(version.number)), "created": .text(Pages.time(version.createdAt)), "versionId": .text(version.surveyVersionId),
                 "contentHash": .text(version.contentHash), "latest": .flag(version.number == newestFirst.first?.number),
             ]
-            item.merge(Self.versionFiles(version, source: sources[version.surveyVersionId], orgId: orgId)) { _, new in new }
+            item.merge(Self.versionFiles(version, source: sources[version.surveyVersionId], attachments: attachments[version.surveyVersionId] ?? [],
+                                         orgId: orgId)) { _, new in new }
             if FormOutline.isFlat(definition) {
                 item["questions"] = .list(definition.questions.map(Self.questionRow))
             } else {
@@ -259,7 +261,8 @@ struct AdminPages: Sendable {
 
     /// What a version was published from, its downloads (the source; the XForm an app downloads,
     /// as uploaded, as pyxform made it, or written from a JSON definition) and pyxform's warnings.
-    private static func versionFiles(_ version: SurveyVersionRecord, source: VersionSourceSummary?, orgId: String) -> [String: TemplateValue] {
+    private static func versionFiles(_ version: SurveyVersionRecord, source: VersionSourceSummary?, attachments: [VersionAttachmentRecord],
+                                     orgId: String) -> [String: TemplateValue] {
         let files = "/console/orgs/\(orgId)/survey-versions/\(version.surveyVersionId)"
         let kind: String
         switch (source?.format, source.map(VersionFiles.fileExtension)) {
@@ -272,6 +275,10 @@ struct AdminPages: Sendable {
             "publishedFrom": .text(kind), "sourceUrl": .text(files + "/source"), "sourceLabel": .text("Download the \(sourceName)"),
             // A version published as an XForm: its source is its XForm.
             "xformUrl": .text(source?.format == FormSources.Format.xform.rawValue ? "" : files + "/xform"),
+            // The files its form names, each downloaded by its own name.
+            "attachments": .list(attachments.map { a in
+                ["name": .text(a.fileName), "url": .text(files + "/attachments/" + urlEncoded(a.fileName))]
+            }),
             "hasWarnings": .flag(!version.warnings.isEmpty),
             "warningCount": .text(version.warnings.count == 1 ? "1 warning" : "\(version.warnings.count) warnings"),
             "warnings": .list(version.warnings.map { ["warning": .text($0)] }),
@@ -302,17 +309,16 @@ struct AdminPages: Sendable {
                 guard let file = form.files["definition"], file.size > 0 else {
                     throw ApiError(.validationFailed, "Choose a definition file to publish.", errors: [FieldError(path: "definition", message: "no file")])
                 }
-                switch FormSources.format(ofFileNamed: file.fileName, contentType: file.contentType) {
-                case .xlsform:
-                    return try operations.forms.definition(fromXLSForm: try file.bytes(), contentType: file.contentType, fileName: file.fileName)
-                case .xform:
-                    return try FormSources.definition(fromXForm: try file.bytes())
-                case .json:
-                    try operations.limits.checkJSONDefinition(bytes: file.size)
-                    do { return FormSources.Published(definition: try JSONParser.parse(try file.bytes())) } catch {
-                        throw ApiError(.validationFailed, "The file is not valid JSON: \(error).", errors: [FieldError(path: "definition", message: "not JSON")])
-                    }
+                guard file.size <= operations.limits.maxFormBytes else {
+                    throw ApiError(.payloadTooLarge, "The form file is \(file.size) bytes; the limit is \(operations.limits.maxFormBytes).")
                 }
+                // The files the form names, chosen beside it (a browser sends an empty part when none is).
+                let files = form.fileParts.filter { $0.name == "files" && !$0.file.fileName.isEmpty }.map { part in
+                    FormUpload.SentFile(fileName: part.file.fileName, declaredType: part.file.contentType, size: part.file.size) { try part.file.read($0) }
+                }
+                let upload = FormUpload(format: FormSources.format(ofFileNamed: file.fileName, contentType: file.contentType), form: try file.bytes(),
+                                        contentType: file.contentType, fileName: file.fileName, files: files, isBareDefinition: true)
+                return try operations.forms.published(upload, limits: operations.limits, blobs: operations.blobs)
             }.unkeyed()
             return Pages.redirect("/console/orgs/\(orgId)/surveys/\(surveyId)?published=\(version.number)")
         } catch let e as ApiError where [.validationFailed, .subscriptionExpired, .payloadTooLarge].contains(e.code) {
@@ -325,6 +331,7 @@ struct AdminPages: Sendable {
                 switch error.path {
                 case "xlsform": "In the XLSForm: \(error.message)"
                 case "xform": "In the XForm: \(error.message)"
+                case let path where path.hasPrefix("attachments."): error.message
                 default: "\(error.path): \(error.message)"
                 }
             }

@@ -50,6 +50,7 @@ public struct Console: Sendable {
         let versionFiles = VersionFiles(console: self)
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/source", anyMember, versionFiles.source)
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/xform", anyMember, versionFiles.xform)
+        page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/attachments/{fileName}", anyMember, versionFiles.attachment)
         let admin = AdminPages(console: self)
         let admins = Access.member(anyOf: [.admin])
         page(&router, "GET", "/console/orgs/{orgId}/users", admins, admin.users)
@@ -63,9 +64,11 @@ public struct Console: Sendable {
         page(&router, "GET", "/console/orgs/{orgId}/surveys", admins, admin.surveys)
         page(&router, "POST", "/console/orgs/{orgId}/surveys", admins, admin.createSurvey)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}", admins, admin.survey)
-        // An XLSForm or XForm up to the server's form limit, with room for the form's other fields.
-        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/versions", admins,
-             formLimits: FormDecoder.Limits(maxBytes: operations.limits.maxFormBytes + (64 << 10)), admin.publish)
+        // An XLSForm or XForm up to the server's form limit, with the files it names up to the
+        // limit of a form upload, and room for the form's other fields.
+        var publishing = FormDecoder.Limits(maxBytes: operations.limits.maxFormUploadBytes + (64 << 10))
+        publishing.maxFiles = 1_000
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/versions", admins, formLimits: publishing, admitsFirst: true, admin.publish)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/exports", Exports.access, admin.exports)
         page(&router, "GET", "/console/orgs/{orgId}/tasks", admins, admin.tasks)
         page(&router, "POST", "/console/orgs/{orgId}/tasks", admins, admin.createTask)
@@ -106,10 +109,15 @@ public struct Console: Sendable {
     /// `access` exactly as the API admits a token. The operator's pages are not found for
     /// anyone else, rather than forbidden: a user has no reason to learn they exist.
     /// `formLimits`: a form that carries more than the default (a published XLSForm).
+    /// `admitsFirst`: a form that may be large (a version with its files) is taken only from a
+    /// signed-in person the page admits, checked before a byte of it goes to disk.
     public func page(_ router: inout Router, _ method: String, _ pattern: String, _ access: Access, runs execution: Router.Execution? = nil,
-                     formLimits: FormDecoder.Limits? = nil, _ handler: @escaping @Sendable (Visit, HTTPRequest) throws -> HTTPResponse) {
+                     formLimits: FormDecoder.Limits? = nil, admitsFirst: Bool = false,
+                     _ handler: @escaping @Sendable (Visit, HTTPRequest) throws -> HTTPResponse) {
         let console = self
-        router.add(method, pattern, access: access, form: method == "POST" ? formLimits ?? Self.formLimits : nil, runs: execution) { request in
+        let admit: (@Sendable (RequestHead) throws -> Void)? = admitsFirst ? { @Sendable head in try console.admitBeforeForm(head, access) } : nil
+        router.add(method, pattern, access: access, form: method == "POST" ? formLimits ?? Self.formLimits : nil, runs: execution,
+                   admit: admit) { request in
             do {
                 if method == "POST" { try console.checkOrigin(request) }
                 let (v, form) = method == "POST" ? try console.signedInForm(request) : (try console.signedIn(request), FormFields())
@@ -124,6 +132,17 @@ public struct Console: Sendable {
                 return console.failure(error, request)
             }
         }
+    }
+
+    /// The session a form's headers carry, admitted to `access` (its CSRF token and origin are
+    /// checked with the form, as for every page).
+    private func admitBeforeForm(_ head: RequestHead, _ access: Access) throws {
+        let id = head.header("cookie")?.split(separator: ";").lazy.map { $0.split(separator: "=", maxSplits: 1) }
+            .first { $0.count == 2 && $0[0].trimmingCharacters(in: .whitespaces) == Self.cookie }.map { $0[1].trimmingCharacters(in: .whitespaces) }
+        guard let id, let session = try operations.consoleSessions.session(id) else {
+            throw ApiError(.unauthenticated, "Sign in to the console first, then send the form again.")
+        }
+        _ = try operations.admit(session.caller, to: access, orgId: head.parameter("orgId"))
     }
 
     // MARK: sessions and forms

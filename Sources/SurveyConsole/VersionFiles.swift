@@ -27,6 +27,18 @@ struct VersionFiles: Sendable {
                              name: Self.fileName(survey.title, version.number, ext: "xml"))
     }
 
+    /// A file the version was published with, under its own name, streamed from its blob.
+    func attachment(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let a = try operations.visibleVersionAttachment(request.parameter("surveyVersionId"), fileName: request.parameter("fileName"),
+                                                        of: request.parameter("orgId"), by: try visit.member())
+        let name = String(a.fileName.unicodeScalars.filter { $0 != "\"" && $0.isASCII && $0.value >= 0x20 }.map(Character.init))
+        guard let r = HTTPResponse.storedFile(operations.blobs, sha256: a.sha256, size: a.size, headers: [
+            ("Content-Type", a.contentType), ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "private, no-store"),
+            ("Content-Security-Policy", "default-src 'none'; sandbox"), ("Content-Disposition", "attachment; filename=\"\(name)\""),
+        ]) else { throw ApiError(.storageUnavailable, "The file cannot be read now; try again.") }
+        return r
+    }
+
     /// The extension of a version's source file: `.xlsx`, `.xls` or `.xml`.
     static func fileExtension(of source: VersionSourceSummary) -> String {
         switch source.format {

@@ -15,6 +15,9 @@ public struct EvaluationContext {
     public var field: (String) -> Value
     /// `position()`, `position(..)`: the 1-based repeat instance.
     public var position: Int
+    /// `pulldata(...)` by slot (its index in `Expression.lookups`) and key; used when there is
+    /// no `source`. Nothing found is the empty string, as in ODK Collect.
+    public var lookup: (Int, Value) -> Value = { _, _ in .string("") }
 
     public init(reference: @escaping (String) -> Value, current: Value = .string(""),
                 field: @escaping (String) -> Value = { _ in .string("") }, position: Int = 0) {
@@ -38,4 +41,11 @@ public struct EvaluationContext {
 /// Answers `${id}` by slot: the index of the name in the evaluated expression's `references`.
 public protocol ReferenceSource: AnyObject {
     func value(ofReference slot: Int) -> Value
+    /// `pulldata(...)` by slot (its index in `Expression.lookups`) and key: the column's value in
+    /// the first row whose key column holds the key, else the empty string.
+    func value(ofLookup slot: Int, key: Value) -> Value
+}
+
+extension ReferenceSource {
+    public func value(ofLookup slot: Int, key: Value) -> Value { .string("") }
 }

@@ -112,6 +112,11 @@ struct Evaluator {
                 let text = stack.pop().asString
                 guard program.regexes.indices.contains(i) else { stack.push(.boolean(false)); break }
                 stack.push(.boolean(try match(program.regexes[i], text)))
+            case .lookup(let slot, let at):
+                offset = at
+                let key = stack.pop()
+                try charge(key.asString.utf8.count)
+                stack.push(bindings.lookup(slot, key: key))
             }
             pc += 1
         }
@@ -268,6 +273,8 @@ struct Evaluator {
 protocol Bindings {
     func reference(_ slot: Int, of program: Program) -> Value
     func field(_ index: Int, of program: Program) -> Value
+    /// `pulldata` by slot (its index in `Expression.lookups`) and key.
+    func lookup(_ slot: Int, key: Value) -> Value
 }
 
 extension EvaluationContext: Bindings {
@@ -279,6 +286,11 @@ extension EvaluationContext: Bindings {
     func field(_ index: Int, of program: Program) -> Value {
         program.fields.indices.contains(index) ? field(program.fields[index]) : .string("")
     }
+
+    func lookup(_ slot: Int, key: Value) -> Value {
+        if let source { return source.value(ofLookup: slot, key: key) }
+        return lookup(slot, key)
+    }
 }
 
 /// A source of references and no bare names (`Expression.evaluate(source:current:position:)`).
@@ -287,4 +299,5 @@ struct SourceBindings: Bindings {
 
     func reference(_ slot: Int, of program: Program) -> Value { source.value(ofReference: slot) }
     func field(_ index: Int, of program: Program) -> Value { .string("") }
+    func lookup(_ slot: Int, key: Value) -> Value { source.value(ofLookup: slot, key: key) }
 }

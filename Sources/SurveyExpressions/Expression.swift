@@ -12,6 +12,8 @@ public struct Expression: Sendable {
     public let references: [String]
     /// The bare names (in a `choiceFilter`, columns of the choice), each once, in order.
     public let fields: [String]
+    /// What its `pulldata` calls read, each once, in order (a lookup's slot is its index).
+    public let lookups: [Lookup]
     /// `.` appears (or a call that reads it implicitly: `string-length()`, `normalize-space()`).
     public let usesCurrent: Bool
     /// `position()` or `position(..)` appears.
@@ -40,6 +42,7 @@ public struct Expression: Sendable {
         self.source = source
         references = parser.references
         fields = parser.fields
+        lookups = parser.lookups
         usesCurrent = parser.usesCurrent
         usesPosition = parser.usesPosition
         momentCall = parser.momentCall.map { MomentCall(name: $0.name, offset: $0.offset) }

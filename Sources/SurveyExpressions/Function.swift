@@ -20,6 +20,8 @@ enum Function: String, CaseIterable, Sendable {
          formatDateTime = "format-date-time"
     // The moment and the device: never evaluated here.
     case today, now, random, uuid, once
+    // A value from a CSV file attached to the form (`Lookup`).
+    case pulldata
 
     static let byName: [String: Function] = {
         var map: [String: Function] = [:]
@@ -41,6 +43,7 @@ enum Function: String, CaseIterable, Sendable {
              .substringBefore, .substringAfter, .pow, .atan2, .formatDate, .formatDateTime:
             return (2, 2)
         case .if, .translate: return (3, 3)
+        case .pulldata: return (4, 4)
         case .round: return (1, 2)
         case .substr: return (2, 3)
         case .stringLength, .normalizeSpace, .position, .uuid: return (0, 1)

@@ -20,6 +20,9 @@ extension Evaluator {
         case .today, .now, .random, .uuid, .once:
             // Expression.evaluate refuses these before evaluating anything.
             throw ExpressionError("\(function.name)() depends on the moment and the device", offset: offset, kind: .dependsOnMoment)
+        case .pulldata:
+            // The parser makes every pulldata call a lookup; none reaches here.
+            return .string("")
         default:
             return try strict(function, a, b, c, count: count)
         }
@@ -233,7 +236,7 @@ extension Evaluator {
             return .string(out)
 
         // Handled by `call`.
-        case .if, .coalesce, .concat, .join, .min, .max, .today, .now, .random, .uuid, .once:
+        case .if, .coalesce, .concat, .join, .min, .max, .today, .now, .random, .uuid, .once, .pulldata:
             return .string("")
         }
     }

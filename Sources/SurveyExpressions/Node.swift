@@ -22,6 +22,9 @@ indirect enum Node: Sendable, Equatable {
     case call(Function, [Node], at: SourceOffset)
     /// `regex(subject, 'literal')`, its pattern compiled once at parse time.
     case regex(Node, pattern: String, program: RegexProgram, at: SourceOffset)
+    /// `pulldata('file', 'column', 'keyColumn', key)`, its file and columns literals, with its
+    /// slot: the index of the lookup in the expression's `lookups`.
+    case lookup(Lookup, key: Node, slot: Int, at: SourceOffset)
 
     /// Where a call was written, for the offset of an evaluation's error. Not part of what the
     /// node means, so any two are equal: the same expression written with other spacing is the
@@ -119,6 +122,14 @@ indirect enum Node: Sendable, Equatable {
             subject.write(to: &out, minimum: 0)
             out += ", "
             Node.literal(.string(pattern)).write(to: &out, minimum: 0)
+            out += ")"
+        case .lookup(let lookup, let key, _, _):
+            out += "pulldata("
+            for text in [lookup.file, lookup.column, lookup.keyColumn] {
+                Node.literal(.string(text)).write(to: &out, minimum: 0)
+                out += ", "
+            }
+            key.write(to: &out, minimum: 0)
             out += ")"
         }
         if parenthesize { out += ")" }

@@ -13,6 +13,9 @@ struct Parser {
     // What the expression names and uses, collected on the way.
     private(set) var references: [String] = []
     private(set) var fields: [String] = []
+    /// `pulldata` calls' files and columns, each once, in order of first appearance.
+    private(set) var lookups: [Lookup] = []
+    private var seenLookups: [Lookup: Int] = [:]
     /// Each name's slot: its index in `references`.
     private var seenReferences: [String: Int] = [:]
     private var seenFields: Set<String> = []
@@ -257,6 +260,21 @@ struct Parser {
             momentCall = (function.name, nameToken.offset)
         }
         let at = Node.SourceOffset(value: nameToken.offset)
+        if function == .pulldata {
+            // The file and columns are known when the form is published, so they must be written out.
+            guard args.count == 4, case .literal(.string(let file)) = args[0], case .literal(.string(let column)) = args[1],
+                  case .literal(.string(let keyColumn)) = args[2] else { throw failure(.lookupNames, nameToken) }
+            let lookup = Lookup(file: file, column: column, keyColumn: keyColumn)
+            let slot: Int
+            if let known = seenLookups[lookup] {
+                slot = known
+            } else {
+                slot = lookups.count
+                lookups.append(lookup)
+                seenLookups[lookup] = slot
+            }
+            return .lookup(lookup, key: args[3], slot: slot, at: at)
+        }
         if function == .regex, args.count == 2, case .literal(.string(let pattern)) = args[1] {
             // Compiled once here; a pattern that does not compile is the definition's error.
             do {
@@ -272,7 +290,7 @@ struct Parser {
 
     private enum Problem {
         case empty, strayClose, expectedOperator, expectedOperand, expectedClose, neverClosed, tooDeep
-        case parentOutsidePosition, leadingStar, positionArgument
+        case parentOutsidePosition, leadingStar, positionArgument, lookupNames
         case unknownFunction(String)
         case arity(Function, Int)
         case regex(RegexError)
@@ -305,6 +323,8 @@ struct Parser {
             return ExpressionError("unexpected '*' at offset \(at); a multiplication needs a left operand", offset: at)
         case .positionArgument:
             return ExpressionError("position() takes no argument or '..'", offset: at)
+        case .lookupNames:
+            return ExpressionError("pulldata() takes its file and columns as quoted text: pulldata('file', 'column', 'key column', key)", offset: at)
         case .unknownFunction(let name):
             return ExpressionError("unknown function '\(name)'", offset: at)
         case .arity(let function, let count):

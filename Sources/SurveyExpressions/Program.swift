@@ -33,6 +33,8 @@ struct Program: Sendable {
         case variadic(Function, count: Int, at: Int)
         /// `regex(subject, 'literal')`: the pattern compiled at parse time, `regexes[i]`.
         case regex(Int, at: Int)
+        /// `pulldata`: pops the key, pushes the value the caller looks up for this slot.
+        case lookup(Int, at: Int)
     }
 
     let code: [Instruction]
@@ -77,7 +79,7 @@ struct Program: Sendable {
             code.append(instruction)
             switch instruction {
             case .push, .pushNumber, .reference, .field, .current: depth += 1
-            case .negate, .toBoolean, .jump, .regex: break
+            case .negate, .toBoolean, .jump, .regex, .lookup: break
             case .binary, .shortCircuit, .jumpUnless, .keepUnlessEmpty: depth -= 1
             case .call(_, let count, _): depth += 1 - Swift.min(count, 3)
             case .variadic(_, let count, _): depth += 1 - count
@@ -118,6 +120,9 @@ struct Program: Sendable {
                 emit(subject)
                 regexes.append(program)
                 add(.regex(regexes.count - 1, at: at.value))
+            case .lookup(_, let key, let slot, let at):
+                emit(key)
+                add(.lookup(slot, at: at.value))
             }
         }
 

@@ -6,14 +6,14 @@ struct AnswerRules: Sendable, Equatable {
     let maxLength: Int?
     let minimum: Double?
     let maximum: Double?
-    let choices: [String]
+    let choices: ChoiceIndex
 
     init(_ question: Question) {
         type = question.type
         maxLength = question.maxLength
         minimum = question.minimum
         maximum = question.maximum
-        choices = question.choices
+        choices = question.choiceIndex
     }
 
     /// Why `value` is not an acceptable answer with `required` as the question's logic decided

@@ -35,6 +35,8 @@ final class FormCheck: ReferenceSource {
     /// Where the expression being evaluated is: its object and bound references.
     @exclusivity(unchecked) private var evaluatingInstance = 0
     @exclusivity(unchecked) private var evaluatingLinks: Range<Int> = 0..<0
+    /// The lookups (`pulldata`) of the expression being evaluated, by slot.
+    @exclusivity(unchecked) private var evaluatingLookups: [FormStructure.BoundLookup?] = []
 
     enum Relevance { case yes, no, unknown }
 
@@ -255,6 +257,7 @@ final class FormCheck: ReferenceSource {
         // reference only reads answers.
         evaluatingInstance = x
         evaluatingLinks = logic.links
+        evaluatingLookups = logic.lookups
         let position = instances[x].depth == 0 ? 0 : instances[x].index + 1
         guard let field else { return (try? logic.expression.evaluate(source: self, current: current, position: position)) ?? .string("") }
         let context = EvaluationContext(source: self, current: current, field: field, position: position)
@@ -267,6 +270,12 @@ final class FormCheck: ReferenceSource {
         guard structure.entries.indices.contains(link.target) else { return .string("") }
         let base = ancestor(evaluatingInstance, depth: link.shared)
         return link.many ? list(link.target, below: base, shared: link.shared) : value(link.target, base)
+    }
+
+    /// `pulldata`: the bound table's value for the key (a number key as its text, `5` not `5.0`).
+    func value(ofLookup slot: Int, key: Value) -> Value {
+        guard evaluatingLookups.indices.contains(slot), let bound = evaluatingLookups[slot] else { return .string("") }
+        return .string(bound.table.value(column: bound.column, keyColumn: bound.keyColumn, key: key.asString))
     }
 
     /// Entry `target` read from object `base` that does not hold it: the list of its answers in
@@ -425,7 +434,8 @@ final class FormCheck: ReferenceSource {
         if let filter = entry.choiceFilter, let q = entry.question {
             let chosen = type == .selectOne ? [answer.stringValue ?? ""] : (answer.arrayValue ?? []).compactMap(\.stringValue)
             for name in chosen {
-                guard let choice = q.options.first(where: { $0.name == name }) else { continue }
+                guard let at = q.choiceIndex.position(of: name), q.options.indices.contains(at) else { continue }
+                let choice = q.options[at]
                 let field: (String) -> Value = { column in
                     column == "name" ? .string(choice.name) : .string(choice.columns[column] ?? choice.label?.text(in: nil) ?? "")
                 }

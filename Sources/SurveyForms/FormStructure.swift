@@ -63,11 +63,18 @@ struct FormStructure: Sendable, Equatable {
         /// Its links, by reference slot, in `FormStructure.links` (one array for the form: a
         /// check that points at a range retains nothing).
         let links: Range<Int>
+        /// The table and columns of each lookup slot (`pulldata`); nil for a file or column the
+        /// definition lacks (such a definition is refused).
+        let lookups: [BoundLookup?]
         let dependsOnMoment: Bool
 
-        init(_ logic: Logic, links: Range<Int>) {
+        init(_ logic: Logic, links: Range<Int>, tables: [String: LookupTable]) {
             expression = logic.expression
             self.links = links
+            lookups = logic.expression.lookups.map { l in
+                guard let table = tables[l.fileName], let column = table.columnIndex[l.column], let key = table.columnIndex[l.keyColumn] else { return nil }
+                return BoundLookup(table: table, column: column, keyColumn: key)
+            }
             dependsOnMoment = logic.dependsOnMoment
         }
     }
@@ -128,6 +135,13 @@ struct FormStructure: Sendable, Equatable {
         }
     }
 
+    /// A `pulldata` call bound to its table's columns.
+    struct BoundLookup: Sendable {
+        let table: LookupTable
+        let column: Int
+        let keyColumn: Int
+    }
+
     let entries: [Entry]
     let indexById: [String: Int]
     /// The language the server's messages use (a constraint's message).
@@ -157,7 +171,8 @@ struct FormStructure: Sendable, Equatable {
 
     static func == (a: FormStructure, b: FormStructure) -> Bool { a.entries == b.entries }
 
-    static func build(_ nodes: [FormNode], path: String, defaultLanguage: String?) -> (structure: FormStructure?, errors: [FieldError]) {
+    static func build(_ nodes: [FormNode], path: String, defaultLanguage: String?,
+                      tables: [String: LookupTable] = [:]) -> (structure: FormStructure?, errors: [FieldError]) {
         // Iterative walk in document order: (node, parent, repeats, path).
         var placed: [(node: FormNode, parent: Int?, repeats: [Int], path: String)] = []
         var stack: [(FormNode, Int?, [Int], String)] = nodes.enumerated().reversed().map { ($1, nil, [], "\(path).questions[\($0)]") }
@@ -177,7 +192,7 @@ struct FormStructure: Sendable, Equatable {
             Entry(node: p.node, parent: p.parent, repeats: p.repeats, path: p.path) { logic in
                 let start = links.count
                 links += logic.expression.references.map { Link(from: p.repeats, to: indexById[$0] ?? -1, placed: shapes) }
-                return BoundLogic(logic, links: start..<links.count)
+                return BoundLogic(logic, links: start..<links.count, tables: tables)
             }
         }
 
@@ -197,6 +212,15 @@ struct FormStructure: Sendable, Equatable {
                 }
                 if let field = logic.expression.fields.first, context != .choice {
                     errors.append(FieldError(path: at, message: "`\(field)` is a bare name; refer to a question as ${\(field)}"))
+                }
+                for lookup in logic.expression.lookups {
+                    guard let table = tables[lookup.fileName] else {
+                        errors.append(FieldError(path: at, message: "pulldata reads \(lookup.fileName), which is not attached to the form"))
+                        continue
+                    }
+                    for column in [lookup.column, lookup.keyColumn] where table.columnIndex[column] == nil {
+                        errors.append(FieldError(path: at, message: "pulldata reads the column \(column) of \(lookup.fileName), which has no such column"))
+                    }
                 }
             }
             if let parent = e.parent { edges[i].append(parent) }

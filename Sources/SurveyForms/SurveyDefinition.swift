@@ -84,6 +84,8 @@ public struct Question: Sendable, Equatable {
     public let choices: [String]
     /// The same choices with their labels and extra columns.
     public let options: [Choice]
+    /// The choices by name, for a check that costs the same however many there are.
+    public let choiceIndex: ChoiceIndex
     /// `file`: accepted MIME types, lowercased; `type/*` and `*/*` act as wildcards.
     public let accept: [String]
     /// `file`: the largest file this question takes (the server's own limit still applies).
@@ -134,6 +136,9 @@ private struct DefinitionChecker {
     /// Every id seen so far, anywhere in the tree: ids are unique across the whole definition.
     var seenIds: Set<String> = []
     var choiceLists: [String: [Choice]] = [:]
+    var choiceIndexes: [String: ChoiceIndex] = [:]
+    /// `lookupTables`: the CSV files `pulldata` reads, as columns and rows.
+    var lookupTables: [String: (columns: [String], rows: [[String]])] = [:]
     var languages: [String] = []
     /// Whether any node needs the version-2 reading (structure or logic).
     var needsStructure = false
@@ -155,12 +160,18 @@ private struct DefinitionChecker {
         if let formId, formId.isEmpty || formId.utf8.count > 255 { fail("\(path).formId", "must be 1-255 characters") }
         if let lists = object["choiceLists"], !lists.isNull {
             if let o = lists.objectValue {
-                for key in o.keys.sorted() { choiceLists[key] = choices(o[key] ?? .null, "\(path).choiceLists.\(key)") }
+                for key in o.keys.sorted() {
+                    let list = choices(o[key] ?? .null, "\(path).choiceLists.\(key)")
+                    choiceLists[key] = list
+                    choiceIndexes[key] = ChoiceIndex(list)
+                }
             } else {
                 fail("\(path).choiceLists", "must be an object of choice lists")
             }
             needsStructure = true
         }
+
+        if let tables = object[FormAttachments.lookupTablesKey], !tables.isNull { lookupTables(tables, "\(path).\(FormAttachments.lookupTablesKey)") }
 
         var nodes: [FormNode] = []
         var allValid = true
@@ -178,13 +189,54 @@ private struct DefinitionChecker {
         guard errors.isEmpty, allValid, let title else { return nil }
         var structure: FormStructure?
         if needsStructure {
-            let built = FormStructure.build(nodes, path: path, defaultLanguage: defaultLanguage)
+            let built = FormStructure.build(nodes, path: path, defaultLanguage: defaultLanguage, tables: boundTables(nodes))
             errors += built.errors
             guard errors.isEmpty else { return nil }
             structure = built.structure
         }
         return SurveyDefinition(title: title, nodes: nodes, defaultLanguage: defaultLanguage, formId: formId,
                                 languages: languages, structure: structure)
+    }
+
+    /// `{"villages.csv": {"columns": [...], "rows": [[...], ...]}}`: every row as wide as the columns.
+    mutating func lookupTables(_ v: JSONValue, _ path: String) {
+        guard let o = v.objectValue else { fail(path, "must be an object of tables"); return }
+        needsStructure = true
+        for name in o.keys.sorted() {
+            let at = "\(path).\(name)"
+            guard let columns = o[name]?["columns"]?.arrayValue?.compactMap(\.stringValue), !columns.isEmpty,
+                  columns.count == o[name]?["columns"]?.arrayValue?.count else {
+                fail("\(at).columns", "must be a non-empty array of column names"); continue
+            }
+            guard let rows = o[name]?["rows"]?.arrayValue else { fail("\(at).rows", "must be an array of rows"); continue }
+            var table: [[String]] = []
+            table.reserveCapacity(rows.count)
+            for (r, row) in rows.enumerated() {
+                guard let fields = row.arrayValue, fields.count == columns.count else {
+                    fail("\(at).rows[\(r)]", "must be an array of \(columns.count) strings"); break
+                }
+                let texts = fields.compactMap(\.stringValue)
+                guard texts.count == columns.count else { fail("\(at).rows[\(r)]", "must be an array of \(columns.count) strings"); break }
+                table.append(texts)
+            }
+            lookupTables[name] = (columns, table)
+        }
+    }
+
+    /// The tables the nodes' `pulldata` calls read, each indexed by the key columns they name.
+    func boundTables(_ nodes: [FormNode]) -> [String: LookupTable] {
+        guard !lookupTables.isEmpty else { return [:] }
+        var keyColumns: [String: Set<String>] = [:]
+        var stack = nodes
+        while let n = stack.popLast() {
+            for (_, logic, _) in FormStructure.logic(of: n) {
+                for l in logic.expression.lookups { keyColumns[l.fileName, default: []].insert(l.keyColumn) }
+            }
+            stack += n.children
+        }
+        var out: [String: LookupTable] = [:]
+        for (name, t) in lookupTables { out[name] = LookupTable(columns: t.columns, rows: t.rows, keyColumns: keyColumns[name] ?? []) }
+        return out
     }
 
     /// A list of nodes; false when one of them is unusable.
@@ -368,6 +420,7 @@ private struct DefinitionChecker {
 
         var maxLength: Int?, minimum: Double?, maximum: Double?, maxBytes: Int?
         var options: [Choice] = [], accept: [String] = []
+        var index: ChoiceIndex?
         switch type {
         case .text:
             maxLength = positiveInt(q, "maxLength", path) ?? nil
@@ -380,8 +433,14 @@ private struct DefinitionChecker {
         case .selectOne, .selectMultiple:
             if let listName = q["choiceList"], !listName.isNull {
                 needsStructure = true
-                if let name = listName.stringValue, let list = choiceLists[name] { options = list }
-                else { fail("\(path).choiceList", "names no list of choiceLists") }
+                if let name = listName.stringValue, let list = choiceLists[name] {
+                    options = list
+                    index = choiceIndexes[name]
+                } else if let name = listName.stringValue, FormAttachments.isCSVName(name) {
+                    fail("\(path).choiceList", "names the file \(name), whose choices are read when it is attached to the version")
+                } else {
+                    fail("\(path).choiceList", "names no list of choiceLists")
+                }
             } else if let v = required(q, "choices", path) {
                 options = choices(v, "\(path).choices")
             }
@@ -399,7 +458,7 @@ private struct DefinitionChecker {
         guard errors.count == before, let id, let type, let labels = labels ?? nil else { return nil }
         return Question(id: id, type: type, label: labels.text(in: defaultLanguage), labels: labels, hint: hint ?? nil, required: isRequired,
                         maxLength: maxLength, minimum: minimum, maximum: maximum, choices: options.map(\.name), options: options,
-                        accept: accept, maxBytes: maxBytes, logic: logic, appearance: appearance)
+                        choiceIndex: index ?? ChoiceIndex(options), accept: accept, maxBytes: maxBytes, logic: logic, appearance: appearance)
     }
 
     mutating func bound(_ q: [String: JSONValue], _ key: String, _ path: String, integral: Bool) -> Double? {

@@ -3,6 +3,8 @@
 public struct FormFields: Sendable {
     public private(set) var pairs: [(name: String, value: String)] = []
     public private(set) var files: [String: FormFile] = [:]
+    /// Every file part in the order sent, with its field name (two parts may share a name).
+    public private(set) var fileParts: [(name: String, file: FormFile)] = []
 
     public init() {}
 
@@ -10,5 +12,8 @@ public struct FormFields: Sendable {
     public func all(_ name: String) -> [String] { pairs.filter { $0.name == name }.map(\.value) }
 
     mutating func append(_ name: String, _ value: String) { pairs.append((name, value)) }
-    mutating func attach(_ name: String, _ file: FormFile) { files[name] = file }
+    mutating func attach(_ name: String, _ file: FormFile) {
+        files[name] = file
+        fileParts.append((name, file))
+    }
 }

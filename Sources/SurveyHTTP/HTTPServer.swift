@@ -246,11 +246,17 @@ public final class HTTPServer: @unchecked Sendable {
                     return .answerNow(.refusal(error, mapped: errorMapper, headers: close))
                 }
             }
-            let limit = route.bodyLimit ?? configuration.maxBodyBytes
+            let asForm = route.form != nil && (!route.formOnlyIfMultipart || Router.isMultipartForm(headers["content-type"]))
+            let limit = asForm ? (route.form?.maxBytes ?? configuration.maxBodyBytes) : (route.bodyLimit ?? configuration.maxBodyBytes)
             if let len = headers["content-length"].flatMap(Int.init), len > limit {
                 return .answerNow(router.refusal(ApiError(.payloadTooLarge, "The body is \(len) bytes; the limit is \(limit)."), path: path, headers: close))
             }
-            guard let limits = route.form else { return .receive(route, params, ExchangeState(.receiving(.buffer([], limit: limit)))) }
+            guard asForm, let limits = route.form else { return .receive(route, params, ExchangeState(.receiving(.buffer([], limit: limit)))) }
+            if let admit = route.admitsFirst {
+                do { try admit(head(route, params)) } catch {
+                    return .answerNow(router.refusal(errorMapper(error), path: path, headers: close))
+                }
+            }
             guard let connection else {
                 return .answerNow(router.refusal(ApiError.malformed("Forms are decoded only from the wire."), path: path))
             }

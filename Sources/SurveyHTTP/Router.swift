@@ -35,6 +35,11 @@ public struct Router: Sendable {
         let opener: SinkOpener?
         /// A form route: the body is decoded as it streams in, within these limits.
         let form: FormDecoder.Limits?
+        /// The body is a form only when it is `multipart/form-data`; any other is buffered up to `bodyLimit`.
+        let formOnlyIfMultipart: Bool
+        /// Checked once the headers are in, before a byte of a form's body is taken: a caller the
+        /// route would refuse sends no file to disk.
+        var admitsFirst: (@Sendable (RequestHead) throws -> Void)? = nil
         let execution: Execution
         /// The handler reads `RequestHead.clientAddress` (asked of libmicrohttpd only then).
         let needsClientAddress: Bool
@@ -77,12 +82,31 @@ public struct Router: Sendable {
     /// `request.form` within these limits; any other body is refused.
     /// Every route declares who may call it (`access`, the door's own declaration, which the door's
     /// registration checks before `handler` runs): there is no route without one.
+    /// `admit` (a form route) runs once the headers are in, before the form's body is read.
     public mutating func add(_ method: String, _ pattern: String, access: some CustomStringConvertible & Sendable, bodyLimit: Int? = nil,
                              form: FormDecoder.Limits? = nil, runs execution: Execution? = nil, needsClientAddress: Bool = false,
-                             _ handler: @escaping Handler) {
+                             admit: (@Sendable (RequestHead) throws -> Void)? = nil, _ handler: @escaping Handler) {
         routes.append(Route(method: method, pattern: pattern, access: access.description, segments: Self.patternSegments(pattern), bodyLimit: form?.maxBytes ?? bodyLimit,
-                            opener: nil, form: form, execution: execution ?? Self.defaultExecution(method), needsClientAddress: needsClientAddress,
-                            handler: handler))
+                            opener: nil, form: form, formOnlyIfMultipart: false, admitsFirst: admit, execution: execution ?? Self.defaultExecution(method),
+                            needsClientAddress: needsClientAddress, handler: handler))
+    }
+
+    /// A route whose body is either buffered (up to `bodyLimit`) or, when it is
+    /// `multipart/form-data`, a form decoded as it streams in (`request.form`) within `multipart`.
+    /// `admit` runs once the headers are in, before a form's body is read (a refusal is answered at once).
+    public mutating func add(_ method: String, _ pattern: String, access: some CustomStringConvertible & Sendable, bodyLimit: Int?,
+                             multipart: FormDecoder.Limits, runs execution: Execution? = nil, admit: (@Sendable (RequestHead) throws -> Void)? = nil,
+                             _ handler: @escaping Handler) {
+        routes.append(Route(method: method, pattern: pattern, access: access.description, segments: Self.patternSegments(pattern), bodyLimit: bodyLimit,
+                            opener: nil, form: multipart, formOnlyIfMultipart: true, admitsFirst: admit, execution: execution ?? Self.defaultExecution(method),
+                            needsClientAddress: false, handler: handler))
+    }
+
+    /// Whether a Content-Type is `multipart/form-data` (parameters ignored).
+    public static func isMultipartForm(_ contentType: String?) -> Bool {
+        guard let type = contentType?.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first else { return false }
+        let trimmed = type.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()
+        return String(trimmed).lowercased() == "multipart/form-data"
     }
 
     /// A streaming route: the body goes to the sink `opener` returns (on the polling thread: it
@@ -90,7 +114,7 @@ public struct Router: Sendable {
     public mutating func add(_ method: String, _ pattern: String, access: some CustomStringConvertible & Sendable,
                              streamingTo opener: @escaping SinkOpener, _ handler: @escaping Handler) {
         routes.append(Route(method: method, pattern: pattern, access: access.description, segments: Self.patternSegments(pattern), bodyLimit: nil,
-                            opener: opener, form: nil, execution: .blocking, needsClientAddress: false, handler: handler))
+                            opener: opener, form: nil, formOnlyIfMultipart: false, execution: .blocking, needsClientAddress: false, handler: handler))
     }
 
     /// Every route with its declared access, in registration order (for tests and the docs).

@@ -22,6 +22,11 @@ public final class DefinitionCache: Sendable {
         return d
     }
 
+    /// A definition parsed when its version was published.
+    func remember(_ definition: SurveyDefinition, of surveyVersionId: String) {
+        definitions.withLock { $0[surveyVersionId] = definition }
+    }
+
     /// The organization's version `surveyVersionId`, or nil — also for another organization's id,
     /// which the caller answers with the 404 of nothing.
     public func published(orgId: String, surveyVersionId: String, database: Database) throws -> Published? {

@@ -12,14 +12,27 @@ public struct FormSources: Sendable {
 
     public let converter: XLSFormConverter
 
-    /// A definition to publish, with the file it came from when that was not JSON.
+    /// A definition to publish, with the file it came from when that was not JSON, and the files
+    /// its form names, staged for the version's transaction.
     public struct Published: Sendable {
         public let definition: JSONValue
         public let source: VersionSourceRecord?
+        public let attachments: [FormUpload.Staged]
+        /// The definition as parsed already, when the reading checked it.
+        let parsed: SurveyDefinition?
 
-        public init(definition: JSONValue, source: VersionSourceRecord? = nil) {
+        public init(definition: JSONValue, source: VersionSourceRecord? = nil, attachments: [FormUpload.Staged] = []) {
             self.definition = definition
             self.source = source
+            self.attachments = attachments
+            parsed = nil
+        }
+
+        init(definition: JSONValue, source: VersionSourceRecord?, attachments: [FormUpload.Staged], parsed: SurveyDefinition?) {
+            self.definition = definition
+            self.source = source
+            self.attachments = attachments
+            self.parsed = parsed
         }
     }
 
@@ -55,6 +68,19 @@ public struct FormSources: Sendable {
     /// kept in its source: 422 / 1002 at `xlsform` with pyxform's own message, 415 / 1010 when
     /// this server cannot convert one.
     public func definition(fromXLSForm bytes: [UInt8], contentType: String?, fileName: String = "") throws -> Published {
+        let converted = try xform(fromXLSForm: bytes, contentType: contentType, fileName: fileName)
+        do {
+            return Published(definition: try XFormReader.definition(from: converted.xform), source: converted)
+        } catch {
+            throw ApiError(.validationFailed, "The XLSForm converts into a form surveyd does not carry.",
+                           errors: [FieldError(path: "xlsform", message: error.message)])
+        }
+    }
+
+    /// An XLSForm converted by pyxform: the source a version keeps (the XLSForm, pyxform's XForm
+    /// and warnings). 422 / 1002 at `xlsform` with pyxform's own message, 415 / 1010 when this
+    /// server cannot convert one.
+    func xform(fromXLSForm bytes: [UInt8], contentType: String?, fileName: String) throws -> VersionSourceRecord {
         let isXLS = (contentType ?? "").lowercased().hasPrefix(Self.xlsType) || fileName.lowercased().hasSuffix(".xls")
         let conversion: XLSFormConverter.Conversion
         do {
@@ -67,14 +93,8 @@ public struct FormSources: Sendable {
                 throw ApiError(.unsupportedFileType, "This server cannot convert XLSForms: \(message).")
             }
         }
-        do {
-            return Published(definition: try XFormReader.definition(from: conversion.xform),
-                             source: VersionSourceRecord(format: Format.xlsform.rawValue, contentType: isXLS ? Self.xlsType : Self.xlsxType,
-                                                         source: bytes, xform: conversion.xform, warnings: conversion.warnings))
-        } catch {
-            throw ApiError(.validationFailed, "The XLSForm converts into a form surveyd does not carry.",
-                           errors: [FieldError(path: "xlsform", message: error.message)])
-        }
+        return VersionSourceRecord(format: Format.xlsform.rawValue, contentType: isXLS ? Self.xlsType : Self.xlsxType,
+                                   source: bytes, xform: conversion.xform, warnings: conversion.warnings)
     }
 
     /// The definition an XForm holds: 422 / 1002 at `xform`, naming what surveyd does not carry.

@@ -33,6 +33,8 @@ public struct Operations: Sendable {
         public var maxJSONBodyBytes: Int = 1 << 20
         /// An XLSForm or XForm published as a version.
         public var maxFormBytes: Int = 10 << 20
+        /// A version published with its files (`multipart/form-data`): the form and every file.
+        public var maxFormUploadBytes: Int = 100 << 20
 
         /// A definition published as JSON keeps the JSON limit, through whichever door, though the
         /// publishing routes take bodies up to the form limit for XLSForms and XForms.

@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import SurveyDomain
 import SurveyStorage
 
@@ -33,20 +35,36 @@ public struct Surveys: Sendable {
         try operations.member(user, of: orgId, withAnyOf: [.admin])
         guard try operations.database.read({ try $0.survey(orgId: orgId, surveyId: surveyId) }) != nil else { throw ApiError.notFound() }
         let clock = operations.clock
-        return try operations.keyedWrite(orgId: orgId, caller: user.userId, target: surveyId, key: key, prepare: { () throws -> NewVersion in
+        let blobs = operations.blobs
+        // The staged files' temp names go once the write is over, whatever its outcome (after a
+        // commit the blobs are linked in place).
+        let staged = Mutex<[FormUpload.Staged]>([])
+        defer { for s in staged.withLock({ $0 }) { unlink(s.tempPath) } }
+        let parsedOnce = Mutex<SurveyDefinition?>(nil)
+        let outcome = try operations.keyedWrite(orgId: orgId, caller: user.userId, target: surveyId, key: key, prepare: { () throws -> NewVersion in
             let published = try definition()
+            staged.withLock { $0 = published.attachments }
             let definition = published.definition
+            let parsed: SurveyDefinition
             do {
-                _ = try SurveyDefinition.parse(definition)
+                parsed = try published.parsed ?? SurveyDefinition.parse(definition)
             } catch let e as ValidationErrors {
                 throw ApiError(.validationFailed, "The survey definition is not valid.", errors: e.errors)
             }
-            return NewVersion(contentHash: Self.contentHash(definition), definition: CanonicalJSON.string(definition),
-                              surveyVersionId: Ids.make("sv", nowMillis: clock.nowMillis()), source: published.source)
+            // Encoded once: its bytes are stored and hashed.
+            let canonical = CanonicalJSON.encode(definition)
+            parsedOnce.withLock { $0 = parsed }
+            return NewVersion(contentHash: "sha256:" + Digest.sha256Hex(canonical), definition: String(decoding: canonical, as: UTF8.self),
+                              surveyVersionId: Ids.make("sv", nowMillis: clock.nowMillis()), source: published.source,
+                              attachments: published.attachments, parsed: parsed)
         }, write: { p, tx in
             try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition,
-                                  source: p.source)
+                                  source: p.source, attachments: p.attachments.map { ($0.record(surveyVersionId: p.surveyVersionId), $0.tempPath) },
+                                  blobs: blobs)
         })
+        // The version's first submission finds its definition parsed.
+        if case .written(let v) = outcome, let parsed = parsedOnce.withLock({ $0 }) { operations.definitions.remember(parsed, of: v.surveyVersionId) }
+        return outcome
     }
 
     struct NewVersion: Sendable {
@@ -54,6 +72,9 @@ public struct Surveys: Sendable {
         let definition: String
         let surveyVersionId: String
         let source: VersionSourceRecord?
+        let attachments: [FormUpload.Staged]
+        /// Kept for the version's first submission (`DefinitionCache`).
+        let parsed: SurveyDefinition
     }
 
     /// `sha256:` + hex SHA-256 of the canonical JSON of the definition.

@@ -21,6 +21,8 @@ public struct VersionFiles: Sendable, Equatable {
     public let sourceSHA256: String
     /// nil when a JSON definition cannot be written as an XForm (`XFormWriter.Unwritable`).
     public let xform: XForm?
+    /// The files the version was published with, by name.
+    public let attachments: [VersionAttachmentRecord]
 
     /// `source` and `xform` of the version document.
     public var json: (source: JSONValue, xform: JSONValue) {
@@ -62,7 +64,7 @@ extension FormSources {
     }
 
     /// The version's `source` and `xform`, from its files.
-    public static func files(of version: SurveyVersionRecord, kept: VersionSourceRecord?) throws -> VersionFiles {
+    public static func files(of version: SurveyVersionRecord, kept: VersionSourceRecord?, attachments: [VersionAttachmentRecord] = []) throws -> VersionFiles {
         let source = try source(of: version, kept: kept).bytes
         guard let kept else {
             let definition = try JSONParser.parse(Array(version.definition.utf8))
@@ -71,11 +73,12 @@ extension FormSources {
                 VersionFiles.XForm(formId: definition["formId"]?.stringValue ?? version.surveyId, version: String(version.number),
                                    md5: Digest.md5Hex($0))
             }
-            return VersionFiles(sourceFormat: .json, sourceSHA256: Digest.sha256Hex(source), xform: xform)
+            return VersionFiles(sourceFormat: .json, sourceSHA256: Digest.sha256Hex(source), xform: xform, attachments: attachments)
         }
         let identity = try? XFormReader.identity(from: kept.xform)
         return VersionFiles(sourceFormat: Format(rawValue: kept.format) ?? .xform, sourceSHA256: Digest.sha256Hex(source),
-                            xform: VersionFiles.XForm(formId: identity?.formId, version: identity?.version, md5: Digest.md5Hex(kept.xform)))
+                            xform: VersionFiles.XForm(formId: identity?.formId, version: identity?.version, md5: Digest.md5Hex(kept.xform)),
+                            attachments: attachments)
     }
 }
 
@@ -91,9 +94,10 @@ public final class VersionFilesCache: Sendable {
         entries.withLock { $0[surveyVersionId] }
     }
 
-    func files(of version: SurveyVersionRecord, kept: () throws -> VersionSourceRecord?) throws -> VersionFiles {
+    func files(of version: SurveyVersionRecord, kept: () throws -> (VersionSourceRecord?, [VersionAttachmentRecord])) throws -> VersionFiles {
         if let hit = entries.withLock({ $0[version.surveyVersionId] }) { return hit }
-        let files = try FormSources.files(of: version, kept: try kept())
+        let (source, attachments) = try kept()
+        let files = try FormSources.files(of: version, kept: source, attachments: attachments)
         entries.withLock { $0[version.surveyVersionId] = files }
         return files
     }
@@ -103,13 +107,28 @@ extension Operations {
     /// The `source` and `xform` of a version's document, its kept files read from the store.
     public func versionFiles(of version: SurveyVersionRecord) throws -> VersionFiles {
         try versionFileCache.files(of: version) {
-            try database.read { try $0.versionSource(orgId: version.orgId, surveyVersionId: version.surveyVersionId) }
+            try database.read { db in
+                (try db.versionSource(orgId: version.orgId, surveyVersionId: version.surveyVersionId),
+                 try db.versionAttachments(orgId: version.orgId, surveyVersionId: version.surveyVersionId))
+            }
         }
+    }
+
+    /// A file a version was published with, for any member; another organization's, or a name
+    /// the version has not, is not found.
+    public func visibleVersionAttachment(_ surveyVersionId: String, fileName: String, of orgId: String, by user: UserRecord) throws -> VersionAttachmentRecord {
+        try member(user, of: orgId)
+        guard let found = try database.read({ try $0.versionAttachment(orgId: orgId, surveyVersionId: surveyVersionId, fileName: fileName) }) else {
+            throw ApiError.notFound()
+        }
+        return found
     }
 
     /// The same for a version whose kept files the caller has at hand (one it has just
     /// published: nil when that was JSON).
     public func versionFiles(of version: SurveyVersionRecord, kept: VersionSourceRecord?) throws -> VersionFiles {
-        try versionFileCache.files(of: version) { kept }
+        try versionFileCache.files(of: version) {
+            (kept, try database.read { try $0.versionAttachments(orgId: version.orgId, surveyVersionId: version.surveyVersionId) })
+        }
     }
 }

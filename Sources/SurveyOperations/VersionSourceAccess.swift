@@ -10,6 +10,12 @@ extension Operations {
         return try database.read { try $0.versionSourceSummaries(orgId: orgId, surveyId: surveyId) }
     }
 
+    /// The files each version of the survey was published with (by version id). Any member.
+    public func visibleVersionAttachments(ofSurvey surveyId: String, of orgId: String, by user: UserRecord) throws -> [String: [VersionAttachmentRecord]] {
+        try member(user, of: orgId)
+        return try database.read { try $0.versionAttachments(orgId: orgId, surveyId: surveyId) }
+    }
+
     /// A version with its survey (whose title names a downloaded file) and what it was published
     /// from (nil when it was JSON), for any member; another organization's is not found.
     public func visibleVersionFile(_ surveyVersionId: String, of orgId: String, by user: UserRecord)

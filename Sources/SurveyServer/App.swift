@@ -24,6 +24,8 @@ public final class App: Sendable {
         public var maxFileBytes: Int = 100 << 20
         /// An XLSForm or XForm published as a version (a JSON definition keeps `maxBodyBytes`).
         public var maxFormBytes: Int = 10 << 20
+        /// A version published with its files (the form and every file it names).
+        public var maxFormUploadBytes: Int = 100 << 20
         /// pyxform's `xls2xform`, which converts XLSForms (`--pyxform`); by default the one
         /// `scripts/setup.sh` installs in `.build/venv-forms` beside the build.
         public var pyxform: String = XLSFormConverter.installedBesideExecutable
@@ -80,6 +82,7 @@ public final class App: Sendable {
         var limits = Operations.Limits()
         limits.maxFileBytes = configuration.maxFileBytes
         limits.maxFormBytes = configuration.maxFormBytes
+        limits.maxFormUploadBytes = configuration.maxFormUploadBytes
         limits.maxJSONBodyBytes = configuration.maxBodyBytes
         limits.maxUnfinishedBytesPerCaller = configuration.maxUnfinishedUploadBytes
         limits.maxKeyedInFlight = configuration.maxKeyedInFlight

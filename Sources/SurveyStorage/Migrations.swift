@@ -487,6 +487,19 @@ enum Migrations {
         Migration("version-source-warnings", sql: """
         ALTER TABLE survey_version_sources ADD COLUMN warnings TEXT;
         """),
+        // The files a version's form names (media, CSV choice lists, pulldata's data), published
+        // with it and immutable with it; their bytes are blobs, content-addressed like uploads'.
+        Migration("version-attachments", sql: """
+        CREATE TABLE survey_version_attachments (
+            survey_version_id TEXT NOT NULL REFERENCES survey_versions(survey_version_id),
+            file_name TEXT NOT NULL, content_type TEXT NOT NULL, size INTEGER NOT NULL, sha256 TEXT NOT NULL, md5 TEXT NOT NULL,
+            PRIMARY KEY (survey_version_id, file_name));
+        """, postgres: """
+        CREATE TABLE survey_version_attachments (
+            survey_version_id TEXT NOT NULL REFERENCES survey_versions(survey_version_id),
+            file_name TEXT NOT NULL, content_type TEXT NOT NULL, size BIGINT NOT NULL, sha256 TEXT NOT NULL, md5 TEXT NOT NULL,
+            PRIMARY KEY (survey_version_id, file_name));
+        """),
     ]
 
 

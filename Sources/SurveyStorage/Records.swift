@@ -109,6 +109,34 @@ public struct VersionSourceRecord: Sendable, Equatable {
     }
 }
 
+/// A file a version's form names, published with it: its bytes are the blob `sha256`.
+public struct VersionAttachmentRecord: Sendable, Equatable {
+    public let surveyVersionId: String
+    public let fileName: String
+    public let contentType: String
+    public let size: Int64
+    /// Hex SHA-256 and MD5 of the bytes (MD5: what an OpenRosa manifest names a file by).
+    public let sha256: String
+    public let md5: String
+
+    public init(surveyVersionId: String, fileName: String, contentType: String, size: Int64, sha256: String, md5: String) {
+        self.surveyVersionId = surveyVersionId
+        self.fileName = fileName
+        self.contentType = contentType
+        self.size = size
+        self.sha256 = sha256
+        self.md5 = md5
+    }
+}
+
+extension VersionAttachmentRecord {
+    static let columns = "a.survey_version_id, a.file_name, a.content_type, a.size, a.sha256, a.md5"
+    init(row: Row) throws {
+        self.init(surveyVersionId: try row["survey_version_id"], fileName: try row["file_name"], contentType: try row["content_type"],
+                  size: try row["size"], sha256: try row["sha256"], md5: try row["md5"])
+    }
+}
+
 /// What the survey page needs to know of a version's source without its bytes.
 public struct VersionSourceSummary: Sendable, Equatable {
     public let format: String

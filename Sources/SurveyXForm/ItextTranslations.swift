@@ -1,8 +1,10 @@
 import SurveyForms
 
 /// The form's `itext` block: texts by id in each language, read into the definition's label
-/// objects keyed by language name. Media forms (image, audio, video) and guidance hints have no
-/// place in a definition, so a text that has one is refused when something uses it.
+/// objects keyed by language name, and the media a label shows (image, big-image, audio, video)
+/// into its `media`. Guidance hints and other forms have no place in a definition, so a text
+/// that has one is refused when something uses it. A block whose one translation is pyxform's
+/// `default` (an XLSForm without languages whose labels show media) reads as plain text.
 struct ItextTranslations {
     struct Entry {
         var plain: String?
@@ -49,17 +51,24 @@ struct ItextTranslations {
             }
         }
         if defaultLanguage == nil { defaultLanguage = languages.first }
+        if isPlain { defaultLanguage = nil }
     }
 
+    /// One translation, pyxform's `default`: the form has no languages.
+    var isPlain: Bool { languages == ["default"] }
+
+    /// The forms a label may show, as the definition's `media` names them.
+    static let mediaForms: Set<String> = ["image", "big-image", "audio", "video"]
+
     /// The label object of a text id, keyed by language; `what` names its user in a refusal.
-    func text(id: String, what: String) throws(XFormRefusal) -> JSONValue {
+    func text(id: String, what: String, allowsMedia: Bool = false) throws(XFormRefusal) -> JSONValue {
         guard let byLanguage = texts[id] else { throw XFormRefusal("\(what) names the text \(id), which no itext translation has") }
         var object: [String: JSONValue] = [:]
         for language in languages {
             guard let entry = byLanguage[language] else { continue }
-            if let media = entry.forms.first {
-                let kind = ["image", "big-image", "audio", "video"].contains(media.form) ? "media in its label (\(media.form): \(media.value))" : "a \(media.form) text"
-                throw XFormRefusal("\(what) has \(kind); surveyd's labels are text only")
+            if let media = entry.forms.first(where: { !allowsMedia || !Self.mediaForms.contains($0.form) }) {
+                let kind = Self.mediaForms.contains(media.form) ? "media (\(media.form): \(media.value))" : "a \(media.form) text"
+                throw XFormRefusal("\(what) has \(kind); surveyd shows media with labels only")
             }
             if entry.showsAnswer {
                 throw XFormRefusal("\(what) shows an answer inside its text (<output>); surveyd's labels are fixed text")
@@ -67,7 +76,36 @@ struct ItextTranslations {
             if let plain = entry.plain { object[language] = .string(plain) }
         }
         guard !object.isEmpty else { throw XFormRefusal("\(what) names the text \(id), which has no text in any language") }
+        if isPlain, let plain = object["default"] { return plain }
         return .object(object)
+    }
+
+    /// The media a label's text shows, as the definition's `media`: each form's file, or files
+    /// keyed by language when the form has languages; nil when it shows none.
+    func media(id: String, what: String) throws(XFormRefusal) -> JSONValue? {
+        guard let byLanguage = texts[id] else { return nil }
+        var media: [String: [String: JSONValue]] = [:]
+        for language in languages {
+            for (form, value) in byLanguage[language]?.forms ?? [] where Self.mediaForms.contains(form) {
+                guard let file = Self.fileName(value) else {
+                    throw XFormRefusal("\(what) shows \(value) as its \(form); surveyd reads media files the form carries (jr://images/…, jr://audio/…, jr://video/…)")
+                }
+                media[form, default: [:]][language] = .string(file)
+            }
+        }
+        guard !media.isEmpty else { return nil }
+        var out: [String: JSONValue] = [:]
+        for (form, files) in media { out[form] = isPlain ? (files["default"] ?? .null) : .object(files) }
+        return .object(out)
+    }
+
+    /// `jr://images/face.png` → `face.png`.
+    static func fileName(_ uri: String) -> String? {
+        for prefix in ["jr://images/", "jr://audio/", "jr://video/", "jr://file/"] where uri.hasPrefix(prefix) {
+            let name = String(uri.dropFirst(prefix.count))
+            return FormAttachments.isValidFileName(name) ? name : nil
+        }
+        return nil
     }
 
     /// A text that is the same in every language, read as the plain string it was written as

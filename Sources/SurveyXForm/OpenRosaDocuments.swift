@@ -9,9 +9,46 @@ public enum OpenRosaDocuments {
         /// Hex MD5 of the bytes at `downloadURL`.
         public let md5: String
         public let downloadURL: String
+        /// The form's manifest, for a form with attachments.
+        public let manifestURL: String?
 
-        public init(formId: String, name: String, version: String?, md5: String, downloadURL: String) {
+        public init(formId: String, name: String, version: String?, md5: String, downloadURL: String, manifestURL: String? = nil) {
             self.formId = formId; self.name = name; self.version = version; self.md5 = md5; self.downloadURL = downloadURL
+            self.manifestURL = manifestURL
+        }
+    }
+
+    /// One `<mediaFile>` of a manifest.
+    public struct MediaFile: Sendable {
+        public let fileName: String
+        /// Hex MD5 of the bytes at `downloadURL`.
+        public let md5: String
+        public let downloadURL: String
+
+        public init(fileName: String, md5: String, downloadURL: String) {
+            self.fileName = fileName; self.md5 = md5; self.downloadURL = downloadURL
+        }
+    }
+
+    /// `<manifest xmlns="http://openrosa.org/xforms/xformsManifest">`: the files a form's app
+    /// downloads with it, each by name, MD5 and absolute URL.
+    public static func manifest(_ files: [MediaFile]) throws(XFormRefusal) -> [UInt8] {
+        do throws(XMLTextWriter.Failure) {
+            let w = try XMLTextWriter()
+            try w.startDocument()
+            try w.startElement("manifest")
+            try w.attribute("xmlns", "http://openrosa.org/xforms/xformsManifest")
+            for file in files {
+                try w.startElement("mediaFile")
+                try w.element("filename", text: file.fileName)
+                try w.element("hash", text: "md5:" + file.md5)
+                try w.element("downloadUrl", text: file.downloadURL)
+                try w.endElement()
+            }
+            try w.endElement()
+            return try w.finish()
+        } catch {
+            throw XFormRefusal("the manifest could not be written: \(error.message)")
         }
     }
 
@@ -29,6 +66,7 @@ public enum OpenRosaDocuments {
                 if let version = form.version { try w.element("version", text: version) }
                 try w.element("hash", text: "md5:" + form.md5)
                 try w.element("downloadUrl", text: form.downloadURL)
+                if let manifest = form.manifestURL { try w.element("manifestUrl", text: manifest) }
                 try w.endElement()
             }
             try w.endElement()

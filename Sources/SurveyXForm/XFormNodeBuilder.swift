@@ -18,6 +18,10 @@ struct XFormNodeBuilder {
     private var choiceListShapes: [String: String] = [:]
     /// Instances read as a question's own choices (`surveyd:list="inline"`).
     private var inlineLists: Set<String> = []
+    /// Instances of CSV files whose rows are a question's choices.
+    private var fileLists: Set<String> = []
+    /// Instances of CSV files no question's choices come from, by id: what `pulldata` reads.
+    private(set) var dataFiles: [String: String] = [:]
 
     private static let bindAttributes: Set<String> = ["nodeset", "type", "required", "relevant", "constraint", "calculate", "readonly"]
     private static let bindJavaRosaAttributes: Set<String> = ["constraintMsg", "preload", "preloadParams"]
@@ -74,7 +78,10 @@ struct XFormNodeBuilder {
             throw XFormRefusal("the body's control for \(path) names no node of the primary instance")
         }
         for (id, instance) in secondary.sorted(by: { $0.key < $1.key }) where choiceLists[id] == nil {
-            if let src = instance.attribute("src") { throw attachment(src) }
+            if let src = instance.attribute("src") {
+                if !fileLists.contains(id) { dataFiles[id] = try csvFile(src, instance: id) }
+                continue
+            }
             // A choice list no question names, kept by XFormWriter: `name`, and `itextId` or `label`.
             switch instance.attribute(Surveyd.list, namespace: XMLNamespace.surveyd) {
             case "unused"?:
@@ -197,7 +204,10 @@ struct XFormNodeBuilder {
             if body.groups[path] != nil { usedBody.insert(path) }
         }
         if body.groups[path] != nil { usedBody.insert(path) }
-        if let label { node["label"] = try text(label, what: "the label of \(path)") }
+        if let label {
+            node["label"] = try text(label, what: "the label of \(path)", allowsMedia: true)
+            if let media = try media(label, what: "the label of \(path)") { node["media"] = media }
+        }
         if let bind {
             try logic(bind, path: path, into: &node, allowed: ["relevant"])
             try surveydAttributes(bind, path: path, into: &node)
@@ -272,7 +282,8 @@ struct XFormNodeBuilder {
             }
         }
         guard let labelElement else { throw XFormRefusal("\(path) has no label; every question of a definition has one") }
-        q["label"] = try text(labelElement, what: "the label of \(path)")
+        q["label"] = try text(labelElement, what: "the label of \(path)", allowsMedia: true)
+        if let media = try media(labelElement, what: "the label of \(path)") { q["media"] = media }
         if control.name == "select1" || control.name == "select" { try choices(of: control, path: path, into: &q) }
         let value = element.value
         if !value.isEmpty, q["type"] != "note" { q["default"] = .string(value) }
@@ -321,18 +332,25 @@ struct XFormNodeBuilder {
         }
     }
 
-    /// A label or hint: `jr:itext('id')` in every language, or its own text.
-    private func text(_ element: XMLElement, what: String) throws(XFormRefusal) -> JSONValue {
+    /// A label or hint: `jr:itext('id')` in every language, or its own text. Only a label may
+    /// show media (read by `media`).
+    private func text(_ element: XMLElement, what: String, allowsMedia: Bool = false) throws(XFormRefusal) -> JSONValue {
         if let ref = element.attribute("ref") {
             guard let id = ItextTranslations.reference(ref) else {
                 throw XFormRefusal("\(what) is \(ref); surveyd reads a label's text or jr:itext('...')")
             }
-            return try translations.text(id: id, what: what)
+            return try translations.text(id: id, what: what, allowsMedia: allowsMedia)
         }
         if let inner = element.children.first {
             throw XFormRefusal("\(what) holds <\(inner.displayName)>\(inner.name == "output" ? " (it shows an answer)" : ""); surveyd's labels are fixed text")
         }
         return .string(element.value)
+    }
+
+    /// The media a label shows (`jr:itext` values of form image, big-image, audio, video).
+    private func media(_ element: XMLElement, what: String) throws(XFormRefusal) -> JSONValue? {
+        guard let ref = element.attribute("ref"), let id = ItextTranslations.reference(ref) else { return nil }
+        return try translations.media(id: id, what: what)
     }
 
     /// What a bind says in surveyd's namespace (`Surveyd`): the definition's properties an XForm
@@ -391,7 +409,10 @@ struct XFormNodeBuilder {
                 case "unlabelled"?:
                     break
                 case nil, "plain"?:
-                    if let label = item.child("label") { choice["label"] = try text(label, what: "the label of the choice \(value) of \(path)") }
+                    if let label = item.child("label") {
+                        choice["label"] = try text(label, what: "the label of the choice \(value) of \(path)", allowsMedia: true)
+                        if let media = try media(label, what: "the label of the choice \(value) of \(path)") { choice["media"] = media }
+                    }
                 case let other?:
                     throw XFormRefusal("the choice \(value) of \(path) has surveyd:choice=\"\(other)\", which surveyd does not read")
                 }
@@ -407,9 +428,21 @@ struct XFormNodeBuilder {
         guard let instance = secondary[instanceId] else {
             throw XFormRefusal("the choices of \(path) come from instance('\(instanceId)'), which the XForm does not have")
         }
-        if let src = instance.attribute("src") { throw attachment(src) }
         let valueRef = itemset.child("value")?.attribute("ref")?.trimmingWhitespace() ?? ""
         let labelRef = itemset.child("label")?.attribute("ref")?.trimmingWhitespace() ?? ""
+        if let src = instance.attribute("src") {
+            // Choices from a CSV file the version carries: the list named after the file.
+            let file = try csvFile(src, instance: instanceId)
+            guard valueRef == "name", labelRef == "label" || labelRef.isEmpty else {
+                throw XFormRefusal("the choices of \(path) come from \(file) by its columns \(valueRef) and \(labelRef); surveyd reads a file's choices from its columns name and label")
+            }
+            fileLists.insert(instanceId)
+            q["choiceList"] = .string(file)
+            if let filter {
+                q["choiceFilter"] = .string(try translator.translate(filter, context: .choiceFilter(questionPath: path), what: "the choice filter of \(path)"))
+            }
+            return
+        }
         switch instance.attribute(Surveyd.list, namespace: XMLNamespace.surveyd) {
         case nil:
             break
@@ -466,7 +499,8 @@ struct XFormNodeBuilder {
                     if mark == "plain" {
                         choice["label"] = try translations.plainText(id: value, what: "the choice \(value) of instance('\(id)')")
                     } else {
-                        choice["label"] = try translations.text(id: value, what: "the choice \(value) of instance('\(id)')")
+                        choice["label"] = try translations.text(id: value, what: "the choice \(value) of instance('\(id)')", allowsMedia: true)
+                        if let media = try translations.media(id: value, what: "the choice \(value) of instance('\(id)')") { choice["media"] = media }
                     }
                 case labelRef: choice["label"] = .string(value)
                 case "name", "label": continue // pyxform writes both; only the referenced one counts
@@ -516,9 +550,17 @@ struct XFormNodeBuilder {
         return s.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" || $0 == "." }
     }
 
-    private func attachment(_ src: String) -> XFormRefusal {
-        let file = src.split(separator: "/").last.map(String.init) ?? src
-        let kind = src.hasPrefix("jr://file-csv/") ? "a CSV file" : "a file"
-        return XFormRefusal("the XForm names \(kind) of choices or data (\(file)); surveyd does not carry form attachments yet")
+    /// The file an external instance reads: a CSV file the version carries, named as its
+    /// instance (`instance('villages')` is `villages.csv`, as pyxform writes it), so that
+    /// `pulldata('villages', …)` names it too.
+    private func csvFile(_ src: String, instance id: String) throws(XFormRefusal) -> String {
+        let file = String(src.split(separator: "/").last ?? Substring(src))
+        guard src.hasPrefix("jr://file-csv/"), FormAttachments.isValidFileName(file), FormAttachments.isCSVName(file) else {
+            throw XFormRefusal("instance('\(id)') reads \(src); surveyd reads choices and data from CSV files the form carries (jr://file-csv/…), not XML or GeoJSON")
+        }
+        guard file.dropLast(4) == id else {
+            throw XFormRefusal("instance('\(id)') reads \(file); surveyd reads a file through the instance named after it (instance('\(file.dropLast(4))'))")
+        }
+        return file
     }
 }

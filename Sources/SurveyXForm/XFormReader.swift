@@ -5,7 +5,10 @@ import SurveyForms
 /// that names the construct surveyd does not carry. Nothing is dropped silently: every control
 /// and every bind becomes part of the definition, or the form is refused.
 public enum XFormReader {
-    public static func definition(from xml: [UInt8]) throws(XFormRefusal) -> JSONValue {
+    /// The definition an XForm maps to, the files it names still to be read into it: a list of
+    /// choices from a CSV file is `"choiceList": "villages.csv"`, `pulldata()` is kept, a label's
+    /// media is its `media`.
+    public static func unresolvedDefinition(from xml: [UInt8]) throws(XFormRefusal) -> JSONValue {
         let root = try XMLDocumentReader.parse(xml)
         try refuseEntities(root)
         guard root.name == "html", root.namespace == XMLNamespace.xhtml else {
@@ -50,16 +53,33 @@ public enum XFormReader {
         if let language = translations.defaultLanguage { definition["defaultLanguage"] = .string(language) }
         try readSurveydModel(model, into: &definition, translations: translations)
         let json = JSONValue.object(definition)
+        // A CSV file no question's choices come from is there for pulldata.
+        let named = Set(FormAttachments.named(in: json).map(\.fileName))
+        for (id, file) in builder.dataFiles.sorted(by: { $0.key < $1.key }) where !named.contains(file) {
+            throw XFormRefusal("instance('\(id)') reads \(file), yet no question's choices and no pulldata() read it")
+        }
+        return json
+    }
 
-        // What the reader writes must be a definition surveyd publishes; a rule the reader does not
-        // check itself (an unknown function, a cycle, nesting deeper than 16) is refused here.
+    /// An ODK XForm read into a definition: `unresolvedDefinition`, then `check`. A form that
+    /// names files (choices from a CSV file, pulldata) is refused here: its files are read into
+    /// the definition (`FormAttachments.resolve`) between the two.
+    public static func definition(from xml: [UInt8]) throws(XFormRefusal) -> JSONValue {
+        let json = try unresolvedDefinition(from: xml)
+        try check(json)
+        return json
+    }
+
+    /// What the reader writes must be a definition surveyd publishes; a rule the reader does not
+    /// check itself (an unknown function, a cycle, nesting deeper than 16) is refused here.
+    @discardableResult
+    public static func check(_ json: JSONValue) throws(XFormRefusal) -> SurveyDefinition {
         do {
-            _ = try SurveyDefinition.parse(json)
+            return try SurveyDefinition.parse(json)
         } catch {
             let problems = error.errors.prefix(5).map(\.description).joined(separator: "; ")
             throw XFormRefusal("the XForm reads into a definition that surveyd refuses: \(problems)")
         }
-        return json
     }
 
     /// What `XFormWriter` says on `model` of the definition it wrote: the properties the XForm

@@ -117,6 +117,8 @@ struct XFormPlan {
         let id: String
         var attributes: [(String, String)]
         var items: [(attributes: [(String, String)], columns: [Column])]
+        /// A CSV file the version carries (`src`), read by the app: no items of its own.
+        var file: String? = nil
     }
 
     var title = ""
@@ -131,10 +133,12 @@ struct XFormPlan {
     var lists: [ChoiceList] = []
 }
 
-/// Text ids in the order they were added, each with its text by language.
+/// Text ids in the order they were added, each with its text by language, and the media a
+/// label shows (`form` and file) by language.
 struct ItextTable {
     private(set) var ids: [String] = []
     private var values: [String: [String: String]] = [:]
+    private var media: [String: [String: [(form: String, file: String)]]] = [:]
 
     var isEmpty: Bool { ids.isEmpty }
 
@@ -152,6 +156,18 @@ struct ItextTable {
     }
 
     func text(_ id: String, in language: String) -> String? { values[id]?[language] }
+
+    mutating func setMedia(_ id: String, _ byLanguage: [String: [(form: String, file: String)]]) { media[id] = byLanguage }
+    func media(_ id: String, in language: String) -> [(form: String, file: String)] { media[id]?[language] ?? [] }
+
+    /// Where an app finds a media file of a form: `jr://images/…`, `jr://audio/…`, `jr://video/…`.
+    static func uri(form: String, file: String) -> String {
+        switch form {
+        case "audio": return "jr://audio/" + file
+        case "video": return "jr://video/" + file
+        default: return "jr://images/" + file
+        }
+    }
 }
 
 /// Walks the definition as it was written (its JSON: a bare-name choice and `{"name": …}` are
@@ -167,6 +183,9 @@ struct XFormPlanner {
     private var usedLists: Set<String> = []
     private var inlineLists: [XFormPlan.ChoiceList] = []
     private var localizedLists: Set<String> = []
+    /// A label of a definition without languages shows media: its texts go in pyxform's one
+    /// translation, `default` (which the reader reads as plain text again).
+    private var usesDefaultTranslation = false
 
     init(definition: JSONValue, parsed: SurveyDefinition) {
         self.definition = definition
@@ -210,7 +229,26 @@ struct XFormPlanner {
             localizedLists.insert(name)
         }
         plan.nodes = try nodes(top, parent: "/" + XFormWriter.root, insideRepeat: false)
-        for name in lists.keys.sorted() {
+        if usesDefaultTranslation {
+            if declaredDefault != nil {
+                throw Unwritable("the definition names a defaultLanguage but no language, and its labels show media, which an XForm keeps in a translation")
+            }
+            plan.languages = ["default"]
+            plan.defaultLanguage = "default"
+        }
+        // The CSV files the form reads (its choice lists' and pulldata's): instances the app fills
+        // from the files it downloads with the form.
+        var files = Set(lists.keys.filter { FormAttachments.isCSVName($0) && usedLists.contains($0) })
+        files.formUnion((Self.present(definition[FormAttachments.lookupTablesKey])?.objectValue ?? [:]).keys)
+        for file in files.sorted() {
+            let id = String(file.dropLast(4))
+            guard !id.isEmpty, Self.isElementName(id) || id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "." }),
+                  !lists.keys.contains(id), !plan.lists.contains(where: { $0.id == id }) else {
+                throw Unwritable("the file \(file) cannot be named by an instance \(id) of its own")
+            }
+            plan.lists.append(XFormPlan.ChoiceList(id: id, attributes: [("src", "jr://file-csv/" + file)], items: [], file: file))
+        }
+        for name in lists.keys.sorted() where !(FormAttachments.isCSVName(name) && usedLists.contains(name)) {
             var list = try choiceList(id: name, items: lists[name]?.arrayValue ?? [], localized: localizedLists.contains(name))
             if !usedLists.contains(name) { list.attributes.append(("surveyd:\(Surveyd.list)", "unused")) }
             plan.lists.append(list)
@@ -250,7 +288,7 @@ struct XFormPlanner {
             case "group", "repeat":
                 let isRepeat = o["type"]?.stringValue == "repeat"
                 let node = XFormPlan.Node(id: id, path: path, kind: isRepeat ? .repeat : .group)
-                node.label = try label(Self.present(o["label"]), id: path + ":label")
+                node.label = try label(Self.present(o["label"]), id: path + ":label", media: Self.present(o["media"]))
                 if let relevant = Self.present(o["relevant"])?.stringValue { node.bind.append(("relevant", try printer.xpath(relevant))) }
                 if isRepeat {
                     for key in ["minCount", "maxCount"] {
@@ -270,7 +308,7 @@ struct XFormPlanner {
                 out.append(node)
             case "note":
                 let node = XFormPlan.Node(id: id, path: path, kind: .note)
-                node.label = try label(Self.present(o["label"]), id: path + ":label")
+                node.label = try label(Self.present(o["label"]), id: path + ":label", media: Self.present(o["media"]))
                 node.bind = [("readonly", "true()"), ("type", "string")]
                 if let relevant = Self.present(o["relevant"])?.stringValue { node.bind.append(("relevant", try printer.xpath(relevant))) }
                 node.control = "input"
@@ -369,7 +407,7 @@ struct XFormPlanner {
             }
             if let appearance { extra.append(("surveyd:appearance", appearance)) }
         default:
-            node.label = try label(Self.present(o["label"]), id: path + ":label")
+            node.label = try label(Self.present(o["label"]), id: path + ":label", media: Self.present(o["media"]))
             node.hint = try label(Self.present(o["hint"]), id: path + ":hint")
             if let appearance { node.controlAttributes.append(("appearance", appearance)) }
         }
@@ -420,6 +458,11 @@ struct XFormPlanner {
         }
         if let name = Self.present(o["choiceList"])?.stringValue {
             usedLists.insert(name)
+            if FormAttachments.isCSVName(name) {
+                // A CSV file the app downloads with the form, read through the instance named after it, as pyxform writes it.
+                node.itemset = (try Self.nodeset(String(name.dropLast(4)), filter: filter), "label")
+                return
+            }
             node.itemset = (try Self.nodeset(name, filter: filter), localizedLists.contains(name) ? "jr:itext(itextId)" : "label")
             return
         }
@@ -458,10 +501,17 @@ struct XFormPlanner {
             return XFormPlan.Item(attributes: [("surveyd:\(Surveyd.choice)", "string")], label: .plain(name), value: name)
         }
         let name = item["name"]?.stringValue ?? ""
+        if Self.present(item["media"]) != nil { throw Self.choiceMedia(name) }
         guard let text = Self.present(item["label"]), let label = try label(text, id: id) else {
             return XFormPlan.Item(attributes: [("surveyd:\(Surveyd.choice)", "unlabelled")], label: .plain(name), value: name)
         }
         return XFormPlan.Item(attributes: [], label: label, value: name)
+    }
+
+    /// Media on a choice is carried by the XForm an XLSForm or XForm was published as, not yet
+    /// written for a JSON definition.
+    static func choiceMedia(_ name: String) -> Unwritable {
+        Unwritable("the choice \(name) shows media, which surveyd writes only in an XForm published as one (or made of an XLSForm)")
     }
 
     /// A choice list as a secondary instance: `name`, then the label (`label`, or `itextId` when
@@ -479,6 +529,7 @@ struct XFormPlanner {
                 attributes.append(("surveyd:\(Surveyd.choice)", "string"))
             } else {
                 name = item["name"]?.stringValue ?? ""
+                if Self.present(item["media"]) != nil { throw Self.choiceMedia(name) }
                 if let label = Self.present(item["label"]) {
                     shown = label
                     if localized && label.stringValue != nil { attributes.append(("surveyd:\(Surveyd.choice)", "plain")) }
@@ -515,14 +566,53 @@ struct XFormPlanner {
         return list
     }
 
-    /// A label or hint in the body: its text, or its itext when it is in several languages.
-    private mutating func label(_ value: JSONValue?, id: String) throws(Unwritable) -> XFormPlan.Label? {
+    /// A label or hint in the body: its text, or its itext when it is in several languages or
+    /// shows media (`media`: the files by form, each a file or files by language).
+    private mutating func label(_ value: JSONValue?, id: String, media: JSONValue? = nil) throws(Unwritable) -> XFormPlan.Label? {
+        if let media = media?.objectValue, !media.isEmpty { return try labelWithMedia(value, media, id: id) }
         guard let value else { return nil }
         if let s = value.stringValue { return .plain(s) }
         guard let object = value.objectValue else { return nil }
         var byLanguage: [String: String] = [:]
         for (language, text) in object { byLanguage[language] = text.stringValue ?? "" }
         return .itext(plan.texts.add(id, byLanguage))
+    }
+
+    /// A label that shows media is an itext: in each language of the form, or in pyxform's
+    /// `default` for a form without languages. A form with languages names each file per
+    /// language (a file written for all of them would read back keyed by each).
+    private mutating func labelWithMedia(_ value: JSONValue?, _ media: [String: JSONValue], id: String) throws(Unwritable) -> XFormPlan.Label {
+        var texts: [String: String] = [:]
+        var files: [String: [(form: String, file: String)]] = [:]
+        let languages = parsed.languages
+        if languages.isEmpty {
+            guard let text = value?.stringValue else { throw Unwritable("\(id) shows media without a label") }
+            usesDefaultTranslation = true
+            texts["default"] = text
+            for form in media.keys.sorted() {
+                guard let file = media[form]?.stringValue else { throw Unwritable("\(id) shows media by language in a form without languages") }
+                files["default", default: []].append((form, file))
+            }
+        } else {
+            guard let byLanguage = value?.objectValue else {
+                throw Unwritable("\(id) shows media with a label in no language of the form's; an XForm keeps such a label in a translation")
+            }
+            for (language, text) in byLanguage { texts[language] = text.stringValue ?? "" }
+            for form in media.keys.sorted() {
+                guard let perLanguage = media[form]?.objectValue else {
+                    throw Unwritable("\(id) shows one \(form) file for every language; an XForm names it in each language, so name it by language")
+                }
+                for language in perLanguage.keys.sorted() {
+                    guard texts[language] != nil, let file = perLanguage[language]?.stringValue else {
+                        throw Unwritable("\(id) shows a \(form) in \(language), a language its label is not written in")
+                    }
+                    files[language, default: []].append((form, file))
+                }
+            }
+        }
+        let textId = plan.texts.add(id, texts)
+        plan.texts.setMedia(textId, files)
+        return .itext(textId)
     }
 
     /// A text in an attribute (`jr:constraintMsg`, `surveyd:label`): itself, or `jr:itext('id')`.
@@ -608,6 +698,9 @@ enum XFormRendering {
                 try w.startElement("text")
                 try w.attribute("id", id)
                 try w.element("value", preserving(text), text: text)
+                for (form, file) in plan.texts.media(id, in: language) {
+                    try w.element("value", [("form", form)], text: ItextTable.uri(form: form, file: file))
+                }
                 try w.endElement()
             }
             try w.endElement()
@@ -646,6 +739,10 @@ enum XFormRendering {
         try w.startElement("instance")
         try w.attribute("id", list.id)
         for (name, value) in list.attributes { try w.attribute(name, value) }
+        if list.file != nil {
+            try w.endElement()
+            return
+        }
         try w.startElement("root")
         for item in list.items {
             try w.startElement("item")

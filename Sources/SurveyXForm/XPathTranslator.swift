@@ -1,8 +1,8 @@
 /// Rewrites an XForm's XPath expression into the definition's XLSForm syntax: a path to a node of
 /// the form (`/data/household/size`, `../age`, `current()/../region`) becomes `${size}`; literals,
 /// numbers, operators, function calls and whitespace are copied.
-/// Whatever has no counterpart (other instances, predicates on paths, attributes, unions,
-/// pulldata) is refused by name rather than guessed at.
+/// Whatever has no counterpart (other instances, predicates on paths, attributes, unions) is
+/// refused by name rather than guessed at; `pulldata('file', …)` is kept as it is written.
 struct XPathTranslator {
     /// Absolute path of every group, repeat and question → its id.
     let ids: [String: String]
@@ -112,8 +112,6 @@ struct XPathTranslator {
                         steps.append("current()"); i = k + 3; continue
                     }
                     switch step {
-                    case "pulldata":
-                        throw XFormRefusal("\(what): the expression \(source) calls pulldata(), which reads a CSV file attached to the form; surveyd does not carry form attachments yet")
                     case "instance":
                         throw XFormRefusal("\(what): the expression \(source) reads another instance with instance(...); surveyd's expressions read only the form's own answers")
                     case "current":

@@ -15,7 +15,7 @@ enum CLI {
                    [--startup-check full|quick] [--no-log]
                    [--webhooks-allow-private] [--webhook-retry-schedule 5s,5m,30m,2h,5h,10h,...]
                    [--trusted-proxy 127.0.0.1,...]
-                   [--max-form-bytes 10485760] [--pyxform PATH]  (XLSForms are converted by pyxform's xls2xform at
+                   [--max-form-bytes 10485760] [--max-form-upload-bytes 104857600] [--pyxform PATH]  (XLSForms are converted by pyxform's xls2xform at
                                           PATH; by default .build/venv-forms/bin/xls2xform beside the build, which
                                           scripts/setup.sh installs)
       surveyd check                       verify every invariant; exit 1 on any violation
@@ -81,6 +81,10 @@ enum CLI {
         if let m = options.value("max-unfinished-upload-bytes") {
             guard let n = Int64(m), n > 0 else { throw CLIError("--max-unfinished-upload-bytes must be a positive integer") }
             c.maxUnfinishedUploadBytes = n
+        }
+        if let m = options.value("max-form-upload-bytes") {
+            guard let n = Int(m), n > 0 else { throw CLIError("--max-form-upload-bytes must be a positive integer") }
+            c.maxFormUploadBytes = n
         }
         if let m = options.value("max-form-bytes") {
             guard let n = Int(m), n > 0 else { throw CLIError("--max-form-bytes must be a positive integer") }

@@ -463,6 +463,33 @@ def test_choices_files_points_and_bounds_on_the_response_and_survey_pages():
     assert not site.find_elements(By.CSS_SELECTOR, ":scope > .node-head .node-label"), "a group without a label shows one"
 
 
+def test_publish_an_xlsform_with_the_files_it_names():
+    """The files a form names are chosen beside it: without one of them the version is refused
+    with a line naming it, and with all of them it is published and lists them."""
+    srv = shared_server()
+    sid = srv.api("POST", "/surveys", srv["ADMIN"], {"title": "Village visit", "reviewRequired": False}, expect=(201,))["surveyId"]
+    d = browser()
+    sign_in_token(d, srv, srv["ADMIN"])
+    d.get(f"{srv.base}/console/orgs/{srv['ORG']}/surveys/{sid}")
+    wait_loaded(d)
+    fixture = lambda name: os.path.abspath(os.path.join(XFORM_FIXTURES, name))
+    d.find_element(By.ID, "definition").send_keys(fixture("village_visit.xlsx"))
+    d.find_element(By.ID, "files").send_keys("\n".join(fixture(n) for n in ("villages.csv", "crops.csv")))
+    click_and_load(d, button(d, "Publish version"))
+    lines = [li.text for li in d.find_elements(By.CSS_SELECTOR, ".problem li")]
+    assert any(line.startswith("the form names map.png") for line in lines), lines
+    assert srv.api("GET", f"/surveys/{sid}", srv["ADMIN"])["versions"] == [], "a refused form made a version"
+
+    d.find_element(By.ID, "definition").send_keys(fixture("village_visit.xlsx"))
+    d.find_element(By.ID, "files").send_keys("\n".join(fixture(n) for n in ("villages.csv", "crops.csv", "map.png")))
+    click_and_load(d, button(d, "Publish version"))
+    text = page_text(d)
+    assert "Version 1 is published" in text, text[:400]
+    versions = srv.api("GET", f"/surveys/{sid}", srv["ADMIN"])["versions"]
+    files = srv.api("GET", f"/survey-versions/{versions[0]['surveyVersionId']}", srv["ADMIN"])["attachments"]
+    assert [f["fileName"] for f in files] == ["crops.csv", "map.png", "villages.csv"], files
+
+
 TESTS = [
     test_roster_response_by_groups_and_numbered_instances,
     test_roster_response_leaves_out_what_is_not_relevant,
@@ -470,6 +497,7 @@ TESTS = [
     test_roster_survey_page_structure_and_logic,
     test_form_labels_are_shown_as_text,
     test_publish_an_xlsform_and_see_a_refusal_by_row,
+    test_publish_an_xlsform_with_the_files_it_names,
     test_choices_files_points_and_bounds_on_the_response_and_survey_pages,
 ]
 

@@ -41,11 +41,17 @@ import Testing
         }
 
         /// A multipart form with one file field.
-        func upload(_ path: String, file: [UInt8]) throws -> Reply {
+        /// The publishing form: the definition's file, and the files the form names (`files`).
+        func upload(_ path: String, file: [UInt8], fileName: String = "survey.json", files: [(String, [UInt8])] = []) throws -> Reply {
             let boundary = "----surveyd-test-boundary"
             var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n\(try csrf)\r\n".utf8)
-            body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"definition\"; filename=\"survey.json\"\r\nContent-Type: application/json\r\n\r\n".utf8)
-            body += file + Array("\r\n--\(boundary)--\r\n".utf8)
+            body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"definition\"; filename=\"\(fileName)\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)
+            body += file + Array("\r\n".utf8)
+            for (name, bytes) in files {
+                body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"files\"; filename=\"\(name)\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)
+                body += bytes + Array("\r\n".utf8)
+            }
+            body += Array("--\(boundary)--\r\n".utf8)
             return try f.client.request("POST", path, body: body, headers: [
                 "Cookie": "surveyd_session=\(id)", "Content-Type": "multipart/form-data; boundary=\(boundary)", "Origin": "http://127.0.0.1"])
         }
@@ -83,6 +89,31 @@ import Testing
         let hash = try f.server.rows("SELECT content_hash FROM survey_versions WHERE survey_id = ? AND number = 2", [.text(survey.surveyId)]).first?.string("content_hash")
         let page = try s.get("/console/orgs/\(f.orgId)/surveys/\(survey.surveyId)").text
         #expect(hash != nil && page.contains(hash ?? "-"))
+    }
+
+    /// The console publishes a form with the files it names, chosen beside it, through the same
+    /// operation as the API: a missing file is refused naming it.
+    @Test func aVersionIsPublishedWithTheFilesItsFormNames() throws {
+        let f = try Fixture()
+        let survey = try f.publishSurvey()
+        let s = try Session(f, token: f.adminToken)
+        let path = "/console/orgs/\(f.orgId)/surveys/\(survey.surveyId)/versions"
+        let xlsx = try FormPublishingTests.bytes("village_visit.xlsx")
+        let files = try ["villages.csv", "crops.csv", "map.png"].map { ($0, try FormPublishingTests.bytes($0)) }
+        let missing = try s.upload(path, file: xlsx, fileName: "village_visit.xlsx", files: Array(files.dropLast()))
+        #expect(missing.status == 422)
+        #expect(missing.text.contains("the form names map.png"), "\(missing.text)")
+        let good = try s.upload(path, file: xlsx, fileName: "village_visit.xlsx", files: files)
+        #expect(good.status == 303 && good.header("location")?.hasSuffix("?published=2") == true, "\(good.status) \(good.text.prefix(300))")
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM survey_version_attachments") == 3)
+        // The survey page offers each for download, through the session.
+        let page = try s.get("/console/orgs/\(f.orgId)/surveys/\(survey.surveyId)").text
+        let version = try #require(try f.server.rows("SELECT survey_version_id FROM survey_versions WHERE number = 2").first?.string("survey_version_id"))
+        let link = "/console/orgs/\(f.orgId)/survey-versions/\(version)/attachments/villages.csv"
+        #expect(page.contains(link), "\(page.prefix(2000))")
+        let download = try s.get(link)
+        #expect(download.status == 200 && download.body == files[0].1)
+        #expect(download.header("content-disposition") == "attachment; filename=\"villages.csv\"")
     }
 
     @Test func theDownloadButtonIsTheExportThroughTheSession() throws {

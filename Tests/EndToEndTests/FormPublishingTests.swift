@@ -134,7 +134,7 @@ import SurveyServer
         #expect(csv.json?["errors"]?.arrayValue?.first?["message"]?.stringValue?.contains("villages.csv") == true, "\(csv.text)")
         let media = try publish(f, id, try Self.bytes("media_label.xml"), contentType: "text/xml")
         P.expectProblem(media, .validationFailed)
-        #expect(media.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "xform")
+        #expect(media.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "attachments.face.png")
         #expect(try versions(f) == before)
     }
 

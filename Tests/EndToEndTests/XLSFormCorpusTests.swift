@@ -203,9 +203,6 @@ import SurveyServer
             ("unknown_type", { $0 == "Unknown question type 'integr'." }),
             ("unclosed_group", { $0 == "[row : 2] Unmatched 'begin_group'. No matching 'end_group' was found for the name 'g'." }),
             // Converted by pyxform, then refused by name by the XForm reader.
-            ("csv_choices", { $0.contains("CSV file of choices or data (villages.csv)") }),
-            ("pulldata", { $0.contains("calls pulldata()") }),
-            ("media_label", { $0.contains("media in its label (image: jr://images/face.png)") }),
             ("rank", { $0.contains("ranking question") }),
         ]
         for (name, matches) in expected {
@@ -215,6 +212,15 @@ import SurveyServer
             let errors = r.json?["errors"]?.arrayValue ?? []
             #expect(errors.count == 1 && errors.first?["path"]?.stringValue == "xlsform", "\(name): \(r.text)")
             #expect(matches(errors.first?["message"]?.stringValue ?? ""), "\(name): \(r.text)")
+        }
+        // A form that names a file, sent without it: refused naming the file.
+        for (name, file) in [("csv_choices", "villages.csv"), ("pulldata", "prices.csv"), ("media_label", "face.png")] {
+            let r = try f.client.request("POST", "/v1/orgs/\(f.orgId)/surveys/\(surveyId)/versions", token: f.adminToken,
+                                         body: try Forms.bytes(name + ".xlsx"), headers: ["Content-Type": Forms.xlsx])
+            P.expectProblem(r, .validationFailed)
+            let errors = r.json?["errors"]?.arrayValue ?? []
+            #expect(errors.count == 1 && errors.first?["path"]?.stringValue == "attachments.\(file)", "\(name): \(r.text)")
+            #expect(errors.first?["message"]?.stringValue?.hasPrefix("the form names \(file)") == true, "\(name): \(r.text)")
         }
         #expect(try f.server.count("SELECT COUNT(*) AS n FROM survey_versions") == before)
         #expect(try f.server.count("SELECT COUNT(*) AS n FROM survey_version_sources") == 0)

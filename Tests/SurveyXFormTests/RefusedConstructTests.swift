@@ -17,17 +17,13 @@ import Testing
         refusal(Array(XFormDocument.make(instance: instance, binds: binds, body: body, model: model, root: root).utf8))
     }
 
-    @Test func csvChoicesNameTheFile() throws {
-        let message = refusal(try Fixture.bytes("csv_choices"))
-        #expect(message == "the XForm names a CSV file of choices or data (villages.csv); surveyd does not carry form attachments yet")
-    }
-
-    @Test func pulldataIsNamed() throws {
-        #expect(refusal(try Fixture.bytes("pulldata"))?.contains("calls pulldata()") == true)
-    }
-
-    @Test func mediaInALabelIsNamed() throws {
-        #expect(refusal(try Fixture.bytes("media_label")) == "the label of /data/name has media in its label (image: jr://images/face.png); surveyd's labels are text only")
+    @Test func filesTheVersionDoesNotCarryAreNamed() throws {
+        // Read without its files, a form that reads choices or data from a CSV file is refused naming it.
+        #expect(refusal(try Fixture.bytes("csv_choices"))?.contains("names the file villages.csv, whose choices are read when it is attached") == true)
+        #expect(refusal(try Fixture.bytes("pulldata"))?.contains("pulldata reads prices.csv, which is not attached to the form") == true)
+        let xml = refusal(instance: "<v/>", binds: "<instance id=\"v\" src=\"jr://file/v.xml\"/>",
+                          body: "<select1 ref=\"/data/v\"><label>V</label><itemset nodeset=\"instance('v')/root/item\"><value ref=\"name\"/><label ref=\"label\"/></itemset></select1>")
+        #expect(xml == "instance('v') reads jr://file/v.xml; surveyd reads choices and data from CSV files the form carries (jr://file-csv/…), not XML or GeoJSON")
     }
 
     @Test func rankIsNamed() throws {

@@ -16,6 +16,8 @@ public struct OpenRosaForms: Sendable {
         public let survey: SurveyRecord
         public let version: SurveyVersionRecord
         public let xform: VersionFiles.XForm
+        /// The files the app downloads with the form (its manifest's).
+        public let attachments: [VersionAttachmentRecord]
     }
 
     /// Every survey of the organization with a published version whose definition has an XForm,
@@ -31,9 +33,9 @@ public struct OpenRosaForms: Sendable {
         for surveyId in order {
             guard let versionId = latest[surveyId], let version = try db.surveyVersion(orgId: orgId, surveyVersionId: versionId),
                   let survey = try db.survey(orgId: orgId, surveyId: surveyId),
-                  let xform = try files(of: version, in: db).xform else { continue }
+                  case let files = try files(of: version, in: db), let xform = files.xform else { continue }
             if let formId, xform.formId != formId { continue }
-            out.append(Listed(survey: survey, version: version, xform: xform))
+            out.append(Listed(survey: survey, version: version, xform: xform, attachments: files.attachments))
         }
         return out
     }
@@ -42,6 +44,13 @@ public struct OpenRosaForms: Sendable {
     public func xform(in db: ReadContext, orgId: String, surveyVersionId: String) throws -> [UInt8]? {
         guard let version = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId) else { return nil }
         return try FormSources.xform(of: version, kept: try db.versionSource(orgId: orgId, surveyVersionId: surveyVersionId))
+    }
+
+    /// The files one version of the organization (any published one) was published with; nil
+    /// when there is no such version.
+    public func attachments(in db: ReadContext, orgId: String, surveyVersionId: String) throws -> [VersionAttachmentRecord]? {
+        guard try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId) != nil else { return nil }
+        return try db.versionAttachments(orgId: orgId, surveyVersionId: surveyVersionId)
     }
 
     /// The version whose XForm has this id and version: the latest published with that pair.
@@ -67,7 +76,10 @@ public struct OpenRosaForms: Sendable {
     }
 
     private func files(of version: SurveyVersionRecord, in db: ReadContext) throws -> VersionFiles {
-        try operations.versionFileCache.files(of: version) { try db.versionSource(orgId: version.orgId, surveyVersionId: version.surveyVersionId) }
+        try operations.versionFileCache.files(of: version) {
+            (try db.versionSource(orgId: version.orgId, surveyVersionId: version.surveyVersionId),
+             try db.versionAttachments(orgId: version.orgId, surveyVersionId: version.surveyVersionId))
+        }
     }
 
     /// The `clientUploadId` of a file a submission names: derived from the instance and the file

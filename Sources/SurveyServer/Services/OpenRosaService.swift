@@ -21,6 +21,10 @@ struct OpenRosaService {
         let collectors = Submissions.access
         router.add("GET", Self.base + "/formList", access: collectors) { request in answer { try formList(request) } }
         router.add("GET", Self.base + "/forms/{surveyVersionId}/form.xml", access: collectors) { request in answer { try download(request) } }
+        router.add("GET", Self.base + "/forms/{surveyVersionId}/manifest", access: collectors) { request in answer { try manifest(request) } }
+        router.add("GET", Self.base + "/forms/{surveyVersionId}/attachments/{fileName}", access: collectors) { request in
+            answer { try attachment(request) }
+        }
         for method in ["HEAD", "GET"] {
             router.add(method, Self.base + "/submission", access: collectors) { request in answer { try submissionProbe(request) } }
         }
@@ -50,7 +54,8 @@ struct OpenRosaService {
         let base = request.origin + "/v1/key/\(request.parameter("token"))/orgs/\(orgId)"
         let body = try OpenRosaDocuments.formList(listed.map { form in
             OpenRosaDocuments.ListedForm(formId: form.xform.formId ?? "", name: form.survey.title, version: form.xform.version,
-                                         md5: form.xform.md5, downloadURL: "\(base)/forms/\(form.version.surveyVersionId)/form.xml")
+                                         md5: form.xform.md5, downloadURL: "\(base)/forms/\(form.version.surveyVersionId)/form.xml",
+                                         manifestURL: form.attachments.isEmpty ? nil : "\(base)/forms/\(form.version.surveyVersionId)/manifest")
         })
         return Self.document(200, body)
     }
@@ -63,6 +68,47 @@ struct OpenRosaService {
         }
         guard let xform else { throw ApiError(.notFound, "This form is not published here: refresh the list of blank forms.") }
         return Self.document(200, xform)
+    }
+
+    /// The files an app downloads with a form: each by name, `md5:` hash and absolute URL.
+    func manifest(_ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId"), surveyVersionId = request.parameter("surveyVersionId")
+        let attachments = try services.database.read { db in
+            try admitCollector(request, in: db)
+            return try services.operations.openRosaForms.attachments(in: db, orgId: orgId, surveyVersionId: surveyVersionId)
+        }
+        guard let attachments else { throw ApiError(.notFound, "This form is not published here: refresh the list of blank forms.") }
+        let base = request.origin + "/v1/key/\(request.parameter("token"))/orgs/\(orgId)/forms/\(surveyVersionId)/attachments/"
+        return Self.document(200, try OpenRosaDocuments.manifest(attachments.map { a in
+            OpenRosaDocuments.MediaFile(fileName: a.fileName, md5: a.md5, downloadURL: base + Self.pathSegment(a.fileName))
+        }))
+    }
+
+    /// One file of a form's manifest, byte for byte.
+    func attachment(_ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = request.parameter("orgId"), surveyVersionId = request.parameter("surveyVersionId")
+        let found = try services.database.read { db in
+            try admitCollector(request, in: db)
+            return try db.versionAttachment(orgId: orgId, surveyVersionId: surveyVersionId, fileName: request.parameter("fileName"))
+        }
+        guard let found else { throw ApiError(.notFound, "This form has no such file: refresh the list of blank forms.") }
+        return try SurveyService.attachmentResponse(found, blobs: services.operations.blobs, headers: Self.headers)
+    }
+
+    /// A file name as one segment of a URL path: everything but unreserved characters percent-encoded.
+    static func pathSegment(_ name: String) -> String {
+        var out = ""
+        for b in name.utf8 {
+            switch b {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            default:
+                let hex = String(b, radix: 16, uppercase: true)
+                out += (hex.count == 1 ? "%0" : "%") + hex
+            }
+        }
+        return out
     }
 
     private func admitCollector(_ request: HTTPRequest, in db: ReadContext) throws {

@@ -12,12 +12,19 @@ struct SurveyService {
         services.route(&router, "POST", "/v1/orgs/{orgId}/surveys", .member(anyOf: [.admin]), createSurvey)
         services.route(&router, "GET", "/v1/orgs/{orgId}/surveys", .member(anyOf: []), listSurveys)
         services.route(&router, "GET", "/v1/orgs/{orgId}/surveys/{surveyId}", .member(anyOf: []), getSurvey)
-        // An XLSForm or an XForm may be larger than a JSON body: the route takes up to the form limit.
+        // An XLSForm or an XForm may be larger than a JSON body: the route takes up to the form limit;
+        // a form sent with its files (multipart/form-data) up to the limit of a form upload, decoded as it arrives.
+        let limits = services.operations.limits
+        var multipart = FormDecoder.Limits(maxBytes: limits.maxFormUploadBytes)
+        multipart.maxFiles = 1_000
+        multipart.maxValueBytes = limits.maxJSONBodyBytes
         services.route(&router, "POST", "/v1/orgs/{orgId}/surveys/{surveyId}/versions", .member(anyOf: [.admin]),
-                       bodyLimit: Swift.max(services.operations.limits.maxFormBytes, services.operations.limits.maxJSONBodyBytes), publishVersion)
+                       bodyLimit: Swift.max(limits.maxFormBytes, limits.maxJSONBodyBytes), multipart: multipart, publishVersion)
         services.route(&router, "GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}", .member(anyOf: []), getVersion)
         services.route(&router, "GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}/source", .member(anyOf: []), getVersionSource)
         services.route(&router, "GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}/xform", .member(anyOf: []), getVersionXForm)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}/attachments/{fileName}", .member(anyOf: []),
+                       getVersionAttachment)
     }
 
     static func surveyJSON(_ s: SurveyRecord, versions: [SurveyVersionRecord]) -> JSONValue {
@@ -27,12 +34,28 @@ struct SurveyService {
                                             "contentHash": .string($0.contentHash)] })]
     }
 
+    /// The version document's bytes. The stored definition is canonical JSON already (a list read
+    /// from a file may make it megabytes): it goes in as it is, neither parsed nor encoded again.
+    static func versionDocument(_ v: SurveyVersionRecord, files: VersionFiles) -> [UInt8] {
+        CanonicalJSON.encode(versionMembers(v, files: files), adding: "definition", encoded: Array(v.definition.utf8))
+    }
+
     static func versionJSON(_ v: SurveyVersionRecord, files: VersionFiles) throws -> JSONValue {
+        var members = versionMembers(v, files: files)
+        members["definition"] = try JSONParser.parse(Array(v.definition.utf8))
+        return .object(members)
+    }
+
+    private static func versionMembers(_ v: SurveyVersionRecord, files: VersionFiles) -> [String: JSONValue] {
         let (source, xform) = files.json
         return ["surveyVersionId": .string(v.surveyVersionId), "surveyId": .string(v.surveyId), "number": .number(Double(v.number)),
-                "contentHash": .string(v.contentHash), "definition": try JSONParser.parse(Array(v.definition.utf8)),
+                "contentHash": .string(v.contentHash),
                 "createdAt": .string(Timestamp.format(v.createdAt)), "source": source, "xform": xform,
-                "warnings": .array(v.warnings.map { .string($0) })]
+                "warnings": .array(v.warnings.map { .string($0) }),
+                "attachments": .array(files.attachments.map { a in
+                    ["fileName": .string(a.fileName), "contentType": .string(a.contentType), "size": .number(Double(a.size)),
+                     "md5": .string(a.md5), "sha256": .string(a.sha256)]
+                })]
     }
 
     func createSurvey(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
@@ -69,27 +92,75 @@ struct SurveyService {
         let kept = Mutex<VersionSourceRecord?>(nil)
         let render: @Sendable (SurveyVersionRecord) throws -> HTTPResponse = {
             let files = try operations.versionFiles(of: $0, kept: kept.withLock { $0 })
-            return .created("/v1/orgs/\(orgId)/survey-versions/\($0.surveyVersionId)", try Self.versionJSON($0, files: files))
+            return HTTPResponse(status: 201, headers: [("Content-Type", "application/json"), ("Location", "/v1/orgs/\(orgId)/survey-versions/\($0.surveyVersionId)")],
+                                body: Self.versionDocument($0, files: files))
         }
         let keyed = KeyedAnswer(request, render)
-        let contentType = request.header("Content-Type")
-        let format = FormSources.format(ofContentType: contentType) ?? .json
-        if format == .json { try operations.limits.checkJSONDefinition(bytes: request.body.count) }
+        let upload = try Self.formUpload(request, limits: operations.limits)
         let outcome = try operations.surveys.publish(orgId: orgId, surveyId: request.parameter("surveyId"), by: try context.member(), key: keyed.key) {
-            let published: FormSources.Published
-            switch format {
-            case .json:
-                guard let definition = try JSONBody(request.body).fields["definition"] else { throw ApiError.malformed("`definition` is required.") }
-                published = FormSources.Published(definition: definition)
-            case .xlsform:
-                published = try operations.forms.definition(fromXLSForm: request.body, contentType: contentType)
-            case .xform:
-                published = try FormSources.definition(fromXForm: request.body)
-            }
+            let published = try operations.forms.published(try upload(), limits: operations.limits, blobs: operations.blobs)
             kept.withLock { $0 = published.source }
             return published
         }
         return try keyed.answer(outcome)
+    }
+
+    /// What a publishing request sends: the body as the form (its `Content-Type` says which kind),
+    /// or a `multipart/form-data` body's part `form` and every other part a file the form names
+    /// (its file name, else its field name). Read only once the replay check has passed.
+    static func formUpload(_ request: HTTPRequest, limits: Operations.Limits) throws -> @Sendable () throws -> FormUpload {
+        let contentType = request.header("Content-Type")
+        let fields = request.form
+        guard Router.isMultipartForm(contentType) else {
+            let format = FormSources.format(ofContentType: contentType) ?? .json
+            if format == .json { try limits.checkJSONDefinition(bytes: request.body.count) }
+            let body = request.body
+            return { FormUpload(format: format, form: body, contentType: contentType) }
+        }
+        return {
+            var files: [FormUpload.SentFile] = []
+            var form: FormUpload?
+            for (name, file) in fields.fileParts {
+                if name == "form" {
+                    guard form == nil else { throw ApiError.malformed("The request has two parts named form; send the form once.") }
+                    guard file.size <= limits.maxFormBytes else {
+                        throw ApiError(.payloadTooLarge, "The form is \(file.size) bytes; the limit is \(limits.maxFormBytes).")
+                    }
+                    let format = FormSources.format(ofFileNamed: file.fileName, contentType: file.contentType)
+                    form = FormUpload(format: format, form: try file.bytes(), contentType: file.contentType, fileName: file.fileName)
+                    continue
+                }
+                let fileName = file.fileName.isEmpty ? name : file.fileName
+                files.append(FormUpload.SentFile(fileName: fileName, declaredType: file.contentType, size: file.size) { body in try file.read(body) })
+            }
+            if form == nil, let text = fields["form"] {
+                // The form sent as a plain field: a JSON body.
+                form = FormUpload(format: .json, form: Array(text.utf8), contentType: "application/json")
+            }
+            if let other = fields.pairs.first(where: { $0.name != "form" }) {
+                throw ApiError.malformed("The part \(other.name) is not a file; send the form as the part form and each file it names as a file part.")
+            }
+            guard let form else { throw ApiError.malformed("The request has no part named form: send the XLSForm, XForm or JSON definition as the part form.") }
+            return FormUpload(format: form.format, form: form.form, contentType: form.contentType, fileName: form.fileName, files: files)
+        }
+    }
+
+    /// A file the version was published with, byte for byte, with the type its name says; never
+    /// sniffed or run by a browser.
+    func getVersionAttachment(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let found = try services.operations.visibleVersionAttachment(request.parameter("surveyVersionId"), fileName: request.parameter("fileName"),
+                                                                     of: request.parameter("orgId"), by: try context.member())
+        return try Self.attachmentResponse(found, blobs: services.operations.blobs)
+    }
+
+    /// The bytes of an attachment, streamed from its blob.
+    static func attachmentResponse(_ a: VersionAttachmentRecord, blobs: BlobStore, headers extra: [(String, String)] = []) throws -> HTTPResponse {
+        let headers = extra + [("Content-Type", a.contentType), ("X-Content-Type-Options", "nosniff"),
+                               ("Content-Security-Policy", "default-src 'none'; sandbox"), ("ETag", "\"\(a.sha256)\"")]
+        guard let r = HTTPResponse.storedFile(blobs, sha256: a.sha256, size: a.size, headers: headers) else {
+            throw ApiError(.storageUnavailable, "The file cannot be read now; try again.")
+        }
+        return r
     }
 
     /// What the version was published from, byte for byte: the XLSForm or XForm with its type, or
@@ -112,6 +183,7 @@ struct SurveyService {
     func getVersion(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let v = try services.operations.visibleVersion(request.parameter("surveyVersionId"), of: orgId, by: try context.member())
-        return .json(200, try Self.versionJSON(v, files: try services.operations.versionFiles(of: v)))
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")],
+                            body: Self.versionDocument(v, files: try services.operations.versionFiles(of: v)))
     }
 }

@@ -20,6 +20,20 @@ enum IdempotencyHeader {
         return "sha256-raw:" + Digest.sha256Hex(body)
     }
 
+    /// A request's digest: a form (`multipart/form-data`) by its parts — each field's name and
+    /// value, each file's field name, file name, type and SHA-256 — else by its body.
+    static func digest(_ request: HTTPRequest) -> String {
+        guard Router.isMultipartForm(request.header("Content-Type")) else { return digest(request.body) }
+        var all = Digest(.sha256)
+        for (name, value) in request.form.pairs { all.update(Array("field\u{0}\(name)\u{0}\(value)\u{0}".utf8)) }
+        for (name, file) in request.form.fileParts {
+            var one = Digest(.sha256)
+            do { try file.read { one.update($0) } } catch { return "unreadable" }
+            all.update(Array("file\u{0}\(name)\u{0}\(file.fileName)\u{0}\(file.contentType)\u{0}\(Hex.encode(one.finalize()))\u{0}".utf8))
+        }
+        return "sha256-form:" + Hex.encode(all.finalize())
+    }
+
     static func replay(_ a: StoredAnswer) -> HTTPResponse {
         // A 204 (a revocation, a deactivation) is replayed as itself: there is no body to repeat.
         if a.status == 204 { return .replayed(HTTPResponse(status: 204)) }
@@ -44,7 +58,7 @@ final class KeyedAnswer<Value: Sendable>: Sendable {
         self.render = render
         guard let raw = request.header("idempotency-key") else { key = nil; return }
         let rendered = self.rendered
-        key = IdempotencyKey(raw: raw, method: request.method, route: request.route, digest: IdempotencyHeader.digest(request.body)) { value in
+        key = IdempotencyKey(raw: raw, method: request.method, route: request.route, digest: IdempotencyHeader.digest(request)) { value in
             let r = try render(value)
             rendered.answer.withLock { $0 = r }
             return KeptAnswer(status: r.status, location: r.headers.first { $0.0 == "Location" }?.1, body: r.body)

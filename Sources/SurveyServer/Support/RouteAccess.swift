@@ -18,6 +18,17 @@ extension Services {
         }
     }
 
+    /// The same for a route whose body may also be `multipart/form-data`, decoded within `multipart`.
+    func route(_ router: inout Router, _ method: String, _ pattern: String, _ access: Access, bodyLimit: Int,
+               multipart: FormDecoder.Limits, _ handler: @escaping AdmittedHandler) {
+        precondition(access != .anyone, "\(pattern): a route open to anyone is a publicRoute")
+        let services = self
+        // A form's files go to disk as they arrive: its caller is admitted before the first byte.
+        router.add(method, pattern, access: access, bodyLimit: bodyLimit, multipart: multipart, admit: { head in _ = try services.admit(access, head) }) { request in
+            try handler(try services.admit(access, request.head), request)
+        }
+    }
+
     /// A route whose operation admits the caller itself, inside the read it makes anyway (a
     /// submission's single snapshot, tus's claim before its row is read): `access` is the
     /// operation's own declaration, so what the route lists is what the operation checks.

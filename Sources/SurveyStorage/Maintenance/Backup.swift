@@ -50,7 +50,7 @@ public enum Backup {
         try target.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
         var blobs = 0, bytes: Int64 = 0, partials = 0
-        for row in try target.query("SELECT DISTINCT sha256, size FROM uploads") {
+        for row in try target.query("SELECT sha256, MAX(size) AS size FROM (SELECT sha256, size FROM uploads UNION ALL SELECT sha256, size FROM survey_version_attachments) f GROUP BY sha256") {
             let sha256 = try row.string("sha256"), to = there.blob(sha256: sha256)
             try fm.createDirectory(atPath: (to as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try copyDurably(from: here.blob(sha256: sha256), to: to)

@@ -61,7 +61,7 @@ public enum BackupFromPostgres {
             throw error
         }
         var blobs = 0, bytes: Int64 = 0, partials = 0
-        for row in try source.query("SELECT DISTINCT sha256, size FROM uploads") {
+        for row in try source.query("SELECT sha256, MAX(size) AS size FROM (SELECT sha256, size FROM uploads UNION ALL SELECT sha256, size FROM survey_version_attachments) f GROUP BY sha256") {
             let sha256 = try row.string("sha256"), to = there.blob(sha256: sha256)
             try fm.createDirectory(atPath: (to as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try write(pieces: "SELECT bytes FROM blob_chunks WHERE sha256 = ? ORDER BY n", [.text(sha256)], from: source, to: to)

@@ -71,6 +71,18 @@ public enum IntegrityCheck {
             if Int64(size) != rowSize { r.violations.append("upload \(uploadId): file has \(size) bytes, row says \(rowSize)") }
             if hash != sha { r.violations.append("upload \(uploadId): file hash \(hash) differs from row \(sha)") }
         }
+        // A version's attachments are blobs too.
+        for a in try conn.query("SELECT survey_version_id, file_name, size, sha256 FROM survey_version_attachments") {
+            let sha = try a.string("sha256"), name = "\(try a.string("survey_version_id"))/\(try a.string("file_name"))"
+            referenced.insert(sha)
+            guard sha.utf8.count == 64 else { r.violations.append("attachment \(name): malformed sha256"); continue }
+            guard let (size, hash) = databaseFiles ? try hashRows(conn, sha256: sha) : hashFile(layout.blob(sha256: sha)) else {
+                r.violations.append("attachment \(name): file \(databaseFiles ? "blob_chunks " + sha : layout.blob(sha256: sha)) is missing")
+                continue
+            }
+            if Int64(size) != (try a.int("size")) { r.violations.append("attachment \(name): file has \(size) bytes, row says \(try a.int("size"))") }
+            if hash != sha { r.violations.append("attachment \(name): file hash \(hash) differs from row \(sha)") }
+        }
         var blobFiles = 0
         if databaseFiles {
             for b in try conn.query("SELECT DISTINCT sha256 FROM blob_chunks") {

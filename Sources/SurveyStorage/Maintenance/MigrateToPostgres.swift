@@ -16,7 +16,8 @@ public enum MigrateToPostgres {
 
     /// Every table, parents before children (foreign keys are checked row by row).
     static let tables = [
-        "orgs", "users", "tokens", "audit", "surveys", "survey_versions", "survey_version_sources", "responses", "uploads", "resumable_uploads", "tasks",
+        "orgs", "users", "tokens", "audit", "surveys", "survey_versions", "survey_version_sources", "survey_version_attachments", "responses", "uploads",
+        "resumable_uploads", "tasks",
         "idempotency_keys", "invitations", "console_sessions", "webhooks", "webhook_deliveries", "webhook_snapshots", "webhook_identity",
         "export_cursor_key",
     ]
@@ -58,7 +59,7 @@ public enum MigrateToPostgres {
             for table in tables { rows.append((table, try copy(table, from: source, to: target))) }
             // The audit sequence goes on after the last entry copied.
             try target.query("SELECT setval(pg_get_serial_sequence('audit', 'seq'), MAX(seq)) FROM audit HAVING MAX(seq) IS NOT NULL")
-            for u in try source.query("SELECT DISTINCT sha256 FROM uploads") {
+            for u in try source.query("SELECT sha256 FROM uploads UNION SELECT sha256 FROM survey_version_attachments") {
                 let sha256 = try u.string("sha256")
                 try PostgresFiles.storeBlob(target, path: layout.blob(sha256: sha256), sha256: sha256)
                 files += 1

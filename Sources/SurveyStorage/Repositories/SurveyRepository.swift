@@ -30,6 +30,38 @@ extension ReadContext {
         }
     }
 
+    /// The files a version of this organization was published with, by name.
+    public func versionAttachments(orgId: String, surveyVersionId: String) throws -> [VersionAttachmentRecord] {
+        try conn.query("""
+            SELECT \(VersionAttachmentRecord.columns) FROM survey_version_attachments a
+            JOIN survey_versions v ON v.survey_version_id = a.survey_version_id
+            WHERE a.survey_version_id = ? AND v.org_id = ? ORDER BY a.file_name
+            """, [.text(surveyVersionId), .text(orgId)]).map(VersionAttachmentRecord.init)
+    }
+
+    public func versionAttachment(orgId: String, surveyVersionId: String, fileName: String) throws -> VersionAttachmentRecord? {
+        try conn.query("""
+            SELECT \(VersionAttachmentRecord.columns) FROM survey_version_attachments a
+            JOIN survey_versions v ON v.survey_version_id = a.survey_version_id
+            WHERE a.survey_version_id = ? AND v.org_id = ? AND a.file_name = ?
+            """, [.text(surveyVersionId), .text(orgId), .text(fileName)]).first.map(VersionAttachmentRecord.init)
+    }
+
+    /// The files each version of a survey was published with (by version id; a version without
+    /// files is not there).
+    public func versionAttachments(orgId: String, surveyId: String) throws -> [String: [VersionAttachmentRecord]] {
+        var found: [String: [VersionAttachmentRecord]] = [:]
+        for row in try conn.query("""
+            SELECT \(VersionAttachmentRecord.columns) FROM survey_version_attachments a
+            JOIN survey_versions v ON v.survey_version_id = a.survey_version_id
+            WHERE v.survey_id = ? AND v.org_id = ? ORDER BY a.survey_version_id, a.file_name
+            """, [.text(surveyId), .text(orgId)]) {
+            let a = try VersionAttachmentRecord(row: row)
+            found[a.surveyVersionId, default: []].append(a)
+        }
+        return found
+    }
+
     /// The format and type of each version of a survey that was published from a file (by
     /// version id), without the bytes: versions published as JSON are not there.
     public func versionSourceSummaries(orgId: String, surveyId: String) throws -> [String: VersionSourceSummary] {
@@ -67,7 +99,8 @@ extension GatedTransaction {
 
     /// Publishes the next version number of a survey; versions are immutable once written.
     public func publishVersion(surveyVersionId: String, surveyId: String, contentHash: String, definition: String,
-                               source: VersionSourceRecord? = nil) throws -> SurveyVersionRecord {
+                               source: VersionSourceRecord? = nil, attachments: [(record: VersionAttachmentRecord, tempPath: String)] = [],
+                               blobs: BlobStore? = nil) throws -> SurveyVersionRecord {
         let number = try context.conn.query("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM survey_versions WHERE survey_id = ?",
                                             [.text(surveyId)]).first?.int("next") ?? 1
         try context.conn.run("""
@@ -80,7 +113,14 @@ extension GatedTransaction {
                 """, [.text(surveyVersionId), .text(source.format), .text(source.contentType), .blob(source.source), .blob(source.xform),
                       VersionSourceRecord.warningsColumn(source.warnings)])
         }
-        try audit(action: "survey.version.publish", targetType: "survey_version", targetId: surveyVersionId, detail: "number=\(number)")
+        for (a, tempPath) in attachments {
+            try storeBlob(tempPath: tempPath, sha256: a.sha256, blobs: blobs)
+            try context.conn.run("""
+                INSERT INTO survey_version_attachments(survey_version_id, file_name, content_type, size, sha256, md5) VALUES (?, ?, ?, ?, ?, ?)
+                """, [.text(surveyVersionId), .text(a.fileName), .text(a.contentType), .int(a.size), .text(a.sha256), .text(a.md5)])
+        }
+        try audit(action: "survey.version.publish", targetType: "survey_version", targetId: surveyVersionId,
+                  detail: "number=\(number)" + (attachments.isEmpty ? "" : " attachments=\(attachments.count)"))
         return SurveyVersionRecord(surveyVersionId: surveyVersionId, surveyId: surveyId, orgId: orgId, number: number,
                                    contentHash: contentHash, definition: definition, createdAt: now, warnings: source?.warnings ?? [])
     }

@@ -9,7 +9,7 @@ extension ReadContext {
 
     /// The content hashes that rows reference: every other blob file is garbage.
     public func referencedBlobHashes() throws -> Set<String> {
-        Set(try conn.query("SELECT DISTINCT sha256 FROM uploads").map { try $0.string("sha256") })
+        Set(try conn.query("SELECT sha256 FROM uploads UNION SELECT sha256 FROM survey_version_attachments").map { try $0.string("sha256") })
     }
 
     public func resumableUpload(orgId: String, uploadId: String) throws -> ResumableUploadRecord? {
@@ -74,13 +74,19 @@ extension GatedTransaction {
     /// Links the verified file to its content-addressed place and records the upload, in this
     /// transaction: if the transaction does not commit, a newly placed link is removed again.
     public func commitUpload(_ u: UploadRecord, tempPath: String, blobs: BlobStore) throws {
-        if context.conn.dialect == .postgres {
-            try PostgresFiles.storeBlob(context.conn, path: tempPath, sha256: u.sha256)
-        } else if try blobs.place(tempPath: tempPath, sha256: u.sha256) {
-            let sha = u.sha256
-            context.undo.add { blobs.remove(sha256: sha) }
-        }
+        try storeBlob(tempPath: tempPath, sha256: u.sha256, blobs: blobs)
         try recordUpload(u)
+    }
+
+    /// A verified, fsynced file becomes the blob `sha256` in this transaction: rows of PostgreSQL,
+    /// or on SQLite a link to its content-addressed place, removed again if the transaction does
+    /// not commit.
+    func storeBlob(tempPath: String, sha256: String, blobs: BlobStore?) throws {
+        if context.conn.dialect == .postgres {
+            try PostgresFiles.storeBlob(context.conn, path: tempPath, sha256: sha256)
+        } else if let blobs, try blobs.place(tempPath: tempPath, sha256: sha256) {
+            context.undo.add { blobs.remove(sha256: sha256) }
+        }
     }
 
     /// The last chunk of a resumable upload finishes it: on PostgreSQL its received pieces, with

@@ -1,0 +1,19 @@
+/// A select question's choices by name: whether an answer is a choice, and which, costs one hash
+/// look-up however long the list is (a list read from a file may hold 100,000 choices). Built
+/// once per list when a definition is parsed and shared by every question that names the list.
+public final class ChoiceIndex: Sendable, Equatable {
+    /// Each choice's place in the question's `options`.
+    private let positions: [String: Int]
+
+    init(_ options: [Choice]) {
+        var positions: [String: Int] = [:]
+        positions.reserveCapacity(options.count)
+        for (i, o) in options.enumerated() where positions[o.name] == nil { positions[o.name] = i }
+        self.positions = positions
+    }
+
+    public func contains(_ name: String) -> Bool { positions[name] != nil }
+    public func position(of name: String) -> Int? { positions[name] }
+
+    public static func == (a: ChoiceIndex, b: ChoiceIndex) -> Bool { a === b || a.positions == b.positions }
+}
