@@ -3,10 +3,10 @@
 /// whose decimal mark is a comma), CRLF, LF or CR line ends, quoted fields holding separators,
 /// quotes (doubled) and line breaks. The first row names the columns.
 ///
-/// A state machine over the bytes rather than a library: Debian's C CSV reader (libcsv) reports
-/// a malformed file with no line, bounds neither a field, a row nor a column count, and cannot be
-/// stopped from its callbacks. This one stops at the first limit or mistake with a sentence that
-/// names the line, so a hostile file costs at most its own size in time and memory.
+/// A state machine over the bytes rather than a C library: this module is also the SDK's, which
+/// builds for iOS, where Debian's libcsv does not exist, and libcsv's callbacks cannot stop a
+/// parse. This one stops at the first limit or mistake with a sentence that names the line, so a
+/// hostile file costs at most its own size in time and memory.
 ///
 /// It throws `Refusal` through untyped `throws`: with typed throws and a `Limits` argument
 /// passed indirectly, a debug build of Swift 6.3 released a value it had never made (the
