@@ -193,6 +193,13 @@ import SurveyServer
                                         headers: ["Content-Type": FormPublishingTests.xlsx])
         P.expectProblem(bare, .validationFailed)
         #expect(bare.json?["errors"]?.arrayValue?.count == 3, "\(bare.text)")
+        // A part that is no file (a plain field, with or without a name): refused at that part.
+        for field in ["crops.csv", ""] {
+            let plain = try publish(f, id, [Self.form()] + Self.allFiles + [Part(field: field, fileName: nil, contentType: "text/plain", bytes: Array("x".utf8))])
+            P.expectProblem(plain, .validationFailed)
+            #expect(plain.json?["errors"]?[0]?["path"]?.stringValue == "attachments.\(field)", "\(plain.text)")
+            #expect(plain.json?["errors"]?[0]?["message"]?.stringValue?.contains("was sent as a plain field, not a file") == true, "\(plain.text)")
+        }
         // A file sent twice, and a file whose bytes are not what its name says.
         P.expectProblem(try publish(f, id, [Self.form()] + Self.allFiles + [Self.file("map.png", Self.map)]), .validationFailed)
         let fake = try publish(f, id, [Self.form()] + Self.allFiles.filter { $0.field != "map.png" } + [Self.file("map.png", Array("not a png".utf8))])

@@ -137,8 +137,12 @@ struct SurveyService {
                 // The form sent as a plain field: a JSON body.
                 form = FormUpload(format: .json, form: Array(text.utf8), contentType: "application/json")
             }
+            // A well-formed body whose other parts are not files: refused as what it sent, at the part.
             if let other = fields.pairs.first(where: { $0.name != "form" }) {
-                throw ApiError.malformed("The part \(other.name) is not a file; send the form as the part form and each file it names as a file part.")
+                let name = other.name.isEmpty ? "a part without a name" : "the part \(other.name)"
+                throw ApiError(.validationFailed, "Each file the form names is sent as a file part.",
+                               errors: [FieldError(path: "attachments.\(other.name)",
+                                                   message: "\(name) was sent as a plain field, not a file; send each file the form names as a part with a filename")])
             }
             guard let form else { throw ApiError.malformed("The request has no part named form: send the XLSForm, XForm or JSON definition as the part form.") }
             return FormUpload(format: form.format, form: form.form, contentType: form.contentType, fileName: form.fileName, files: files)
