@@ -179,9 +179,11 @@ lines += ["[checks.negative_data_rejection]", 'expected-statuses = ["400", "401"
 # Schema-valid requests refused by the state they meet, which no schema describes: the assignee
 # is not an active collector, the user is deactivated (or another user holds the email), the answers break this version's rules, the
 # bytes are not the declared type, the state moved on — each with its own code from the table;
-# and tus's Upload-Metadata, whose base64 values the schema cannot look inside (400 / 1031, 1032).
+# and tus's Upload-Metadata, whose base64 values the schema cannot look inside (400 / 1031, 1032);
+# likewise a published form's part, a file whose bytes may be no form at all (400 / 1031, as a
+# JSON definition that does not parse).
 for op, statuses in [("createTask", ["422"]), ("createToken", ["422"]), ("inviteUser", ["422"]), ("submitResponse", ["413", "422"]),
-                     ("resubmitResponse", ["413", "422"]), ("reviewResponse", ["422"]), ("publishVersion", ["413", "422"]),
+                     ("resubmitResponse", ["413", "422"]), ("reviewResponse", ["422"]), ("publishVersion", ["400", "413", "422"]),
                      ("putUpload", ["413", "415", "422"]), ("tusCreate", ["400", "413", "415", "422"]), ("tusPatch", ["410", "413", "415", "422", "460"]),
                      ("tusHead", ["410"]), ("tusDelete", ["410"]),
                      # Exports: a well-formed cursor past the newest one this server issued and a
