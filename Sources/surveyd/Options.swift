@@ -7,7 +7,7 @@ struct Options {
     private var values: [String: String] = [:]
     private var flags: Set<String> = []
 
-    static let booleanFlags: Set<String> = ["demo", "help", "no-log", "webhooks-allow-private"]
+    static let booleanFlags: Set<String> = ["demo", "help", "no-log", "quiet", "webhooks-allow-private"]
     /// Every option that takes a value. Anything else is refused before a command runs: a
     /// mistyped `--data-dri` must not start a server on the default data dir.
     static let valueOptions: Set<String> = [
