@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import SurveyDomain
 
@@ -108,25 +109,46 @@ public enum MigrateToPostgres {
         return Summary(rows: rows, files: files, partials: partials, check: check)
     }
 
-    /// Copies every row of `table`, column by column as SQLite holds them (bytes stay bytes).
+    /// Copies every row of `table` with one `COPY … FROM STDIN`, column by column as SQLite
+    /// holds them (bytes stay bytes; text kept in a `bytea` column goes as its bytes).
     private static func copy(_ table: String, from source: Connection, to target: PostgresConnection, progress: ProgressReport) throws -> Int {
         let columns = try source.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { try $0.string("name") }
         let binary = Set(try target.query("""
             SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND data_type = 'bytea'
             """, [.text(table)]).map { try $0.string("column_name") })
-        let insert = "INSERT INTO \(table)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+        let isBinary = columns.map(binary.contains)
         let statement = try Statement(connection: source, sql: "SELECT \(columns.joined(separator: ", ")) FROM \(table)")
-        var count = 0
-        while let row = try statement.next() {
-            let values = try columns.map { name -> SQLValue in
-                let value = try row.value(name)
-                if binary.contains(name), case .text(let s) = value { return .blob(Array(s.utf8)) }
-                return value
+        let handle = statement.handle
+        var read = 0
+        let copied = try target.copyIn(table: table, columns: columns) { stream in
+            while true {
+                let rc = sqlite3_step(handle)
+                if rc == SQLITE_DONE { break }
+                guard rc == SQLITE_ROW else { throw source.error(rc, sql: statement.sql) }
+                for c in 0..<Int32(columns.count) {
+                    switch sqlite3_column_type(handle, c) {
+                    case SQLITE_INTEGER: stream.integer(sqlite3_column_int64(handle, c))
+                    case SQLITE_FLOAT: stream.double(sqlite3_column_double(handle, c))
+                    case SQLITE_TEXT:
+                        // _text before _bytes, as SQLite asks, so the length is the UTF-8 form's.
+                        let p = sqlite3_column_text(handle, c)
+                        let bytes = UnsafeBufferPointer(start: p, count: p == nil ? 0 : Int(sqlite3_column_bytes(handle, c)))
+                        if isBinary[Int(c)] { stream.bytea(UnsafeRawBufferPointer(bytes)) } else { stream.text(bytes) }
+                    case SQLITE_BLOB:
+                        guard isBinary[Int(c)] else {
+                            throw MaintenanceError("\(table).\(columns[Int(c)]) holds bytes where PostgreSQL keeps text; nothing was written.")
+                        }
+                        let p = sqlite3_column_blob(handle, c)
+                        stream.bytea(UnsafeRawBufferPointer(start: p, count: p == nil ? 0 : Int(sqlite3_column_bytes(handle, c))))
+                    default: stream.null()
+                    }
+                }
+                try stream.endRow()
+                read += 1
+                progress.advance()
             }
-            try target.run(insert, values)
-            count += 1
-            progress.advance()
         }
-        return count
+        guard copied == read else { throw MaintenanceError("\(table): \(read) row(s) read but \(copied) copied; nothing was written.") }
+        return copied
     }
 }
