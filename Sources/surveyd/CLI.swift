@@ -12,7 +12,7 @@ enum CLI {
       surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--max-file-bytes N]
                    [--max-unfinished-upload-bytes N]
                    [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads N]
-                   [--startup-check full|quick] [--no-log]
+                   [--startup-check full|quick] [--no-log] [--instance-name NAME]
                    [--webhooks-allow-private] [--webhook-retry-schedule 5s,5m,30m,2h,5h,10h,...]
                    [--trusted-proxy 127.0.0.1,...]
                    [--max-form-bytes 10485760] [--pyxform PATH]  (XLSForms are converted by pyxform's xls2xform at
@@ -115,6 +115,13 @@ enum CLI {
             c.maxKeyedInFlight = n
         }
         c.logRequests = !options.flag("no-log")
+        if let n = options.value("instance-name") {
+            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:@/")
+            guard (1...128).contains(n.count), n.allSatisfy(allowed.contains) else {
+                throw CLIError("--instance-name must be 1-128 letters, digits or -_.:@/ (it labels this process's series on /metrics)")
+            }
+            c.instanceName = n
+        }
         c.webhooksAllowPrivate = options.flag("webhooks-allow-private")
         if let t = options.value("trusted-proxy") {
             let addresses = t.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }

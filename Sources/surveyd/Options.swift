@@ -13,7 +13,7 @@ struct Options {
     static let valueOptions: Set<String> = [
         "data-dir", "host", "port", "synchronous", "max-body-bytes", "max-file-bytes", "max-unfinished-upload-bytes", "max-keyed-in-flight",
         "idempotency-retention-days", "http-threads", "startup-check", "to", "name", "expires-at", "org", "until", "roles",
-        "webhook-retry-schedule", "database-url", "from-data-dir", "to-database-url", "trusted-proxy", "max-form-bytes", "pyxform",
+        "webhook-retry-schedule", "database-url", "from-data-dir", "to-database-url", "trusted-proxy", "max-form-bytes", "pyxform", "instance-name",
     ]
 
     init(_ args: [String]) throws {
