@@ -7,12 +7,16 @@ Each row is what POST /v1/orgs/{org}/responses would have stored for the benchma
              a random clientSubmissionId (like a phone's UUID), the SHA-256 of the ~1.5 KB request body as sent,
              its canonical digest, the canonical answers, receivedAt, review_state, revision 1
   audit      the matching "response.accept" entry
+  uploads    with --files N: N stored files (a JPEG signature, then random bytes; sizes spread evenly
+             from half to one and a half --file-bytes), each written to DATA/blobs/aa/bb/<sha256> as the
+             server places it, with its uploads row and its "upload.commit" audit entry
 Receive times are spread over the past (one row every --spacing-ms, ending --end-ago-s seconds ago),
 so the ids are in time order and the responses the benchmark adds later sort after them.
 
   seed_responses.py --db DATA/surveyd.sqlite --org ORG --survey SRV --version SVV --submitter USR
                     --answers Benchmarks/fixtures/answers.json --count 1000000
                     [--review-state submitted] [--ids-out FILE [--ids-sample N]]
+                    [--files N --file-bytes 50000 --file-question photo]
 
 --ids-out writes response ids (all of them, or N spread evenly) one per line, for the read and
 review benchmarks."""
@@ -26,6 +30,34 @@ def uuid7_id(prefix: str, ms: int) -> str:
     b[8] = (b[8] & 0x3F) | 0x80
     h = b.hex()
     return f"{prefix}_{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def seed_files(db, a, blobs: str, now: int) -> None:
+    """Stored files, as PUT .../uploads/{clientUploadId} leaves them: the blob, its row, its audit entry."""
+    t0 = time.monotonic()
+    total = 0
+    db.execute("BEGIN IMMEDIATE")
+    for i in range(a.files):
+        size = a.file_bytes // 2 + (a.file_bytes * i) // max(1, a.files - 1) if a.files > 1 else a.file_bytes
+        data = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + os.urandom(max(0, size - 11))
+        sha = hashlib.sha256(data).hexdigest()
+        d = os.path.join(blobs, sha[0:2], sha[2:4])
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, sha), "wb") as f:
+            f.write(data)
+        cuid = "seed-file-" + os.urandom(12).hex()
+        at = now - 30_000 + i
+        db.execute("INSERT INTO uploads(org_id, client_upload_id, uploader, survey_version_id, question_id, content_type, size, sha256,"
+                   " received_at) VALUES (?, ?, ?, ?, ?, 'image/jpeg', ?, ?, ?)",
+                   (a.org, cuid, a.submitter, a.version, a.file_question, len(data), sha, at))
+        db.execute("INSERT INTO audit(org_id, actor, action, target_type, target_id, revision, detail, at)"
+                   " VALUES (?, ?, 'upload.commit', 'upload', ?, NULL, ?, ?)",
+                   (a.org, a.submitter, cuid, f"sha256={sha} size={len(data)}", at))
+        total += len(data)
+    db.execute("COMMIT")
+    os.sync()
+    el = time.monotonic() - t0
+    print(f"seeded {a.files} files, {total / 1e6:.1f} MB in {el:.1f} s", file=sys.stderr)
 
 
 def main() -> int:
@@ -44,6 +76,9 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=50_000)
     p.add_argument("--ids-out")
     p.add_argument("--ids-sample", type=int, default=0)
+    p.add_argument("--files", type=int, default=0, help="stored files (uploads) to add")
+    p.add_argument("--file-bytes", type=int, default=50_000, help="their mean size")
+    p.add_argument("--file-question", default="photo")
     a = p.parse_args()
 
     answers = open(a.answers, encoding="utf-8").read().strip()
@@ -110,6 +145,8 @@ def main() -> int:
         db.execute("COMMIT")
         if a.count >= 200_000:
             print(f"seed: {hi}/{a.count} ({hi / (time.monotonic() - t0):.0f} rows/s)", file=sys.stderr, flush=True)
+    if a.files:
+        seed_files(db, a, os.path.join(os.path.dirname(os.path.abspath(a.db)), "blobs"), now)
     db.execute("PRAGMA synchronous=FULL")
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()

@@ -2,7 +2,28 @@ import Foundation
 import Synchronization
 
 /// Prometheus counters and histograms kept in memory (reset at restart, as Prometheus expects).
+/// Every series carries the label `process`, naming the process that counted it, so that the
+/// processes sharing one PostgreSQL database stay apart even when one address (a load balancer)
+/// fronts them all; `surveyd_process_info` says what each name stands for.
 public final class Metrics: Sendable {
+    /// Which process this is, on every series: its name (`--instance-name`, or host:port), and
+    /// on `surveyd_process_info` its host, pid and storage engine.
+    public struct Identity: Sendable {
+        public var name: String
+        public var hostname: String
+        public var pid: Int32
+        public var engine: String
+        /// Unix seconds.
+        public var startedAt: Double
+        public init(name: String, hostname: String, pid: Int32, engine: String, startedAt: Double) {
+            self.name = name
+            self.hostname = hostname
+            self.pid = pid
+            self.engine = engine
+            self.startedAt = startedAt
+        }
+    }
+
     public enum Counter: String, CaseIterable, Sendable {
         case responsesAccepted = "surveyd_responses_accepted_total"
         case responsesReplayed = "surveyd_responses_replayed_total"
@@ -44,6 +65,23 @@ public final class Metrics: Sendable {
     private final class Shard: Sendable { let state = Mutex(State()) }
     private static let shardCount = 16
     public init() {}
+    private let identity = Mutex<Identity?>(nil)
+    /// Names the process on every series from now on (the server calls it once it listens).
+    public func identify(_ identity: Identity) { self.identity.withLock { $0 = identity } }
+
+    /// A label value in the text format: backslash, double quote and newline escaped.
+    static func escaped(_ value: String) -> String {
+        var out = ""
+        for c in value {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
     private let shards: [Shard] = (0..<Metrics.shardCount).map { _ in Shard() }
     private var shard: Shard {
         // pthread_self() is the thread's descriptor address: distinct per live thread.
@@ -107,41 +145,54 @@ public final class Metrics: Sendable {
                 for i in s.syncAgeBuckets.indices { s.syncAgeBuckets[i] += t.syncAgeBuckets[i] }
             }
         }
+        let identity = self.identity.withLock { $0 }
+        let process = identity.map { "process=\"\(Self.escaped($0.name))\"" }
+        /// `name{process="…",labels}`: the process first, then the series' own labels.
+        func series(_ name: String, _ labels: String = "") -> String {
+            let all = [process, labels.isEmpty ? nil : labels].compactMap { $0 }.joined(separator: ",")
+            return all.isEmpty ? name : "\(name){\(all)}"
+        }
         do {
             var out = ""
+            if let identity {
+                out += "# TYPE surveyd_process_info gauge\n"
+                out += series("surveyd_process_info", "hostname=\"\(Self.escaped(identity.hostname))\",pid=\"\(identity.pid)\",engine=\"\(identity.engine)\"") + " 1\n"
+                out += "# TYPE surveyd_process_start_time_seconds gauge\n"
+                out += series("surveyd_process_start_time_seconds") + " \(identity.startedAt)\n"
+            }
             for c in Counter.allCases {
-                out += "# TYPE \(c.rawValue) counter\n\(c.rawValue) \(s.counters[c, default: 0])\n"
+                out += "# TYPE \(c.rawValue) counter\n\(series(c.rawValue)) \(s.counters[c, default: 0])\n"
             }
             out += "# TYPE surveyd_http_requests_total counter\n"
             for (k, v) in s.requests.sorted(by: { $0.key < $1.key }) {
                 let parts = k.split(separator: "\u{0}")
-                out += "surveyd_http_requests_total{route=\"\(parts[0])\",status=\"\(parts[1])\"} \(v)\n"
+                out += series("surveyd_http_requests_total", "route=\"\(parts[0])\",status=\"\(parts[1])\"") + " \(v)\n"
             }
             out += "# TYPE surveyd_http_request_duration_seconds histogram\n"
             for (route, h) in s.latency.sorted(by: { $0.key < $1.key }) {
                 for (i, b) in Histogram.bounds.enumerated() {
-                    out += "surveyd_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"\(b)\"} \(h.buckets[i])\n"
+                    out += series("surveyd_http_request_duration_seconds_bucket", "route=\"\(route)\",le=\"\(b)\"") + " \(h.buckets[i])\n"
                 }
-                out += "surveyd_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"+Inf\"} \(h.count)\n"
-                out += "surveyd_http_request_duration_seconds_sum{route=\"\(route)\"} \(h.sum)\n"
-                out += "surveyd_http_request_duration_seconds_count{route=\"\(route)\"} \(h.count)\n"
+                out += series("surveyd_http_request_duration_seconds_bucket", "route=\"\(route)\",le=\"+Inf\"") + " \(h.count)\n"
+                out += series("surveyd_http_request_duration_seconds_sum", "route=\"\(route)\"") + " \(h.sum)\n"
+                out += series("surveyd_http_request_duration_seconds_count", "route=\"\(route)\"") + " \(h.count)\n"
             }
             out += "# TYPE surveyd_openrosa_submissions_total counter\n"
             for (labels, v) in s.openRosa.map({ ($0.key.labels, $0.value) }).sorted(by: { $0.0 < $1.0 }) {
-                out += "surveyd_openrosa_submissions_total{\(labels)} \(v)\n"
+                out += series("surveyd_openrosa_submissions_total", labels) + " \(v)\n"
             }
             out += "# TYPE surveyd_sync_age_seconds histogram\n"
             for (i, b) in Self.ageBounds.enumerated() {
-                out += "surveyd_sync_age_seconds_bucket{le=\"\(Int(b))\"} \(s.syncAgeBuckets[i])\n"
+                out += series("surveyd_sync_age_seconds_bucket", "le=\"\(Int(b))\"") + " \(s.syncAgeBuckets[i])\n"
             }
-            out += "surveyd_sync_age_seconds_bucket{le=\"+Inf\"} \(s.syncAgeCount)\n"
-            out += "surveyd_sync_age_seconds_sum \(s.syncAgeSum)\nsurveyd_sync_age_seconds_count \(s.syncAgeCount)\n"
+            out += series("surveyd_sync_age_seconds_bucket", "le=\"+Inf\"") + " \(s.syncAgeCount)\n"
+            out += series("surveyd_sync_age_seconds_sum") + " \(s.syncAgeSum)\n" + series("surveyd_sync_age_seconds_count") + " \(s.syncAgeCount)\n"
             if let writer {
-                out += "# TYPE surveyd_writer_commits_total counter\nsurveyd_writer_commits_total \(writer.commits)\n"
-                out += "# TYPE surveyd_writer_jobs_total counter\nsurveyd_writer_jobs_total \(writer.jobs)\n"
+                out += "# TYPE surveyd_writer_commits_total counter\n\(series("surveyd_writer_commits_total")) \(writer.commits)\n"
+                out += "# TYPE surveyd_writer_jobs_total counter\n\(series("surveyd_writer_jobs_total")) \(writer.jobs)\n"
             }
             if let webhookIdleLooks {
-                out += "# TYPE surveyd_webhook_idle_looks_total counter\nsurveyd_webhook_idle_looks_total \(webhookIdleLooks)\n"
+                out += "# TYPE surveyd_webhook_idle_looks_total counter\n\(series("surveyd_webhook_idle_looks_total")) \(webhookIdleLooks)\n"
             }
             return out
         }

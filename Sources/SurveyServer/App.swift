@@ -41,6 +41,9 @@ public final class App: Sendable {
         /// Idempotency keys are kept at least this long (default 30 days), then purged.
         public var idempotencyRetentionDays: Int = 30
         public var logRequests: Bool = true
+        /// The `process` label on every `/metrics` series (`--instance-name`); nil: this host's
+        /// name and the port served, e.g. `node-2:8080` (stable across restarts, one per process).
+        public var instanceName: String?
         /// Webhook targets in private, loopback and link-local ranges (on-premise receivers, tests).
         public var webhooksAllowPrivate: Bool = false
         public var webhookRetrySchedule: RetrySchedule = .standard
@@ -126,6 +129,7 @@ public final class App: Sendable {
 
     public func start() throws {
         try server.start()
+        operations.metrics.identify(processIdentity)
         dispatcher.start()
         scheduleHousekeeping()
     }
@@ -185,6 +189,14 @@ public final class App: Sendable {
     /// Every route with the access its door declared.
     var declaredRoutes: [(method: String, pattern: String, access: String)] { server.declaredRoutes }
     public var port: UInt16 { server.port }
+
+    /// Who this process is on `/metrics` (once it listens, so a `--port 0` is the port it got).
+    private var processIdentity: Metrics.Identity {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&buffer, buffer.count - 1) == 0 ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "localhost"
+        return Metrics.Identity(name: configuration.instanceName ?? "\(host):\(port)", hostname: host, pid: getpid(),
+                                engine: configuration.databaseURL == nil ? "sqlite" : "postgresql", startedAt: Date().timeIntervalSince1970)
+    }
 
     /// Answers in-flight requests, then closes connections and the database.
     public func stop() {

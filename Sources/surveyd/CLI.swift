@@ -12,17 +12,21 @@ enum CLI {
       surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--max-file-bytes N]
                    [--max-unfinished-upload-bytes N]
                    [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads N]
-                   [--startup-check full|quick] [--no-log]
+                   [--startup-check full|quick] [--no-log] [--instance-name NAME]
                    [--webhooks-allow-private] [--webhook-retry-schedule 5s,5m,30m,2h,5h,10h,...]
                    [--trusted-proxy 127.0.0.1,...]
                    [--max-form-bytes 10485760] [--max-form-upload-bytes 104857600] [--pyxform PATH]  (XLSForms are converted by pyxform's xls2xform at
                                           PATH; by default .build/venv-forms/bin/xls2xform beside the build, which
                                           scripts/setup.sh installs)
-      surveyd check                       verify every invariant; exit 1 on any violation
-      surveyd backup --to DIR             online, consistent copy (database and blobs) into a new DIR
+      surveyd check [--quiet]             verify every invariant; exit 1 on any violation
+      surveyd backup --to DIR [--quiet]   online, consistent copy (database and blobs) into a new DIR
                                           (with --database-url: a copy of the PostgreSQL database as a SQLite data dir)
-      surveyd migrate --from-data-dir DIR --to-database-url URL
+      surveyd migrate --from-data-dir DIR --to-database-url URL [--quiet]
                                           everything of a SQLite data dir into an empty PostgreSQL database, checked
+
+    check, backup and migrate report their progress on stderr — what is done of what (rows, files
+    and bytes), the rate and the time left: on a terminal one line redrawn every second, otherwise
+    a plain line every few seconds and one as each phase ends. --quiet turns it off.
       surveyd admin create-operator
       surveyd admin create-org --name NAME --expires-at ISO8601
       surveyd admin renew --org ORG_ID --until ISO8601
@@ -115,6 +119,13 @@ enum CLI {
             c.maxKeyedInFlight = n
         }
         c.logRequests = !options.flag("no-log")
+        if let n = options.value("instance-name") {
+            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:@/")
+            guard (1...128).contains(n.count), n.allSatisfy(allowed.contains) else {
+                throw CLIError("--instance-name must be 1-128 letters, digits or -_.:@/ (it labels this process's series on /metrics)")
+            }
+            c.instanceName = n
+        }
         c.webhooksAllowPrivate = options.flag("webhooks-allow-private")
         if let t = options.value("trusted-proxy") {
             let addresses = t.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -217,9 +228,17 @@ enum CLI {
         }
     }
 
+    /// How far `migrate`, `backup` and `check` are, on stderr: a line redrawn in place on a
+    /// terminal, plain lines every few seconds otherwise, nothing with `--quiet`.
+    static func progress(_ options: Options, _ command: String) -> ProgressReport {
+        ProgressReport.onStandardError(command: "surveyd \(command)", quiet: options.flag("quiet"))
+    }
+
     static func check(_ options: Options) throws {
         let dataDir = options.value("data-dir") ?? "./data"
-        let report = try IntegrityCheck.run(dataDir: dataDir, databaseURL: try configuration(options).databaseURL)
+        let progress = progress(options, "check")
+        defer { progress.close() }
+        let report = try IntegrityCheck.run(dataDir: dataDir, databaseURL: try configuration(options).databaseURL, progress: progress)
         print(report.text, terminator: "")
         if !report.ok { exit(1) }
     }
@@ -228,7 +247,10 @@ enum CLI {
         let dataDir = options.value("data-dir") ?? "./data"
         let dest = try options.required("to")
         let url = try configuration(options).databaseURL
-        let summary = try url.map { try BackupFromPostgres.run(databaseURL: $0, to: dest) } ?? Backup.run(dataDir: dataDir, to: dest)
+        let progress = progress(options, "backup")
+        defer { progress.close() }
+        let summary = try url.map { try BackupFromPostgres.run(databaseURL: $0, to: dest, progress: progress) }
+            ?? Backup.run(dataDir: dataDir, to: dest, progress: progress)
         print("backup of \(url == nil ? dataDir : "the PostgreSQL database") written to \(dest): database, \(summary.blobs) blob file(s) (\(summary.bytes) bytes), \(summary.partials) partial upload(s)")
         print("serve it with: surveyd serve --data-dir \(dest)")
     }
@@ -238,7 +260,9 @@ enum CLI {
         let from = try options.required("from-data-dir")
         let url = try options.required("to-database-url")
         guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else { throw CLIError("--to-database-url must be a PostgreSQL URI") }
-        let summary = try MigrateToPostgres.run(dataDir: from, to: url)
+        let progress = progress(options, "migrate")
+        defer { progress.close() }
+        let summary = try MigrateToPostgres.run(dataDir: from, to: url, progress: progress)
         for (table, count) in summary.rows where count > 0 { print("  \(table): \(count) row(s)") }
         print("  files: \(summary.files), unfinished resumable uploads: \(summary.partials)")
         print(summary.check.text, terminator: "")

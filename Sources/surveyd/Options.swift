@@ -7,13 +7,13 @@ struct Options {
     private var values: [String: String] = [:]
     private var flags: Set<String> = []
 
-    static let booleanFlags: Set<String> = ["demo", "help", "no-log", "webhooks-allow-private"]
+    static let booleanFlags: Set<String> = ["demo", "help", "no-log", "quiet", "webhooks-allow-private"]
     /// Every option that takes a value. Anything else is refused before a command runs: a
     /// mistyped `--data-dri` must not start a server on the default data dir.
     static let valueOptions: Set<String> = [
         "data-dir", "host", "port", "synchronous", "max-body-bytes", "max-file-bytes", "max-unfinished-upload-bytes", "max-keyed-in-flight",
         "idempotency-retention-days", "http-threads", "startup-check", "to", "name", "expires-at", "org", "until", "roles",
-        "webhook-retry-schedule", "database-url", "from-data-dir", "to-database-url", "trusted-proxy", "max-form-bytes", "max-form-upload-bytes", "pyxform",
+        "webhook-retry-schedule", "database-url", "from-data-dir", "to-database-url", "trusted-proxy", "max-form-bytes", "max-form-upload-bytes", "pyxform", "instance-name",
     ]
 
     init(_ args: [String]) throws {

@@ -185,7 +185,19 @@ import SurveyDomain
         Self.expectProblem(try f.client.get("/metrics", token: f.adminToken), .forbidden)
         let m = try f.client.get("/metrics", token: f.server.operatorToken)
         #expect(m.status == 200)
-        #expect(m.text.contains("surveyd_responses_accepted_total 0"))
+        #expect(MetricsText.withoutProcess(m.text).contains("surveyd_responses_accepted_total 0\n"))
+        // Every sample names the process that counted it, by one name, and the name's host, pid
+        // and engine are on surveyd_process_info.
+        let samples = m.text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        let names = Set(samples.compactMap { line in
+            line.firstRange(of: #/\{process="([^"]*)"/#).map { String(line[$0].dropFirst(10).dropLast()) }
+        })
+        #expect(!samples.isEmpty && samples.allSatisfy { $0.contains("{process=\"") }, "\(samples.filter { !$0.contains("{process=") })")
+        #expect(names.count == 1, "\(names)")
+        let name = try #require(names.first)
+        #expect(name.hasSuffix(":\(f.server.app.port)"), "the default name is host:port: \(name)")
+        #expect(m.text.contains("surveyd_process_info{process=\"\(name)\",hostname=\""), "\(m.text.prefix(400))")
+        #expect(m.text.contains(",pid=\"") && m.text.contains("surveyd_process_start_time_seconds{process=\"\(name)\"} "))
     }
 
     @Test func theOpenAPIDocumentIsServedAndMatchesSchemas() throws {

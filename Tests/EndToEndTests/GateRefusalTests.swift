@@ -10,7 +10,7 @@ import SurveyServer
     typealias P = FoundationTests
 
     static func refusals(_ f: Fixture) throws -> Int {
-        let text = try f.client.get("/metrics", token: f.server.operatorToken).text
+        let text = MetricsText.withoutProcess(try f.client.get("/metrics", token: f.server.operatorToken).text)
         let line = text.split(separator: "\n").first { $0.hasPrefix("surveyd_subscription_refusals_total ") }
         return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
     }

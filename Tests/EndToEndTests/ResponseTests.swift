@@ -72,7 +72,7 @@ import SurveyDomain
         let stored = try f.client.get("/v1/orgs/\(f.orgId)/responses/\(ids[0])", token: f.collectorToken)
         #expect(stored.json?["capturedAt"]?.stringValue != nil)
         #expect(stored.json?["answers"] == ["size": 4, "source": "well"])
-        let metrics = try f.client.get("/metrics", token: f.server.operatorToken).text
+        let metrics = MetricsText.withoutProcess(try f.client.get("/metrics", token: f.server.operatorToken).text)
         #expect(metrics.contains("surveyd_responses_accepted_total 3"))
         #expect(metrics.contains("surveyd_responses_replayed_total 9"))
         #expect(metrics.contains("surveyd_subscription_refusals_total 3"))

@@ -57,7 +57,7 @@ import SurveyDomain
 
     /// `surveyd_webhook_idle_looks_total` of the server's `/metrics`.
     static func idleLooks(_ server: ServerProcess, operatorToken: String) throws -> Int {
-        let metrics = try server.client.get("/metrics", token: operatorToken).text
+        let metrics = MetricsText.withoutProcess(try server.client.get("/metrics", token: operatorToken).text)
         let line = metrics.split(separator: "\n").first { $0.hasPrefix("surveyd_webhook_idle_looks_total ") }
         guard let value = line?.split(separator: " ").last.flatMap({ Int($0) }) else { throw TestFailure("no idle looks in /metrics") }
         return value

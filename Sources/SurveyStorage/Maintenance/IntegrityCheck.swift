@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import SurveyDomain
 
@@ -21,7 +22,8 @@ public enum IntegrityCheck {
     }
 
     /// `databaseURL`: the database is on PostgreSQL (the data dir then holds the files only).
-    public static func run(dataDir: String, databaseURL: String? = nil) throws -> Report {
+    /// `progress` hears of each phase (the uploads' files, then the rows of each table) as it goes.
+    public static func run(dataDir: String, databaseURL: String? = nil, progress: ProgressReport = .quiet()) throws -> Report {
         let layout = DataDirectory(dataDir)
         let conn: any SQLConnection
         var r = Report()
@@ -31,6 +33,7 @@ public enum IntegrityCheck {
             let pg = try PostgresConnection(url: databaseURL)
             try pg.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")  // one snapshot for every query below
             conn = pg
+            r.counts = try counts(conn)
             // 1. PostgreSQL checks its pages and enforces foreign keys itself (nothing to ask here).
         } else {
             let dbPath = layout.database
@@ -40,14 +43,30 @@ public enum IntegrityCheck {
             let sqlite = try Connection(path: dbPath, readOnly: true)
             try sqlite.execute("BEGIN")  // one snapshot for every query below
             conn = sqlite
-            // 1. SQLite's own view of the file.
-            let integrity = try sqlite.query("PRAGMA integrity_check").map { try $0.string("integrity_check") }
+            r.counts = try counts(conn)  // the first read: the snapshot starts here
+            // 1. SQLite's own view of the file. One statement that tells nothing of how far it
+            //    is, so the report says how long it has been at it.
+            let pages = try sqlite.query("PRAGMA page_count").first?.int("page_count") ?? 0
+            let pageSize = try sqlite.query("PRAGMA page_size").first?.int("page_size") ?? 0
+            progress.begin("SQLite integrity_check", total: nil)
+            progress.at("\(ProgressReport.megabytes(pages.multipliedReportingOverflow(by: pageSize).partialValue)) MB")
+            if progress.mode != .quiet {
+                sqlite3_progress_handler(sqlite.handle, 100_000, { context in
+                    guard let context else { return 0 }
+                    Unmanaged<ProgressReport>.fromOpaque(context).takeUnretainedValue().advance(0)
+                    return 0
+                }, Unmanaged.passUnretained(progress).toOpaque())
+            }
+            defer { sqlite3_progress_handler(sqlite.handle, 0, nil, nil) }
+            let integrity = try withExtendedLifetime(progress) { try sqlite.query("PRAGMA integrity_check").map { try $0.string("integrity_check") } }
             if integrity != ["ok"] { r.violations += integrity.map { "integrity_check: \($0)" } }
             for fk in try sqlite.query("PRAGMA foreign_key_check") {
                 // rowid is NULL for a WITHOUT ROWID table.
                 let rowid = try fk.optionalInt("rowid").map(String.init) ?? "NULL"
                 r.violations.append("foreign key: table \(try fk.string("table")) rowid \(rowid) → \(try fk.string("parent"))")
             }
+            sqlite3_progress_handler(sqlite.handle, 0, nil, nil)
+            progress.end()
         }
         defer { try? conn.execute("COMMIT") }
         let applied = try Migrations.applied(conn)
@@ -57,16 +76,18 @@ public enum IntegrityCheck {
         // 2. Uploads: every row has its file, of the right size and hash; no file without a row.
         let root = layout.blobs
         var referenced = Set<String>()
-        let uploads = try conn.query("SELECT org_id, client_upload_id, size, sha256 FROM uploads")
-        for u in uploads {
+        let uploadBytes = try conn.query("SELECT COALESCE(SUM(size), 0) AS bytes FROM uploads").first?.int("bytes") ?? 0
+        progress.begin("uploads", total: Int64(count("uploads", in: r)), unit: .files, totalBytes: uploadBytes)
+        try forEachRow(conn, "SELECT org_id, client_upload_id, size, sha256 FROM uploads") { u in
+            defer { progress.advance(1, bytes: (try? u.int("size")) ?? 0) }
             let sha = try u.string("sha256"), orgId = try u.string("org_id"), uploadId = try u.string("client_upload_id")
             let rowSize = try u.int("size")
             referenced.insert(sha)
-            guard sha.utf8.count == 64 else { r.violations.append("upload \(uploadId): malformed sha256"); continue }
+            guard sha.utf8.count == 64 else { r.violations.append("upload \(uploadId): malformed sha256"); return }
             let path = layout.blob(sha256: sha)
             guard let (size, hash) = databaseFiles ? try hashRows(conn, sha256: sha) : hashFile(path) else {
                 r.violations.append("upload \(orgId)/\(uploadId): file \(databaseFiles ? "blob_chunks " + sha : path) is missing")
-                continue
+                return
             }
             if Int64(size) != rowSize { r.violations.append("upload \(uploadId): file has \(size) bytes, row says \(rowSize)") }
             if hash != sha { r.violations.append("upload \(uploadId): file hash \(hash) differs from row \(sha)") }
@@ -100,15 +121,18 @@ public enum IntegrityCheck {
                 if !referenced.contains(name) { r.violations.append("blob \(rel) has no upload row") }
             }
         }
+        progress.end()
         let temps = (try? FileManager.default.contentsOfDirectory(atPath: layout.temp)) ?? []
         if !temps.isEmpty { r.notes.append("\(temps.count) temp file(s) in tmp/ (uploads in flight, or leftovers removed at the next start)") }
 
         // 3. Tasks: completion is all or nothing, and made by its response.
-        for t in try conn.query("""
+        progress.begin("tasks", total: Int64(count("tasks", in: r)), unit: .rows)
+        try forEachRow(conn, """
             SELECT t.task_id, t.state, t.completed_at, t.completed_by, t.response_id, r.response_id AS found_response_id,
                    r.submitter, r.field_task_id, r.review_state, s.review_required
             FROM tasks t LEFT JOIN responses r ON r.response_id = t.response_id LEFT JOIN surveys s ON s.survey_id = t.survey_id
-            """) {
+            """) { t in
+            progress.advance()
             // The stored text, not `TaskState`: a state that is no case is what this reports.
             let id = try t.string("task_id"), state = try t.string("state")
             let stamps = try ["completed_at", "completed_by", "response_id"].filter { try t.value($0) != .null }.count
@@ -132,38 +156,44 @@ public enum IntegrityCheck {
                 r.violations.append("task \(id): unknown state \(state)")
             }
         }
+        progress.end()
 
-        // 4. Responses: every revision has exactly one audit entry.
-        let missing = try conn.query("""
-            SELECT r.response_id, r.revision, (SELECT COUNT(DISTINCT a.revision) FROM audit a
+        // 4. Responses: every revision has exactly one audit entry, and the review state is one
+        //    the workflow knows (the stored text, not `ReviewState`: a state that is no case is
+        //    what this reports). One pass over the responses, a row at a time.
+        let states = Set(ReviewState.allCases.map(\.rawValue))
+        progress.begin("responses", total: Int64(count("responses", in: r)), unit: .rows)
+        try forEachRow(conn, """
+            SELECT r.response_id, r.revision, r.review_state, (SELECT COUNT(DISTINCT a.revision) FROM audit a
                 WHERE a.org_id = r.org_id AND a.target_type = 'response' AND a.target_id = r.response_id
                   AND a.revision BETWEEN 1 AND r.revision) AS revisions_audited,
                 (SELECT COUNT(*) FROM audit a WHERE a.org_id = r.org_id AND a.target_type = 'response' AND a.target_id = r.response_id) AS entries
             FROM responses r
-            """)
-        for m in missing {
+            """) { m in
+            progress.advance()
             let revision = try m.int("revision"), audited = try m.int("revisions_audited"), entries = try m.int("entries")
-            guard audited != revision || entries != revision else { continue }
-            r.violations.append("response \(try m.string("response_id")): revision \(revision) but \(entries) audit entries covering \(audited) revisions")
+            if audited != revision || entries != revision {
+                r.violations.append("response \(try m.string("response_id")): revision \(revision) but \(entries) audit entries covering \(audited) revisions")
+            }
+            let state = try m.string("review_state")
+            if !states.contains(state) { r.violations.append("response \(try m.string("response_id")): unknown review state \(state)") }
         }
-        // The stored text, not `ReviewState`: a state that is no case is what this reports.
-        let states = Set(ReviewState.allCases.map(\.rawValue))
-        for s in try conn.query("SELECT response_id, review_state FROM responses") {
-            let state = try s.string("review_state")
-            if !states.contains(state) { r.violations.append("response \(try s.string("response_id")): unknown review state \(state)") }
-        }
+        progress.end()
 
         // 5. Idempotency records belong to committed writes: one audit entry by the same caller
         //    in the same transaction (same server time), and only successes are stored.
-        for k in try conn.query("""
+        progress.begin("idempotency keys", total: Int64(count("idempotency_keys", in: r)), unit: .rows)
+        try forEachRow(conn, """
             SELECT k.idempotency_key, k.caller, k.status,
                    (SELECT COUNT(*) FROM audit a WHERE a.org_id = k.org_id AND a.actor = k.caller AND a.at = k.created_at) AS entries
             FROM idempotency_keys k
-            """) {
+            """) { k in
+            progress.advance()
             let key = try k.string("idempotency_key"), status = try k.int("status")
             if !(200..<300).contains(status) { r.violations.append("idempotency key \(key): stores a non-success \(status)") }
             if try k.int("entries") == 0 { r.violations.append("idempotency key \(key) of \(try k.string("caller")): no write committed with it") }
         }
+        progress.end()
 
         // 6. Resumable uploads: the offset never runs past the length or ahead of the disk, and
         //    every partial file belongs to an unfinished upload (a finished one's is removed).
@@ -195,12 +225,42 @@ public enum IntegrityCheck {
         }
         if expired > 0 { r.notes.append("\(expired) unfinished resumable upload(s) past their expiry (removed by the next sweep)") }
 
-        for (name, table) in [("organizations", "orgs"), ("users", "users"), ("responses", "responses"), ("uploads", "uploads"),
-                              ("tasks", "tasks"), ("audit entries", "audit"), ("idempotency keys", "idempotency_keys")] {
-            r.counts.append((name, Int(try conn.query("SELECT COUNT(*) AS n FROM \(table)").first?.int("n") ?? 0)))
-        }
         r.counts.append(("blob files", blobFiles))
         return r
+    }
+
+    /// What the report counts, by name and table.
+    static let counted = [("organizations", "orgs"), ("users", "users"), ("responses", "responses"), ("uploads", "uploads"),
+                          ("tasks", "tasks"), ("audit entries", "audit"), ("idempotency keys", "idempotency_keys")]
+
+    /// The rows of each counted table, taken first, in the snapshot every check reads: the
+    /// report's totals and the progress report's.
+    private static func counts(_ conn: any SQLConnection) throws -> [(String, Int)] {
+        try counted.map { name, table in (name, Int(try conn.query("SELECT COUNT(*) AS n FROM \(table)").first?.int("n") ?? 0)) }
+    }
+
+    private static func count(_ table: String, in report: Report) -> Int {
+        guard let name = counted.first(where: { $0.1 == table })?.0 else { return 0 }
+        return report.counts.first { $0.0 == name }?.1 ?? 0
+    }
+
+    /// Each row of `sql`, one at a time (a cursor on PostgreSQL), never all of them in memory.
+    static func forEachRow(_ conn: any SQLConnection, _ sql: String, _ body: (Row) throws -> Void) throws {
+        switch conn {
+        case let sqlite as Connection:
+            let statement = try Statement(connection: sqlite, sql: sql)
+            while let row = try statement.next() { try body(row) }
+        case let pg as PostgresConnection:
+            try pg.execute("DECLARE check_rows NO SCROLL CURSOR FOR " + sql)
+            while true {
+                let batch = try pg.query("FETCH 2000 FROM check_rows")
+                for row in batch { try body(row) }
+                if batch.count < 2000 { break }
+            }
+            try pg.execute("CLOSE check_rows")
+        default:
+            for row in try conn.query(sql, []) { try body(row) }
+        }
     }
 
     /// Size and hex SHA-256 of a blob kept in PostgreSQL, read a piece at a time; nil when it has none.

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import SurveyDomain
 
@@ -25,7 +26,8 @@ public enum MigrateToPostgres {
     /// The one-row tables a fresh schema fills with its own random values; a copy brings the source's.
     static let ownKeys = ["webhook_identity", "export_cursor_key"]
 
-    public static func run(dataDir: String, to url: String) throws -> Summary {
+    /// `progress` hears of the rows, then the files, then the check, as they go.
+    public static func run(dataDir: String, to url: String, progress: ProgressReport = .quiet()) throws -> Summary {
         let layout = DataDirectory(dataDir)
         guard FileManager.default.fileExists(atPath: layout.database) else { throw MaintenanceError("no database at \(layout.database); nothing was written.") }
         let source = try Connection(path: layout.database, readOnly: true)
@@ -41,6 +43,16 @@ public enum MigrateToPostgres {
                 start this surveyd on it once (it migrates), then migrate it. Nothing was written.
                 """)
         }
+        // What there is to move, counted in the snapshot that is copied.
+        var totalRows: Int64 = 0
+        for table in tables { totalRows += try source.query("SELECT COUNT(*) AS n FROM \(table)").first?.int("n") ?? 0 }
+        let blobs = try source.query("SELECT sha256, MAX(size) AS size FROM (SELECT sha256, size FROM uploads UNION ALL SELECT sha256, size FROM survey_version_attachments) f GROUP BY sha256")
+        let partialUploads = try source.query("""
+            SELECT upload_id, received_bytes FROM resumable_uploads WHERE received_bytes < length AND received_bytes > 0
+            """)
+        var fileBytes: Int64 = 0
+        for b in blobs { fileBytes += try b.int("size") }
+        for p in partialUploads { fileBytes += try p.int("received_bytes") }
 
         let target = try PostgresConnection(url: url)
         try Migrations.run(on: target)
@@ -56,50 +68,88 @@ public enum MigrateToPostgres {
             // The target's own event-id salt and cursor key go: events keep the ids their
             // receivers have seen, and export cursors issued stay valid.
             for table in Self.ownKeys { try target.run("DELETE FROM \(table)") }
-            for table in tables { rows.append((table, try copy(table, from: source, to: target))) }
+            progress.begin("rows", total: totalRows, unit: .rows)
+            for table in tables {
+                progress.at(table)
+                rows.append((table, try copy(table, from: source, to: target, progress: progress)))
+            }
+            progress.end()
             // The audit sequence goes on after the last entry copied.
             try target.query("SELECT setval(pg_get_serial_sequence('audit', 'seq'), MAX(seq)) FROM audit HAVING MAX(seq) IS NOT NULL")
-            for u in try source.query("SELECT sha256 FROM uploads UNION SELECT sha256 FROM survey_version_attachments") {
+            progress.begin("files", total: Int64(blobs.count + partialUploads.count), unit: .files, totalBytes: fileBytes)
+            for u in blobs {
                 let sha256 = try u.string("sha256")
                 try PostgresFiles.storeBlob(target, path: layout.blob(sha256: sha256), sha256: sha256)
                 files += 1
+                progress.advance(1, bytes: try u.int("size"))
             }
-            for u in try source.query("SELECT upload_id, received_bytes FROM resumable_uploads WHERE received_bytes < length AND received_bytes > 0") {
-                let uploadId = try u.string("upload_id")
-                try PostgresFiles.appendPartial(target, uploadId: uploadId, start: 0, path: layout.partial(uploadId: uploadId),
-                                                upTo: try u.int("received_bytes"))
+            for u in partialUploads {
+                let uploadId = try u.string("upload_id"), received = try u.int("received_bytes")
+                try PostgresFiles.appendPartial(target, uploadId: uploadId, start: 0, path: layout.partial(uploadId: uploadId), upTo: received)
                 partials += 1
+                progress.advance(1, bytes: received)
             }
+            progress.end()
+            progress.begin("COMMIT", total: nil)
             try target.execute("COMMIT")
+            progress.end()
         } catch {
+            progress.close()
             try? target.execute("ROLLBACK")
             throw error
         }
         // Statistics now: until the first ANALYZE the planner knows nothing of the rows just
         // copied, and a replay check may go through an index on the organization alone and read
         // all of its responses.
+        progress.begin("ANALYZE", total: nil)
         try target.execute("ANALYZE")
-        return Summary(rows: rows, files: files, partials: partials, check: try IntegrityCheck.run(dataDir: dataDir, databaseURL: url))
+        progress.end()
+        progress.stage = "check: "
+        defer { progress.stage = "" }
+        let check = try IntegrityCheck.run(dataDir: dataDir, databaseURL: url, progress: progress)
+        return Summary(rows: rows, files: files, partials: partials, check: check)
     }
 
-    /// Copies every row of `table`, column by column as SQLite holds them (bytes stay bytes).
-    private static func copy(_ table: String, from source: Connection, to target: PostgresConnection) throws -> Int {
+    /// Copies every row of `table` with one `COPY … FROM STDIN`, column by column as SQLite
+    /// holds them (bytes stay bytes; text kept in a `bytea` column goes as its bytes).
+    private static func copy(_ table: String, from source: Connection, to target: PostgresConnection, progress: ProgressReport) throws -> Int {
         let columns = try source.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { try $0.string("name") }
         let binary = Set(try target.query("""
             SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND data_type = 'bytea'
             """, [.text(table)]).map { try $0.string("column_name") })
-        let insert = "INSERT INTO \(table)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+        let isBinary = columns.map(binary.contains)
         let statement = try Statement(connection: source, sql: "SELECT \(columns.joined(separator: ", ")) FROM \(table)")
-        var count = 0
-        while let row = try statement.next() {
-            let values = try columns.map { name -> SQLValue in
-                let value = try row.value(name)
-                if binary.contains(name), case .text(let s) = value { return .blob(Array(s.utf8)) }
-                return value
+        let handle = statement.handle
+        var read = 0
+        let copied = try target.copyIn(table: table, columns: columns) { stream in
+            while true {
+                let rc = sqlite3_step(handle)
+                if rc == SQLITE_DONE { break }
+                guard rc == SQLITE_ROW else { throw source.error(rc, sql: statement.sql) }
+                for c in 0..<Int32(columns.count) {
+                    switch sqlite3_column_type(handle, c) {
+                    case SQLITE_INTEGER: stream.integer(sqlite3_column_int64(handle, c))
+                    case SQLITE_FLOAT: stream.double(sqlite3_column_double(handle, c))
+                    case SQLITE_TEXT:
+                        // _text before _bytes, as SQLite asks, so the length is the UTF-8 form's.
+                        let p = sqlite3_column_text(handle, c)
+                        let bytes = UnsafeBufferPointer(start: p, count: p == nil ? 0 : Int(sqlite3_column_bytes(handle, c)))
+                        if isBinary[Int(c)] { stream.bytea(UnsafeRawBufferPointer(bytes)) } else { stream.text(bytes) }
+                    case SQLITE_BLOB:
+                        guard isBinary[Int(c)] else {
+                            throw MaintenanceError("\(table).\(columns[Int(c)]) holds bytes where PostgreSQL keeps text; nothing was written.")
+                        }
+                        let p = sqlite3_column_blob(handle, c)
+                        stream.bytea(UnsafeRawBufferPointer(start: p, count: p == nil ? 0 : Int(sqlite3_column_bytes(handle, c))))
+                    default: stream.null()
+                    }
+                }
+                try stream.endRow()
+                read += 1
+                progress.advance()
             }
-            try target.run(insert, values)
-            count += 1
         }
-        return count
+        guard copied == read else { throw MaintenanceError("\(table): \(read) row(s) read but \(copied) copied; nothing was written.") }
+        return copied
     }
 }

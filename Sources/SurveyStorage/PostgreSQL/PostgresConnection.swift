@@ -34,7 +34,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
 public final class PostgresConnection: @unchecked Sendable {
     // @unchecked: a connection is used by one thread at a time; it is handed from thread to
     // thread (a pool, a test's second writer), never shared.
-    private let handle: OpaquePointer
+    let handle: OpaquePointer  // internal: COPY (PostgresCopy.swift) speaks to it directly
     private var prepared: [String: String] = [:]
     /// Rows the last `run` changed (PQcmdTuples), and every statement's so far.
     public private(set) var changes = 0

@@ -1,0 +1,30 @@
+import Foundation
+import Testing
+
+/// `--instance-name` names the process on every `/metrics` series, so an operator running
+/// several processes on one database tells them apart; a name that could break the exposition
+/// format is refused before anything starts.
+@Suite struct ProcessLabelTests {
+    @Test func theInstanceNameLabelsEverySeries() throws {
+        let server = ServerProcess()
+        try server.start(extra: ["--instance-name", "field-node-2"])
+        defer { _ = server.terminate() }
+        let seed = try server.seed()
+        let m = try server.client.get("/metrics", token: seed.operatorToken)
+        #expect(m.status == 200)
+        let samples = m.text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(!samples.isEmpty && samples.allSatisfy { $0.contains("{process=\"field-node-2\"") }, "\(m.text.prefix(600))")
+        #expect(m.text.contains("surveyd_process_info{process=\"field-node-2\",hostname=\""))
+        #expect(m.text.contains("surveyd_http_requests_total{process=\"field-node-2\",route=\""), "\(m.text.prefix(600))")
+    }
+
+    @Test(arguments: ["two words", "quote\"d", String(repeating: "n", count: 129)])
+    func aNameThatCannotBeALabelIsRefused(name: String) throws {
+        let dir = try CommandLineTests.emptyDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let outcome = try CommandLineTests.run(["serve", "--port", "0", "--instance-name", name], in: dir)
+        #expect(outcome.status == 1)
+        #expect(outcome.stderr.contains("--instance-name must be"), "stderr: \(outcome.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty, "nothing may be created")
+    }
+}
