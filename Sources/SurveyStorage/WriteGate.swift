@@ -117,6 +117,9 @@ public struct WriteGate: Sendable {
             let context = WriteContext(conn, orgId: orgId, actor: actor, now: now, undo: undo)
             do {
                 let result = try body(GatedTransaction(context))
+                // Statements held back (`enqueue`) are answered here, inside this catch: a taken
+                // key is reported by the insert that finds it, whatever statement carried it.
+                try conn.flush()
                 try context.requireAudit()
                 return .written(result)
             } catch where replayCheck == .onConflict && isUniqueViolation(error) {

@@ -124,8 +124,9 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
             attempt += 1
             let undo = UndoLog()
             do {
-                try conn.run("BEGIN")
-                try conn.run("SAVEPOINT job")
+                // Sent with the job's first statement, in one round trip.
+                conn.enqueue("BEGIN")
+                conn.enqueue("SAVEPOINT job")
                 try job.run(conn, undo)
                 try conn.run("COMMIT")
                 return .success(())

@@ -30,8 +30,10 @@ extension ReadContext {
 }
 
 extension GatedTransaction {
+    /// The INSERT is sent with the transaction's next awaited statement (the gate awaits it before
+    /// the commit): a taken client id is thrown there.
     public func insertResponse(_ r: ResponseRecord) throws {
-        try context.conn.run("""
+        try context.conn.enqueue("""
             INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
                 request_digest, request_body, request_sha256, answers, field_task_id, captured_at, received_at, review_state, revision)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
