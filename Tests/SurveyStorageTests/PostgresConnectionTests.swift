@@ -123,6 +123,22 @@ import Testing
         }
     }
 
+    /// On a freshly migrated database (no statistics yet) the replay check's generic plan, the one
+    /// a connection keeps after its fifth execution, looks the row up by both columns of the
+    /// UNIQUE index — not by org_id alone, which reads every response of the organization.
+    @Test func theReplayCheckFindsItsRowByTheUniqueIndexOnAFreshDatabase() throws {
+        try Self.withCluster { url in
+            let c = try PostgresConnection(url: url)
+            try Migrations.run(on: c)
+            let check = "SELECT response_id FROM responses WHERE org_id = ? AND client_submission_id = ?"
+            for _ in 0..<6 { _ = try c.query(check, [.text("org"), .text("csid")]) }
+            try c.execute("PREPARE replay_check(text, text) AS SELECT response_id FROM responses WHERE org_id = $1 AND client_submission_id = $2")
+            for _ in 0..<6 { try c.execute("EXECUTE replay_check('org', 'csid')") }
+            let plan = try c.query("EXPLAIN EXECUTE replay_check('org', 'csid')").map { try $0.string("QUERY PLAN") }.joined(separator: "\n")
+            #expect(plan.contains("responses_client_submission") && plan.contains("client_submission_id = $2") && !plan.contains("Filter"), "\(plan)")
+        }
+    }
+
     /// Binary results: a bytea arrives as its bytes; integers, text and NULL read as in text format.
     @Test func binaryResultsReadLikeTextResults() throws {
         try Self.withCluster { url in
