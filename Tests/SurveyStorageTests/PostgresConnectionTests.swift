@@ -99,6 +99,40 @@ import Testing
         }
     }
 
+    /// A prefetched read goes with the next awaited statement and answers the later `query` of
+    /// the same statement (same text, same arguments) without another round trip; an answer
+    /// nobody asked for is dropped at the transaction's end.
+    @Test func aPrefetchedReadAnswersItsLaterQueryWithoutARoundTrip() throws {
+        try Self.withCluster { url in
+            let c = try PostgresConnection(url: url), other = try PostgresConnection(url: url)
+            try c.execute("CREATE TABLE k (id TEXT PRIMARY KEY, n BIGINT)")
+            try c.run("INSERT INTO k VALUES (?, ?), (?, ?)", [.text("a"), .int(1), .text("b"), .int(2)])
+            let byId = "SELECT n FROM k WHERE id = ?"
+            for _ in 0..<2 {  // the second time, every statement is prepared
+                c.enqueue("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                c.prefetch(byId, [.text("a")])
+                c.prefetch(byId, [.text("b")])
+                c.prefetch(byId, [.text("never asked")])
+                let before = c.roundTrips
+                #expect(try c.query("SELECT COUNT(*) AS n FROM k").first?.int("n") == 2)
+                let afterFirst = c.roundTrips
+                try other.run("UPDATE k SET n = n + 10")  // committed after the snapshot: not seen
+                #expect(try c.query(byId, [.text("b")]).first?.int("n") == 2)
+                #expect(try c.query(byId, [.text("a")]).first?.int("n") == 1)
+                #expect(c.roundTrips == afterFirst)
+                #expect(afterFirst - before >= 1)
+                c.sendUnawaited("COMMIT")
+                try other.run("UPDATE k SET n = n - 10")
+            }
+            // Nothing kept past the transaction: a new read asks again and sees the rows as they are.
+            try other.run("UPDATE k SET n = 5 WHERE id = ?", [.text("never asked")])
+            #expect(try c.query(byId, [.text("a")]).first?.int("n") == 1)
+            let before = c.roundTrips
+            _ = try c.query(byId, [.text("never asked")])
+            #expect(c.roundTrips == before + 1)
+        }
+    }
+
     /// A read's COMMIT is not waited for, yet the server runs it at once: another connection sees
     /// no transaction left open, and the next statement reads the answer first.
     @Test func anUnawaitedCommitEndsTheTransactionAtOnce() throws {

@@ -21,6 +21,10 @@ protocol SQLConnection: AnyObject {
     func enqueue(_ sql: String, _ args: [SQLValue]) throws
     /// Sends what `enqueue` held back and waits for it (where its error must be seen).
     func flush() throws
+    /// A read the caller will make later in this transaction: PostgreSQL sends it with the next
+    /// awaited statement and keeps the answer for the `query` of the same statement; SQLite does
+    /// nothing (the `query` reads then, as usual).
+    func prefetch(_ sql: String, _ args: [SQLValue])
     /// `query` with results in PostgreSQL's binary format (a `bytea` as its bytes, not hex);
     /// the same as `query` on SQLite.
     func queryBinary(_ sql: String, _ args: [SQLValue]) throws -> [Row]
@@ -32,6 +36,7 @@ protocol SQLConnection: AnyObject {
 extension SQLConnection {
     func enqueue(_ sql: String, _ args: [SQLValue]) throws { try run(sql, args) }
     func flush() throws {}
+    func prefetch(_ sql: String, _ args: [SQLValue]) {}
     func queryBinary(_ sql: String, _ args: [SQLValue]) throws -> [Row] { try query(sql, args) }
     func sendUnawaited(_ sql: String) { try? run(sql, []) }
 

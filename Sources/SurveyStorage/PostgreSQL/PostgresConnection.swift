@@ -43,8 +43,10 @@ public final class PostgresConnection: @unchecked Sendable {
     // thread (a pool, a test's second writer), never shared.
     private let handle: OpaquePointer
     private var prepared: [String: String] = [:]
-    /// Statements held back until the next awaited one (`enqueue`).
+    /// Statements held back until the next awaited one (`enqueue`, `prefetch`).
     private var queued: [Statement] = []
+    /// Answers of `prefetch`ed statements not asked for yet, in this transaction.
+    private var kept: [(statement: Statement, result: OpaquePointer)] = []
     /// Pipelines sent without waiting (`sendUnawaited`), by their number of statements; their
     /// answers are read before anything else is sent.
     private var unread: [Int] = []
@@ -65,6 +67,12 @@ public final class PostgresConnection: @unchecked Sendable {
         let args: [SQLValue]
         /// Results in binary format (bytea without hex).
         var binary = false
+        /// Its answer is kept for a `query` of the same statement (`prefetch`).
+        var keep = false
+
+        func isSame(_ sql: String, _ args: [SQLValue], binary: Bool) -> Bool {
+            self.binary == binary && self.sql == sql && self.args == args
+        }
     }
 
     /// `url`: a libpq connection URI or key=value string (`postgresql:///db?host=/run/pg&port=5433`).
@@ -78,7 +86,10 @@ public final class PostgresConnection: @unchecked Sendable {
         handle = h
     }
 
-    deinit { PQfinish(handle) }
+    deinit {
+        dropKept()
+        PQfinish(handle)
+    }
 
     /// Statements without parameters, several at once (a migration step). Statements still held
     /// back by `enqueue` go first; `sql` runs even when one of them failed (a ROLLBACK must), and
@@ -86,6 +97,7 @@ public final class PostgresConnection: @unchecked Sendable {
     public func execute(_ sql: String) throws(PostgresError) {
         var failure: PostgresError?
         do { try flush() } catch { failure = error }
+        dropKept()
         readUnread()
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
@@ -98,6 +110,7 @@ public final class PostgresConnection: @unchecked Sendable {
     public var isOpen: Bool { PQstatus(handle) == CONNECTION_OK }
 
     public func query(_ sql: String, _ args: [SQLValue] = []) throws(PostgresError) -> [Row] {
+        if let answer = try takeKept(sql, args, binary: false) { return answer }
         let result = try perform(Statement(sql: sql, args: args))
         defer { PQclear(result) }
         return rows(of: result)
@@ -106,6 +119,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// `query` with results in binary format: a `bytea` arrives as its bytes, not as hex text
     /// twice its size to decode (a stored file's pieces).
     public func queryBinary(_ sql: String, _ args: [SQLValue] = []) throws(PostgresError) -> [Row] {
+        if let answer = try takeKept(sql, args, binary: true) { return answer }
         let result = try perform(Statement(sql: sql, args: args, binary: true))
         defer { PQclear(result) }
         return rows(of: result)
@@ -122,11 +136,37 @@ public final class PostgresConnection: @unchecked Sendable {
         queued.append(Statement(sql: sql, args: args))
     }
 
-    /// Sends what `enqueue` held back and waits for it.
+    /// A read the caller will make later in this transaction, sent now with the next awaited
+    /// statement: a `query` of the same statement (text, arguments) then takes its answer
+    /// instead of asking again. Answers nobody asked for are dropped at the transaction's end.
+    /// A read has no effect, so one made early that turns out not to be needed (the caller was
+    /// refused before it) changes nothing.
+    public func prefetch(_ sql: String, _ args: [SQLValue] = []) {
+        queued.append(Statement(sql: sql, args: args, keep: true))
+    }
+
+    /// Sends what `enqueue` and `prefetch` held back and waits for it.
     public func flush() throws(PostgresError) {
         guard !queued.isEmpty else { return }
         let last = queued.removeLast()
-        PQclear(try perform(last))
+        let result = try perform(last)
+        if last.keep, let result { kept.append((last, result)) } else { PQclear(result) }
+    }
+
+    /// The answer of a `prefetch` of this very statement, if there is one (sent first if it is
+    /// still held back).
+    private func takeKept(_ sql: String, _ args: [SQLValue], binary: Bool) throws(PostgresError) -> [Row]? {
+        guard !kept.isEmpty || queued.contains(where: \.keep) else { return nil }
+        if queued.contains(where: { $0.keep && $0.isSame(sql, args, binary: binary) }) { try flush() }
+        guard let i = kept.firstIndex(where: { $0.statement.isSame(sql, args, binary: binary) }) else { return nil }
+        let result = kept.remove(at: i).result
+        defer { PQclear(result) }
+        return rows(of: result)
+    }
+
+    private func dropKept() {
+        for k in kept { PQclear(k.result) }
+        kept = []
     }
 
     /// Sends `sql` (after what `enqueue` held back) and returns without its answer, which is read
@@ -134,7 +174,8 @@ public final class PostgresConnection: @unchecked Sendable {
     /// nothing. The server runs it at once, so no transaction stays open meanwhile. A statement
     /// not yet prepared on this connection is sent the usual way, once.
     public func sendUnawaited(_ sql: String) {
-        let statements = queued + [Statement(sql: sql, args: [])]
+        dropKept()
+        let statements = queued.filter { !$0.keep } + [Statement(sql: sql, args: [])]
         queued = []
         readUnread()
         let names = statements.map { prepared[Self.key($0)] }
@@ -284,7 +325,13 @@ public final class PostgresConnection: @unchecked Sendable {
                 } catch {
                     failure = failure ?? error
                 }
-                if i == statements.count - 1 && failure == nil { last = result } else { PQclear(result) }
+                if i == statements.count - 1 && failure == nil {
+                    last = result
+                } else if statements[i].keep && failure == nil {
+                    kept.append((statements[i], result))
+                } else {
+                    PQclear(result)
+                }
             }
         }
         // The Sync's own answer, then out of pipeline mode.
@@ -292,6 +339,7 @@ public final class PostgresConnection: @unchecked Sendable {
         _ = PQexitPipelineMode(handle)
         if let failure {
             PQclear(last)
+            dropKept()
             throw failure
         }
         return last

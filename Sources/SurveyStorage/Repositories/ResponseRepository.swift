@@ -7,9 +7,16 @@ extension ReadContext {
     }
 
     public func response(orgId: String, clientSubmissionId: String) throws -> ResponseRecord? {
-        try conn.query("SELECT \(ResponseRecord.columns) FROM responses WHERE org_id = ? AND client_submission_id = ?",
-                       [.text(orgId), .text(clientSubmissionId)]).first.map(ResponseRecord.init)
+        try conn.query(Self.responseByClientId, [.text(orgId), .text(clientSubmissionId)]).first.map(ResponseRecord.init)
     }
+
+    /// `response(orgId:clientSubmissionId:)` will be read later in this read: on PostgreSQL it
+    /// goes with the read's next statement, in the same round trip (`SQLConnection.prefetch`).
+    public func prefetchResponse(orgId: String, clientSubmissionId: String) {
+        conn.prefetch(Self.responseByClientId, [.text(orgId), .text(clientSubmissionId)])
+    }
+
+    private static let responseByClientId = "SELECT \(ResponseRecord.columns) FROM responses WHERE org_id = ? AND client_submission_id = ?"
 
     /// A page in response-id order (ids are time-ordered), optionally one submitter's, one state's.
     public func responses(orgId: String, submitter: String?, reviewState: ReviewState?, after: String?, limit: Int) throws -> [ResponseRecord] {
