@@ -21,6 +21,12 @@ protocol SQLConnection: AnyObject {
     func enqueue(_ sql: String, _ args: [SQLValue]) throws
     /// Sends what `enqueue` held back and waits for it (where its error must be seen).
     func flush() throws
+    /// The end of a write job's work: `flush`, and where the executor runs each job in a
+    /// transaction of its own (PostgreSQL), its COMMIT in the same round trip — the executor then
+    /// has nothing left to commit. SQLite's writer commits jobs in groups: only `flush` there.
+    /// An error of a held-back statement skips the COMMIT, so the job's transaction is still open
+    /// for the caller to take the job back (`undoJob`) and go on.
+    func finishJob() throws
     /// A read the caller will make later in this transaction: PostgreSQL sends it with the next
     /// awaited statement and keeps the answer for the `query` of the same statement; SQLite does
     /// nothing (the `query` reads then, as usual).
@@ -36,6 +42,7 @@ protocol SQLConnection: AnyObject {
 extension SQLConnection {
     func enqueue(_ sql: String, _ args: [SQLValue]) throws { try run(sql, args) }
     func flush() throws {}
+    func finishJob() throws { try flush() }
     func prefetch(_ sql: String, _ args: [SQLValue]) {}
     func queryBinary(_ sql: String, _ args: [SQLValue]) throws -> [Row] { try query(sql, args) }
     func sendUnawaited(_ sql: String) { try? run(sql, []) }

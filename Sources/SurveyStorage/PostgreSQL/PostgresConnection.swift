@@ -145,6 +145,18 @@ public final class PostgresConnection: @unchecked Sendable {
         queued.append(Statement(sql: sql, args: args, keep: true))
     }
 
+    /// Set by `PostgresWriters` while a job runs in a transaction of its own: `finishJob` then
+    /// commits it.
+    var jobOwnsTransaction = false
+
+    /// True while a transaction is open, or one is held back to be begun.
+    var inTransaction: Bool { !queued.isEmpty || PQtransactionStatus(handle) != PQTRANS_IDLE }
+
+    public func finishJob() throws(PostgresError) {
+        if jobOwnsTransaction { enqueue("COMMIT") }
+        try flush()
+    }
+
     /// Sends what `enqueue` and `prefetch` held back and waits for it.
     public func flush() throws(PostgresError) {
         guard !queued.isEmpty else { return }
