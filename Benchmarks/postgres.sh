@@ -5,8 +5,8 @@
 #   Benchmarks/postgres.sh [BIN] [ROUNDS]     # BIN: default a release build made here (--scratch-path
 #                                              # /tmp/bench-build); ROUNDS: default 4; ~1 min a round
 #
-# ROUNDS: with four modes, a multiple of 4 puts every mode in every position of the order once
-# (with FULL=0, a multiple of 3).
+# ROUNDS: with five modes, a multiple of 5 puts every mode in every position of the order once
+# (with FULL=0 or SERIAL=0, a multiple of 4).
 #
 # Steps: one throwaway PostgreSQL 15 cluster (scripts/pg_cluster.sh: default settings, fsync and
 # synchronous_commit on, so a 2xx is durable as with SQLite's FULL) · one organization, a collector
@@ -20,8 +20,10 @@
 #          (22+21+21 of 64)                                                    → accepted/s, summed
 #   pgbench  pgbench -c$CONNECTIONS -j2 -M prepared Benchmarks/pg/submit.sql: surveyd's write
 #          transaction for one submission, statement for statement and round trip for round trip
-#          (BEGIN, SAVEPOINT and the org row FOR SHARE in one pipeline; the response INSERT and
-#          the audit INSERT, which takes the audit lock, in a second; COMMIT)       → tps
+#          (BEGIN, SAVEPOINT and the org row FOR SHARE in one pipeline; the response INSERT, the
+#          audit INSERT, which takes the audit lock, and COMMIT in a second)          → tps
+#   serial (SERIAL=1, the default) the same statements with Benchmarks/pg/submit-serial.sql,
+#          one round trip each, as a client that waits for every answer             → tps
 #   full   (FULL=1, the default) pgbench with Benchmarks/pg/request.sql: the request's read
 #          snapshot (token, replay check, org) and then the same write transaction → tps
 # Per measurement it also reads CPU from /proc: surveyd's, PostgreSQL's (the postmaster, its
@@ -35,7 +37,7 @@
 # /tmp/surveyd-pgbench), PostgreSQL's log (checkpoints, autovacuum) in postgres.log there; the
 # cluster and data dirs are removed on exit, also on failure.
 #
-# Environment: SECS (8) WARM (3) PRIME (10) ANALYZE (1) FULL (1) CONNECTIONS (64: wrk's
+# Environment: SECS (8) WARM (3) PRIME (10) ANALYZE (1) FULL (1) SERIAL (1) CONNECTIONS (64: wrk's
 # connections, and pgbench's clients unless PGBENCH_CLIENTS says otherwise) LOG (0; 1 = request log
 # on) PG_PORT (15434) PORT (18281; the three processes use PORT..PORT+2) PG_OPTIONS (extra -c
 # settings for the cluster) BENCH_DIR SCRATCH (/tmp/bench-build) OTHER_MAX (SECS/4) ATTEMPTS (2)
@@ -257,7 +259,7 @@ rec "FRESH rate=$RATE requests=$REQS statuses=$STATUSES surveyd_us=$US_SD postgr
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 OTHER_MAX=${OTHER_MAX:-$(awk -v s="$SECS" 'BEGIN {print s / 4}')}; ATTEMPTS=${ATTEMPTS:-2}
-MODES=(one three pgbench); [ "$FULL" = 1 ] && MODES+=(full)
+MODES=(one three pgbench); [ "$FULL" = 1 ] && MODES+=(full); [ "${SERIAL:-1}" = 1 ] && MODES+=(serial)
 declare -A SUM
 for m in "${MODES[@]}"; do SUM[$m]=0; done
 log "$ROUNDS rounds of ${MODES[*]}: ${WARM} s warm-up + ${SECS} s measured each"
@@ -272,6 +274,7 @@ for r in $(seq 1 "$ROUNDS"); do
                 three) measure_surveyd three 3 ;;
                 pgbench) measure_pgbench pgbench submit.sql ;;
                 full) measure_pgbench full request.sql ;;
+                serial) measure_pgbench serial submit-serial.sql ;;
             esac
             awk -v o="$OTHER" -v m="$OTHER_MAX" 'BEGIN { exit !(o > m) }' || break
             if [ "$attempt" -lt "$ATTEMPTS" ]; then
@@ -286,6 +289,7 @@ for r in $(seq 1 "$ROUNDS"); do
     done
     line="round $r (${order[*]}): surveyd x1 ${R[one]}/s   x3 ${R[three]}/s   pgbench ${R[pgbench]} tps"
     [ "$FULL" = 1 ] && line="$line   whole request ${R[full]} tps"
+    [ "${SERIAL:-1}" = 1 ] && line="$line   serial ${R[serial]} tps"
     echo "$line   x1/pgbench $(ratio "${R[one]}" "${R[pgbench]}")   x3/pgbench $(ratio "${R[three]}" "${R[pgbench]}")" | tee -a "$RESULTS"
 done
 mean() { awk -v s="$1" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
@@ -294,10 +298,12 @@ mean() { awk -v s="$1" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
     echo "== surveyd on PostgreSQL vs pgbench, one cluster, the same minutes ($(date -u +%FT%TZ)), $(nproc) cores, $CONNECTIONS connections (pgbench $PGBENCH_CLIENTS clients), $ROUNDS rounds x ${SECS} s"
     line="mean: surveyd x1 $(mean "${SUM[one]}")/s   x3 $(mean "${SUM[three]}")/s   pgbench (write transaction) $(mean "${SUM[pgbench]}") tps"
     [ "$FULL" = 1 ] && line="$line   pgbench (whole request) $(mean "${SUM[full]}") tps"
+    [ "${SERIAL:-1}" = 1 ] && line="$line   pgbench (write transaction, serial) $(mean "${SUM[serial]}") tps"
     echo "$line"
     R1=$(ratio "${SUM[one]}" "${SUM[pgbench]}")
     line="ratios (sums over rounds): x1/pgbench $R1   x3/pgbench $(ratio "${SUM[three]}" "${SUM[pgbench]}")"
     [ "$FULL" = 1 ] && line="$line   x1/whole-request $(ratio "${SUM[one]}" "${SUM[full]}")   x3/whole-request $(ratio "${SUM[three]}" "${SUM[full]}")"
+    [ "${SERIAL:-1}" = 1 ] && line="$line   x1/serial $(ratio "${SUM[one]}" "${SUM[serial]}")"
     echo "$line   [target x1/pgbench >= 0.8: $(awk -v r="$R1" 'BEGIN {print (r >= 0.8) ? "met" : "MISSED"}')]"
     R31=$(ratio "${SUM[three]}" "${SUM[one]}")
     RF=$(ratio "$FRESH_RATE" "$(mean "${SUM[one]}")")
@@ -305,8 +311,8 @@ mean() { awk -v s="$1" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
     echo "CPU per request, µs, mean of rounds (load = wrk or pgbench; other = CPU-s of other processes per measurement):"
     awk '/^RESULT/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                      m = v["mode"]; n[m]++; sd[m] += v["surveyd_us"]; pg[m] += v["postgres_us"]; ld[m] += v["load_us"]; ot[m] += v["other_cpu_s"] + 0 }
-         END { split("one three pgbench full", order, " ")
-               for (j = 1; j <= 4; j++) { m = order[j]; if (n[m]) printf "  %-8s surveyd %5.0f   postgres %5.0f   load %4.0f   total %5.0f   other %.2f s\n",
+         END { split("one three pgbench full serial", order, " ")
+               for (j = 1; j <= 5; j++) { m = order[j]; if (n[m]) printf "  %-8s surveyd %5.0f   postgres %5.0f   load %4.0f   total %5.0f   other %.2f s\n",
                    m, sd[m] / n[m], pg[m] / n[m], ld[m] / n[m], (sd[m] + pg[m] + ld[m]) / n[m], ot[m] / n[m] } }' "$RESULTS"
     echo "rows: responses $(psql_c 'SELECT count(*) FROM responses'), audit $(psql_c 'SELECT count(*) FROM audit'); raw lines: $RESULTS"
 } | tee -a "$RESULTS"

@@ -33,5 +33,5 @@ INSERT INTO audit(org_id, actor, action, target_type, target_id, revision, detai
 SELECT :org, :user, 'response.accept', 'response', 'rsp_' || :rid::text, CAST(1 AS BIGINT),
     '{"clientSubmissionId":"' || :scramble::text || '-pgbench-' || :rid::text || '","toState":"submitted"}', CAST(:at AS BIGINT)
 FROM pg_advisory_xact_lock_shared(91625918693378);
-\endpipeline
 COMMIT;
+\endpipeline

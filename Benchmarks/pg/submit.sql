@@ -3,8 +3,8 @@
 -- cluster started with log_statement=all; PostgresWriters runs each job in its own READ COMMITTED
 -- transaction inside a savepoint, and sends BEGIN and SAVEPOINT with the job's first statement,
 -- the gate's read of the org row FOR SHARE, in one pipeline; the response INSERT and the audit
--- INSERT, which takes AuditHorizon's shared advisory lock in its FROM, go in a second pipeline,
--- which the gate awaits before the COMMIT). Run with -M prepared, as the server prepares its
+-- INSERT, which takes AuditHorizon's shared advisory lock in its FROM, go with the COMMIT in a
+-- second pipeline, which the gate awaits). Run with -M prepared, as the server prepares its
 -- statements. (No colons in literals here: pgbench would take ":abc" inside a string for a variable.)
 --
 -- Variables (pgbench -D; Benchmarks/postgres.sh sets them from the seeded data):
@@ -36,5 +36,5 @@ INSERT INTO audit(org_id, actor, action, target_type, target_id, revision, detai
 SELECT :org, :user, 'response.accept', 'response', 'rsp_' || :rid::text, CAST(1 AS BIGINT),
     '{"clientSubmissionId":"' || :scramble::text || '-pgbench-' || :rid::text || '","toState":"submitted"}', CAST(:at AS BIGINT)
 FROM pg_advisory_xact_lock_shared(91625918693378);
-\endpipeline
 COMMIT;
+\endpipeline
