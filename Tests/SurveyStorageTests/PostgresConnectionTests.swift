@@ -99,6 +99,39 @@ import Testing
         }
     }
 
+    /// A job's end (`finishJob`) on a connection whose job owns its transaction: the held-back
+    /// INSERTs and the COMMIT in one round trip; after an error among them the COMMIT is skipped
+    /// and the transaction stays open, to be rolled back to its savepoint and committed.
+    @Test func aJobCommitsWithItsHeldBackStatementsUnlessOneFails() throws {
+        try Self.withCluster { url in
+            let c = try PostgresConnection(url: url)
+            try c.execute("CREATE TABLE k (id TEXT PRIMARY KEY)")
+            for id in ["warm", "a", "b"] {
+                c.jobOwnsTransaction = true
+                c.enqueue("BEGIN")
+                c.enqueue("SAVEPOINT job")
+                #expect(try c.query("SELECT COUNT(*) AS n FROM k WHERE id = ?", [.text(id)]).first?.int("n") == 0)
+                let before = c.roundTrips
+                c.enqueue("INSERT INTO k VALUES (?)", [.text(id)])
+                try c.finishJob()
+                if id != "warm" { #expect(c.roundTrips - before == 1) }
+                #expect(!c.inTransaction)
+                c.jobOwnsTransaction = false
+            }
+            c.jobOwnsTransaction = true
+            c.enqueue("BEGIN")
+            c.enqueue("SAVEPOINT job")
+            c.enqueue("INSERT INTO k VALUES (?)", [.text("c")])
+            c.enqueue("INSERT INTO k VALUES (?)", [.text("a")])  // taken
+            #expect { try c.finishJob() } throws: { ($0 as? PostgresError)?.isUniqueViolation == true }
+            #expect(c.inTransaction)
+            try c.execute("ROLLBACK TO SAVEPOINT job")
+            try c.run("COMMIT")
+            c.jobOwnsTransaction = false
+            #expect(try c.query("SELECT COUNT(*) AS n FROM k").first?.int("n") == 3)
+        }
+    }
+
     /// A prefetched read goes with the next awaited statement and answers the later `query` of
     /// the same statement (same text, same arguments) without another round trip; an answer
     /// nobody asked for is dropped at the transaction's end.
