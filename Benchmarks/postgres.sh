@@ -5,21 +5,25 @@
 #   Benchmarks/postgres.sh [BIN] [ROUNDS]     # BIN: default a release build made here (--scratch-path
 #                                              # /tmp/bench-build); ROUNDS: default 4; ~1 min a round
 #
-# ROUNDS: with four modes, a multiple of 4 puts every mode in every position of the order once
-# (with FULL=0, a multiple of 3).
+# ROUNDS: with five modes, a multiple of 5 puts every mode in every position of the order once
+# (with FULL=0 or SERIAL=0, a multiple of 4).
 #
 # Steps: one throwaway PostgreSQL 15 cluster (scripts/pg_cluster.sh: default settings, fsync and
 # synchronous_commit on, so a 2xx is durable as with SQLite's FULL) · one organization, a collector
 # and the 35-question survey seeded through the CLI and a first surveyd process, which then takes
-# $PRIME s (8) of submissions before an ANALYZE (planner statistics, as in service) · then ROUNDS
-# rounds, the order turning each round, every measurement $WARM s (3) of load not counted and
-# $SECS s (8) counted:
-#   one    one surveyd process, wrk -t2 -c64 Benchmarks/wrk/submit.lua          → accepted/s
-#   three  three surveyd processes on three ports, one wrk -t1 per port, 22+21+21 connections
-#                                                                              → accepted/s, summed
-#   pgbench  pgbench -c64 -j2 -M prepared Benchmarks/pg/submit.sql: the statements of surveyd's
-#          write transaction for one submission (BEGIN, SAVEPOINT, the org row FOR SHARE, the
-#          response INSERT, the audit advisory lock, the audit INSERT, COMMIT)     → tps
+# $PRIME s (10) of submissions on the freshly migrated database, no statistics yet ("fresh": its
+# rate is set against the steady one-process rate), before an ANALYZE (planner statistics, as in
+# service; ANALYZE=0 leaves it to autovacuum) · then ROUNDS rounds, the order turning each round,
+# every measurement $WARM s (3) of load not counted and $SECS s (8) counted:
+#   one    one surveyd process, wrk -t2 -c$CONNECTIONS Benchmarks/wrk/submit.lua → accepted/s
+#   three  three surveyd processes on three ports, one wrk -t1 per port, the connections split
+#          (22+21+21 of 64)                                                    → accepted/s, summed
+#   pgbench  pgbench -c$CONNECTIONS -j2 -M prepared Benchmarks/pg/submit.sql: surveyd's write
+#          transaction for one submission, statement for statement and round trip for round trip
+#          (BEGIN, SAVEPOINT and the org row FOR SHARE in one pipeline; the response INSERT, the
+#          audit INSERT, which takes the audit lock, and COMMIT in a second)          → tps
+#   serial (SERIAL=1, the default) the same statements with Benchmarks/pg/submit-serial.sql,
+#          one round trip each, as a client that waits for every answer             → tps
 #   full   (FULL=1, the default) pgbench with Benchmarks/pg/request.sql: the request's read
 #          snapshot (token, replay check, org) and then the same write transaction → tps
 # Per measurement it also reads CPU from /proc: surveyd's, PostgreSQL's (the postmaster, its
@@ -33,7 +37,8 @@
 # /tmp/surveyd-pgbench), PostgreSQL's log (checkpoints, autovacuum) in postgres.log there; the
 # cluster and data dirs are removed on exit, also on failure.
 #
-# Environment: SECS (8) WARM (3) PRIME (8) FULL (1) PGBENCH_CLIENTS (64) LOG (0; 1 = request log
+# Environment: SECS (8) WARM (3) PRIME (10) ANALYZE (1) FULL (1) SERIAL (1) CONNECTIONS (64: wrk's
+# connections, and pgbench's clients unless PGBENCH_CLIENTS says otherwise) LOG (0; 1 = request log
 # on) PG_PORT (15434) PORT (18281; the three processes use PORT..PORT+2) PG_OPTIONS (extra -c
 # settings for the cluster) BENCH_DIR SCRATCH (/tmp/bench-build) OTHER_MAX (SECS/4) ATTEMPTS (2)
 # QUIET_WAIT (30).
@@ -42,6 +47,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 BIN=${1:-}; ROUNDS=${2:-4}
 SECS=${SECS:-8}; WARM=${WARM:-3}; FULL=${FULL:-1}
+CONNECTIONS=${CONNECTIONS:-64}; PGBENCH_CLIENTS=${PGBENCH_CLIENTS:-$CONNECTIONS}
 WORK=${BENCH_DIR:-/tmp/surveyd-pgbench}
 PG_PORT=${PG_PORT:-15434}; PORT=${PORT:-18281}
 PORTS=("$PORT" $((PORT + 1)) $((PORT + 2)))
@@ -99,7 +105,7 @@ rec "machine.nproc=$(nproc) cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1
 rec "software.postgres=$(psql_c 'SHOW server_version') wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f2) checkout=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo ?)$( [ -n "$(git -C "$ROOT" status --porcelain Sources 2>/dev/null)" ] && echo +changes) bin=$BIN"
 rec "postgres.settings=$(psql_c "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings WHERE name IN
     ('fsync','synchronous_commit','wal_sync_method','full_page_writes','shared_buffers','max_connections','wal_level','checkpoint_timeout','max_wal_size','commit_delay')")"
-rec "bench.rounds=$ROUNDS secs=$SECS warm=$WARM wrk_connections=64 pgbench_clients=${PGBENCH_CLIENTS:-64} full=$FULL pg_options=${PG_OPTIONS:-none}"
+rec "bench.rounds=$ROUNDS secs=$SECS warm=$WARM wrk_connections=$CONNECTIONS pgbench_clients=$PGBENCH_CLIENTS full=$FULL prime=${PRIME:-10} analyze=${ANALYZE:-1} pg_options=${PG_OPTIONS:-none}"
 
 # --- seed: the CLI, then the API of a first process ---------------------------------------------
 log "seeding an organization, a collector and the survey"
@@ -192,7 +198,7 @@ account() {  # count -> sets US_SD US_PG US_GEN OTHER (µs per request; CPU-s of
 run_wrk() {  # mode secs: wrk against the running servers, one per port; sets RATE (2xx/s summed) STATUSES
     local mode=$1 secs=$2 i n=${#SERVER_PIDS[@]} conns pids=()
     for i in $(seq 0 $((n - 1))); do
-        if [ "$n" = 1 ]; then conns="-t2 -c64"; else conns="-t1 -c$(( 64 / n + (i < 64 % n ? 1 : 0) ))"; fi
+        if [ "$n" = 1 ]; then conns="-t2 -c$CONNECTIONS"; else conns="-t1 -c$(( CONNECTIONS / n + (i < CONNECTIONS % n ? 1 : 0) ))"; fi
         # shellcheck disable=SC2086
         PHASE="$mode$i" RUN_TAG="pg$(date +%s%N)p$i" wrk $conns -d"${secs}s" --timeout 10s -s "$HERE/wrk/submit.lua" \
             "http://127.0.0.1:${PORTS[$i]}" > "$WORK/out/wrk-$i.txt" 2>&1 &
@@ -217,7 +223,7 @@ measure_surveyd() {  # mode processes
     LINE="$1 rate=$RATE requests=$REQS statuses=$STATUSES surveyd_us=$US_SD postgres_us=$US_PG load_us=$US_GEN other_cpu_s=$OTHER"
 }
 run_pgbench() {  # script secs -> output file $WORK/out/pgbench.txt
-    "$PGBIN/pgbench" "${PG[@]}" -n -M prepared -c "${PGBENCH_CLIENTS:-64}" -j 2 -T "$2" -f "$HERE/pg/$1" "${PGBENCH_VARS[@]}" \
+    "$PGBIN/pgbench" "${PG[@]}" -n -M prepared -c "$PGBENCH_CLIENTS" -j 2 -T "$2" -f "$HERE/pg/$1" "${PGBENCH_VARS[@]}" \
         -D "base=$(( $(date +%s) * 100000000 ))" -D "now=$(date +%s%3N)" -D n=0 postgres > "$WORK/out/pgbench.txt" 2>&1 \
         || { cat "$WORK/out/pgbench.txt" >&2; die "pgbench $1"; }
 }
@@ -236,19 +242,24 @@ measure_pgbench() {  # mode script
 }
 
 # A database in service has planner statistics; a fresh one has none until autovacuum's first
-# ANALYZE (up to a minute in): meanwhile the replay check's generic plan scans the organization's
-# rows through responses_survey and slows as the table grows (2.8 ms of PostgreSQL CPU per
-# submission instead of 0.8 in a first measurement). So first PRIME s (8) of submissions through
-# the seeding process, then ANALYZE, and only then the rounds.
-log "priming: ${PRIME:-8} s of submissions, then ANALYZE"
-run_wrk prime "${PRIME:-8}"
+# ANALYZE (up to a minute in), and the hot statements' plans must be right without them (the
+# replay check's once scanned the organization's rows and slowed as the table grew). So the first
+# PRIME s (10) of submissions, through the seeding process on the freshly migrated database, are
+# measured as "fresh" and set against the steady one-process rate; then ANALYZE (ANALYZE=1), as a
+# database in service has statistics, and the rounds.
+wait_quiet
+log "fresh: the first ${PRIME:-10} s of submissions on the freshly migrated database"
+snapshot; REQS=0
+run_wrk fresh "${PRIME:-10}"
+account "$REQS"
+FRESH_RATE=$RATE
 stop_servers
-psql_c "ANALYZE"
-rec "primed: $(psql_c 'SELECT count(*) FROM responses') responses, $RATE/s while priming (statuses $STATUSES)"
+[ "${ANALYZE:-1}" = 1 ] && psql_c "ANALYZE"
+rec "FRESH rate=$RATE requests=$REQS statuses=$STATUSES surveyd_us=$US_SD postgres_us=$US_PG load_us=$US_GEN other_cpu_s=$OTHER responses=$(psql_c 'SELECT count(*) FROM responses')"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 OTHER_MAX=${OTHER_MAX:-$(awk -v s="$SECS" 'BEGIN {print s / 4}')}; ATTEMPTS=${ATTEMPTS:-2}
-MODES=(one three pgbench); [ "$FULL" = 1 ] && MODES+=(full)
+MODES=(one three pgbench); [ "$FULL" = 1 ] && MODES+=(full); [ "${SERIAL:-1}" = 1 ] && MODES+=(serial)
 declare -A SUM
 for m in "${MODES[@]}"; do SUM[$m]=0; done
 log "$ROUNDS rounds of ${MODES[*]}: ${WARM} s warm-up + ${SECS} s measured each"
@@ -263,6 +274,7 @@ for r in $(seq 1 "$ROUNDS"); do
                 three) measure_surveyd three 3 ;;
                 pgbench) measure_pgbench pgbench submit.sql ;;
                 full) measure_pgbench full request.sql ;;
+                serial) measure_pgbench serial submit-serial.sql ;;
             esac
             awk -v o="$OTHER" -v m="$OTHER_MAX" 'BEGIN { exit !(o > m) }' || break
             if [ "$attempt" -lt "$ATTEMPTS" ]; then
@@ -277,24 +289,30 @@ for r in $(seq 1 "$ROUNDS"); do
     done
     line="round $r (${order[*]}): surveyd x1 ${R[one]}/s   x3 ${R[three]}/s   pgbench ${R[pgbench]} tps"
     [ "$FULL" = 1 ] && line="$line   whole request ${R[full]} tps"
+    [ "${SERIAL:-1}" = 1 ] && line="$line   serial ${R[serial]} tps"
     echo "$line   x1/pgbench $(ratio "${R[one]}" "${R[pgbench]}")   x3/pgbench $(ratio "${R[three]}" "${R[pgbench]}")" | tee -a "$RESULTS"
 done
 mean() { awk -v s="$1" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
 {
     echo
-    echo "== surveyd on PostgreSQL vs pgbench, one cluster, the same minutes ($(date -u +%FT%TZ)), $(nproc) cores, 64 connections, $ROUNDS rounds x ${SECS} s"
+    echo "== surveyd on PostgreSQL vs pgbench, one cluster, the same minutes ($(date -u +%FT%TZ)), $(nproc) cores, $CONNECTIONS connections (pgbench $PGBENCH_CLIENTS clients), $ROUNDS rounds x ${SECS} s"
     line="mean: surveyd x1 $(mean "${SUM[one]}")/s   x3 $(mean "${SUM[three]}")/s   pgbench (write transaction) $(mean "${SUM[pgbench]}") tps"
     [ "$FULL" = 1 ] && line="$line   pgbench (whole request) $(mean "${SUM[full]}") tps"
+    [ "${SERIAL:-1}" = 1 ] && line="$line   pgbench (write transaction, serial) $(mean "${SUM[serial]}") tps"
     echo "$line"
     R1=$(ratio "${SUM[one]}" "${SUM[pgbench]}")
     line="ratios (sums over rounds): x1/pgbench $R1   x3/pgbench $(ratio "${SUM[three]}" "${SUM[pgbench]}")"
     [ "$FULL" = 1 ] && line="$line   x1/whole-request $(ratio "${SUM[one]}" "${SUM[full]}")   x3/whole-request $(ratio "${SUM[three]}" "${SUM[full]}")"
-    echo "$line   [target x1/pgbench >= 0.5: $(awk -v r="$R1" 'BEGIN {print (r >= 0.5) ? "met" : "MISSED"}')]"
+    [ "${SERIAL:-1}" = 1 ] && line="$line   x1/serial $(ratio "${SUM[one]}" "${SUM[serial]}")"
+    echo "$line   [target x1/pgbench >= 0.8: $(awk -v r="$R1" 'BEGIN {print (r >= 0.8) ? "met" : "MISSED"}')]"
+    R31=$(ratio "${SUM[three]}" "${SUM[one]}")
+    RF=$(ratio "$FRESH_RATE" "$(mean "${SUM[one]}")")
+    echo "x3/x1 $R31 [target >= 0.9: $(awk -v r="$R31" 'BEGIN {print (r >= 0.9) ? "met" : "MISSED"}')]   fresh (first ${PRIME:-10} s of a freshly migrated database) $FRESH_RATE/s, fresh/x1 $RF [target >= 0.8: $(awk -v r="$RF" 'BEGIN {print (r >= 0.8) ? "met" : "MISSED"}')]"
     echo "CPU per request, µs, mean of rounds (load = wrk or pgbench; other = CPU-s of other processes per measurement):"
     awk '/^RESULT/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                      m = v["mode"]; n[m]++; sd[m] += v["surveyd_us"]; pg[m] += v["postgres_us"]; ld[m] += v["load_us"]; ot[m] += v["other_cpu_s"] + 0 }
-         END { split("one three pgbench full", order, " ")
-               for (j = 1; j <= 4; j++) { m = order[j]; if (n[m]) printf "  %-8s surveyd %5.0f   postgres %5.0f   load %4.0f   total %5.0f   other %.2f s\n",
+         END { split("one three pgbench full serial", order, " ")
+               for (j = 1; j <= 5; j++) { m = order[j]; if (n[m]) printf "  %-8s surveyd %5.0f   postgres %5.0f   load %4.0f   total %5.0f   other %.2f s\n",
                    m, sd[m] / n[m], pg[m] / n[m], ld[m] / n[m], (sd[m] + pg[m] + ld[m]) / n[m], ot[m] / n[m] } }' "$RESULTS"
     echo "rows: responses $(psql_c 'SELECT count(*) FROM responses'), audit $(psql_c 'SELECT count(*) FROM audit'); raw lines: $RESULTS"
 } | tee -a "$RESULTS"

@@ -1,9 +1,11 @@
 -- pgbench script: the write transaction surveyd runs for one new submission on PostgreSQL,
--- statement for statement as the server sends it (read from a cluster started with
--- log_statement=all; PostgresWriters runs each job in its own READ COMMITTED transaction inside
--- a savepoint, the gate locks the org row, AuditHorizon takes the shared advisory lock before
--- the audit entry). Run with -M prepared, as the server prepares its statements. (No colons in
--- literals here: pgbench would take ":abc" inside a string for a variable.)
+-- statement for statement and round trip for round trip as the server sends it (read from a
+-- cluster started with log_statement=all; PostgresWriters runs each job in its own READ COMMITTED
+-- transaction inside a savepoint, and sends BEGIN and SAVEPOINT with the job's first statement,
+-- the gate's read of the org row FOR SHARE, in one pipeline; the response INSERT and the audit
+-- INSERT, which takes AuditHorizon's shared advisory lock in its FROM, go with the COMMIT in a
+-- second pipeline, which the gate awaits). Run with -M prepared, as the server prepares its
+-- statements. (No colons in literals here: pgbench would take ":abc" inside a string for a variable.)
 --
 -- Variables (pgbench -D; Benchmarks/postgres.sh sets them from the seeded data):
 --   org user survey version   the seeded organization, collector, survey and version ids
@@ -20,15 +22,19 @@
 \set rid :base + :n * 100 + :client_id
 \set scramble hash(:rid)
 \set at :now + :n
+\startpipeline
 BEGIN;
 SAVEPOINT job;
 SELECT expires_at FROM orgs WHERE org_id = :org AND pg_advisory_xact_lock_shared(1398079492, hashtext(:org)) IS NOT NULL FOR SHARE;
+\endpipeline
+\startpipeline
 INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
     request_digest, request_body, request_sha256, answers, field_task_id, captured_at, received_at, review_state, revision)
 VALUES ('rsp_' || :rid::text, :org, :scramble::text || '-pgbench-' || :rid::text, :user, :survey, :version,
     :digest, '\x', :sha256, :answers, NULL, 1748764800000, :at, 'submitted', 1);
-SELECT pg_advisory_xact_lock_shared(91625918693378);
 INSERT INTO audit(org_id, actor, action, target_type, target_id, revision, detail, at)
-VALUES (:org, :user, 'response.accept', 'response', 'rsp_' || :rid::text, 1,
-    '{"clientSubmissionId":"' || :scramble::text || '-pgbench-' || :rid::text || '","toState":"submitted"}', :at);
+SELECT :org, :user, 'response.accept', 'response', 'rsp_' || :rid::text, CAST(1 AS BIGINT),
+    '{"clientSubmissionId":"' || :scramble::text || '-pgbench-' || :rid::text || '","toState":"submitted"}', CAST(:at AS BIGINT)
+FROM pg_advisory_xact_lock_shared(91625918693378);
 COMMIT;
+\endpipeline

@@ -20,6 +20,11 @@ public struct JSONSubmissionDoor: SubmissionDoor {
         try operations.authenticate(bearerToken: bearerToken, in: db)
     }
 
+    /// The look-up of the stored row under the body's id, which `arrival` makes.
+    public func prefetch(in db: ReadContext, orgId: String) {
+        if let id = ClientIdentifier.scan(body, key: "clientSubmissionId") { db.prefetchResponse(orgId: orgId, clientSubmissionId: id) }
+    }
+
     public func arrival(in db: ReadContext, orgId: String, submitter: UserRecord, operations: Operations) throws -> SubmissionArrival {
         if let raw = idempotencyKey { _ = try IdempotencyKey<Done>.normalized(raw) }
         // The id is found by a scan, and the stored row's SHA-256 of its request decides. A match

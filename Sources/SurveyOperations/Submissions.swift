@@ -39,6 +39,10 @@ public struct Submissions: Sendable {
         // Steps 1–3 read one snapshot: who is calling, the task they cite, and what is already
         // stored under this clientSubmissionId (one reader checkout, one BEGIN, one cache refill).
         let seen = try ops.database.read { db -> Seen in
+            // On PostgreSQL the reads below that need nothing read before them go with the first
+            // (the caller's token) in one round trip.
+            door.prefetch(in: db, orgId: orgId)
+            db.prefetchOrg(orgId)
             let user = try ops.admit(try door.caller(in: db, operations: ops), to: Self.access, orgId: orgId, in: db).member()
             let (submission, lookup): (Submission, SubmissionArrival.StoredLookup)
             switch try door.arrival(in: db, orgId: orgId, submitter: user, operations: ops) {

@@ -30,13 +30,20 @@ final class WriteContext {
         self.now = now
     }
 
+    /// Appends the entry. It is sent with the transaction's next awaited statement (its only
+    /// news would be a failure, thrown there); the first entry of a transaction on PostgreSQL also
+    /// enters the audit horizon in the same statement (`AuditHorizon.firstEntry`).
     func audit(action: String, targetType: String, targetId: String, revision: Int64?, detail: String?) throws {
-        if !audited { try AuditHorizon.enter(conn) }
-        try conn.run("""
-            INSERT INTO audit(org_id, actor, action, target_type, target_id, revision, detail, at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.text(orgId), .text(actor), .text(action), .text(targetType), .text(targetId),
-                  .optional(revision), .optional(detail), .int(now)])
+        let values: [SQLValue] = [.text(orgId), .text(actor), .text(action), .text(targetType), .text(targetId),
+                                  .optional(revision), .optional(detail), .int(now)]
+        if !audited, let first = AuditHorizon.firstEntry(conn.dialect) {
+            try conn.enqueue(first.sql, values + first.args)
+        } else {
+            try conn.enqueue("""
+                INSERT INTO audit(org_id, actor, action, target_type, target_id, revision, detail, at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, values)
+        }
         audited = true
     }
 

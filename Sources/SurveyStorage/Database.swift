@@ -118,8 +118,11 @@ public final class Database: Sendable {
     public func read<T>(followingAudit: Bool = false, _ body: (ReadContext) throws -> T) throws -> T {
         try readers.withConnection { conn in
             let horizon = followingAudit && dialect == .postgres ? try AuditHorizon.settled(conn) : nil
-            try conn.run(readers.beginRead)  // prepared once per connection (sqlite3_exec would parse it each time)
-            defer { try? conn.run("COMMIT") }
+            // Prepared once per connection (sqlite3_exec would parse it each time). On PostgreSQL
+            // the BEGIN goes with the read's first statement and the COMMIT is not waited for:
+            // a read costs one round trip fewer at each end.
+            try conn.enqueue(readers.beginRead, [])
+            defer { conn.sendUnawaited("COMMIT") }
             return try body(ReadContext(conn, auditHorizon: horizon))
         }
     }
@@ -135,6 +138,7 @@ public final class Database: Sendable {
             let tx = SecurityTransaction(WriteContext(conn, orgId: orgId, actor: actor, now: clock.nowMillis()))
             let before = conn.totalChanges
             let result = try body(tx)
+            try conn.flush()
             if conn.totalChanges != before { try tx.context.requireAudit() }
             return result
         }

@@ -500,6 +500,19 @@ enum Migrations {
             file_name TEXT NOT NULL, content_type TEXT NOT NULL, size BIGINT NOT NULL, sha256 TEXT NOT NULL, md5 TEXT NOT NULL,
             PRIMARY KEY (survey_version_id, file_name));
         """),
+        // A fresh database has no planner statistics until autovacuum's first ANALYZE, up to a
+        // minute in, and a statement's plan is kept per connection until then. The replay check
+        // (`org_id = ? AND client_submission_id = ?`) then costs the same through each of the
+        // four indexes that start with org_id (the table looks tiny), and PostgreSQL keeps the
+        // first of equal paths — the newest index's: responses_survey, which reads every response
+        // of the organization and slows as the table grows. The UNIQUE index made again, newest,
+        // is the one kept on an empty table as on a full one. (An ANALYZE of the empty table
+        // would not help: its plan is then a sequential scan, kept as well.)
+        Migration("responses-replay-index", postgresOnly: """
+        CREATE UNIQUE INDEX responses_client_submission ON responses(org_id, client_submission_id);
+        ALTER TABLE responses DROP CONSTRAINT responses_org_id_client_submission_id_key,
+            ADD CONSTRAINT responses_client_submission UNIQUE USING INDEX responses_client_submission;
+        """),
     ]
 
 

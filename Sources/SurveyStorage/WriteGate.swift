@@ -118,6 +118,11 @@ public struct WriteGate: Sendable {
             do {
                 let result = try body(GatedTransaction(context))
                 try context.requireAudit()
+                // Statements held back (`enqueue`) are answered here, inside this catch: a taken
+                // key is reported by the insert that finds it, whatever statement carried it. On
+                // PostgreSQL the job's COMMIT goes with them; after an error it is skipped and the
+                // transaction stays open for the replay below.
+                try conn.finishJob()
                 return .written(result)
             } catch where replayCheck == .onConflict && isUniqueViolation(error) {
                 // Taken since the caller's snapshot (on PostgreSQL the insert waited for the

@@ -172,7 +172,7 @@ final class TempDir {
     @Test func eachStepHasEachEnginesText() throws {
         #expect(Set(Migrations.steps.map(\.name)).count == Migrations.steps.count)
         let postgresOnly = Migrations.steps.filter { $0.sql(for: .sqlite) == nil }.map(\.name)
-        #expect(postgresOnly == ["files-in-database", "keyed-in-flight", "sign-in-attempts"])
+        #expect(postgresOnly == ["files-in-database", "keyed-in-flight", "sign-in-attempts", "responses-replay-index"])
         for step in Migrations.steps {
             let pg = try #require(step.sql(for: .postgres))
             #expect(!pg.contains("INTEGER") && !pg.contains("BLOB") && !pg.contains("WITHOUT ROWID") && !pg.contains("randomblob"), "\(step.name)")

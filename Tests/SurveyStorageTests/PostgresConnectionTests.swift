@@ -58,6 +58,172 @@ import Testing
         }
     }
 
+    /// Statements held back by `enqueue` go with the next awaited one, in one round trip; an error
+    /// among them is thrown there, skips what follows it, and leaves the connection usable (a
+    /// statement whose PREPARE was skipped is prepared again on its next use).
+    @Test func enqueuedStatementsShareARoundTripAndReportTheirErrorWhereAwaited() throws {
+        try Self.withCluster { url in
+            let c = try PostgresConnection(url: url)
+            try c.execute("CREATE TABLE k (id TEXT PRIMARY KEY, n BIGINT)")
+            try c.run("INSERT INTO k VALUES (?, ?)", [.text("warm"), .int(0)])
+            try c.run("BEGIN")
+            try c.run("SAVEPOINT job")
+            try c.run("COMMIT")
+            let before = c.roundTrips
+            c.enqueue("BEGIN")
+            c.enqueue("SAVEPOINT job")
+            c.enqueue("INSERT INTO k VALUES (?, ?)", [.text("a"), .int(1)])
+            let seen = try c.query("SELECT COUNT(*) AS n FROM k WHERE id = ?", [.text("a")])
+            #expect(try seen.first?.int("n") == 1)
+            #expect(c.changes == 1)
+            try c.run("COMMIT")
+            // BEGIN, SAVEPOINT, INSERT (and its PREPARE) and the SELECT (and its PREPARE): one
+            // pipeline; then the COMMIT.
+            #expect(c.roundTrips - before == 2)
+
+            c.enqueue("BEGIN")
+            c.enqueue("INSERT INTO k VALUES (?, ?)", [.text("a"), .int(2)])  // taken
+            c.enqueue("INSERT INTO k VALUES (?, ?) -- never prepared before", [.text("b"), .int(3)])
+            #expect { try c.flush() } throws: { ($0 as? PostgresError)?.isUniqueViolation == true }
+            try c.execute("ROLLBACK")
+            #expect(try c.query("SELECT COUNT(*) AS n FROM k WHERE id = ?", [.text("b")]).first?.int("n") == 0)
+            // The statement whose PREPARE the error skipped works on its next use.
+            try c.run("INSERT INTO k VALUES (?, ?) -- never prepared before", [.text("b"), .int(3)])
+            #expect(try c.query("SELECT n FROM k WHERE id = ?", [.text("b")]).first?.int("n") == 3)
+
+            // `execute` sends what is held back first, and runs its own SQL even after an error.
+            c.enqueue("BEGIN")
+            c.enqueue("INSERT INTO k VALUES (?, ?)", [.text("a"), .int(4)])
+            #expect { try c.execute("ROLLBACK") } throws: { ($0 as? PostgresError)?.isUniqueViolation == true }
+            #expect(try c.query("SELECT n FROM k WHERE id = ?", [.text("a")]).first?.int("n") == 1)
+        }
+    }
+
+    /// A job's end (`finishJob`) on a connection whose job owns its transaction: the held-back
+    /// INSERTs and the COMMIT in one round trip; after an error among them the COMMIT is skipped
+    /// and the transaction stays open, to be rolled back to its savepoint and committed.
+    @Test func aJobCommitsWithItsHeldBackStatementsUnlessOneFails() throws {
+        try Self.withCluster { url in
+            let c = try PostgresConnection(url: url)
+            try c.execute("CREATE TABLE k (id TEXT PRIMARY KEY)")
+            for id in ["warm", "a", "b"] {
+                c.jobOwnsTransaction = true
+                c.enqueue("BEGIN")
+                c.enqueue("SAVEPOINT job")
+                #expect(try c.query("SELECT COUNT(*) AS n FROM k WHERE id = ?", [.text(id)]).first?.int("n") == 0)
+                let before = c.roundTrips
+                c.enqueue("INSERT INTO k VALUES (?)", [.text(id)])
+                try c.finishJob()
+                if id != "warm" { #expect(c.roundTrips - before == 1) }
+                #expect(!c.inTransaction)
+                c.jobOwnsTransaction = false
+            }
+            c.jobOwnsTransaction = true
+            c.enqueue("BEGIN")
+            c.enqueue("SAVEPOINT job")
+            c.enqueue("INSERT INTO k VALUES (?)", [.text("c")])
+            c.enqueue("INSERT INTO k VALUES (?)", [.text("a")])  // taken
+            #expect { try c.finishJob() } throws: { ($0 as? PostgresError)?.isUniqueViolation == true }
+            #expect(c.inTransaction)
+            try c.execute("ROLLBACK TO SAVEPOINT job")
+            try c.run("COMMIT")
+            c.jobOwnsTransaction = false
+            #expect(try c.query("SELECT COUNT(*) AS n FROM k").first?.int("n") == 3)
+        }
+    }
+
+    /// A prefetched read goes with the next awaited statement and answers the later `query` of
+    /// the same statement (same text, same arguments) without another round trip; an answer
+    /// nobody asked for is dropped at the transaction's end.
+    @Test func aPrefetchedReadAnswersItsLaterQueryWithoutARoundTrip() throws {
+        try Self.withCluster { url in
+            let c = try PostgresConnection(url: url), other = try PostgresConnection(url: url)
+            try c.execute("CREATE TABLE k (id TEXT PRIMARY KEY, n BIGINT)")
+            try c.run("INSERT INTO k VALUES (?, ?), (?, ?)", [.text("a"), .int(1), .text("b"), .int(2)])
+            let byId = "SELECT n FROM k WHERE id = ?"
+            for _ in 0..<2 {  // the second time, every statement is prepared
+                c.enqueue("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                c.prefetch(byId, [.text("a")])
+                c.prefetch(byId, [.text("b")])
+                c.prefetch(byId, [.text("never asked")])
+                let before = c.roundTrips
+                #expect(try c.query("SELECT COUNT(*) AS n FROM k").first?.int("n") == 2)
+                let afterFirst = c.roundTrips
+                try other.run("UPDATE k SET n = n + 10")  // committed after the snapshot: not seen
+                #expect(try c.query(byId, [.text("b")]).first?.int("n") == 2)
+                #expect(try c.query(byId, [.text("a")]).first?.int("n") == 1)
+                #expect(c.roundTrips == afterFirst)
+                #expect(afterFirst - before >= 1)
+                c.sendUnawaited("COMMIT")
+                try other.run("UPDATE k SET n = n - 10")
+            }
+            // Nothing kept past the transaction: a new read asks again and sees the rows as they are.
+            try other.run("UPDATE k SET n = 5 WHERE id = ?", [.text("never asked")])
+            #expect(try c.query(byId, [.text("a")]).first?.int("n") == 1)
+            let before = c.roundTrips
+            _ = try c.query(byId, [.text("never asked")])
+            #expect(c.roundTrips == before + 1)
+        }
+    }
+
+    /// A read's COMMIT is not waited for, yet the server runs it at once: another connection sees
+    /// no transaction left open, and the next statement reads the answer first.
+    @Test func anUnawaitedCommitEndsTheTransactionAtOnce() throws {
+        try Self.withCluster { url in
+            let c = try PostgresConnection(url: url), other = try PostgresConnection(url: url)
+            try c.execute("CREATE TABLE k (id TEXT PRIMARY KEY)")
+            let pid = try #require(try c.query("SELECT pg_backend_pid() AS pid").first?.int("pid"))
+            for round in 0..<3 {
+                c.enqueue("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                #expect(try c.query("SELECT COUNT(*) AS n FROM k").first?.int("n") == Int64(round))
+                c.sendUnawaited("COMMIT")
+                var state = ""
+                for _ in 0..<200 {
+                    state = try other.query("SELECT state FROM pg_stat_activity WHERE pid = ?", [.int(pid)]).first?.string("state") ?? ""
+                    if state == "idle" { break }
+                    usleep(5_000)
+                }
+                #expect(state == "idle")
+                try other.run("INSERT INTO k VALUES (?)", [.text("r\(round)")])
+            }
+            #expect(try c.query("SELECT COUNT(*) AS n FROM k").first?.int("n") == 3)
+        }
+    }
+
+    /// On a freshly migrated database (no statistics yet) the replay check's generic plan, the one
+    /// a connection keeps after its fifth execution, looks the row up by both columns of the
+    /// UNIQUE index — not by org_id alone, which reads every response of the organization.
+    @Test func theReplayCheckFindsItsRowByTheUniqueIndexOnAFreshDatabase() throws {
+        try Self.withCluster { url in
+            let c = try PostgresConnection(url: url)
+            try Migrations.run(on: c)
+            let check = "SELECT response_id FROM responses WHERE org_id = ? AND client_submission_id = ?"
+            for _ in 0..<6 { _ = try c.query(check, [.text("org"), .text("csid")]) }
+            try c.execute("PREPARE replay_check(text, text) AS SELECT response_id FROM responses WHERE org_id = $1 AND client_submission_id = $2")
+            for _ in 0..<6 { try c.execute("EXECUTE replay_check('org', 'csid')") }
+            let plan = try c.query("EXPLAIN EXECUTE replay_check('org', 'csid')").map { try $0.string("QUERY PLAN") }.joined(separator: "\n")
+            #expect(plan.contains("responses_client_submission") && plan.contains("client_submission_id = $2") && !plan.contains("Filter"), "\(plan)")
+        }
+    }
+
+    /// Binary results: a bytea arrives as its bytes; integers, text and NULL read as in text format.
+    @Test func binaryResultsReadLikeTextResults() throws {
+        try Self.withCluster { url in
+            let c = try PostgresConnection(url: url)
+            try c.execute("CREATE TABLE b (n BIGINT, i INTEGER, s SMALLINT, t TEXT, bytes BYTEA, nothing BYTEA)")
+            let bytes = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+            try c.run("INSERT INTO b VALUES (?, ?, ?, ?, ?, ?)", [.int(-5_000_000_000), .int(-7), .int(3), .text("ünï"), .blob(bytes), .null])
+            let row = try #require(try c.queryBinary("SELECT n, i, s, t, bytes, nothing FROM b").first)
+            #expect(try row.int("n") == -5_000_000_000)
+            #expect(try row.int("i") == -7)
+            #expect(try row.int("s") == 3)
+            #expect(try row.string("t") == "ünï")
+            #expect(try row.blob("bytes") == bytes)
+            #expect(try row.value("nothing") == .null)
+            #expect(try c.query("SELECT bytes FROM b").first?.blob("bytes") == bytes)
+        }
+    }
+
     @Test func aTakenKeyIsAUniqueViolationAndABadServerIsConnectionLost() throws {
         try Self.withCluster { url in
             let c = try PostgresConnection(url: url)

@@ -14,9 +14,39 @@ protocol SQLConnection: AnyObject {
     var changes: Int { get }
     /// Rows changed by every statement so far (a security write that changed nothing wrote nothing).
     var totalChanges: Int64 { get }
+    /// A statement whose answer the caller does not need at once (a transaction's BEGIN, an
+    /// INSERT whose only possible news is its failure). PostgreSQL holds it back and sends it with
+    /// the next statement that is awaited, in one round trip, and throws its error there; SQLite
+    /// runs it now.
+    func enqueue(_ sql: String, _ args: [SQLValue]) throws
+    /// Sends what `enqueue` held back and waits for it (where its error must be seen).
+    func flush() throws
+    /// The end of a write job's work: `flush`, and where the executor runs each job in a
+    /// transaction of its own (PostgreSQL), its COMMIT in the same round trip — the executor then
+    /// has nothing left to commit. SQLite's writer commits jobs in groups: only `flush` there.
+    /// An error of a held-back statement skips the COMMIT, so the job's transaction is still open
+    /// for the caller to take the job back (`undoJob`) and go on.
+    func finishJob() throws
+    /// A read the caller will make later in this transaction: PostgreSQL sends it with the next
+    /// awaited statement and keeps the answer for the `query` of the same statement; SQLite does
+    /// nothing (the `query` reads then, as usual).
+    func prefetch(_ sql: String, _ args: [SQLValue])
+    /// `query` with results in PostgreSQL's binary format (a `bytea` as its bytes, not hex);
+    /// the same as `query` on SQLite.
+    func queryBinary(_ sql: String, _ args: [SQLValue]) throws -> [Row]
+    /// The end of a read transaction, whose answer changes nothing: PostgreSQL sends it without
+    /// waiting (the answer is read before the connection's next statement); SQLite runs it now.
+    func sendUnawaited(_ sql: String)
 }
 
 extension SQLConnection {
+    func enqueue(_ sql: String, _ args: [SQLValue]) throws { try run(sql, args) }
+    func flush() throws {}
+    func finishJob() throws { try flush() }
+    func prefetch(_ sql: String, _ args: [SQLValue]) {}
+    func queryBinary(_ sql: String, _ args: [SQLValue]) throws -> [Row] { try query(sql, args) }
+    func sendUnawaited(_ sql: String) { try? run(sql, []) }
+
     @discardableResult
     func query(_ sql: String) throws -> [Row] { try query(sql, []) }
     func run(_ sql: String) throws { try run(sql, []) }

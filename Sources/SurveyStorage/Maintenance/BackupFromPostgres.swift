@@ -109,7 +109,7 @@ public enum BackupFromPostgres {
         guard fd >= 0 else { throw BlobStore.ioError("create \(path)", errno) }
         defer { close(fd) }
         try source.run("DECLARE copy_pieces NO SCROLL CURSOR FOR " + sql, args)
-        while let piece = try source.query("FETCH 1 FROM copy_pieces").first?.blob("bytes") {
+        while let piece = try source.queryBinary("FETCH 1 FROM copy_pieces").first?.blob("bytes") {
             try piece.withUnsafeBytes { buf in
                 var off = 0
                 while off < buf.count {

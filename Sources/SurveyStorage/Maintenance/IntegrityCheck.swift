@@ -267,7 +267,7 @@ public enum IntegrityCheck {
     static func hashRows(_ conn: any SQLConnection, sha256: String) throws -> (Int, String)? {
         var d = Digest(.sha256)
         var size = 0, n: Int64 = 0
-        while let piece = try conn.query("SELECT bytes FROM blob_chunks WHERE sha256 = ? AND n = ?", [.text(sha256), .int(n)]).first?.blob("bytes") {
+        while let piece = try conn.queryBinary("SELECT bytes FROM blob_chunks WHERE sha256 = ? AND n = ?", [.text(sha256), .int(n)]).first?.blob("bytes") {
             piece.withUnsafeBytes { d.update($0) }
             size += piece.count
             n += 1

@@ -16,10 +16,18 @@ import SurveyDomain
 /// makes a commit visible before it releases the transaction's locks. Entries past the horizon
 /// are left for the next read.
 enum AuditHorizon {
-    /// Taken by a writing transaction before its first audit entry (`WriteContext.audit`).
-    static func enter(_ conn: any SQLConnection) throws {
-        guard conn.dialect == .postgres else { return }
-        try conn.query("SELECT pg_advisory_xact_lock_shared(?)", [.int(AdvisoryLock.auditAppend)])
+    /// The INSERT of a transaction's first audit entry (`WriteContext.audit`), which takes the
+    /// lock in the same statement: the function in its FROM runs before the row is formed, so
+    /// before the row's default `seq` takes its number. Its parameters: the entry's eight values,
+    /// then `args`. Nil on SQLite, whose entries need no lock.
+    static func firstEntry(_ dialect: SQLDialect) -> (sql: String, args: [SQLValue])? {
+        guard dialect == .postgres else { return nil }
+        // The casts: a NULL revision is sent without a type, and a SELECT list does not take
+        // its type from the column it fills.
+        return ("""
+            INSERT INTO audit(org_id, actor, action, target_type, target_id, revision, detail, at)
+            SELECT ?, ?, ?, ?, ?, CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT) FROM pg_advisory_xact_lock_shared(?)
+            """, [.int(AdvisoryLock.auditAppend)])
     }
 
     /// The highest sequence number a reader may go up to; outside any transaction, before the

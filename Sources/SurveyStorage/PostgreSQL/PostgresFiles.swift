@@ -73,12 +73,13 @@ enum PostgresFiles {
 }
 
 extension Database {
-    /// A stored file's bytes, read a piece at a time on pooled readers (blobs never change).
+    /// A stored file's bytes, read a piece at a time on pooled readers (blobs never change), in
+    /// binary format: a 1 MiB piece arrives as its bytes, not as 2 MiB of hex to decode.
     func blobRows(sha256: String) -> any ByteReader {
         var n: Int64 = 0
         return RowPiecesReader { [self] in
             defer { n += 1 }
-            return try read { db in try db.conn.query("SELECT bytes FROM blob_chunks WHERE sha256 = ? AND n = ?", [.text(sha256), .int(n)]).first?.blob("bytes") }
+            return try read { db in try db.conn.queryBinary("SELECT bytes FROM blob_chunks WHERE sha256 = ? AND n = ?", [.text(sha256), .int(n)]).first?.blob("bytes") }
         }
     }
 
@@ -87,7 +88,7 @@ extension Database {
         var next: Int64 = 0
         return RowPiecesReader { [self] in
             guard let row = try read({ db in
-                try db.conn.query("SELECT start, bytes FROM partial_chunks WHERE upload_id = ? AND start >= ? ORDER BY start LIMIT 1",
+                try db.conn.queryBinary("SELECT start, bytes FROM partial_chunks WHERE upload_id = ? AND start >= ? ORDER BY start LIMIT 1",
                                   [.text(uploadId), .int(next)]).first
             }) else { return nil }
             let bytes = try row.blob("bytes")

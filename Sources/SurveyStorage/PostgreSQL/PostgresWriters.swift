@@ -124,10 +124,14 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
             attempt += 1
             let undo = UndoLog()
             do {
-                try conn.run("BEGIN")
-                try conn.run("SAVEPOINT job")
+                // Sent with the job's first statement, in one round trip. A job that ends with
+                // `finishJob` (the gate's) has committed with its last statements.
+                conn.enqueue("BEGIN")
+                conn.enqueue("SAVEPOINT job")
+                conn.jobOwnsTransaction = true
+                defer { conn.jobOwnsTransaction = false }
                 try job.run(conn, undo)
-                try conn.run("COMMIT")
+                if conn.inTransaction { try conn.run("COMMIT") }
                 return .success(())
             } catch {
                 undo.run()

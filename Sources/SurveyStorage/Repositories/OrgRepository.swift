@@ -2,8 +2,16 @@ import SurveyDomain
 
 extension ReadContext {
     public func org(_ orgId: String) throws -> OrgRecord? {
-        try conn.query("SELECT \(OrgRecord.columns) FROM orgs WHERE org_id = ?", [.text(orgId)]).first.map(OrgRecord.init)
+        try conn.query(Self.orgById, [.text(orgId)]).first.map(OrgRecord.init)
     }
+
+    /// `org(orgId)` will be read later in this read: on PostgreSQL it goes with the read's next
+    /// statement, in the same round trip (`SQLConnection.prefetch`).
+    public func prefetchOrg(_ orgId: String) {
+        conn.prefetch(Self.orgById, [.text(orgId)])
+    }
+
+    private static let orgById = "SELECT \(OrgRecord.columns) FROM orgs WHERE org_id = ?"
 }
 
 extension SecurityTransaction {

@@ -7,9 +7,16 @@ extension ReadContext {
     }
 
     public func response(orgId: String, clientSubmissionId: String) throws -> ResponseRecord? {
-        try conn.query("SELECT \(ResponseRecord.columns) FROM responses WHERE org_id = ? AND client_submission_id = ?",
-                       [.text(orgId), .text(clientSubmissionId)]).first.map(ResponseRecord.init)
+        try conn.query(Self.responseByClientId, [.text(orgId), .text(clientSubmissionId)]).first.map(ResponseRecord.init)
     }
+
+    /// `response(orgId:clientSubmissionId:)` will be read later in this read: on PostgreSQL it
+    /// goes with the read's next statement, in the same round trip (`SQLConnection.prefetch`).
+    public func prefetchResponse(orgId: String, clientSubmissionId: String) {
+        conn.prefetch(Self.responseByClientId, [.text(orgId), .text(clientSubmissionId)])
+    }
+
+    private static let responseByClientId = "SELECT \(ResponseRecord.columns) FROM responses WHERE org_id = ? AND client_submission_id = ?"
 
     /// A page in response-id order (ids are time-ordered), optionally one submitter's, one state's.
     public func responses(orgId: String, submitter: String?, reviewState: ReviewState?, after: String?, limit: Int) throws -> [ResponseRecord] {
@@ -30,8 +37,10 @@ extension ReadContext {
 }
 
 extension GatedTransaction {
+    /// The INSERT is sent with the transaction's next awaited statement (the gate awaits it before
+    /// the commit): a taken client id is thrown there.
     public func insertResponse(_ r: ResponseRecord) throws {
-        try context.conn.run("""
+        try context.conn.enqueue("""
             INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
                 request_digest, request_body, request_sha256, answers, field_task_id, captured_at, received_at, review_state, revision)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
