@@ -392,6 +392,36 @@ import SurveyServer
         #expect(try f.client.get("/healthz").status == 200)
         #expect(try stored(f) == before)
     }
+
+    /// A 100 MB CSV file — under the request's limit (100 MiB in all), ten times a CSV file's —
+    /// sent to a real surveyd process with its default limits: streamed to disk, refused by its
+    /// size before a byte of it is read into memory, the process's peak memory barely moved.
+    @Test func aHundredMegabyteCSVIsRefusedWithoutBeingRead() throws {
+        let server = ServerProcess()
+        try server.start()
+        defer { _ = server.terminate() }
+        let seed = try server.seed()
+        let s = try server.client.post("/v1/orgs/\(seed.orgId)/surveys", token: seed.adminToken, ["title": "Village visit"])
+        let id = try #require(s.json?["surveyId"]?.stringValue)
+        var csv = Array("name,label,district,population\n".utf8)
+        csv.reserveCapacity(100_000_000)
+        let row = Array("v,Village,north,1\n".utf8)
+        while csv.count + row.count <= 100_000_000 { csv += row }
+        let (body, contentType) = Self.multipart([Self.form(), Self.file("villages.csv", csv), Self.file("crops.csv", Self.crops), Self.file("map.png", Self.map)])
+        let before = server.memoryKB("VmHWM")
+        let started = Date()
+        let r = try server.client.request("POST", "/v1/orgs/\(seed.orgId)/surveys/\(id)/versions", token: seed.adminToken, body: body,
+                                          headers: ["Content-Type": contentType])
+        let peak = server.memoryKB("VmHWM")
+        print("a 100 MB CSV refused in \(Date().timeIntervalSince(started)) s; server peak RSS \(before) → \(peak) kB")
+        P.expectProblem(r, .validationFailed)
+        #expect(r.json?["errors"]?[0]?["path"]?.stringValue == "attachments.villages.csv", "\(r.text)")
+        #expect(r.json?["errors"]?[0]?["message"]?.stringValue?.contains("a CSV file a form reads is at most") == true, "\(r.text)")
+        #expect(before > 0 && Double(peak - before) / 1024 < 32, "peak \(peak) kB, before \(before) kB")
+        #expect(try server.client.get("/healthz").status == 200)
+        let survey = try server.client.get("/v1/orgs/\(seed.orgId)/surveys/\(id)", token: seed.adminToken)
+        #expect(survey.json?["versions"]?.arrayValue?.isEmpty == true, "\(survey.text)")
+    }
 }
 
 private extension JSONValue {
