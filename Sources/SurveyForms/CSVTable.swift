@@ -151,8 +151,7 @@ public struct CSVTable: Sendable, Equatable {
                         try finishField()
                         state = .fieldStart
                     } else if b == UInt8(ascii: "\n") || b == UInt8(ascii: "\r") {
-                        if b == UInt8(ascii: "\r"), position < bytes.count, bytes[position] == UInt8(ascii: "\n") { position += 1 }
-                        line += 1
+                        passLineEnd(b)
                         try finishField()
                         return row
                     } else if b == UInt8(ascii: "\"") {
@@ -191,8 +190,7 @@ public struct CSVTable: Sendable, Equatable {
                         try finishField()
                         state = .fieldStart
                     } else if b == UInt8(ascii: "\n") || b == UInt8(ascii: "\r") {
-                        if b == UInt8(ascii: "\r"), position < bytes.count, bytes[position] == UInt8(ascii: "\n") { position += 1 }
-                        line += 1
+                        passLineEnd(b)
                         try finishField()
                         return row
                     } else {
@@ -205,6 +203,12 @@ public struct CSVTable: Sendable, Equatable {
             }
             try finishField()
             return row
+        }
+
+        /// Past a line end just read (`b`, a CR or an LF): the LF of a CRLF too, and onto the next line.
+        private mutating func passLineEnd(_ b: UInt8) {
+            if b == UInt8(ascii: "\r"), position < bytes.count, bytes[position] == UInt8(ascii: "\n") { position += 1 }
+            line += 1
         }
 
         private func append(_ b: UInt8, to field: inout [UInt8], fieldNumber: Int) throws {
