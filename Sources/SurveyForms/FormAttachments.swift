@@ -20,7 +20,8 @@ public enum FormAttachments {
 
     /// What the published definition keeps of a CSV file `pulldata` reads.
     public static let lookupTablesKey = "lookupTables"
-    static let mediaForms: Set<String> = ["image", "big-image", "audio", "video"]
+    /// The forms of media a label shows: the keys of a `media` object.
+    public static let mediaForms: Set<String> = ["image", "big-image", "audio", "video"]
 
     /// Every file the definition names, each once, in the order met.
     public static func named(in definition: JSONValue) -> [Named] {

@@ -258,10 +258,13 @@ private struct DefinitionChecker {
 
     mutating func node(_ json: JSONValue, path: String) -> FormNode? {
         guard let o = json.objectValue else { fail(path, "must be an object"); return nil }
+        let mediaValid = media(o, path)
         switch o["type"]?.stringValue {
-        case "group", "repeat", "note": return structural(o, path: path)
+        case "group", "repeat", "note":
+            let node = structural(o, path: path)
+            return mediaValid ? node : nil
         default:
-            guard let q = question(json, path: path) else { return nil }
+            guard let q = question(json, path: path), mediaValid else { return nil }
             let relevant = logic(o, "relevant", path)
             return FormNode(id: q.id, kind: .question(q), label: q.labels, relevant: relevant ?? nil, children: [])
         }
@@ -303,6 +306,31 @@ private struct DefinitionChecker {
         }
         guard errors.count == before, let id else { return nil }
         return FormNode(id: id, kind: kind, label: label ?? nil, relevant: relevant ?? nil, children: children)
+    }
+
+    /// `media` of a node or a choice: files keyed by image, big-image, audio or video, each a
+    /// name or names keyed by language. False when it is there and not of that shape.
+    mutating func media(_ o: [String: JSONValue], _ path: String) -> Bool {
+        guard let v = o["media"], !v.isNull else { return true }
+        guard let forms = v.objectValue else {
+            fail("\(path).media", "must be an object naming a file for image, big-image, audio or video"); return false
+        }
+        let before = errors.count
+        func fileName(_ value: JSONValue?, _ at: String) {
+            guard let name = value?.stringValue, (1...255).contains(name.unicodeScalars.count) else {
+                fail(at, "must be a file name of 1 to 255 characters"); return
+            }
+        }
+        for form in forms.keys.sorted() {
+            let at = "\(path).media.\(form)"
+            guard FormAttachments.mediaForms.contains(form) else { fail(at, "is not image, big-image, audio or video"); continue }
+            if let byLanguage = forms[form]?.objectValue {
+                for language in byLanguage.keys.sorted() { fileName(byLanguage[language], "\(at).\(language)") }
+            } else {
+                fileName(forms[form], at)
+            }
+        }
+        return errors.count == before
     }
 
     /// An optional count >= 0.
@@ -365,6 +393,7 @@ private struct DefinitionChecker {
                 needsStructure = true
                 guard let name = o["name"]?.stringValue else { fail("\(itemPath).name", "required"); continue }
                 let label = localized(o, "label", itemPath, required: false)
+                _ = media(o, itemPath)
                 var columns: [String: String] = [:]
                 for (k, value) in o where k != "name" && k != "label" {
                     if let s = value.stringValue { columns[k] = s } else if let d = value.doubleValue { columns[k] = CanonicalJSON.number(d) }

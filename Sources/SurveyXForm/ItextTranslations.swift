@@ -58,7 +58,7 @@ struct ItextTranslations {
     var isPlain: Bool { languages == ["default"] }
 
     /// The forms a label may show, as the definition's `media` names them.
-    static let mediaForms: Set<String> = ["image", "big-image", "audio", "video"]
+    static let mediaForms = FormAttachments.mediaForms
 
     /// The label object of a text id, keyed by language; `what` names its user in a refusal.
     func text(id: String, what: String, allowsMedia: Bool = false) throws(XFormRefusal) -> JSONValue {

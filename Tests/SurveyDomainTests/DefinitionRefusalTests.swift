@@ -86,6 +86,32 @@ import Testing
                   fe("definition.questions[0].maxCount", "must be an integer from 0 to 1000000")])
     }
 
+    @Test(arguments: ["note", "text", "group"])
+    func mediaThatIsNotFilesByFormIsRefused(_ type: String) throws {
+        let children = type == "group" ? #", "children": [{"id": "a", "type": "text", "label": "A"}]"# : ""
+        func refusal(_ media: String) throws -> [FieldError] {
+            try errors(#"{"title": "t", "questions": [{"id": "n", "type": "\#(type)", "label": "N", "media": \#(media)\#(children)}]}"#)
+        }
+        let shape = "must be an object naming a file for image, big-image, audio or video"
+        for media in ["[null, null]", #""cow.jpg""#, "3", "true"] {
+            #expect(try refusal(media) == [fe("definition.questions[0].media", shape)])
+        }
+        #expect(try refusal(#"{"picture": "cow.jpg"}"#) == [fe("definition.questions[0].media.picture", "is not image, big-image, audio or video")])
+        #expect(try refusal(#"{"image": ""}"#) == [fe("definition.questions[0].media.image", "must be a file name of 1 to 255 characters")])
+        #expect(try refusal(#"{"audio": {"English (en)": null}}"#)
+                == [fe("definition.questions[0].media.audio.English (en)", "must be a file name of 1 to 255 characters")])
+        // A file by form, or files by language, or no media at all, are accepted.
+        #expect(try refusal(#"{"image": "cow.jpg", "audio": {"English (en)": "cow-en.mp3"}}"#) == [])
+        #expect(try refusal("null") == [])
+    }
+
+    @Test func aChoiceWithMediaThatIsNotFilesByFormIsRefused() throws {
+        #expect(try errors(#"""
+        {"title": "t", "questions": [{"id": "s", "type": "select_one", "label": "S",
+          "choices": [{"name": "cow", "media": {"image": "cow.jpg"}}, {"name": "goat", "media": [null]}]}]}
+        """#) == [fe("definition.questions[0].choices[1].media", "must be an object naming a file for image, big-image, audio or video")])
+    }
+
     /// Answers are an object keyed by question id, for flat and structured definitions alike.
     @Test(arguments: ["[]", #""answers""#, "1", "null", #"[{"a": "x"}]"#])
     func answersThatAreNotAnObjectAreRefused(_ answers: String) throws {
