@@ -37,11 +37,18 @@
 # /tmp/surveyd-pgbench), PostgreSQL's log (checkpoints, autovacuum) in postgres.log there; the
 # cluster and data dirs are removed on exit, also on failure.
 #
+# Where the CPU goes: surveyd, PostgreSQL and the load generator share the machine's cores
+# (PIN=0, the default), or PIN=1 gives PostgreSQL the upper half of the cores (core 1 of 2) and
+# everything else the lower half, as a deployment with the database on a host of its own: then
+# both surveyd and pgbench are held to what the database can do, and the ratio says how much of
+# it a submission through surveyd costs beside the bare transaction. WRITERS sets each process's
+# --database-writers (the server's default when unset), HTTP_THREADS its --http-threads.
+#
 # Environment: SECS (8) WARM (3) PRIME (10) ANALYZE (1) FULL (1) SERIAL (1) CONNECTIONS (64: wrk's
 # connections, and pgbench's clients unless PGBENCH_CLIENTS says otherwise) LOG (0; 1 = request log
 # on) PG_PORT (15434) PORT (18281; the three processes use PORT..PORT+2) PG_OPTIONS (extra -c
 # settings for the cluster) BENCH_DIR SCRATCH (/tmp/bench-build) OTHER_MAX (SECS/4) ATTEMPTS (2)
-# QUIET_WAIT (30).
+# QUIET_WAIT (30) PIN (0) WRITERS HTTP_THREADS.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -101,11 +108,20 @@ URL=$(PG_CLUSTER_OPTIONS="-c log_autovacuum_min_duration=0 ${PG_OPTIONS:-}" "$RO
 PG=(-h "$WORK/pg" -p "$PG_PORT" -U postgres)
 psql_c() { psql "${PG[@]}" -d postgres -XAtq -c "$1"; }
 POSTMASTER=$(head -1 "$WORK/pg/data/postmaster.pid")
-rec "machine.nproc=$(nproc) cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1) mem_gib=$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo)"
+CORES=$(nproc)   # before pinning: nproc counts the cores this process may run on
+if [ "${PIN:-0}" = 1 ]; then
+    command -v taskset > /dev/null || die "PIN=1 needs taskset (util-linux)"
+    [ "$CORES" -ge 2 ] || die "PIN=1 needs at least 2 cores"
+    LOW="0-$(( CORES / 2 - 1 ))"; HIGH="$(( CORES / 2 ))-$(( CORES - 1 ))"
+    # The postmaster and the processes it has started now; backends it forks later inherit it.
+    for p in "$POSTMASTER" $(pgrep -P "$POSTMASTER"); do taskset -a -p -c "$HIGH" "$p" > /dev/null; done
+    taskset -p -c "$LOW" $$ > /dev/null   # this script, and so surveyd, wrk and pgbench
+fi
+rec "machine.nproc=$CORES cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1) mem_gib=$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo)"
 rec "software.postgres=$(psql_c 'SHOW server_version') wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f2) checkout=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo ?)$( [ -n "$(git -C "$ROOT" status --porcelain Sources 2>/dev/null)" ] && echo +changes) bin=$BIN"
 rec "postgres.settings=$(psql_c "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings WHERE name IN
     ('fsync','synchronous_commit','wal_sync_method','full_page_writes','shared_buffers','max_connections','wal_level','checkpoint_timeout','max_wal_size','commit_delay')")"
-rec "bench.rounds=$ROUNDS secs=$SECS warm=$WARM wrk_connections=$CONNECTIONS pgbench_clients=$PGBENCH_CLIENTS full=$FULL prime=${PRIME:-10} analyze=${ANALYZE:-1} pg_options=${PG_OPTIONS:-none}"
+rec "bench.rounds=$ROUNDS secs=$SECS warm=$WARM wrk_connections=$CONNECTIONS pgbench_clients=$PGBENCH_CLIENTS full=$FULL prime=${PRIME:-10} analyze=${ANALYZE:-1} pg_options=${PG_OPTIONS:-none} pin=${PIN:-0}${LOW:+ (postgres on cores $HIGH, the rest on $LOW)} writers=${WRITERS:-default} http_threads=${HTTP_THREADS:-default}"
 
 # --- seed: the CLI, then the API of a first process ---------------------------------------------
 log "seeding an organization, a collector and the survey"
@@ -118,10 +134,12 @@ COLLECTOR_ID=$(echo "$u" | sed -n 's/^userId //p'); COLLECTOR=$(echo "$u" | tail
 ADMIN=$(admin create-user --org "$ORG" --name Admin --roles admin | tail -1)
 
 start_servers() {  # N: start N processes (data dirs data1..dataN, ports PORTS[0..N-1]), wait until healthy
-    local i p logging=(--no-log); [ "${LOG:-0}" = 1 ] && logging=()
+    local i p logging=(--no-log) tuning=(); [ "${LOG:-0}" = 1 ] && logging=()
+    [ -n "${WRITERS:-}" ] && tuning+=(--database-writers "$WRITERS")
+    [ -n "${HTTP_THREADS:-}" ] && tuning+=(--http-threads "$HTTP_THREADS")
     SERVER_PIDS=()
     for i in $(seq 1 "$1"); do
-        "$BIN" serve --data-dir "$WORK/data$i" --port "${PORTS[$((i - 1))]}" --database-url "$URL" --startup-check quick "${logging[@]}" \
+        "$BIN" serve --data-dir "$WORK/data$i" --port "${PORTS[$((i - 1))]}" --database-url "$URL" --startup-check quick "${logging[@]}" "${tuning[@]}" \
             >> "$WORK/server$i.log" 2>&1 &
         SERVER_PIDS+=($!)
     done
@@ -295,7 +313,7 @@ done
 mean() { awk -v s="$1" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
 {
     echo
-    echo "== surveyd on PostgreSQL vs pgbench, one cluster, the same minutes ($(date -u +%FT%TZ)), $(nproc) cores, $CONNECTIONS connections (pgbench $PGBENCH_CLIENTS clients), $ROUNDS rounds x ${SECS} s"
+    echo "== surveyd on PostgreSQL vs pgbench, one cluster, the same minutes ($(date -u +%FT%TZ)), $CORES cores${LOW:+ (PostgreSQL on $HIGH, the rest on $LOW)}, $CONNECTIONS connections (pgbench $PGBENCH_CLIENTS clients), $ROUNDS rounds x ${SECS} s"
     line="mean: surveyd x1 $(mean "${SUM[one]}")/s   x3 $(mean "${SUM[three]}")/s   pgbench (write transaction) $(mean "${SUM[pgbench]}") tps"
     [ "$FULL" = 1 ] && line="$line   pgbench (whole request) $(mean "${SUM[full]}") tps"
     [ "${SERIAL:-1}" = 1 ] && line="$line   pgbench (write transaction, serial) $(mean "${SUM[serial]}") tps"

@@ -18,7 +18,8 @@ public final class App: Sendable {
         /// A PostgreSQL URI: the database lives there (several processes may share it) and the
         /// data dir keeps only this process's files. Nil: the SQLite file in the data dir.
         public var databaseURL: String?
-        /// PostgreSQL: connections writing at once.
+        /// PostgreSQL: connections writing at once (`--database-writers`). Several processes on
+        /// one database share its cores: fewer each keep the total near what one process needs.
         public var databaseWriters = 8
         public var maxBodyBytes: Int = 1 << 20
         public var maxFileBytes: Int = 100 << 20

@@ -12,7 +12,7 @@ enum CLI {
       surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--max-file-bytes N]
                    [--max-unfinished-upload-bytes N]
                    [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads N]
-                   [--startup-check full|quick] [--no-log] [--instance-name NAME]
+                   [--startup-check full|quick] [--no-log] [--instance-name NAME] [--database-writers 8]
                    [--webhooks-allow-private] [--webhook-retry-schedule 5s,5m,30m,2h,5h,10h,...]
                    [--trusted-proxy 127.0.0.1,...]
                    [--max-form-bytes 10485760] [--max-form-upload-bytes 104857600] [--pyxform PATH]  (XLSForms are converted by pyxform's xls2xform at
@@ -77,6 +77,11 @@ enum CLI {
                 throw CLIError("--database-url must be a PostgreSQL URI (postgresql://user@host:port/db or postgresql:///db?host=/socket/dir)")
             }
             c.databaseURL = u
+        }
+        if let w = options.value("database-writers") {
+            guard c.databaseURL != nil else { throw CLIError("--database-writers applies to --database-url only (SQLite has one writer)") }
+            guard let n = Int(w), (1...64).contains(n) else { throw CLIError("--database-writers must be 1-64 (PostgreSQL connections writing at once)") }
+            c.databaseWriters = n
         }
         if let m = options.value("max-file-bytes") {
             guard let n = Int(m), n > 0 else { throw CLIError("--max-file-bytes must be a positive integer") }

@@ -128,6 +128,19 @@ struct MultiProcessTests {
         #expect(seen.count == 100 && Set(seen).count == 100, "followed \(seen.count) entries, \(Set(seen).count) distinct")
     }
 
+    /// `--database-writers` bounds each process's write connections: three processes with two
+    /// each hold far fewer than three with the default eight, and still accept every submission.
+    @Test func threeProcessesWithTwoWritersEachAcceptEverySubmissionOnFewConnections() throws {
+        let c = try Cluster(extra: ["--database-writers", "2"])
+        let replies = Self.parallel(300) { i in c.submit(i, "two-writers-\(i)") }
+        #expect(replies.allSatisfy { $0?.status == 201 }, "\(replies.compactMap { $0 }.filter { $0.status != 201 }.prefix(3).map(\.text))")
+        #expect(try c.count("SELECT COUNT(*) AS n FROM responses WHERE client_submission_id LIKE 'two-writers-%'") == 300)
+        // Per process: 2 writers, at most 4 readers and 1 for webhooks; the default's writers
+        // alone would be 24.
+        let held = try c.count("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        #expect(held >= 6 && held <= 21, "connections held on the database: \(held)")
+    }
+
     @Test func twoHundredKeyedReviewRequestsRunEachActionOnce() throws {
         let c = try Cluster()
         var responseIds: [String] = []

@@ -27,4 +27,21 @@ import Testing
         #expect(outcome.stderr.contains("--instance-name must be"), "stderr: \(outcome.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty, "nothing may be created")
     }
+
+    /// `--database-writers` is PostgreSQL's (SQLite has one writer) and is bounded; either
+    /// refusal comes before anything is created or connected to.
+    @Test(arguments: [
+        (["--database-writers", "2"], "--database-writers applies to --database-url only"),
+        (["--database-url", "postgresql:///nowhere?host=/nonexistent", "--database-writers", "0"], "--database-writers must be 1-64"),
+        (["--database-url", "postgresql:///nowhere?host=/nonexistent", "--database-writers", "65"], "--database-writers must be 1-64"),
+        (["--database-url", "postgresql:///nowhere?host=/nonexistent", "--database-writers", "many"], "--database-writers must be 1-64"),
+    ])
+    func writerCountsThatCannotBeUsedAreRefused(arguments: [String], message: String) throws {
+        let dir = try CommandLineTests.emptyDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let outcome = try CommandLineTests.run(["serve", "--port", "0"] + arguments, in: dir)
+        #expect(outcome.status == 1)
+        #expect(outcome.stderr.contains(message), "stderr: \(outcome.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty, "nothing may be created")
+    }
 }
