@@ -36,7 +36,7 @@ final class FormCheck: ReferenceSource {
     @exclusivity(unchecked) private var evaluatingInstance = 0
     @exclusivity(unchecked) private var evaluatingLinks: Range<Int> = 0..<0
     /// The lookups (`pulldata`) of the expression being evaluated, by slot.
-    @exclusivity(unchecked) private var evaluatingLookups: [FormStructure.BoundLookup?] = []
+    @exclusivity(unchecked) private var evaluatingLookups: Range<Int> = 0..<0
 
     enum Relevance { case yes, no, unknown }
 
@@ -274,7 +274,8 @@ final class FormCheck: ReferenceSource {
 
     /// `pulldata`: the bound table's value for the key (a number key as its text, `5` not `5.0`).
     func value(ofLookup slot: Int, key: Value) -> Value {
-        guard evaluatingLookups.indices.contains(slot), let bound = evaluatingLookups[slot] else { return .string("") }
+        guard slot >= 0, slot < evaluatingLookups.count, structure.lookups.indices.contains(evaluatingLookups.lowerBound + slot),
+              let bound = structure.lookups[evaluatingLookups.lowerBound + slot] else { return .string("") }
         return .string(bound.table.value(column: bound.column, keyColumn: bound.keyColumn, key: key.asString))
     }
 

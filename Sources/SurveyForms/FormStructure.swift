@@ -63,18 +63,15 @@ struct FormStructure: Sendable, Equatable {
         /// Its links, by reference slot, in `FormStructure.links` (one array for the form: a
         /// check that points at a range retains nothing).
         let links: Range<Int>
-        /// The table and columns of each lookup slot (`pulldata`); nil for a file or column the
-        /// definition lacks (such a definition is refused).
-        let lookups: [BoundLookup?]
+        /// Its lookups (`pulldata`), by lookup slot, in `FormStructure.lookups` (one array for the
+        /// form, as `links`).
+        let lookups: Range<Int>
         let dependsOnMoment: Bool
 
-        init(_ logic: Logic, links: Range<Int>, tables: [String: LookupTable]) {
+        init(_ logic: Logic, links: Range<Int>, lookups: Range<Int>) {
             expression = logic.expression
             self.links = links
-            lookups = logic.expression.lookups.map { l in
-                guard let table = tables[l.fileName], let column = table.columnIndex[l.column], let key = table.columnIndex[l.keyColumn] else { return nil }
-                return BoundLookup(table: table, column: column, keyColumn: key)
-            }
+            self.lookups = lookups
             dependsOnMoment = logic.dependsOnMoment
         }
     }
@@ -140,6 +137,15 @@ struct FormStructure: Sendable, Equatable {
         let table: LookupTable
         let column: Int
         let keyColumn: Int
+
+        /// Nil for a file or column the definition lacks (such a definition is refused).
+        init?(_ lookup: Lookup, tables: [String: LookupTable]) {
+            guard let table = tables[lookup.fileName], let column = table.columnIndex[lookup.column],
+                  let key = table.columnIndex[lookup.keyColumn] else { return nil }
+            self.table = table
+            self.column = column
+            keyColumn = key
+        }
     }
 
     let entries: [Entry]
@@ -166,8 +172,9 @@ struct FormStructure: Sendable, Equatable {
     let answerSlot: [Int]
     let relevanceSlot: [Int]
     let valueSlot: [Int]
-    /// Every logic's links (`BoundLogic.links`).
+    /// Every logic's links and lookups (`BoundLogic.links`, `.lookups`).
     let links: [Link]
+    let lookups: [BoundLookup?]
 
     static func == (a: FormStructure, b: FormStructure) -> Bool { a.entries == b.entries }
 
@@ -187,12 +194,13 @@ struct FormStructure: Sendable, Equatable {
         var indexById: [String: Int] = [:]
         for (i, p) in placed.enumerated() { indexById[p.node.id] = i }
         let shapes = placed.map { (repeats: $0.repeats, isRepeat: $0.node.isRepeat) }
-        var links: [Link] = []
+        var links: [Link] = [], lookups: [BoundLookup?] = []
         let entries = placed.map { p in
             Entry(node: p.node, parent: p.parent, repeats: p.repeats, path: p.path) { logic in
-                let start = links.count
+                let start = links.count, firstLookup = lookups.count
                 links += logic.expression.references.map { Link(from: p.repeats, to: indexById[$0] ?? -1, placed: shapes) }
-                return BoundLogic(logic, links: start..<links.count, tables: tables)
+                lookups += logic.expression.lookups.map { BoundLookup($0, tables: tables) }
+                return BoundLogic(logic, links: start..<links.count, lookups: firstLookup..<lookups.count)
             }
         }
 
@@ -240,7 +248,7 @@ struct FormStructure: Sendable, Equatable {
                                   relevanceOrder: order.filter { entries[$0].relevant != nil }, relevanceOwner: owner,
                                   depth: entries.map(\.repeats.count), levels: tables.levels, widestLevel: tables.levels.map { $0.answering.count }.max() ?? 0, level: tables.level,
                                   innerLevel: tables.innerLevel, answerSlot: tables.answerSlot, relevanceSlot: tables.relevanceSlot,
-                                  valueSlot: tables.valueSlot, links: links), [])
+                                  valueSlot: tables.valueSlot, links: links, lookups: lookups), [])
         case .failure(let cycle):
             let names = cycle.map { "${\(entries[$0].id)}" }.joined(separator: " → ")
             return (nil, [FieldError(path: entries[cycle[0]].path, message: "its logic depends on itself: \(names)")])
