@@ -26,6 +26,8 @@
 #          one round trip each, as a client that waits for every answer             → tps
 #   full   (FULL=1, the default) pgbench with Benchmarks/pg/request.sql: the request's read
 #          snapshot (token, replay check, org) and then the same write transaction → tps
+#   onetx  (ONE_TX=1; off by default) pgbench with Benchmarks/pg/request-one-transaction.sql:
+#          the same reads inside the write transaction, a design to weigh against full   → tps
 # Per measurement it also reads CPU from /proc: surveyd's, PostgreSQL's (the postmaster, its
 # backends and the ones it reaped), the load generator's (wrk or pgbench) and everyone else's
 # ("other": kernel threads, and another build or test on the machine). Before each measurement
@@ -44,7 +46,7 @@
 # it a submission through surveyd costs beside the bare transaction. WRITERS sets each process's
 # --database-writers (the server's default when unset), HTTP_THREADS its --http-threads.
 #
-# Environment: SECS (8) WARM (3) PRIME (10) ANALYZE (1) FULL (1) SERIAL (1) CONNECTIONS (64: wrk's
+# Environment: SECS (8) WARM (3) PRIME (10) ANALYZE (1) FULL (1) SERIAL (1) ONE_TX (0) CONNECTIONS (64: wrk's
 # connections, and pgbench's clients unless PGBENCH_CLIENTS says otherwise) LOG (0; 1 = request log
 # on) PG_PORT (15434) PORT (18281; the three processes use PORT..PORT+2) PG_OPTIONS (extra -c
 # settings for the cluster) BENCH_DIR SCRATCH (/tmp/bench-build) OTHER_MAX (SECS/4) ATTEMPTS (2)
@@ -277,7 +279,7 @@ rec "FRESH rate=$RATE requests=$REQS statuses=$STATUSES surveyd_us=$US_SD postgr
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 OTHER_MAX=${OTHER_MAX:-$(awk -v s="$SECS" 'BEGIN {print s / 4}')}; ATTEMPTS=${ATTEMPTS:-2}
-MODES=(one three pgbench); [ "$FULL" = 1 ] && MODES+=(full); [ "${SERIAL:-1}" = 1 ] && MODES+=(serial)
+MODES=(one three pgbench); [ "$FULL" = 1 ] && MODES+=(full); [ "${SERIAL:-1}" = 1 ] && MODES+=(serial); [ "${ONE_TX:-0}" = 1 ] && MODES+=(onetx)
 declare -A SUM
 for m in "${MODES[@]}"; do SUM[$m]=0; done
 log "$ROUNDS rounds of ${MODES[*]}: ${WARM} s warm-up + ${SECS} s measured each"
@@ -293,6 +295,7 @@ for r in $(seq 1 "$ROUNDS"); do
                 pgbench) measure_pgbench pgbench submit.sql ;;
                 full) measure_pgbench full request.sql ;;
                 serial) measure_pgbench serial submit-serial.sql ;;
+                onetx) measure_pgbench onetx request-one-transaction.sql ;;
             esac
             awk -v o="$OTHER" -v m="$OTHER_MAX" 'BEGIN { exit !(o > m) }' || break
             if [ "$attempt" -lt "$ATTEMPTS" ]; then
@@ -308,6 +311,7 @@ for r in $(seq 1 "$ROUNDS"); do
     line="round $r (${order[*]}): surveyd x1 ${R[one]}/s   x3 ${R[three]}/s   pgbench ${R[pgbench]} tps"
     [ "$FULL" = 1 ] && line="$line   whole request ${R[full]} tps"
     [ "${SERIAL:-1}" = 1 ] && line="$line   serial ${R[serial]} tps"
+    [ "${ONE_TX:-0}" = 1 ] && line="$line   one transaction ${R[onetx]} tps"
     echo "$line   x1/pgbench $(ratio "${R[one]}" "${R[pgbench]}")   x3/pgbench $(ratio "${R[three]}" "${R[pgbench]}")" | tee -a "$RESULTS"
 done
 mean() { awk -v s="$1" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
@@ -317,11 +321,13 @@ mean() { awk -v s="$1" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
     line="mean: surveyd x1 $(mean "${SUM[one]}")/s   x3 $(mean "${SUM[three]}")/s   pgbench (write transaction) $(mean "${SUM[pgbench]}") tps"
     [ "$FULL" = 1 ] && line="$line   pgbench (whole request) $(mean "${SUM[full]}") tps"
     [ "${SERIAL:-1}" = 1 ] && line="$line   pgbench (write transaction, serial) $(mean "${SUM[serial]}") tps"
+    [ "${ONE_TX:-0}" = 1 ] && line="$line   pgbench (the request in one transaction) $(mean "${SUM[onetx]}") tps"
     echo "$line"
     R1=$(ratio "${SUM[one]}" "${SUM[pgbench]}")
     line="ratios (sums over rounds): x1/pgbench $R1   x3/pgbench $(ratio "${SUM[three]}" "${SUM[pgbench]}")"
     [ "$FULL" = 1 ] && line="$line   x1/whole-request $(ratio "${SUM[one]}" "${SUM[full]}")   x3/whole-request $(ratio "${SUM[three]}" "${SUM[full]}")"
     [ "${SERIAL:-1}" = 1 ] && line="$line   x1/serial $(ratio "${SUM[one]}" "${SUM[serial]}")"
+    [ "${ONE_TX:-0}" = 1 ] && line="$line   one-transaction/whole-request $(ratio "${SUM[onetx]}" "${SUM[full]:-0}")"
     echo "$line   [target x1/pgbench >= 0.8: $(awk -v r="$R1" 'BEGIN {print (r >= 0.8) ? "met" : "MISSED"}')]"
     R31=$(ratio "${SUM[three]}" "${SUM[one]}")
     RF=$(ratio "$FRESH_RATE" "$(mean "${SUM[one]}")")
@@ -329,8 +335,8 @@ mean() { awk -v s="$1" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
     echo "CPU per request, µs, mean of rounds (load = wrk or pgbench; other = CPU-s of other processes per measurement):"
     awk '/^RESULT/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                      m = v["mode"]; n[m]++; sd[m] += v["surveyd_us"]; pg[m] += v["postgres_us"]; ld[m] += v["load_us"]; ot[m] += v["other_cpu_s"] + 0 }
-         END { split("one three pgbench full serial", order, " ")
-               for (j = 1; j <= 5; j++) { m = order[j]; if (n[m]) printf "  %-8s surveyd %5.0f   postgres %5.0f   load %4.0f   total %5.0f   other %.2f s\n",
+         END { split("one three pgbench full serial onetx", order, " ")
+               for (j = 1; j <= 6; j++) { m = order[j]; if (n[m]) printf "  %-8s surveyd %5.0f   postgres %5.0f   load %4.0f   total %5.0f   other %.2f s\n",
                    m, sd[m] / n[m], pg[m] / n[m], ld[m] / n[m], (sd[m] + pg[m] + ld[m]) / n[m], ot[m] / n[m] } }' "$RESULTS"
     echo "rows: responses $(psql_c 'SELECT count(*) FROM responses'), audit $(psql_c 'SELECT count(*) FROM audit'); raw lines: $RESULTS"
 } | tee -a "$RESULTS"
