@@ -147,6 +147,11 @@ public enum FormAttachments {
             throw CSVTable.Refusal(message: "it has no column name; a choice list's file names each choice in a column name (and its label in label)")
         }
         guard !table.rows.isEmpty else { throw CSVTable.Refusal(message: "it has no choices (no row below its header)") }
+        // Every other column becomes a key of the choice, and `media` is the key of a choice's
+        // media files (an object the definition checks), never a filter column's text.
+        guard !table.columns.contains("media") else {
+            throw CSVTable.Refusal(message: "its column media would stand for a choice's media files; give that column another name")
+        }
         let plainLabel = table.columns.firstIndex(of: "label")
         let languages = table.columns.enumerated().compactMap { i, c -> (Int, String)? in
             c.hasPrefix("label::") && c.count > 7 ? (i, String(c.dropFirst(7))) : nil

@@ -103,6 +103,14 @@ import Testing
         }
     }
 
+    @Test func aChoiceListFileWithAColumnNamedMediaIsRefusedNamingIt() {
+        let file = Array("name,label,media\nv1,Hill,hill.png\n".utf8)
+        #expect(throws: ValidationErrors([FieldError(path: "attachments.villages.csv",
+                                                     message: "villages.csv cannot be read as choices: its column media would stand for a choice's media files; give that column another name")])) {
+            try FormAttachments.resolve(Self.definition, sent: ["villages.csv", "map.png"]) { _ in file }
+        }
+    }
+
     @Test func aPulldataColumnTheFileLacksIsRefusedAtPublishing() throws {
         var q = Self.definition
         q = ["title": "Visit", "questions": [["id": "p", "type": "calculate", "label": "P", "calculation": "pulldata('villages', 'people', 'name', 'v1')"]]]
