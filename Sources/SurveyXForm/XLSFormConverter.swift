@@ -83,34 +83,25 @@ public struct XLSFormConverter: Sendable {
     /// standard output and standard error.
     private func run(arguments: [String]) throws(Refusal) -> [UInt8] {
         let seconds = Int(deadline.components.seconds)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        // `exec "$0" "$@"`: the limits apply to pyxform itself, and no argument is ever read by the shell.
-        process.arguments = ["-c", "ulimit -v \(memoryLimit / 1024) && ulimit -t \(seconds) && exec \"$0\" \"$@\"", executable] + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        process.standardInput = FileHandle.nullDevice
-        let finished = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in finished.signal() }
+        let child: ChildProcess
         do {
-            try process.run()
+            // `exec "$0" "$@"`: the limits apply to pyxform itself, and no argument is ever read by the shell.
+            child = try ChildProcess("/bin/sh", arguments: ["-c", "ulimit -v \(memoryLimit / 1024) && ulimit -t \(seconds) && exec \"$0\" \"$@\"", executable] + arguments)
         } catch {
-            throw .unavailable("pyxform could not be started (\(executable)): \(error.localizedDescription)")
+            throw .unavailable("pyxform could not be started (\(executable)): \(error.message)")
         }
         // Read while it runs, so that a large report cannot fill the pipe and stall the child.
         let collected = Collected()
-        let reader = Thread { collected.set(out.fileHandleForReading.readDataToEndOfFile()) }
+        let output = child.output
+        let reader = Thread { collected.set(output.readDataToEndOfFile()) }
         reader.start()
-        if finished.wait(timeout: .now() + .seconds(seconds)) == .timedOut {
-            process.terminate()
-            kill(process.processIdentifier, SIGKILL)
-            finished.wait()
+        guard let exit = child.waitForExit(within: .seconds(seconds)) else {
+            collected.wait()
             throw .tooCostly("converting the XLSForm took more than \(seconds) s; it was stopped")
         }
         collected.wait()
-        if process.terminationReason == .uncaughtSignal {
-            throw .tooCostly("converting the XLSForm ran out of memory or time (signal \(process.terminationStatus)); it was stopped")
+        if case .signalled(let signal) = exit {
+            throw .tooCostly("converting the XLSForm ran out of memory or time (signal \(signal)); it was stopped")
         }
         return [UInt8](collected.data)
     }
