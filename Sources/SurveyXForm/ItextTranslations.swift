@@ -57,17 +57,14 @@ struct ItextTranslations {
     /// One translation, pyxform's `default`: the form has no languages.
     var isPlain: Bool { languages == ["default"] }
 
-    /// The forms a label may show, as the definition's `media` names them.
-    static let mediaForms = FormAttachments.mediaForms
-
     /// The label object of a text id, keyed by language; `what` names its user in a refusal.
     func text(id: String, what: String, allowsMedia: Bool = false) throws(XFormRefusal) -> JSONValue {
         guard let byLanguage = texts[id] else { throw XFormRefusal("\(what) names the text \(id), which no itext translation has") }
         var object: [String: JSONValue] = [:]
         for language in languages {
             guard let entry = byLanguage[language] else { continue }
-            if let media = entry.forms.first(where: { !allowsMedia || !Self.mediaForms.contains($0.form) }) {
-                let kind = Self.mediaForms.contains(media.form) ? "media (\(media.form): \(media.value))" : "a \(media.form) text"
+            if let media = entry.forms.first(where: { !allowsMedia || !FormAttachments.mediaForms.contains($0.form) }) {
+                let kind = FormAttachments.mediaForms.contains(media.form) ? "media (\(media.form): \(media.value))" : "a \(media.form) text"
                 throw XFormRefusal("\(what) has \(kind); surveyd shows media with labels only")
             }
             if entry.showsAnswer {
@@ -86,7 +83,7 @@ struct ItextTranslations {
         guard let byLanguage = texts[id] else { return nil }
         var media: [String: [String: JSONValue]] = [:]
         for language in languages {
-            for (form, value) in byLanguage[language]?.forms ?? [] where Self.mediaForms.contains(form) {
+            for (form, value) in byLanguage[language]?.forms ?? [] where FormAttachments.mediaForms.contains(form) {
                 guard let file = Self.fileName(value) else {
                     throw XFormRefusal("\(what) shows \(value) as its \(form); surveyd reads media files the form carries (jr://images/…, jr://audio/…, jr://video/…)")
                 }

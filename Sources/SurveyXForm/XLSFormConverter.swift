@@ -96,7 +96,6 @@ public struct XLSFormConverter: Sendable {
         let reader = Thread { collected.set(output.readDataToEndOfFile()) }
         reader.start()
         guard let exit = child.waitForExit(within: .seconds(seconds)) else {
-            collected.wait()
             throw .tooCostly("converting the XLSForm took more than \(seconds) s; it was stopped")
         }
         collected.wait()
