@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # New submissions on PostgreSQL — one surveyd process, three processes on the same database — beside
-# pgbench running the same write transaction against the same database, in the same minutes.
+# pgbench running the same transaction against the same database, in the same minutes.
 #
 #   Benchmarks/postgres.sh [BIN] [ROUNDS]     # BIN: default a release build made here (--scratch-path
 #                                              # /tmp/bench-build); ROUNDS: default 4; ~1 min a round
 #
-# ROUNDS: with five modes, a multiple of 5 puts every mode in every position of the order once
-# (with FULL=0 or SERIAL=0, a multiple of 4).
+# ROUNDS: with four modes, a multiple of 4 puts every mode in every position of the order once
+# (with WRITE=0, a multiple of 3; with SERIAL=1, of 5).
 #
 # Steps: one throwaway PostgreSQL 15 cluster (scripts/pg_cluster.sh: default settings, fsync and
 # synchronous_commit on, so a 2xx is durable as with SQLite's FULL) · one organization, a collector
@@ -18,16 +18,16 @@
 #   one    one surveyd process, wrk -t2 -c$CONNECTIONS Benchmarks/wrk/submit.lua → accepted/s
 #   three  three surveyd processes on three ports, one wrk -t1 per port, the connections split
 #          (22+21+21 of 64)                                                    → accepted/s, summed
-#   pgbench  pgbench -c$CONNECTIONS -j2 -M prepared Benchmarks/pg/submit.sql: surveyd's write
+#   pgbench  pgbench -c$PGBENCH_CLIENTS -j2 -M prepared Benchmarks/pg/submit.sql: surveyd's
 #          transaction for one submission, statement for statement and round trip for round trip
-#          (BEGIN, SAVEPOINT and the org row FOR SHARE in one pipeline; the response INSERT, the
-#          audit INSERT, which takes the audit lock, and COMMIT in a second)          → tps
-#   serial (SERIAL=1, the default) the same statements with Benchmarks/pg/submit-serial.sql,
-#          one round trip each, as a client that waits for every answer             → tps
-#   full   (FULL=1, the default) pgbench with Benchmarks/pg/request.sql: the request's read
-#          snapshot (token, replay check, org) and then the same write transaction → tps
-#   onetx  (ONE_TX=1; off by default) pgbench with Benchmarks/pg/request-one-transaction.sql:
-#          the same reads inside the write transaction, a design to weigh against full   → tps
+#          (BEGIN, SAVEPOINT, the org row FOR SHARE, the replay check, the organization and the
+#          caller's token in one pipeline; the response INSERT, the audit INSERT, which takes the
+#          audit lock, and COMMIT in a second)                                         → tps
+#   write  (WRITE=1, the default) pgbench with Benchmarks/pg/write.sql: the same transaction
+#          without its reads, the reference of the measurements before 2026-12-04       → tps
+#   serial (SERIAL=1; off by default) the statements of write.sql with
+#          Benchmarks/pg/write-serial.sql, one round trip each, as a client that waits for
+#          every answer                                                                → tps
 # Per measurement it also reads CPU from /proc: surveyd's, PostgreSQL's (the postmaster, its
 # backends and the ones it reaped), the load generator's (wrk or pgbench) and everyone else's
 # ("other": kernel threads, and another build or test on the machine). Before each measurement
@@ -46,7 +46,7 @@
 # it a submission through surveyd costs beside the bare transaction. WRITERS sets each process's
 # --database-writers (the server's default when unset), HTTP_THREADS its --http-threads.
 #
-# Environment: SECS (8) WARM (3) PRIME (10) ANALYZE (1) FULL (1) SERIAL (1) ONE_TX (0) CONNECTIONS (64: wrk's
+# Environment: SECS (8) WARM (3) PRIME (10) ANALYZE (1) WRITE (1) SERIAL (0) CONNECTIONS (64: wrk's
 # connections, and pgbench's clients unless PGBENCH_CLIENTS says otherwise) LOG (0; 1 = request log
 # on) PG_PORT (15434) PORT (18281; the three processes use PORT..PORT+2) PG_OPTIONS (extra -c
 # settings for the cluster) BENCH_DIR SCRATCH (/tmp/bench-build) OTHER_MAX (SECS/4) ATTEMPTS (2)
@@ -55,7 +55,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 BIN=${1:-}; ROUNDS=${2:-4}
-SECS=${SECS:-8}; WARM=${WARM:-3}; FULL=${FULL:-1}
+SECS=${SECS:-8}; WARM=${WARM:-3}; WRITE=${WRITE:-1}; SERIAL=${SERIAL:-0}
 CONNECTIONS=${CONNECTIONS:-64}; PGBENCH_CLIENTS=${PGBENCH_CLIENTS:-$CONNECTIONS}
 WORK=${BENCH_DIR:-/tmp/surveyd-pgbench}
 PG_PORT=${PG_PORT:-15434}; PORT=${PORT:-18281}
@@ -123,7 +123,7 @@ rec "machine.nproc=$CORES cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1) 
 rec "software.postgres=$(psql_c 'SHOW server_version') wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f2) checkout=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo ?)$( [ -n "$(git -C "$ROOT" status --porcelain Sources 2>/dev/null)" ] && echo +changes) bin=$BIN"
 rec "postgres.settings=$(psql_c "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings WHERE name IN
     ('fsync','synchronous_commit','wal_sync_method','full_page_writes','shared_buffers','max_connections','wal_level','checkpoint_timeout','max_wal_size','commit_delay')")"
-rec "bench.rounds=$ROUNDS secs=$SECS warm=$WARM wrk_connections=$CONNECTIONS pgbench_clients=$PGBENCH_CLIENTS full=$FULL prime=${PRIME:-10} analyze=${ANALYZE:-1} pg_options=${PG_OPTIONS:-none} pin=${PIN:-0}${LOW:+ (postgres on cores $HIGH, the rest on $LOW)} writers=${WRITERS:-default} http_threads=${HTTP_THREADS:-default}"
+rec "bench.rounds=$ROUNDS secs=$SECS warm=$WARM wrk_connections=$CONNECTIONS pgbench_clients=$PGBENCH_CLIENTS write=$WRITE serial=$SERIAL prime=${PRIME:-10} analyze=${ANALYZE:-1} pg_options=${PG_OPTIONS:-none} pin=${PIN:-0}${LOW:+ (postgres on cores $HIGH, the rest on $LOW)} writers=${WRITERS:-default} http_threads=${HTTP_THREADS:-default}"
 
 # --- seed: the CLI, then the API of a first process ---------------------------------------------
 log "seeding an organization, a collector and the survey"
@@ -279,7 +279,7 @@ rec "FRESH rate=$RATE requests=$REQS statuses=$STATUSES surveyd_us=$US_SD postgr
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 OTHER_MAX=${OTHER_MAX:-$(awk -v s="$SECS" 'BEGIN {print s / 4}')}; ATTEMPTS=${ATTEMPTS:-2}
-MODES=(one three pgbench); [ "$FULL" = 1 ] && MODES+=(full); [ "${SERIAL:-1}" = 1 ] && MODES+=(serial); [ "${ONE_TX:-0}" = 1 ] && MODES+=(onetx)
+MODES=(one three pgbench); [ "$WRITE" = 1 ] && MODES+=(write); [ "$SERIAL" = 1 ] && MODES+=(serial)
 declare -A SUM
 for m in "${MODES[@]}"; do SUM[$m]=0; done
 log "$ROUNDS rounds of ${MODES[*]}: ${WARM} s warm-up + ${SECS} s measured each"
@@ -293,9 +293,8 @@ for r in $(seq 1 "$ROUNDS"); do
                 one) measure_surveyd one 1 ;;
                 three) measure_surveyd three 3 ;;
                 pgbench) measure_pgbench pgbench submit.sql ;;
-                full) measure_pgbench full request.sql ;;
-                serial) measure_pgbench serial submit-serial.sql ;;
-                onetx) measure_pgbench onetx request-one-transaction.sql ;;
+                write) measure_pgbench write write.sql ;;
+                serial) measure_pgbench serial write-serial.sql ;;
             esac
             awk -v o="$OTHER" -v m="$OTHER_MAX" 'BEGIN { exit !(o > m) }' || break
             if [ "$attempt" -lt "$ATTEMPTS" ]; then
@@ -309,25 +308,22 @@ for r in $(seq 1 "$ROUNDS"); do
         R[$m]=$RATE; SUM[$m]=$(awk -v a="${SUM[$m]}" -v b="$RATE" 'BEGIN {printf "%.1f", a + b}')
     done
     line="round $r (${order[*]}): surveyd x1 ${R[one]}/s   x3 ${R[three]}/s   pgbench ${R[pgbench]} tps"
-    [ "$FULL" = 1 ] && line="$line   whole request ${R[full]} tps"
-    [ "${SERIAL:-1}" = 1 ] && line="$line   serial ${R[serial]} tps"
-    [ "${ONE_TX:-0}" = 1 ] && line="$line   one transaction ${R[onetx]} tps"
+    [ "$WRITE" = 1 ] && line="$line   write alone ${R[write]} tps"
+    [ "$SERIAL" = 1 ] && line="$line   serial ${R[serial]} tps"
     echo "$line   x1/pgbench $(ratio "${R[one]}" "${R[pgbench]}")   x3/pgbench $(ratio "${R[three]}" "${R[pgbench]}")" | tee -a "$RESULTS"
 done
 mean() { awk -v s="$1" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
 {
     echo
     echo "== surveyd on PostgreSQL vs pgbench, one cluster, the same minutes ($(date -u +%FT%TZ)), $CORES cores${LOW:+ (PostgreSQL on $HIGH, the rest on $LOW)}, $CONNECTIONS connections (pgbench $PGBENCH_CLIENTS clients), $ROUNDS rounds x ${SECS} s"
-    line="mean: surveyd x1 $(mean "${SUM[one]}")/s   x3 $(mean "${SUM[three]}")/s   pgbench (write transaction) $(mean "${SUM[pgbench]}") tps"
-    [ "$FULL" = 1 ] && line="$line   pgbench (whole request) $(mean "${SUM[full]}") tps"
-    [ "${SERIAL:-1}" = 1 ] && line="$line   pgbench (write transaction, serial) $(mean "${SUM[serial]}") tps"
-    [ "${ONE_TX:-0}" = 1 ] && line="$line   pgbench (the request in one transaction) $(mean "${SUM[onetx]}") tps"
+    line="mean: surveyd x1 $(mean "${SUM[one]}")/s   x3 $(mean "${SUM[three]}")/s   pgbench (the submission's transaction) $(mean "${SUM[pgbench]}") tps"
+    [ "$WRITE" = 1 ] && line="$line   pgbench (its writes alone) $(mean "${SUM[write]}") tps"
+    [ "$SERIAL" = 1 ] && line="$line   pgbench (its writes alone, serial) $(mean "${SUM[serial]}") tps"
     echo "$line"
     R1=$(ratio "${SUM[one]}" "${SUM[pgbench]}")
     line="ratios (sums over rounds): x1/pgbench $R1   x3/pgbench $(ratio "${SUM[three]}" "${SUM[pgbench]}")"
-    [ "$FULL" = 1 ] && line="$line   x1/whole-request $(ratio "${SUM[one]}" "${SUM[full]}")   x3/whole-request $(ratio "${SUM[three]}" "${SUM[full]}")"
-    [ "${SERIAL:-1}" = 1 ] && line="$line   x1/serial $(ratio "${SUM[one]}" "${SUM[serial]}")"
-    [ "${ONE_TX:-0}" = 1 ] && line="$line   one-transaction/whole-request $(ratio "${SUM[onetx]}" "${SUM[full]:-0}")"
+    [ "$WRITE" = 1 ] && line="$line   x1/write-alone $(ratio "${SUM[one]}" "${SUM[write]}")"
+    [ "$SERIAL" = 1 ] && line="$line   x1/serial $(ratio "${SUM[one]}" "${SUM[serial]}")"
     echo "$line   [target x1/pgbench >= 0.8: $(awk -v r="$R1" 'BEGIN {print (r >= 0.8) ? "met" : "MISSED"}')]"
     R31=$(ratio "${SUM[three]}" "${SUM[one]}")
     RF=$(ratio "$FRESH_RATE" "$(mean "${SUM[one]}")")
@@ -335,8 +331,8 @@ mean() { awk -v s="$1" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
     echo "CPU per request, µs, mean of rounds (load = wrk or pgbench; other = CPU-s of other processes per measurement):"
     awk '/^RESULT/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                      m = v["mode"]; n[m]++; sd[m] += v["surveyd_us"]; pg[m] += v["postgres_us"]; ld[m] += v["load_us"]; ot[m] += v["other_cpu_s"] + 0 }
-         END { split("one three pgbench full serial onetx", order, " ")
-               for (j = 1; j <= 6; j++) { m = order[j]; if (n[m]) printf "  %-8s surveyd %5.0f   postgres %5.0f   load %4.0f   total %5.0f   other %.2f s\n",
+         END { split("one three pgbench write serial", order, " ")
+               for (j = 1; j <= 5; j++) { m = order[j]; if (n[m]) printf "  %-8s surveyd %5.0f   postgres %5.0f   load %4.0f   total %5.0f   other %.2f s\n",
                    m, sd[m] / n[m], pg[m] / n[m], ld[m] / n[m], (sd[m] + pg[m] + ld[m]) / n[m], ot[m] / n[m] } }' "$RESULTS"
     echo "rows: responses $(psql_c 'SELECT count(*) FROM responses'), audit $(psql_c 'SELECT count(*) FROM audit'); raw lines: $RESULTS"
 } | tee -a "$RESULTS"

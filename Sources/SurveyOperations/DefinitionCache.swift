@@ -29,14 +29,11 @@ public final class DefinitionCache: Sendable {
 
     /// The organization's version `surveyVersionId`, or nil — also for another organization's id,
     /// which the caller answers with the 404 of nothing.
-    public func published(orgId: String, surveyVersionId: String, database: Database) throws -> Published? {
+    /// Read on a miss in the caller's own read (`db`), never a second connection of its own.
+    public func published(orgId: String, surveyVersionId: String, in db: ReadContext) throws -> Published? {
         if let p = published.withLock({ $0[surveyVersionId] }) { return p.version.orgId == orgId ? p : nil }
-        let found = try database.read { db -> (SurveyVersionRecord, SurveyRecord)? in
-            guard let v = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId),
-                  let s = try db.survey(orgId: orgId, surveyId: v.surveyId) else { return nil }
-            return (v, s)
-        }
-        guard let (version, survey) = found else { return nil }
+        guard let version = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId),
+              let survey = try db.survey(orgId: orgId, surveyId: version.surveyId) else { return nil }
         let p = Published(version: version, survey: survey, definition: try definition(of: version))
         published.withLock { $0[surveyVersionId] = p }
         return p

@@ -84,7 +84,7 @@ public struct Reviews: Sendable {
                 ops.metrics.add(.validationRefusals)
                 throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
             }
-            try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: r.surveyVersionId)
+            try ops.database.read { try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: r.surveyVersionId, in: $0) }
             let current = try ops.database.read { try $0.response(orgId: orgId, responseId: responseId) }!
             let (from, to) = try Self.plan(current, expected: r.expectedRevision, action: .resubmit)
             return Step(responseId: responseId, expectedRevision: Int64(r.expectedRevision), from: from, to: to, auditAction: "response.resubmit",

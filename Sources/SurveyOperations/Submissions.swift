@@ -16,57 +16,54 @@ public struct Submissions: Sendable {
     /// Who may submit, checked in the submission's own snapshot; doors declare their routes with it.
     public static let access = Access.member(anyOf: [.collector])
 
-    /// What the snapshot read of a submission found.
-    private enum Seen {
-        case replay(ResponseRecord)
-        case submission(UserRecord, Submission, TaskRecord?, ResponseRecord?, OrgRecord?)
-    }
-
     /// Runs the contract's order of checks for a submission and calls `then` once with its
-    /// outcome: at once for a replay found in the read snapshot or a refusal before the write;
-    /// otherwise after the writer's COMMIT (the write is queued and this thread is free to serve
-    /// others meanwhile). A refusal leaves nothing behind.
+    /// outcome, after the write's COMMIT or once a replay or a refusal is decided (the thread is
+    /// free to serve others meanwhile). A refusal leaves nothing behind. The reads and checks run
+    /// in the gate's `prepare`: on SQLite in a reader's snapshot before the write is queued, on
+    /// PostgreSQL inside the write's own transaction.
     public func submit(orgId: String, from door: some SubmissionDoor, then: @escaping @Sendable (SubmissionOutcome) -> Void) {
-        do {
-            try queue(orgId: orgId, from: door, then: then)
-        } catch {
-            then(.refused(error))
-        }
+        let metrics = operations.metrics
+        operations.gate.writeAsync(orgId: orgId, prepare: { db in
+            try prepare(orgId: orgId, from: door, in: db)
+        }, then: { result in
+            switch result {
+            case .success(.replayed(let stored)):
+                metrics.add(.responsesReplayed)
+                then(.replayed(stored))
+            case .success(.written(let stored)):
+                metrics.add(.responsesAccepted)
+                if let c = stored.capturedAt { metrics.syncAge(seconds: Double(stored.receivedAt - c) / 1000) }
+                then(.accepted(stored))
+            case .failure(let e):
+                if let e = e as? ApiError, e.code == .idempotencyConflict { metrics.add(.idempotencyConflicts) }
+                then(.refused(e))
+            }
+        })
     }
 
-    private func queue(orgId: String, from door: some SubmissionDoor, then: @escaping @Sendable (SubmissionOutcome) -> Void) throws {
+    /// Steps 1–4 on one read (who is calling, the task they cite, what is already stored under
+    /// this clientSubmissionId, the survey version and the answers' checks), then the write the
+    /// gate runs as steps 5–6.
+    private func prepare(orgId: String, from door: some SubmissionDoor, in db: ReadContext) throws -> WriteGate.Prepared<ResponseRecord> {
         let ops = operations
-        // Steps 1–3 read one snapshot: who is calling, the task they cite, and what is already
-        // stored under this clientSubmissionId (one reader checkout, one BEGIN, one cache refill).
-        let seen = try ops.database.read { db -> Seen in
-            // On PostgreSQL the reads below that need nothing read before them go with the first
-            // (the caller's token) in one round trip.
-            door.prefetch(in: db, orgId: orgId)
-            db.prefetchOrg(orgId)
-            let user = try ops.admit(try door.caller(in: db, operations: ops), to: Self.access, orgId: orgId, in: db).member()
-            let (submission, lookup): (Submission, SubmissionArrival.StoredLookup)
-            switch try door.arrival(in: db, orgId: orgId, submitter: user, operations: ops) {
-            case .replay(let stored): return .replay(stored)
-            case .submission(let s, let l): (submission, lookup) = (s, l)
-            }
-            // 2. a cited field task must be the caller's own; any other is the 404 of nothing.
-            let task: TaskRecord? = try submission.fieldTaskId.map { id in
-                guard let t = try db.task(orgId: orgId, taskId: id), t.assigneeUserId == user.userId else { throw ApiError.notFound() }
-                return t
-            }
-            let stored: ResponseRecord?
-            if case .lookedUp(submission.clientSubmissionId, let found) = lookup { stored = found } else {
-                stored = try db.response(orgId: orgId, clientSubmissionId: submission.clientSubmissionId)
-            }
-            // The organization too: the gate's expiry pre-check below then needs no read of its own.
-            return .submission(user, submission, task, stored, try db.org(orgId))
+        // On PostgreSQL the reads below that need nothing read before them go with the first
+        // (the caller's token) in one round trip.
+        door.prefetch(in: db, orgId: orgId)
+        db.prefetchOrg(orgId)
+        let user = try ops.admit(try door.caller(in: db, operations: ops), to: Self.access, orgId: orgId, in: db).member()
+        let (submission, lookup): (Submission, SubmissionArrival.StoredLookup)
+        switch try door.arrival(in: db, orgId: orgId, submitter: user, operations: ops) {
+        case .replay(let stored): return .answered(stored)
+        case .submission(let s, let l): (submission, lookup) = (s, l)
         }
-        let user: UserRecord, submission: Submission, task: TaskRecord?, stored: ResponseRecord?, organization: OrgRecord?
-        switch seen {
-        case .replay(let replayed):
-            then(replayedOutcome(replayed))
-            return
-        case .submission(let u, let s, let t, let st, let o): (user, submission, task, stored, organization) = (u, s, t, st, o)
+        // 2. a cited field task must be the caller's own; any other is the 404 of nothing.
+        let task: TaskRecord? = try submission.fieldTaskId.map { id in
+            guard let t = try db.task(orgId: orgId, taskId: id), t.assigneeUserId == user.userId else { throw ApiError.notFound() }
+            return t
+        }
+        let stored: ResponseRecord?
+        if case .lookedUp(submission.clientSubmissionId, let found) = lookup { stored = found } else {
+            stored = try db.response(orgId: orgId, clientSubmissionId: submission.clientSubmissionId)
         }
         let clientSubmissionId = submission.clientSubmissionId, fieldTaskId = submission.fieldTaskId
         let bodySHA256 = submission.bytesSHA256
@@ -74,15 +71,12 @@ public struct Submissions: Sendable {
         // 3. replay — answered even while the subscription has expired. The canonical digest
         // costs a re-encoding and a hash: a replay of the same bytes never needs it.
         if let stored {
-            then(replayedOutcome(try counted {
-                try Self.replay(of: stored, submitter: user.userId, bodySHA256: bodySHA256,
-                                digest: { submission.digest(canonicalAnswers: CanonicalJSON.encode(submission.answers)) })
-            }))
-            return
+            return .answered(try Self.replay(of: stored, submitter: user.userId, bodySHA256: bodySHA256,
+                                             digest: { submission.digest(canonicalAnswers: CanonicalJSON.encode(submission.answers)) }))
         }
 
         // 4. validate, reported as itself and never as 1001.
-        guard let published = try ops.definitions.published(orgId: orgId, surveyVersionId: submission.surveyVersionId, database: ops.database) else {
+        guard let published = try ops.definitions.published(orgId: orgId, surveyVersionId: submission.surveyVersionId, in: db) else {
             throw ApiError.notFound()
         }
         let version = published.version, survey = published.survey
@@ -97,7 +91,7 @@ public struct Submissions: Sendable {
             ops.metrics.add(.validationRefusals)
             throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
         }
-        try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: version.surveyVersionId)
+        try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: version.surveyVersionId, in: db)
         if let task {
             guard task.surveyId == survey.surveyId else {
                 throw ApiError(.validationFailed, "The field task is for another survey.",
@@ -116,14 +110,14 @@ public struct Submissions: Sendable {
         let answersText = String(decoding: canonicalAnswers, as: UTF8.self)
         let reviewState: ReviewState = survey.reviewRequired ? .submitted : .none
         let submitter = user.userId, surveyId = survey.surveyId, versionId = version.surveyVersionId
-        let metrics = ops.metrics
         // The insert's UNIQUE (org_id, client_submission_id) finds a duplicate committed since the
-        // snapshot above; only then is the stored one read (`.onConflict`).
-        ops.gate.writeAsync(orgId: orgId, actor: submitter, organization: organization, replay: { db in
+        // read above; only then is the stored one read (`.onConflict`). The organization as read
+        // above spares SQLite's expiry pre-check a read of its own.
+        return .write(WriteGate.PreparedWrite(actor: submitter, organization: try db.org(orgId), replay: { db in
             try db.response(orgId: orgId, clientSubmissionId: clientSubmissionId).map {
                 try Self.replay(of: $0, submitter: submitter, bodySHA256: bodySHA256, digest: { digest })
             }
-        }, replayCheck: .onConflict, { tx in
+        }, replayCheck: .onConflict) { tx in
             let stored = ResponseRecord(
                 responseId: responseId, orgId: orgId, clientSubmissionId: clientSubmissionId, submitter: submitter,
                 surveyId: surveyId, surveyVersionId: versionId, requestDigest: digest, requestSHA256: bodySHA256,
@@ -134,33 +128,7 @@ public struct Submissions: Sendable {
                 try tx.completeTask(taskId: taskId, responseId: stored.responseId, completedBy: submitter)
             }
             return stored
-        }, then: { result in
-            switch result {
-            case .success(.replayed(let stored)):
-                metrics.add(.responsesReplayed)
-                then(.replayed(stored))
-            case .success(.written(let stored)):
-                metrics.add(.responsesAccepted)
-                if let c = stored.capturedAt { metrics.syncAge(seconds: Double(stored.receivedAt - c) / 1000) }
-                then(.accepted(stored))
-            case .failure(let e):
-                if let e = e as? ApiError, e.code == .idempotencyConflict { metrics.add(.idempotencyConflicts) }
-                then(.refused(e))
-            }
         })
-    }
-
-    private func replayedOutcome(_ stored: ResponseRecord) -> SubmissionOutcome {
-        operations.metrics.add(.responsesReplayed)
-        return .replayed(stored)
-    }
-
-    /// Counts a 1004 on its way out.
-    private func counted<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let e as ApiError where e.code == .idempotencyConflict {
-            operations.metrics.add(.idempotencyConflicts)
-            throw e
-        }
     }
 
     /// Step 3, the replay: the same submitter and the same request → the stored response;

@@ -156,9 +156,9 @@ public struct Uploads: Sendable {
 
     /// Every file answer cites a completed upload of this organization, version and question
     /// (uploads are never deleted, so a check before the transaction stays true).
-    public func checkAttachments(_ files: [FileAnswer], orgId: String, surveyVersionId: String) throws {
+    public func checkAttachments(_ files: [FileAnswer], orgId: String, surveyVersionId: String, in db: ReadContext) throws {
         for file in files {
-            let upload = try operations.database.read { try $0.upload(orgId: orgId, clientUploadId: file.clientUploadId) }
+            let upload = try db.upload(orgId: orgId, clientUploadId: file.clientUploadId)
             guard let upload, upload.surveyVersionId == surveyVersionId, upload.questionId == file.questionId else {
                 throw ApiError(.attachmentNotUploaded, "No completed upload \(file.clientUploadId) for question \(file.questionId) of this version.",
                                errors: [FieldError(path: "answers.\(file.questionId)", message: "not a completed upload for this question")])

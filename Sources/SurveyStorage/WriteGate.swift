@@ -2,7 +2,8 @@ import SurveyDomain
 
 /// The one way into a survey-domain write. In a single writer transaction it:
 /// 0. while the subscription has expired, answers the refusal (or a replay) from a reader,
-///    without taking the write lock,
+///    without taking the write lock (except a write decided by reads on PostgreSQL, `prepare`,
+///    whose reads are already in the write's transaction),
 /// 1. looks for a replay (`replay` reads the committed state; a non-nil answer is returned as is,
 ///    even while the subscription has expired, and nothing is written),
 /// 2. checks the organization's subscription against server time (1001),
@@ -79,6 +80,63 @@ public struct WriteGate: Sendable {
             return then(.failure(error))
         }
         database.writer.submitAsync(Self.job(orgId: orgId, actor: actor, replay: replay, replayCheck: replayCheck, turn: turn, onRefusal: onRefusal, clock: database.clock, body), then: then)
+    }
+
+    /// What a write decided by reads found: an answer that needs no write (a replay of a stored
+    /// result), or the write itself, with what `writeAsync` takes besides.
+    public enum Prepared<T: Sendable>: Sendable {
+        case answered(T)
+        case write(PreparedWrite<T>)
+    }
+
+    public struct PreparedWrite<T: Sendable>: Sendable {
+        let actor: String
+        let organization: OrgRecord?
+        let replay: @Sendable (ReadContext) throws -> T?
+        let replayCheck: ReplayCheck
+        let body: @Sendable (GatedTransaction) throws -> T
+        /// `organization`: as `prepare` read it (SQLite's expiry pre-check then reads nothing).
+        public init(actor: String, organization: OrgRecord?, replay: @escaping @Sendable (ReadContext) throws -> T?,
+                    replayCheck: ReplayCheck, _ body: @escaping @Sendable (GatedTransaction) throws -> T) {
+            self.actor = actor
+            self.organization = organization
+            self.replay = replay
+            self.replayCheck = replayCheck
+            self.body = body
+        }
+    }
+
+    /// A write that reads first what decides it (who is calling, what is stored under its key):
+    /// `prepare` reads, checks, and returns the answer or the write. On SQLite it reads a
+    /// reader's snapshot and the write is queued after, so the one writer never waits on reads
+    /// or checks. On PostgreSQL both run in one transaction on a write connection, the
+    /// subscription's locked read sent with `prepare`'s first statement: one transaction and two
+    /// round trips where a read snapshot and a write took two transactions and three. The order
+    /// of checks is `prepare`'s, then the gate's, on both; a refusal writes nothing on both.
+    public func writeAsync<T: Sendable>(
+        orgId: String, prepare: @escaping @Sendable (ReadContext) throws -> Prepared<T>,
+        then: @escaping @Sendable (Result<Outcome<T>, any Error>) -> Void
+    ) {
+        guard database.isShared else {
+            let prepared: Prepared<T>
+            do { prepared = try database.read(prepare) } catch { return then(.failure(error)) }
+            switch prepared {
+            case .answered(let answer): return then(.success(.replayed(answer)))
+            case .write(let w):
+                return writeAsync(orgId: orgId, actor: w.actor, organization: w.organization, replay: w.replay,
+                                  replayCheck: w.replayCheck, w.body, then: then)
+            }
+        }
+        let onRefusal = self.onRefusal, clock = database.clock
+        database.writer.submitAsync({ conn, undo -> Outcome<T> in
+            conn.prefetchSubscriptionEnd(orgId: orgId)
+            switch try prepare(ReadContext(conn)) {
+            case .answered(let answer): return .replayed(answer)
+            case .write(let w):
+                return try Self.job(orgId: orgId, actor: w.actor, replay: w.replay, replayCheck: w.replayCheck, turn: nil,
+                                    onRefusal: onRefusal, clock: clock, w.body)(conn, undo)
+            }
+        }, then: then)
     }
 
     /// While expired, a refusal needs no write lock: answer it (or a replay) from a reader. The

@@ -66,11 +66,22 @@ extension SQLConnection {
     /// without queueing — so the read first takes the organization's advisory lock, shared, whose
     /// queue is fair: behind a waiting `holdOrganization` it waits its turn.
     func subscriptionEnd(orgId: String) throws -> Int64? {
-        let sql = dialect == .postgres
-            ? "SELECT expires_at FROM orgs WHERE org_id = ? AND pg_advisory_xact_lock_shared(\(AdvisoryLock.organization), hashtext(?)) IS NOT NULL FOR SHARE"
-            : "SELECT expires_at FROM orgs WHERE org_id = ?"
-        let args: [SQLValue] = dialect == .postgres ? [.text(orgId), .text(orgId)] : [.text(orgId)]
+        let (sql, args) = subscriptionEndStatement(orgId: orgId)
         return try query(sql, args).first?.int("expires_at")
+    }
+
+    /// `subscriptionEnd`'s read, sent with the transaction's next awaited statement (its locks
+    /// are then taken there; `subscriptionEnd` later takes the answer).
+    func prefetchSubscriptionEnd(orgId: String) {
+        let (sql, args) = subscriptionEndStatement(orgId: orgId)
+        prefetch(sql, args)
+    }
+
+    private func subscriptionEndStatement(orgId: String) -> (String, [SQLValue]) {
+        dialect == .postgres
+            ? ("SELECT expires_at FROM orgs WHERE org_id = ? AND pg_advisory_xact_lock_shared(\(AdvisoryLock.organization), hashtext(?)) IS NOT NULL FOR SHARE",
+               [.text(orgId), .text(orgId)])
+            : ("SELECT expires_at FROM orgs WHERE org_id = ?", [.text(orgId)])
     }
 
     /// Taken before a change of an organization's subscription: the writes that already read it

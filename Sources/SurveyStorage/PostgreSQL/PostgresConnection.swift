@@ -176,7 +176,9 @@ public final class PostgresConnection: @unchecked Sendable {
         return rows(of: result)
     }
 
-    private func dropKept() {
+    /// Forgets the answers of `prefetch`es nobody asked for: at a transaction's end, so that the
+    /// next transaction on this connection never takes an answer read in this one.
+    func dropKept() {
         for k in kept { PQclear(k.result) }
         kept = []
     }

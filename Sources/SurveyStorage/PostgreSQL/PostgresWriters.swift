@@ -129,7 +129,10 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
                 conn.enqueue("BEGIN")
                 conn.enqueue("SAVEPOINT job")
                 conn.jobOwnsTransaction = true
-                defer { conn.jobOwnsTransaction = false }
+                defer {
+                    conn.jobOwnsTransaction = false
+                    conn.dropKept()
+                }
                 try job.run(conn, undo)
                 if conn.inTransaction { try conn.run("COMMIT") }
                 return .success(())

@@ -1,14 +1,19 @@
--- pgbench script: the statements of submit.sql, each in a round trip of its own (no pipeline):
--- what the write transaction costs PostgreSQL when a client waits for every answer, as surveyd
--- did before it pipelined (it then also sent the audit lock as a statement of its own: see
--- Docs/performance.md, 2026-12-02). Run with -M prepared; variables: those of submit.sql.
+-- pgbench script: the write statements of submit.sql alone, without the reads surveyd sends in
+-- the same transaction (the caller's token, the replay check, the organization): BEGIN, SAVEPOINT
+-- and the gate's org row FOR SHARE in one pipeline; the response INSERT, the audit INSERT and
+-- COMMIT in a second. It is what the measurements before 2026-12-04 set surveyd against, when the
+-- reads went in a read-only transaction of their own. Run with -M prepared; variables: those of
+-- submit.sql (tokenhash unused).
 \set n :n + 1
 \set rid :base + :n * 100 + :client_id
 \set scramble hash(:rid)
 \set at :now + :n
+\startpipeline
 BEGIN;
 SAVEPOINT job;
 SELECT expires_at FROM orgs WHERE org_id = :org AND pg_advisory_xact_lock_shared(1398079492, hashtext(:org)) IS NOT NULL FOR SHARE;
+\endpipeline
+\startpipeline
 INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
     request_digest, request_body, request_sha256, answers, field_task_id, captured_at, received_at, review_state, revision)
 VALUES ('rsp_' || :rid::text, :org, :scramble::text || '-pgbench-' || :rid::text, :user, :survey, :version,
@@ -18,3 +23,4 @@ SELECT :org, :user, 'response.accept', 'response', 'rsp_' || :rid::text, CAST(1 
     '{"clientSubmissionId":"' || :scramble::text || '-pgbench-' || :rid::text || '","toState":"submitted"}', CAST(:at AS BIGINT)
 FROM pg_advisory_xact_lock_shared(91625918693378);
 COMMIT;
+\endpipeline
