@@ -98,7 +98,7 @@ public final class SpawnedProcess: @unchecked Sendable {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        // The test process ignores SIGPIPE; the child starts with every signal at its default, unblocked.
+        // Whatever the test process ignores or blocks, the child starts with every signal at its default, unblocked.
         var all = sigset_t(), none = sigset_t()
         sigfillset(&all)
         sigemptyset(&none)
