@@ -67,19 +67,21 @@ let package = Package(
         ]),
         .executableTarget(name: "surveysync", dependencies: ["SurveySync"]),
 
+        // How the tests start child processes: posix_spawn, not Foundation's Process (SpawnedProcess.swift).
+        .target(name: "TestProcesses", path: "Tests/TestProcesses"),
         .testTarget(name: "SurveyDomainTests", dependencies: ["SurveyDomain", "SurveyForms", "SurveyExpressions"]),
         .testTarget(name: "SurveyExpressionsTests", dependencies: ["SurveyExpressions"]),
         // Fixtures/: XForms pyxform 4.5.0 wrote from the XLSForms of make_xforms.py.
-        .testTarget(name: "SurveyXFormTests", dependencies: ["SurveyXForm", "SurveyForms"], exclude: ["Fixtures"]),
+        .testTarget(name: "SurveyXFormTests", dependencies: ["SurveyXForm", "SurveyForms", "TestProcesses"], exclude: ["Fixtures"]),
         // Fixtures/: databases written by earlier builds, opened by the current one.
         .testTarget(name: "SurveyStorageTests", dependencies: ["SurveyStorage", "SurveyDomain"], exclude: ["Fixtures"]),
         .testTarget(name: "SurveyHTTPTests", dependencies: ["SurveyHTTP"]),
         .testTarget(name: "SurveyOperationsTests", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain"]),
         .testTarget(name: "SurveyExportsTests", dependencies: ["SurveyExports", "SurveyStorage", "SurveyDomain"]),
-        .testTarget(name: "SurveySyncTests", dependencies: ["SurveySync"]),
+        .testTarget(name: "SurveySyncTests", dependencies: ["SurveySync", "TestProcesses"]),
         .testTarget(name: "SurveyWebhooksTests", dependencies: ["SurveyWebhooks"]),
         // Faults/: a C library the tests compile and preload into a real server to fail its file-system calls.
-        .testTarget(name: "EndToEndTests", dependencies: ["SurveyServer", "SurveyOperations", "SurveyWebhooks", "SurveyStorage", "SurveyHTTP", "SurveyDomain"],
+        .testTarget(name: "EndToEndTests", dependencies: ["SurveyServer", "SurveyOperations", "SurveyWebhooks", "SurveyStorage", "SurveyHTTP", "SurveyDomain", "TestProcesses"],
                     exclude: ["Faults"]),
     ]
 )

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import SurveyDomain
+import TestProcesses
 @testable import SurveyStorage
 
 /// Exports on a real server: columns over all versions, every filter, the incremental cursor,
@@ -232,15 +233,8 @@ import SurveyDomain
 
     /// Runs a Python snippet over a file (the standard library's zipfile reads what a user's tools read).
     static func python(_ script: String, _ path: String) throws -> JSONValue {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", script, path]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw TestFailure("python exited \(p.terminationStatus)") }
+        let (ended, data) = try SpawnedProcess.run("/usr/bin/env", ["python3", "-c", script, path])
+        guard ended == .exited(0) else { throw TestFailure("python \(ended)") }
         return try JSONParser.parse(Array(data))
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import SurveyDomain
+import TestProcesses
 @testable import SurveyStorage
 
 /// Authentication, organizations and subscriptions, problem+json, limits.
@@ -207,13 +208,9 @@ import SurveyDomain
         #expect(r.header("content-type") == "application/json")
         #expect(r.json?["openapi"]?.stringValue?.hasPrefix("3.1") == true)
         // The served copy is exactly the bundle of Schemas/ (regenerate with scripts/bundle_openapi.py).
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", ServerProcess.packageRoot.path + "/scripts/bundle_openapi.py", "--check",
-                       ServerProcess.packageRoot.path + "/Sources/SurveyServer/Resources/openapi.json"]
-        try p.run()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "Sources/SurveyServer/Resources/openapi.json is stale: run scripts/bundle_openapi.py -o it")
+        let p = try SpawnedProcess("/usr/bin/env", ["python3", ServerProcess.packageRoot.path + "/scripts/bundle_openapi.py", "--check",
+                                                    ServerProcess.packageRoot.path + "/Sources/SurveyServer/Resources/openapi.json"])
+        #expect(p.waitUntilExit() == .exited(0), "Sources/SurveyServer/Resources/openapi.json is stale: run scripts/bundle_openapi.py -o it")
     }
 
     @Test func literalSegmentsBeatParameters() throws {

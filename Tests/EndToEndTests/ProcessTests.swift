@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import SurveyDomain
+import TestProcesses
 @testable import SurveyStorage
 
 /// What only a real process shows: kill -9 mid-upload, graceful shutdown, memory while streaming.
@@ -58,15 +59,15 @@ import SurveyDomain
         let fd = try Self.streamUpload(server.client, path: "/v1/orgs/\(seed.orgId)/uploads/inflight-0001", token: seed.collectorToken,
                                        versionId: seed.versionId, total: total, stopAfter: 10 << 20)
         let p = server.process!
-        kill(p.processIdentifier, SIGTERM)
+        p.send(SIGTERM)
         usleep(100_000)
         var rest = [UInt8](repeating: 0x5A, count: 1 << 20)
         for _ in 0..<10 { RawHTTPClient.sendAll(fd, rest); rest[0] = 0x5A }
         let reply = try RawHTTPClient.readReply(fd)
         close(fd)
-        p.waitUntilExit()
+        let ended = p.waitUntilExit()
         #expect(reply.status == 201, "\(reply.text)")
-        #expect(p.terminationReason == .exit && p.terminationStatus == 0, "stderr: \(server.stderrText.suffix(4000))")
+        #expect(ended == .exited(0), "\(ended); stderr: \(server.stderrText.suffix(4000))")
         let conn = try TestEngine.Reader(dataDir: server.dataDir)
         #expect(try conn.query("SELECT COUNT(*) AS n FROM uploads").first?.int("n") == 1)
     }
@@ -104,12 +105,11 @@ import SurveyDomain
             Issue.record("the burst got \(accepted.withLock { $0.count }) answers in 60 s; stderr: \(server.stderrText.suffix(4000))")
             return
         }
-        kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
+        p.send(SIGTERM)
+        let ended = p.waitUntilExit()
         stop.store(true, ordering: .relaxed)
         group.wait()
-        #expect(p.terminationReason == .exit && p.terminationStatus == 0,
-                "status \(p.terminationStatus) (\(p.terminationReason == .exit ? "exit" : "signal")); stderr: \(server.stderrText.suffix(4000))")
+        #expect(ended == .exited(0), "\(ended); stderr: \(server.stderrText.suffix(4000))")
         let answered = accepted.withLock { $0 }
         let conn = try TestEngine.Reader(dataDir: server.dataDir)
         let stored = Dictionary(uniqueKeysWithValues: try conn.query(
@@ -202,7 +202,7 @@ import SurveyDomain
         defer { idle.forEach { close($0) } }
         for i in 0..<1_100 { idle.append(try server.client.connect(from: "127.0.0.\(2 + i / 400)")) }
         // Until the server has accepted them all: it then holds descriptors past 1,023.
-        let fds = "/proc/\(server.process!.processIdentifier)/fd"
+        let fds = "/proc/\(server.process!.pid)/fd"
         let deadline = Date().addingTimeInterval(10)
         while ((try? FileManager.default.contentsOfDirectory(atPath: fds).count) ?? 0) < 1_100 && Date() < deadline { usleep(20_000) }
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: fds).count) ?? 0) >= 1_100)
@@ -230,7 +230,7 @@ import SurveyDomain
         let reply: Reply
         do { reply = try RawHTTPClient.readReply(fd) } catch {
             close(fd)
-            let state = server.process.map { $0.isRunning ? "running" : "exited \($0.terminationStatus) (\($0.terminationReason == .exit ? "exit" : "signal"))" } ?? "gone"
+            let state = server.process.map { $0.termination?.description ?? "running" } ?? "gone"
             throw TestFailure("no answer to the upload (\(error)); server \(state); stderr: \(server.stderrText.suffix(3000))")
         }
         close(fd)
@@ -245,27 +245,20 @@ import SurveyDomain
     @Test func environmentVariablesMirrorTheFlags() throws {
         let dir = NSTemporaryDirectory() + "surveyd-env-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
-        p.arguments = ["serve"]
-        p.environment = ["SURVEYD_DATA_DIR": dir, "SURVEYD_PORT": "0", "SURVEYD_NO_LOG": "1", "SURVEYD_MAX_BODY_BYTES": "100"]
+        var environment = ["SURVEYD_DATA_DIR": dir, "SURVEYD_PORT": "0", "SURVEYD_NO_LOG": "1", "SURVEYD_MAX_BODY_BYTES": "100"]
         // A coverage run's profile path (scripts/coverage.sh) goes along; without it the server's
         // counts would be lost and a default.profraw left in the working directory.
-        p.environment?["LLVM_PROFILE_FILE"] = ProcessInfo.processInfo.environment["LLVM_PROFILE_FILE"]
-        p.standardOutput = FileHandle.nullDevice
-        let err = Pipe()
-        p.standardError = err
-        try p.run()
-        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) }; p.waitUntilExit() }
-        let client = RawHTTPClient(port: try ServerProcess.servingPort(stderrPipe: err, of: p))
+        environment["LLVM_PROFILE_FILE"] = ProcessInfo.processInfo.environment["LLVM_PROFILE_FILE"]
+        let p = try SpawnedProcess(ServerProcess.binary, ["serve"], environment: environment, output: .null, error: .pipe)
+        defer { p.killNow() }
+        let client = RawHTTPClient(port: try ServerProcess.servingPort(stderrPipe: p.standardError!, of: p))
         #expect(client.becomesHealthy())
         #expect(FileManager.default.fileExists(atPath: dir + "/surveyd.sqlite"))
         // SURVEYD_MAX_BODY_BYTES=100 applies: a 200-byte body is refused before it is read.
         let big = try client.request("POST", "/v1/orgs", token: "x", body: [UInt8](repeating: 32, count: 200))
         #expect(big.status == 413)
-        kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
+        p.send(SIGTERM)
+        #expect(p.waitUntilExit().status == 0)
     }
 
     /// One server per data dir. A second `serve` on a directory in use is refused before it reads
@@ -277,19 +270,12 @@ import SurveyDomain
         // A file of an upload in flight on the first server.
         let inFlight = first.dataDir + "/tmp/upload-in-flight.part"
         #expect(FileManager.default.createFile(atPath: inFlight, contents: Data(repeating: 7, count: 4096)))
-        let second = Process()
-        second.executableURL = URL(fileURLWithPath: ServerProcess.binary)
-        second.arguments = ["serve", "--data-dir", first.dataDir, "--port", "0", "--no-log"]
-        let err = Pipe()
-        second.standardOutput = FileHandle.nullDevice
-        second.standardError = err
-        try second.run()
+        let second = try SpawnedProcess(ServerProcess.binary, ["serve", "--data-dir", first.dataDir, "--port", "0", "--no-log"],
+                                        output: .null, error: .pipe)
         for _ in 0..<500 where second.isRunning { usleep(20_000) }
-        if second.isRunning { kill(second.processIdentifier, SIGKILL) }  // it serves: the refusal is missing
-        second.waitUntilExit()
-        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(second.terminationReason == .exit)
-        #expect(second.terminationStatus == 1)
+        let ended = second.killNow()  // if it still runs, it serves: the refusal is missing
+        let message = String(decoding: second.standardError!.readDataToEndOfFile(), as: UTF8.self)
+        #expect(ended == .exited(1))
         #expect(message.contains("another surveyd is serving this data dir"), "\(message)")
         #expect(FileManager.default.fileExists(atPath: inFlight))
         #expect(try first.client.get("/healthz").status == 200)
@@ -307,31 +293,21 @@ import SurveyDomain
     @Test func closedOutputPipesDoNotStopTheServer() throws {
         let dir = NSTemporaryDirectory() + "surveyd-logpipe-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
-        p.arguments = ["serve", "--data-dir", dir, "--port", "0"] + (try TestEngine.urlArguments(dataDir: dir))
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        let client = RawHTTPClient(port: try ServerProcess.servingPort(stderrPipe: err, of: p))
+        let p = try SpawnedProcess(ServerProcess.binary, ["serve", "--data-dir", dir, "--port", "0"] + (try TestEngine.urlArguments(dataDir: dir)),
+                                   output: .pipe, error: .pipe)
+        defer { p.killNow() }
+        let client = RawHTTPClient(port: try ServerProcess.servingPort(stderrPipe: p.standardError!, of: p))
         #expect(client.becomesHealthy())
-        // Only the server holds the write ends now, and nobody the read ends.
-        for pipe in [out, err] {
-            try pipe.fileHandleForReading.close()
-            pipe.fileHandleForWriting.closeFile()
-        }
+        // Only the server holds the write ends (this process never kept them), and nobody the read ends.
+        for pipe in [p.standardOutput!, p.standardError!] { try pipe.close() }
         for _ in 0..<5 {
             _ = try? client.get("/healthz")
             usleep(50_000)  // past the log's 20 ms batching, so each batch meets the closed pipe
         }
         #expect(p.isRunning)
         #expect(try client.get("/healthz").status == 200)
-        kill(p.processIdentifier, SIGTERM)  // its "stopping" line goes to the closed stderr
-        p.waitUntilExit()
-        #expect(p.terminationReason == .exit)
-        #expect(p.terminationStatus == 0)
+        p.send(SIGTERM)  // its "stopping" line goes to the closed stderr
+        #expect(p.waitUntilExit() == .exited(0))
     }
 
     @Test func oneJSONLogLinePerRequestWithoutTokensOrAnswers() throws {
@@ -342,23 +318,18 @@ import SurveyDomain
         let seed = try seeder.seed()
         #expect(seeder.terminate() == 0)
         // The same data dir served again, this time with the request log on stdout.
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ServerProcess.binary)
-        p.arguments = ["serve", "--data-dir", dir, "--port", "0"] + (try TestEngine.urlArguments(dataDir: dir))
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let client = RawHTTPClient(port: try ServerProcess.servingPort(stderrPipe: err, of: p))
+        let p = try SpawnedProcess(ServerProcess.binary, ["serve", "--data-dir", dir, "--port", "0"] + (try TestEngine.urlArguments(dataDir: dir)),
+                                   output: .pipe, error: .pipe)
+        let client = RawHTTPClient(port: try ServerProcess.servingPort(stderrPipe: p.standardError!, of: p))
         #expect(client.becomesHealthy())
         let secret = "answer-that-must-not-be-logged-42"
         let body: JSONValue = ["clientSubmissionId": "log-test-0001", "surveyVersionId": .string(seed.versionId),
                                "contentHash": .string(seed.contentHash), "answers": ["n": 7, "video": nil], "note": .string(secret)]
         #expect(try client.post("/v1/orgs/\(seed.orgId)/responses", token: seed.collectorToken, body).status == 201)
         #expect(try client.get("/v1/orgs/\(seed.orgId)/subscription", token: "sdt_not-a-real-token").status == 401)
-        kill(p.processIdentifier, SIGTERM)
+        p.send(SIGTERM)
         p.waitUntilExit()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let text = String(decoding: p.standardOutput!.readDataToEndOfFile(), as: UTF8.self)
         let lines = text.split(separator: "\n").map(String.init)
         let entries = lines.compactMap { try? JSONParser.parse(Array($0.utf8)) }
         #expect(entries.count == lines.count, "every line is one JSON object")

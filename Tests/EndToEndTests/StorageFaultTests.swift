@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import SurveyDomain
+import TestProcesses
 @testable import SurveyStorage
 
 /// The disk fails under a real `surveyd serve` on SQLite (`Faults/faultinject.c`, preloaded):
@@ -314,18 +315,12 @@ struct StorageFaultTests {
         let owner = ["--store", store, "--server", "http://127.0.0.1:9", "--org", "org_field", "--user", "amina"]
         let capture = ["capture"] + owner + ["--version", "svr_1", "--hash", "sha256:0", "--answers", #"{"n":3}"#, "--id", "household-0001"]
         func surveysync(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.environment["SURVEYSYNC_BIN"].flatMap { $0.isEmpty ? nil : $0 }
-                ?? ServerProcess.packageRoot.appendingPathComponent(".build/debug/surveysync").path)
-            p.arguments = args
-            p.environment = ProcessInfo.processInfo.environment.merging(try faults.environment()) { $1 }
-            let out = Pipe(), err = Pipe()
-            p.standardOutput = out
-            p.standardError = err
-            try p.run()
-            let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-            p.waitUntilExit()
-            return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+            let binary = ProcessInfo.processInfo.environment["SURVEYSYNC_BIN"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? ServerProcess.packageRoot.appendingPathComponent(".build/debug/surveysync").path
+            let p = try SpawnedProcess(binary, args, environment: ProcessInfo.processInfo.environment.merging(try faults.environment()) { $1 },
+                                       output: .pipe, error: .pipe)
+            let o = p.standardOutput!.readDataToEndOfFile(), e = p.standardError!.readDataToEndOfFile()
+            return (p.waitUntilExit().status, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
         }
         // The store exists (its layout committed) before the disk starts failing.
         #expect(try surveysync(["status"] + owner).status == 0)

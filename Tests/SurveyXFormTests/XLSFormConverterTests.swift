@@ -1,6 +1,7 @@
 import Foundation
 import SurveyForms
 import Testing
+import TestProcesses
 @testable import SurveyXForm
 
 /// The conversion's promises around pyxform as a child process, with stand-ins for
@@ -102,5 +103,23 @@ import Testing
         let input = try #require(arguments.dropFirst(2).first)
         #expect(input.hasSuffix("/form.xls"))
         #expect(!FileManager.default.fileExists(atPath: URL(fileURLWithPath: input).deletingLastPathComponent().path))
+    }
+
+    /// pyxform starts while the server holds thousands of descriptors (Foundation's
+    /// `Process.run()` crashed there), and gets none of them.
+    @Test func aConversionStartsWhileTheProcessHoldsThreeThousandDescriptors() throws {
+        let standIn = try StandIn(#"""
+        ls /proc/$$/fd | wc -l > "$RECORD"
+        for last; do :; done
+        printf '<h:html/>' > "$last"
+        echo '{"code": 100, "message": "Ok!", "warnings": []}'
+        """#)
+        let conversion = try OpenDescriptors.holding(3_000) {
+            try XLSFormConverter(executable: standIn.executable).convert(Array("PK".utf8), isXLS: false)
+        }
+        #expect(conversion.xform == Array("<h:html/>".utf8))
+        // 0, 1, 2, and at most the script the shell reads.
+        let open = try #require(standIn.recorded().first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) })
+        #expect(open <= 4)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestProcesses
 
 /// A failing disk under a real server: `Faults/faultinject.c`, compiled once per test run into
 /// the build directory and preloaded (`LD_PRELOAD`) into a `surveyd serve`, makes the
@@ -78,16 +79,13 @@ final class FaultInjector: Sendable {
         let staged = built + ".\(getpid())"
         let compiler = ["/usr/bin/cc", "/usr/bin/gcc"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let compiler else { throw TestFailure("no C compiler (cc, gcc) to build \(source)") }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: compiler)
-        p.arguments = ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-o", staged, source, "-ldl", "-lpthread"]
-        let errors = Pipe()
-        p.standardError = errors
-        p.standardOutput = FileHandle.nullDevice
-        do { try p.run() } catch { throw TestFailure("running \(compiler): \(error)") }
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw TestFailure("compiling \(source): \(message)") }
+        let p: SpawnedProcess
+        do {
+            p = try SpawnedProcess(compiler, ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-o", staged, source, "-ldl", "-lpthread"],
+                                   output: .null, error: .pipe)
+        } catch { throw TestFailure("running \(compiler): \(error)") }
+        let message = String(decoding: p.standardError!.readDataToEndOfFile(), as: UTF8.self)
+        guard p.waitUntilExit() == .exited(0) else { throw TestFailure("compiling \(source): \(message)") }
         guard rename(staged, built) == 0 else { throw TestFailure("placing \(built): errno \(errno)") }
         return built
     }

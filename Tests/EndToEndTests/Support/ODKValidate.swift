@@ -1,5 +1,6 @@
 import Foundation
 import SurveyDomain
+import TestProcesses
 
 /// ODK Validate — JavaRosa's own form parser, what ODK Collect runs — which pyxform's wheel carries
 /// as `ODK_Validate.jar` (`scripts/setup.sh` installs pyxform in `.build/venv-forms` and Java 17).
@@ -35,18 +36,15 @@ enum ODKValidate {
         let file = directory.appendingPathComponent("form.xml")
         try Data(xform).write(to: file)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["java", "-Djava.awt.headless=true", "-jar", jar.path, file.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        do { try process.run() } catch {
+        let ended: SpawnedProcess.Termination, data: Data
+        do {
+            (ended, data) = try SpawnedProcess.run("/usr/bin/env", ["java", "-Djava.awt.headless=true", "-jar", jar.path, file.path],
+                                                   error: .standardOutput)
+        } catch {
             throw Unavailable(description: "java could not start (\(error)): scripts/setup.sh installs openjdk-17-jre-headless")
         }
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, output.contains("Xform is valid") else {
+        let output = String(decoding: data, as: UTF8.self)
+        guard ended == .exited(0), output.contains("Xform is valid") else {
             throw Rejected(label: label, output: output)
         }
         record(xform, label: label)

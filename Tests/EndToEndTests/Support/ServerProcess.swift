@@ -1,5 +1,6 @@
 import Foundation
 import SurveyDomain
+import TestProcesses
 
 /// The real `surveyd` binary in its own process, for what only a process can show: kill -9,
 /// signals, peak memory.
@@ -16,7 +17,7 @@ final class ServerProcess: @unchecked Sendable {
 
     let dataDir: String
     private(set) var port: UInt16 = 0
-    private(set) var process: Process?
+    private(set) var process: SpawnedProcess?
     var client: RawHTTPClient { RawHTTPClient(port: port) }
 
     init(dataDir: String? = nil) {
@@ -24,7 +25,7 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     deinit {
-        if let p = process, p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+        process?.killNow()
         try? FileManager.default.removeItem(atPath: dataDir)
         try? FileManager.default.removeItem(atPath: stderrPath)
     }
@@ -37,16 +38,9 @@ final class ServerProcess: @unchecked Sendable {
     /// Runs a `surveyd` command to completion and returns its last line of stdout.
     @discardableResult
     func run(_ args: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = args + ["--data-dir", dataDir] + (try TestEngine.urlArguments(dataDir: dataDir))
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw TestFailure("surveyd \(args) exited \(p.terminationStatus)") }
+        let (ended, data) = try SpawnedProcess.run(Self.binary, args + ["--data-dir", dataDir] + (try TestEngine.urlArguments(dataDir: dataDir)),
+                                                   error: .null)
+        guard ended == .exited(0) else { throw TestFailure("surveyd \(args) \(ended)") }
         return String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
     }
 
@@ -61,25 +55,11 @@ final class ServerProcess: @unchecked Sendable {
     /// so neither stream can fill its pipe while the other is read.
     static func command(_ args: [String], directory: String? = nil, environment: [String: String]? = nil,
                         timeout: TimeInterval = 60) throws -> CommandOutcome {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = args
-        if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        if let environment { p.environment = environment }
-        let out = Pipe()
         let errPath = NSTemporaryDirectory() + "surveyd-command-" + UUID().uuidString + ".stderr"
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: errPath) }
-        p.standardOutput = out
-        p.standardError = FileHandle(forWritingAtPath: errPath)
-        try p.run()
-        let pid = p.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        watchdog.cancel()
-        return CommandOutcome(status: p.terminationStatus, stdout: String(decoding: data, as: UTF8.self),
+        let (ended, data) = try SpawnedProcess.run(binary, args, directory: directory, environment: environment,
+                                                   error: .file(errPath), timeout: timeout)
+        return CommandOutcome(status: ended.status, stdout: String(decoding: data, as: UTF8.self),
                               stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
     }
 
@@ -106,13 +86,13 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     /// Waits (up to `seconds`) for `p`, whose stderr goes to the file at `path`, to name its port.
-    static func servingPort(stderrFile path: String, of p: Process, within seconds: Double = 20) throws -> UInt16 {
+    static func servingPort(stderrFile path: String, of p: SpawnedProcess, within seconds: Double = 20) throws -> UInt16 {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
             let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
             if let port = servingPort(in: text) { return port }
             guard p.isRunning, Date() < deadline else {
-                throw TestFailure("surveyd named no port (\(p.isRunning ? "still running" : "exited \(p.terminationStatus)")): \(text.suffix(2000))")
+                throw TestFailure("surveyd named no port (\(p.termination?.description ?? "still running")): \(text.suffix(2000))")
             }
             usleep(10_000)
         }
@@ -120,14 +100,12 @@ final class ServerProcess: @unchecked Sendable {
 
     /// The same from a stderr pipe; the process is killed after `seconds` without a port, which
     /// ends the read.
-    static func servingPort(stderrPipe pipe: Pipe, of p: Process, within seconds: Double = 20) throws -> UInt16 {
-        let pid = p.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: watchdog)
+    static func servingPort(stderrPipe pipe: FileHandle, of p: SpawnedProcess, within seconds: Double = 20) throws -> UInt16 {
+        let watchdog = p.killing(after: seconds)
         defer { watchdog.cancel() }
         var text = ""
         while true {
-            let data = pipe.fileHandleForReading.availableData
+            let data = pipe.availableData
             guard !data.isEmpty else { throw TestFailure("surveyd named no port: \(text.suffix(2000))") }
             text += String(decoding: data, as: UTF8.self)
             if let port = servingPort(in: text) { return port }
@@ -139,45 +117,33 @@ final class ServerProcess: @unchecked Sendable {
     /// `requestLog`: a file for the request log (stdout); none by default (`--no-log`).
     /// `environment`: variables added to the test's own for the server (e.g. `LD_PRELOAD`).
     func start(extra: [String] = [], requestLog: String? = nil, environment: [String: String] = [:]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binary)
-        if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        p.arguments = ["serve", "--data-dir", dataDir, "--port", "0"] + (requestLog == nil ? ["--no-log"] : []) + extra
+        let arguments = ["serve", "--data-dir", dataDir, "--port", "0"] + (requestLog == nil ? ["--no-log"] : []) + extra
             + (try TestEngine.urlArguments(dataDir: dataDir))
-        if let requestLog {
-            FileManager.default.createFile(atPath: requestLog, contents: nil)
-            p.standardOutput = FileHandle(forWritingAtPath: requestLog) ?? FileHandle.nullDevice
-        } else {
-            p.standardOutput = FileHandle.nullDevice
-        }
         // stderr is kept beside the data dir: a crash's message is what a failing test must show.
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        p.standardError = FileHandle(forWritingAtPath: stderrPath) ?? FileHandle.nullDevice
-        try p.run()
+        let p = try SpawnedProcess(Self.binary, arguments,
+                                   environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 },
+                                   output: requestLog.map { .file($0) } ?? .null, error: .file(stderrPath))
         process = p
         port = try Self.servingPort(stderrFile: stderrPath, of: p)
         guard client.becomesHealthy(within: 20) else { throw TestFailure("surveyd did not come up on \(port)") }
     }
 
     func kill9() {
-        guard let p = process else { return }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        process?.killNow()
         process = nil
     }
 
     /// SIGTERM and wait; returns the exit status.
     func terminate() -> Int32 {
         guard let p = process else { return -1 }
-        kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
+        p.send(SIGTERM)
         process = nil
-        return p.terminationStatus
+        return p.waitUntilExit().status
     }
 
     /// A kB figure from /proc/<pid>/status (VmRSS, VmHWM).
     func memoryKB(_ field: String) -> Int {
-        guard let p = process, let s = try? String(contentsOfFile: "/proc/\(p.processIdentifier)/status", encoding: .utf8) else { return -1 }
+        guard let p = process, let s = try? String(contentsOfFile: "/proc/\(p.pid)/status", encoding: .utf8) else { return -1 }
         for line in s.split(separator: "\n") where line.hasPrefix(field + ":") {
             return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? -1
         }

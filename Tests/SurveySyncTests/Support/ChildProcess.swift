@@ -1,4 +1,5 @@
 import Foundation
+import TestProcesses
 
 /// Where the package's binaries and harness are, and small process helpers.
 enum PackagePaths {
@@ -31,11 +32,9 @@ struct TestFailure: Error, CustomStringConvertible {
 /// Runs a command to completion and returns its stdout.
 @discardableResult
 func runToCompletion(_ executable: String, _ args: [String]) throws -> String {
-    let child = try KillableChild(executable, args)
-    let text = child.lines.readToEnd()
-    child.process.waitUntilExit()
-    guard child.process.terminationStatus == 0 else { throw TestFailure("\(executable) \(args) exited \(child.process.terminationStatus)") }
-    return text
+    let (ended, output) = try SpawnedProcess.run(executable, args, error: .null)
+    guard ended == .exited(0) else { throw TestFailure("\(executable) \(args) \(ended)") }
+    return String(decoding: output, as: UTF8.self)
 }
 
 /// Reads a child's output line by line as it comes.
@@ -43,13 +42,7 @@ final class LineReader {
     private let handle: FileHandle
     private var buffer = Data()
 
-    init(_ pipe: Pipe) { handle = pipe.fileHandleForReading }
-
-    /// Everything up to the end of the stream.
-    func readToEnd() -> String {
-        buffer.append(handle.readDataToEndOfFile())
-        return String(decoding: buffer, as: UTF8.self)
-    }
+    init(_ handle: FileHandle) { self.handle = handle }
 
     /// Blocks until a line containing `text` arrives (or the stream ends / the time is up).
     func waitForLine(containing text: String, timeout: TimeInterval = 20) throws -> String {
@@ -69,18 +62,13 @@ final class LineReader {
 /// A child process a test reads and then kills with SIGKILL (a phone killing an app, a server
 /// stopped at the end of a test).
 final class KillableChild {
-    let process = Process()
-    private let output = Pipe()
-    let lines: LineReader
+    private let process: SpawnedProcess
+    private let lines: LineReader
 
     /// `readStandardError`: read stderr instead of stdout (surveyd says where it serves on stderr).
     init(_ executable: String, _ args: [String], readStandardError: Bool = false) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = args
-        process.standardOutput = readStandardError ? FileHandle.nullDevice : output
-        process.standardError = readStandardError ? output : FileHandle.nullDevice
-        lines = LineReader(output)
-        try process.run()
+        process = try SpawnedProcess(executable, args, output: readStandardError ? .null : .pipe, error: readStandardError ? .pipe : .null)
+        lines = LineReader(readStandardError ? process.standardError! : process.standardOutput!)
     }
 
     func waitForLine(containing text: String, timeout: TimeInterval = 20) throws -> String {
@@ -96,9 +84,7 @@ final class KillableChild {
     }
 
     func killNow() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.killNow()
     }
 
     deinit { killNow() }
