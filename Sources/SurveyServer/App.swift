@@ -136,6 +136,9 @@ public final class App: Sendable {
     }
 
     private let housekeeping = DispatchQueue(label: "surveyd.housekeeping")
+    /// Ticks once a second while the server runs; `stop` cancels it, which lets go of the
+    /// database and the server its work holds (an app stopped in a test process frees its files).
+    private let housekeepingTimer = Mutex<HousekeepingTimer?>(nil)
 
     /// Idempotency keys are kept for the retention period, then purged: now and every hour (with
     /// the in-flight claims a killed process left on PostgreSQL, and sign-in attempts past their window).
@@ -147,16 +150,12 @@ public final class App: Sendable {
             _ = try? database.purgeIdempotencyKeys(olderThan: database.clock.nowMillis() - retention)
             try? database.keyedInFlight.purgeStale(now: database.clock.nowMillis())
             try? database.signInAttempts.purge(before: database.clock.nowMillis() - SignInThrottle().windowMillis)
-            queue.asyncAfter(deadline: .now() + 3600) { purge() }
         }
-        queue.async { purge() }
         // Expired unfinished resumable uploads free their bytes within ten minutes.
         let blobs = self.blobs, locks = uploadLocks
         @Sendable func sweepUploads() {
             _ = try? ResumableUploadService.sweepExpired(database: database, blobs: blobs, busy: locks)
-            queue.asyncAfter(deadline: .now() + 600) { sweepUploads() }
         }
-        queue.asyncAfter(deadline: .now() + 600) { sweepUploads() }
         // After a burst, give freed heap back to the system once the server has gone quiet
         // (glibc keeps it in per-thread arenas otherwise: ~60 MB idle after 64-connection load).
         let server = self.server
@@ -171,9 +170,18 @@ public final class App: Sendable {
                 return true
             }
             if idle { HTTPServer.releaseFreedMemory() }
-            queue.asyncAfter(deadline: .now() + 1) { trimWhenIdle() }
         }
-        queue.async { trimWhenIdle() }
+        let seconds = Atomic<Int>(0)
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now(), repeating: 1)
+        timer.setEventHandler {
+            let second = seconds.add(1, ordering: .relaxed).oldValue
+            if second % 3600 == 0 { purge() }
+            if second > 0 && second % 600 == 0 { sweepUploads() }
+            trimWhenIdle()
+        }
+        housekeepingTimer.withLock { $0 = HousekeepingTimer(timer) }
+        timer.resume()
     }
 
     public typealias Answer = (status: Int, headers: [(String, String)], body: JSONValue?)
@@ -201,9 +209,20 @@ public final class App: Sendable {
 
     /// Answers in-flight requests, then closes connections and the database.
     public func stop() {
+        housekeepingTimer.withLock { held in
+            held?.timer.cancel()
+            held = nil
+        }
         server.stop()
         dispatcher.stop()
         database.close()
         dataDirLock.release()
     }
+}
+
+/// The housekeeping timer, to hold behind a lock: a dispatch source may be used from any thread,
+/// which its type does not declare.
+private final class HousekeepingTimer: @unchecked Sendable {
+    let timer: any DispatchSourceTimer
+    init(_ timer: any DispatchSourceTimer) { self.timer = timer }
 }

@@ -3,8 +3,31 @@ import Testing
 import TestProcesses
 
 /// Children start while the test process holds thousands of descriptors — a whole run's test
-/// process has held over 2,000, past where Foundation's `Process.run()` crashed it.
+/// process has held over 2,000, past where Foundation's `Process.run()` crashed it — and a
+/// stopped server holds none of its files (each used to keep about ten, its database's).
 @Suite struct ManyDescriptorsTests {
+    /// The descriptors of this process open on files under `directory`.
+    static func open(under directory: String) -> [String] {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0) }
+            .filter { $0.hasPrefix(directory + "/") }
+    }
+
+    @Test func aStoppedServerLetsGoOfItsDatabaseFiles() throws {
+        var dataDir = ""
+        do {
+            let server = try TestServer { $0.databaseURL = nil }
+            dataDir = server.dataDir
+            #expect(try server.client.get("/healthz").status == 200)
+            #expect(!Self.open(under: dataDir).isEmpty)
+            server.stop()
+        }
+        // Its timer lets go of the database once cancelled, on the timer's queue.
+        let deadline = Date().addingTimeInterval(5)
+        while !Self.open(under: dataDir).isEmpty && Date() < deadline { usleep(20_000) }
+        #expect(Self.open(under: dataDir) == [])
+    }
+
     @Test func aChildStartsWhileThisProcessHoldsThreeThousandDescriptors() throws {
         let (listed, held) = try OpenDescriptors.holding(3_000) {
             #expect(try SpawnedProcess.run("/bin/true", []).termination == .exited(0))
