@@ -43,14 +43,16 @@
 # (PIN=0, the default), or PIN=1 gives PostgreSQL the upper half of the cores (core 1 of 2) and
 # everything else the lower half, as a deployment with the database on a host of its own: then
 # both surveyd and pgbench are held to what the database can do, and the ratio says how much of
-# it a submission through surveyd costs beside the bare transaction. WRITERS sets each process's
-# --database-writers (the server's default when unset), HTTP_THREADS its --http-threads.
+# it a submission through surveyd costs beside the bare transaction. WRITERS sets the processes'
+# --database-writers (the server's default when unset); WRITERS_EACH, when set, those of each of
+# the three processes instead (WRITERS=6 WRITERS_EACH=2: the same write connections in total);
+# HTTP_THREADS their --http-threads.
 #
 # Environment: SECS (8) WARM (3) PRIME (10) ANALYZE (1) WRITE (1) SERIAL (0) CONNECTIONS (64: wrk's
 # connections, and pgbench's clients unless PGBENCH_CLIENTS says otherwise) LOG (0; 1 = request log
 # on) PG_PORT (15434) PORT (18281; the three processes use PORT..PORT+2) PG_OPTIONS (extra -c
 # settings for the cluster) BENCH_DIR SCRATCH (/tmp/bench-build) OTHER_MAX (SECS/4) ATTEMPTS (2)
-# QUIET_WAIT (30) PIN (0) WRITERS HTTP_THREADS.
+# QUIET_WAIT (30) PIN (0) WRITERS WRITERS_EACH HTTP_THREADS.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -123,7 +125,7 @@ rec "machine.nproc=$CORES cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1) 
 rec "software.postgres=$(psql_c 'SHOW server_version') wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f2) checkout=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo ?)$( [ -n "$(git -C "$ROOT" status --porcelain Sources 2>/dev/null)" ] && echo +changes) bin=$BIN"
 rec "postgres.settings=$(psql_c "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings WHERE name IN
     ('fsync','synchronous_commit','wal_sync_method','full_page_writes','shared_buffers','max_connections','wal_level','checkpoint_timeout','max_wal_size','commit_delay')")"
-rec "bench.rounds=$ROUNDS secs=$SECS warm=$WARM wrk_connections=$CONNECTIONS pgbench_clients=$PGBENCH_CLIENTS write=$WRITE serial=$SERIAL prime=${PRIME:-10} analyze=${ANALYZE:-1} pg_options=${PG_OPTIONS:-none} pin=${PIN:-0}${LOW:+ (postgres on cores $HIGH, the rest on $LOW)} writers=${WRITERS:-default} http_threads=${HTTP_THREADS:-default}"
+rec "bench.rounds=$ROUNDS secs=$SECS warm=$WARM wrk_connections=$CONNECTIONS pgbench_clients=$PGBENCH_CLIENTS write=$WRITE serial=$SERIAL prime=${PRIME:-10} analyze=${ANALYZE:-1} pg_options=${PG_OPTIONS:-none} pin=${PIN:-0}${LOW:+ (postgres on cores $HIGH, the rest on $LOW)} writers=${WRITERS:-default} writers_each=${WRITERS_EACH:-${WRITERS:-default}} http_threads=${HTTP_THREADS:-default}"
 
 # --- seed: the CLI, then the API of a first process ---------------------------------------------
 log "seeding an organization, a collector and the survey"
@@ -137,7 +139,8 @@ ADMIN=$(admin create-user --org "$ORG" --name Admin --roles admin | tail -1)
 
 start_servers() {  # N: start N processes (data dirs data1..dataN, ports PORTS[0..N-1]), wait until healthy
     local i p logging=(--no-log) tuning=(); [ "${LOG:-0}" = 1 ] && logging=()
-    [ -n "${WRITERS:-}" ] && tuning+=(--database-writers "$WRITERS")
+    local writers=${WRITERS:-}; [ "$1" -gt 1 ] && writers=${WRITERS_EACH:-$writers}
+    [ -n "$writers" ] && tuning+=(--database-writers "$writers")
     [ -n "${HTTP_THREADS:-}" ] && tuning+=(--http-threads "$HTTP_THREADS")
     SERVER_PIDS=()
     for i in $(seq 1 "$1"); do
