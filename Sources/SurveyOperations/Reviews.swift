@@ -47,7 +47,7 @@ public struct Reviews: Sendable {
             if action.requiresComment && (r.comment ?? "").trimmingCharacters(in: .whitespaces).isEmpty {
                 throw ApiError(.validationFailed, "\(action.rawValue) needs a comment.", errors: [FieldError(path: "comment", message: "required")])
             }
-            let current = try ops.database.read { try $0.response(orgId: orgId, responseId: responseId) }!
+            guard let current = try ops.database.read({ try $0.response(orgId: orgId, responseId: responseId) }) else { throw ApiError.notFound() }
             let (from, to) = try Self.plan(current, expected: r.expectedRevision, action: action)
             if to == .approved, let taskId = current.fieldTaskId,
                try ops.database.read({ try $0.task(orgId: orgId, taskId: taskId) })?.state != .open {
@@ -85,7 +85,7 @@ public struct Reviews: Sendable {
                 throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
             }
             try ops.database.read { try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: r.surveyVersionId, in: $0) }
-            let current = try ops.database.read { try $0.response(orgId: orgId, responseId: responseId) }!
+            guard let current = try ops.database.read({ try $0.response(orgId: orgId, responseId: responseId) }) else { throw ApiError.notFound() }
             let (from, to) = try Self.plan(current, expected: r.expectedRevision, action: .resubmit)
             return Step(responseId: responseId, expectedRevision: Int64(r.expectedRevision), from: from, to: to, auditAction: "response.resubmit",
                         comment: nil, answers: (r.surveyVersionId, CanonicalJSON.string(r.answers)))
