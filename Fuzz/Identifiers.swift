@@ -68,7 +68,11 @@ private func cursors(_ s: String) {
     }
 }
 
-/// `<prefix>_` and a UUIDv7 whose first 48 bits are the time.
+/// The body of the id made before (ids of one process only ever grow).
+nonisolated(unsafe) private var previousId: [UInt8] = []
+
+/// `<prefix>_` and a UUIDv7 whose first 48 bits are the time — this call's, or a later one when
+/// an id was made later than it already — each after the one made before it.
 private func ids(_ bytes: [UInt8]) {
     let raw = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
     let ms = Int64(raw & 0xFFFF_FFFF_FFFF)
@@ -84,7 +88,12 @@ private func ids(_ bytes: [UInt8]) {
     }
     let hex = body.filter { $0 != UInt8(ascii: "-") }
     guard hex[12] == UInt8(ascii: "7"), [UInt8(ascii: "8"), UInt8(ascii: "9"), UInt8(ascii: "a"), UInt8(ascii: "b")].contains(hex[16]),
-          UInt64(String(decoding: hex[0..<12], as: UTF8.self), radix: 16) == UInt64(ms) else { fatalError("id \(id) for \(ms)") }
+          let embedded = UInt64(String(decoding: hex[0..<12], as: UTF8.self), radix: 16), embedded >= UInt64(ms) else { fatalError("id \(id) for \(ms)") }
+    // At the last millisecond 48 bits hold (the year 10889) the order can no longer grow.
+    guard embedded == 0xFFFF_FFFF_FFFF || previousId.isEmpty || hex.lexicographicallyPrecedes(previousId) == false && hex != previousId else {
+        fatalError("id \(id) is not after \(String(decoding: previousId, as: UTF8.self))")
+    }
+    previousId = hex
 }
 
 private func occurrences(_ haystack: [UInt8], _ needle: [UInt8]) -> Int {
