@@ -84,8 +84,10 @@ public struct Reviews: Sendable {
                 ops.metrics.add(.validationRefusals)
                 throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
             }
-            try ops.database.read { try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: r.surveyVersionId, in: $0) }
-            guard let current = try ops.database.read({ try $0.response(orgId: orgId, responseId: responseId) }) else { throw ApiError.notFound() }
+            guard let current = try ops.database.read({ db -> ResponseRecord? in
+                try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: r.surveyVersionId, in: db)
+                return try db.response(orgId: orgId, responseId: responseId)
+            }) else { throw ApiError.notFound() }
             let (from, to) = try Self.plan(current, expected: r.expectedRevision, action: .resubmit)
             return Step(responseId: responseId, expectedRevision: Int64(r.expectedRevision), from: from, to: to, auditAction: "response.resubmit",
                         comment: nil, answers: (r.surveyVersionId, CanonicalJSON.string(r.answers)))

@@ -117,7 +117,7 @@ public struct WriteGate: Sendable {
         orgId: String, prepare: @escaping @Sendable (ReadContext) throws -> Prepared<T>,
         then: @escaping @Sendable (Result<Outcome<T>, any Error>) -> Void
     ) {
-        guard database.isShared else {
+        guard database.dialect == .postgres else {
             let prepared: Prepared<T>
             do { prepared = try database.read(prepare) } catch { return then(.failure(error)) }
             switch prepared {

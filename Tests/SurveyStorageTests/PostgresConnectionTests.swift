@@ -329,10 +329,7 @@ import Testing
     /// than that is not run again (its COMMIT may have happened).
     @Test func aPooledConnectionThatDiedWhileIdleIsOpenedAgainForTheNextWriteAndRead() throws {
         try Self.withCluster { url in
-            var config = Database.Configuration(path: "/nonexistent/surveyd.sqlite", readers: 1)
-            config.databaseURL = url
-            config.writers = 1
-            let db = try Database(config)
+            let db = try Self.database(url)
             defer { db.close() }
             #expect(db.isWritable())
             #expect(try db.read { try $0.org("o") } == nil)
@@ -361,6 +358,14 @@ import Testing
             }
             #expect(runs.withLock { $0 } == 1)
         }
+    }
+
+    /// The store on the cluster at `url`, with one write connection and one reader.
+    static func database(_ url: String) throws -> Database {
+        var config = Database.Configuration(path: "/nonexistent/surveyd.sqlite", readers: 1)
+        config.databaseURL = url
+        config.writers = 1
+        return try Database(config)
     }
 
     static func createOrg(_ conn: PostgresConnection) throws {

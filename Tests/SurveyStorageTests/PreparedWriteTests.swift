@@ -12,10 +12,7 @@ import SurveyDomain
     /// One organization `org_1`, on PostgreSQL with one write connection and one reader.
     static func withDatabase(expiresIn: Int64 = 3_600_000, _ body: (Database, WriteGate) throws -> Void) throws {
         try PostgresConnectionTests.withCluster { url in
-            var config = Database.Configuration(path: "/nonexistent/surveyd.sqlite", readers: 1)
-            config.databaseURL = url
-            config.writers = 1
-            let db = try Database(config)
+            let db = try PostgresConnectionTests.database(url)
             defer { db.close() }
             _ = try db.securityWrite(orgId: "org_1", actor: "t") { tx in
                 try tx.createOrg(orgId: "org_1", name: "A", expiresAt: Timestamp.nowMillis() + expiresIn)
