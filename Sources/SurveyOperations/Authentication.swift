@@ -12,7 +12,7 @@ extension Operations {
 
     /// `authenticate` within a read the caller is already making.
     public func authenticate(bearerToken: String?, in db: ReadContext) throws -> Caller {
-        guard let token = bearerToken, !token.isEmpty, token.utf8.count <= 512 else {
+        guard let token = bearerToken, Self.hasTokenShape(token) else {
             throw ApiError(.unauthenticated, "A bearer token is required.")
         }
         let hash = Tokens.hash(token)
@@ -22,6 +22,9 @@ extension Operations {
         if found.owner.isOperator { return .operatorToken(tokenId: found.owner.tokenId) }
         return .user(found.owner.user!, tokenId: found.owner.tokenId)
     }
+
+    /// A bearer token worth looking up: not empty, at most 512 bytes.
+    static func hasTokenShape(_ token: String) -> Bool { !token.isEmpty && token.utf8.count <= 512 }
 
     /// Step 2: a user of this organization holding one of `roles` (none listed: any role).
     public func member(_ caller: Caller, of orgId: String, withAnyOf roles: [Role] = []) throws -> UserRecord {

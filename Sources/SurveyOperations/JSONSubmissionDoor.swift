@@ -20,8 +20,10 @@ public struct JSONSubmissionDoor: SubmissionDoor {
         try operations.authenticate(bearerToken: bearerToken, in: db)
     }
 
-    /// The look-up of the stored row under the body's id, which `arrival` makes.
+    /// The look-ups of the token's owner, which `caller` makes, and of the stored row under the
+    /// body's id, which `arrival` makes.
     public func prefetch(in db: ReadContext, orgId: String) {
+        if let token = bearerToken, Operations.hasTokenShape(token) { db.prefetchTokenOwner(hash: Tokens.hash(token)) }
         if let id = ClientIdentifier.scan(body, key: "clientSubmissionId") { db.prefetchResponse(orgId: orgId, clientSubmissionId: id) }
     }
 

@@ -23,7 +23,12 @@ public struct Submissions: Sendable {
     /// PostgreSQL inside the write's own transaction.
     public func submit(orgId: String, from door: some SubmissionDoor, then: @escaping @Sendable (SubmissionOutcome) -> Void) {
         let metrics = operations.metrics
-        operations.gate.writeAsync(orgId: orgId, prepare: { db in
+        // On PostgreSQL the reads that need nothing read before them (the caller's token, what
+        // is stored under the body's id, the organization) go with the transaction's BEGIN.
+        operations.gate.writeAsync(orgId: orgId, opening: { db in
+            door.prefetch(in: db, orgId: orgId)
+            db.prefetchOrg(orgId)
+        }, prepare: { db in
             try prepare(orgId: orgId, from: door, in: db)
         }, then: { result in
             switch result {
@@ -46,10 +51,6 @@ public struct Submissions: Sendable {
     /// gate runs as steps 5–6.
     private func prepare(orgId: String, from door: some SubmissionDoor, in db: ReadContext) throws -> WriteGate.Prepared<ResponseRecord> {
         let ops = operations
-        // On PostgreSQL the reads below that need nothing read before them go with the first
-        // (the caller's token) in one round trip.
-        door.prefetch(in: db, orgId: orgId)
-        db.prefetchOrg(orgId)
         let user = try ops.admit(try door.caller(in: db, operations: ops), to: Self.access, orgId: orgId, in: db).member()
         let (submission, lookup): (Submission, SubmissionArrival.StoredLookup)
         switch try door.arrival(in: db, orgId: orgId, submitter: user, operations: ops) {

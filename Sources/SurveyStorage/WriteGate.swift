@@ -113,8 +113,14 @@ public struct WriteGate: Sendable {
     /// subscription's locked read sent with `prepare`'s first statement: one transaction and two
     /// round trips where a read snapshot and a write took two transactions and three. The order
     /// of checks is `prepare`'s, then the gate's, on both; a refusal writes nothing on both.
+    ///
+    /// `opening`: the reads `prepare` will make first, announced (`ReadContext.prefetch…`, no
+    /// writes) so that PostgreSQL sends them with the transaction's BEGIN and the gate's locked
+    /// read — under load right after the COMMIT of the write before it on the same connection,
+    /// in that write's last round trip. Nothing on SQLite, where `prepare` reads a snapshot.
     public func writeAsync<T: Sendable>(
-        orgId: String, prepare: @escaping @Sendable (ReadContext) throws -> Prepared<T>,
+        orgId: String, opening: @escaping @Sendable (ReadContext) -> Void = { _ in },
+        prepare: @escaping @Sendable (ReadContext) throws -> Prepared<T>,
         then: @escaping @Sendable (Result<Outcome<T>, any Error>) -> Void
     ) {
         guard database.dialect == .postgres else {
@@ -128,8 +134,10 @@ public struct WriteGate: Sendable {
             }
         }
         let onRefusal = self.onRefusal, clock = database.clock
-        database.writer.submitAsync({ conn, undo -> Outcome<T> in
+        database.writer.submitAsync(opening: { conn in
             conn.prefetchSubscriptionEnd(orgId: orgId)
+            opening(ReadContext(conn))
+        }, { conn, undo -> Outcome<T> in
             switch try prepare(ReadContext(conn)) {
             case .answered(let answer): return .replayed(answer)
             case .write(let w):

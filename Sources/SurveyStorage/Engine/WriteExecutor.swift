@@ -9,6 +9,11 @@ protocol WriteExecutor: AnyObject, Sendable {
     /// `then` runs after the job's COMMIT (or at once when the executor is stopping); it must
     /// only hand the result on.
     func submitAsync<T>(_ body: @escaping (any SQLConnection, UndoLog) throws -> T, then: @escaping (Result<T, any Error>) -> Void)
+    /// The same, for a job that begins with reads announced in `opening` (prefetches, no
+    /// writes): PostgreSQL may send them after the COMMIT of the job before it on the same
+    /// connection, in one round trip.
+    func submitAsync<T>(opening: ((any SQLConnection) -> Void)?, _ body: @escaping (any SQLConnection, UndoLog) throws -> T,
+                        then: @escaping (Result<T, any Error>) -> Void)
     /// Stops after the jobs already queued are committed.
     func stop()
     /// Jobs waiting to run (tests wait on it to order requests deterministically).
@@ -18,6 +23,15 @@ protocol WriteExecutor: AnyObject, Sendable {
 }
 
 extension WriteExecutor {
+    /// Where nothing is sent ahead (SQLite), the opening is the job's first step.
+    func submitAsync<T>(opening: ((any SQLConnection) -> Void)?, _ body: @escaping (any SQLConnection, UndoLog) throws -> T,
+                        then: @escaping (Result<T, any Error>) -> Void) {
+        submitAsync({ conn, undo in
+            opening?(conn)
+            return try body(conn, undo)
+        }, then: then)
+    }
+
     /// `body` may register file-system undo actions, run if its work does not commit.
     func submit<T>(_ body: @escaping (any SQLConnection, UndoLog) throws -> T) throws -> T {
         let outcome = ResultBox<Result<T, any Error>>()

@@ -88,6 +88,7 @@ public final class PostgresConnection: @unchecked Sendable {
 
     deinit {
         dropKept()
+        discardOpening()
         PQfinish(handle)
     }
 
@@ -153,8 +154,57 @@ public final class PostgresConnection: @unchecked Sendable {
     var inTransaction: Bool { !queued.isEmpty || PQtransactionStatus(handle) != PQTRANS_IDLE }
 
     public func finishJob() throws(PostgresError) {
-        if jobOwnsTransaction { enqueue("COMMIT") }
-        try flush()
+        guard jobOwnsTransaction else { return try flush() }
+        enqueue("COMMIT")
+        let statements = queued
+        queued = []
+        readUnread()
+        let result = try pipeline(statements, then: nextOpening?().map(captured) ?? [])
+        PQclear(result)
+    }
+
+    /// Set by `PostgresWriters` while a job runs: the opening of the job it will run next on this
+    /// connection (its BEGIN, SAVEPOINT and prefetched reads), when one is waiting. `finishJob`
+    /// sends it right after the COMMIT, in the same round trip, as a pipeline segment of its own:
+    /// the server begins the next transaction once this one has committed, and the next job
+    /// finds its first reads answered (`adoptOpening`). Reads only, so an opening that is never
+    /// used changes nothing.
+    var nextOpening: (() -> ((PostgresConnection) -> Void)?)?
+    /// The answers of the opening sent after the last COMMIT, and whether every statement of it
+    /// succeeded (its transaction is then open on the server).
+    private var opened: [(statement: Statement, result: OpaquePointer)] = []
+    private(set) var holdsOpening = false
+
+    /// Starts the next job on the opening sent with the last COMMIT: its prefetched answers become
+    /// this transaction's. False (and nothing held) when there is none, or it failed: the job
+    /// then opens its transaction the usual way.
+    func adoptOpening() -> Bool {
+        guard holdsOpening else {
+            discardOpening()
+            return false
+        }
+        kept += opened
+        opened = []
+        holdsOpening = false
+        return true
+    }
+
+    /// Forgets an opening sent after a COMMIT (the job before failed, so it is rolled back with
+    /// whatever that job leaves open).
+    func discardOpening() {
+        for o in opened { PQclear(o.result) }
+        opened = []
+        holdsOpening = false
+    }
+
+    /// The statements `open` would hold back, taken aside instead of queued.
+    private func captured(_ open: (PostgresConnection) -> Void) -> [Statement] {
+        let before = queued
+        queued = []
+        open(self)
+        let statements = queued
+        queued = before
+        return statements
     }
 
     /// Sends what `enqueue` and `prefetch` held back and waits for it.
@@ -290,7 +340,12 @@ public final class PostgresConnection: @unchecked Sendable {
     /// one Sync, and the answers read in order. After an error the server skips the rest
     /// (PGRES_PIPELINE_ABORTED): the first error is thrown, and a statement whose PREPARE was
     /// skipped is not taken for prepared.
-    private func pipeline(_ statements: [Statement]) throws(PostgresError) -> OpaquePointer? {
+    /// `next`: a second segment sent after the first one's Sync, in the same round trip (the next
+    /// job's opening, see `finishJob`); only statements already prepared go, else none of them.
+    /// Its answers are held for `adoptOpening`, never thrown: it is read whatever the first
+    /// segment's outcome, and after an error there it fails too (the transaction is aborted), which
+    /// only means the next job opens on its own.
+    private func pipeline(_ statements: [Statement], then next: [Statement] = []) throws(PostgresError) -> OpaquePointer? {
         guard PQenterPipelineMode(handle) == 1 else { throw sendFailure(statements[0].sql) }
         enum Step { case prepare(key: String, name: String), execute(Int) }
         var steps: [Step] = []
@@ -314,6 +369,16 @@ public final class PostgresConnection: @unchecked Sendable {
         let synced = PQpipelineSync(handle) == 1
         roundTrips += 1
         var failure: PostgresError? = unsent.map(sendFailure) ?? (synced ? nil : sendFailure(statements[0].sql))
+        discardOpening()
+        let nextNames = next.map { prepared[Self.key($0)] }
+        var nextSent = 0
+        if failure == nil, !next.isEmpty, nextNames.allSatisfy({ $0 != nil }) {
+            for (s, name) in zip(next, nextNames) {
+                guard let name, send(s, name: name) else { break }
+                nextSent += 1
+            }
+            if PQpipelineSync(handle) != 1 { failure = sendFailure(statements[0].sql) }
+        }
         var last: OpaquePointer?
         for step in steps {
             guard let result = PQgetResult(handle) else {
@@ -350,6 +415,7 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         // The Sync's own answer, then out of pipeline mode.
         if let sync = PQgetResult(handle) { PQclear(sync) }
+        if nextSent > 0 { readOpening(next.prefix(nextSent), whole: nextSent == next.count) }
         _ = PQexitPipelineMode(handle)
         if let failure {
             PQclear(last)
@@ -357,6 +423,28 @@ public final class PostgresConnection: @unchecked Sendable {
             throw failure
         }
         return last
+    }
+
+    /// The answers of an opening sent as a pipeline's second segment, and its Sync's.
+    private func readOpening(_ statements: ArraySlice<Statement>, whole: Bool) {
+        var ok = whole
+        for s in statements {
+            guard let result = PQgetResult(handle) else {
+                ok = false
+                break
+            }
+            while let extra = PQgetResult(handle) { PQclear(extra) }
+            let status = PQresultStatus(result)
+            if ok && (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) && s.keep {
+                opened.append((s, result))
+            } else {
+                if status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK { ok = false }
+                PQclear(result)
+            }
+        }
+        if let sync = PQgetResult(handle) { PQclear(sync) }
+        holdsOpening = ok
+        if !ok { discardOpening() }
     }
 
     /// Reads the answers of pipelines sent by `sendUnawaited`. Their errors are dropped (they

@@ -17,16 +17,30 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
     private var queue: [Job] = []
     private var stopping = false
     private var running: Int
+    /// Writers waiting for a job: while one is, a queued job is left for it rather than taken to
+    /// run after the job a busy writer is finishing (`takeNextOpening`).
+    private var idle = 0
     let commitsMade = Atomic<Int>(0)
     let jobsCommitted = Atomic<Int>(0)
 
     final class Job: @unchecked Sendable {
         // @unchecked: run on one writer thread; the outcome is handed over by `finished`.
+        /// The reads the job will make first, held back to go with its BEGIN (`submitAsync(opening:…)`).
+        let opening: ((any SQLConnection) -> Void)?
         let run: (any SQLConnection, UndoLog) throws -> Void
         let finished: (Result<Void, any Error>) -> Void
-        init(_ run: @escaping (any SQLConnection, UndoLog) throws -> Void, finished: @escaping (Result<Void, any Error>) -> Void) {
+        init(opening: ((any SQLConnection) -> Void)? = nil, _ run: @escaping (any SQLConnection, UndoLog) throws -> Void,
+             finished: @escaping (Result<Void, any Error>) -> Void) {
+            self.opening = opening
             self.run = run
             self.finished = finished
+        }
+
+        /// BEGIN, the savepoint the gate takes a conflicting insert back to, and the job's reads.
+        func open(_ conn: PostgresConnection) {
+            conn.enqueue("BEGIN")
+            conn.enqueue("SAVEPOINT job")
+            opening?(conn)
         }
     }
 
@@ -46,8 +60,16 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
     }
 
     func submitAsync<T>(_ body: @escaping (any SQLConnection, UndoLog) throws -> T, then: @escaping (Result<T, any Error>) -> Void) {
+        submitAsync(opening: nil, body, then: then)
+    }
+
+    /// A job whose first reads (`opening`: prefetches, no writes) may be sent right after the
+    /// COMMIT of the job before it on the same connection, in that job's last round trip: under
+    /// load a submission then costs one round trip of its own, not two.
+    func submitAsync<T>(opening: ((any SQLConnection) -> Void)?, _ body: @escaping (any SQLConnection, UndoLog) throws -> T,
+                        then: @escaping (Result<T, any Error>) -> Void) {
         let box = ResultBox<T>()
-        let job = Job({ conn, undo in box.value = try body(conn, undo) },
+        let job = Job(opening: opening, { conn, undo in box.value = try body(conn, undo) },
                       finished: { result in then(result.map { box.value! }) })
         cond.lock()
         if stopping {
@@ -73,19 +95,41 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
         cond.unlock()
     }
 
+    /// The next queued job that has an opening, taken off the queue for this writer to run next,
+    /// when every writer is busy: an idle one would start it at once, without waiting for this
+    /// writer's COMMIT. A job without an opening stays where it is, for any writer.
+    private func takeNextOpening() -> Job? {
+        cond.lock()
+        defer { cond.unlock() }
+        guard idle == 0, let next = queue.first, next.opening != nil else { return nil }
+        return queue.removeFirst()
+    }
+
     private func loop(_ first: PostgresConnection) {
         var conn: PostgresConnection? = first
+        // A job taken to be run next, whose opening may already have gone after the last COMMIT.
+        let following = ResultBox<Job>()
         while true {
-            cond.lock()
-            while queue.isEmpty && !stopping { cond.wait() }
-            if queue.isEmpty {
-                running -= 1
-                cond.broadcast()
+            let job: Job
+            if let next = following.value {
+                job = next
+                following.value = nil
+            } else {
+                cond.lock()
+                while queue.isEmpty && !stopping {
+                    idle += 1
+                    cond.wait()
+                    idle -= 1
+                }
+                if queue.isEmpty {
+                    running -= 1
+                    cond.broadcast()
+                    cond.unlock()
+                    return
+                }
+                job = queue.removeFirst()
                 cond.unlock()
-                return
             }
-            let job = queue.removeFirst()
-            cond.unlock()
 
             // A connection that broke (the server restarted) is opened again for the next job.
             if conn == nil || conn?.isOpen == false { conn = try? PostgresConnection(url: url) }
@@ -93,6 +137,12 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
                 job.finished(.failure(ApiError(.storageUnavailable, "The database cannot be reached; nothing was written.", retryAfterSeconds: 1)))
                 continue
             }
+            // After this job's COMMIT, the opening of the next one goes in the same round trip.
+            c.nextOpening = { [unowned self] in
+                if following.value == nil { following.value = self.takeNextOpening() }
+                return following.value.map { next in { next.open($0) } }
+            }
+            defer { c.nextOpening = nil }
             let before = c.answered
             var result = Self.runJob(job, on: c)
             if Self.diedIdle(c, result, answeredBefore: before) {
@@ -124,20 +174,24 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
             attempt += 1
             let undo = UndoLog()
             do {
-                // Sent with the job's first statement, in one round trip. A job that ends with
-                // `finishJob` (the gate's) has committed with its last statements.
-                conn.enqueue("BEGIN")
-                conn.enqueue("SAVEPOINT job")
+                // Its BEGIN and first reads went after the last job's COMMIT, or go now with the
+                // job's first awaited statement, in one round trip. A job that ends with
+                // `finishJob` (the gate's) has committed with its last statements, and sent the
+                // next job's opening with them.
+                if !conn.adoptOpening() { job.open(conn) }
                 conn.jobOwnsTransaction = true
                 defer {
                     conn.jobOwnsTransaction = false
                     conn.dropKept()
                 }
                 try job.run(conn, undo)
-                if conn.inTransaction { try conn.run("COMMIT") }
+                if conn.inTransaction && !conn.holdsOpening { try conn.run("COMMIT") }
                 return .success(())
             } catch {
                 undo.run()
+                // The next job's opening, if it went, began a transaction this ROLLBACK ends:
+                // that job opens again on its own.
+                conn.discardOpening()
                 try? conn.execute("ROLLBACK")
                 if let e = error as? PostgresError, e.isRetryable, attempt < 4 { continue }
                 return .failure(error)

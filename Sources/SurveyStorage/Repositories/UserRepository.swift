@@ -13,11 +13,7 @@ extension ReadContext {
     /// The live owner of a token hash: not revoked, and (for user tokens) an active user.
     /// The lookup is by the hash's index; the caller compares the hash again in constant time.
     public func tokenOwner(hash: [UInt8]) throws -> (owner: TokenOwner, storedHash: [UInt8])? {
-        let rows = try conn.query("""
-            SELECT t.token_id, t.is_operator, t.token_hash, \(UserRecord.columns)
-            FROM tokens t LEFT JOIN users u ON u.user_id = t.user_id
-            WHERE t.token_hash = ? AND t.revoked_at IS NULL
-            """, [.blob(hash)])
+        let rows = try conn.query(Self.tokenOwnerByHash, [.blob(hash)])
         guard let r = rows.first else { return nil }
         let isOperator = try r.bool("is_operator")
         // An operator token has no user: the joined user's columns are NULL.
@@ -25,6 +21,18 @@ extension ReadContext {
         if !isOperator && user?.active != true { return nil }
         return (TokenOwner(tokenId: try r.string("token_id"), isOperator: isOperator, user: user), try r.blob("token_hash"))
     }
+
+    /// `tokenOwner(hash:)` will be read later in this read: on PostgreSQL it goes with the read's
+    /// next statement, in the same round trip (`SQLConnection.prefetch`).
+    public func prefetchTokenOwner(hash: [UInt8]) {
+        conn.prefetch(Self.tokenOwnerByHash, [.blob(hash)])
+    }
+
+    private static let tokenOwnerByHash = """
+        SELECT t.token_id, t.is_operator, t.token_hash, \(UserRecord.columns)
+        FROM tokens t LEFT JOIN users u ON u.user_id = t.user_id
+        WHERE t.token_hash = ? AND t.revoked_at IS NULL
+        """
 
     public func tokenBelongs(tokenId: String, userId: String) throws -> Bool {
         !(try conn.query("SELECT 1 FROM tokens WHERE token_id = ? AND user_id = ?", [.text(tokenId), .text(userId)]).isEmpty)
