@@ -11,9 +11,13 @@ public struct JSONSubmissionDoor: SubmissionDoor {
     public let idempotencyKey: String?
     /// The submission document exactly as sent.
     public let body: [UInt8]
+    /// The body's `clientSubmissionId` as a scan finds it (`ClientIdentifier.scan`), once for
+    /// `prefetch` and `arrival`.
+    let scannedId: String?
 
     public init(bearerToken: String?, idempotencyKey: String?, body: [UInt8]) {
         self.bearerToken = bearerToken; self.idempotencyKey = idempotencyKey; self.body = body
+        scannedId = ClientIdentifier.scan(body, key: "clientSubmissionId")
     }
 
     public func caller(in db: ReadContext, operations: Operations) throws -> Caller {
@@ -24,7 +28,7 @@ public struct JSONSubmissionDoor: SubmissionDoor {
     /// body's id, which `arrival` makes.
     public func prefetch(in db: ReadContext, orgId: String) {
         if let token = bearerToken, Operations.hasTokenShape(token) { db.prefetchTokenOwner(hash: Tokens.hash(token)) }
-        if let id = ClientIdentifier.scan(body, key: "clientSubmissionId") { db.prefetchResponse(orgId: orgId, clientSubmissionId: id) }
+        if let id = scannedId { db.prefetchResponse(orgId: orgId, clientSubmissionId: id) }
     }
 
     public func arrival(in db: ReadContext, orgId: String, submitter: UserRecord, operations: Operations) throws -> SubmissionArrival {
@@ -34,7 +38,7 @@ public struct JSONSubmissionDoor: SubmissionDoor {
         // a parse could only agree. A row citing a field task is left to the full path, which
         // checks the task before the replay.
         var stored = SubmissionArrival.StoredLookup.notLookedUp
-        if let id = ClientIdentifier.scan(body, key: "clientSubmissionId") {
+        if let id = scannedId {
             let found = try db.response(orgId: orgId, clientSubmissionId: id)
             if let found, found.submitter == submitter.userId, found.fieldTaskId == nil,
                !found.requestSHA256.isEmpty, found.requestSHA256 == Digest.sha256(body) {

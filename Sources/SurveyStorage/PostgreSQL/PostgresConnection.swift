@@ -42,7 +42,7 @@ public final class PostgresConnection: @unchecked Sendable {
     // @unchecked: a connection is used by one thread at a time; it is handed from thread to
     // thread (a pool, a test's second writer), never shared.
     let handle: OpaquePointer  // internal: COPY (PostgresCopy.swift) speaks to it directly
-    private var prepared: [String: String] = [:]
+    private var prepared: [StatementKey: String] = [:]
     /// Statements held back until the next awaited one (`enqueue`, `prefetch`).
     private var queued: [Statement] = []
     /// Answers of `prefetch`ed statements not asked for yet, in this transaction.
@@ -292,9 +292,14 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// A statement is prepared once per connection and per parameter types (a NULL in one call
     /// and an integer in the next are different statements to the server).
-    private static func key(_ s: Statement) -> String {
-        guard s.args.contains(where: { typeOID($0) != 0 }) else { return s.sql }
-        return s.sql + "\u{0}" + s.args.map { String(typeOID($0)) }.joined(separator: ",")
+    private struct StatementKey: Hashable {
+        let sql: String
+        /// The parameters' type OIDs, empty when every one is left to the server.
+        let types: [UInt32]
+    }
+
+    private static func key(_ s: Statement) -> StatementKey {
+        StatementKey(sql: s.sql, types: s.args.contains(where: { typeOID($0) != 0 }) ? s.args.map(typeOID) : [])
     }
 
     /// One statement, with whatever `enqueue` held back before it; the result of `s` (the caller
@@ -347,9 +352,9 @@ public final class PostgresConnection: @unchecked Sendable {
     /// only means the next job opens on its own.
     private func pipeline(_ statements: [Statement], then next: [Statement] = []) throws(PostgresError) -> OpaquePointer? {
         guard PQenterPipelineMode(handle) == 1 else { throw sendFailure(statements[0].sql) }
-        enum Step { case prepare(key: String, name: String), execute(Int) }
+        enum Step { case prepare(key: StatementKey, name: String), execute(Int) }
         var steps: [Step] = []
-        var naming: [String: String] = [:]
+        var naming: [StatementKey: String] = [:]
         var unsent: String?
         for (i, s) in statements.enumerated() where unsent == nil {
             let key = Self.key(s)
@@ -391,7 +396,7 @@ public final class PostgresConnection: @unchecked Sendable {
             switch step {
             case .prepare(let key, let name):
                 do {
-                    try check(result, key)
+                    try check(result, key.sql)
                     prepared[key] = name
                 } catch {
                     failure = failure ?? error
@@ -605,7 +610,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// needs) as two of them; `readable` undoes it. Text without either goes as it is.
     static let escape: Character = "\u{10FFFF}"
     static func storable(_ s: String) -> String {
-        guard s.utf8.contains(where: { $0 == 0 || $0 == 0xF4 }) else { return s }
+        guard contains(s, 0, or: 0xF4) else { return s }
         var out = ""
         for c in s {
             if c == "\u{0}" { out.append(escape); out.append("0") } else if c == escape { out.append(escape); out.append(escape) } else { out.append(c) }
@@ -614,12 +619,22 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     static func readable(_ s: String) -> String {
-        guard s.utf8.contains(0xF4), s.contains(escape) else { return s }
+        guard contains(s, 0xF4, or: 0xF4), s.contains(escape) else { return s }
         var out = "", pending = false
         for c in s {
             if pending { out.append(c == "0" ? "\u{0}" : c); pending = false } else if c == escape { pending = true } else { out.append(c) }
         }
         return out
+    }
+
+    /// Whether `s`'s UTF-8 holds byte `a` or `b`: a loop over its bytes in place (every text a
+    /// statement sends or reads passes here; `utf8.contains(where:)` steps an index per byte).
+    static func contains(_ s: String, _ a: UInt8, or b: UInt8) -> Bool {
+        var s = s
+        return s.withUTF8 { bytes in
+            for byte in bytes where byte == a || byte == b { return true }
+            return false
+        }
     }
 
     /// `bytea` in its hex text form (`\x0a1b…`).
