@@ -22,7 +22,8 @@
 #          transaction for one submission, statement for statement and round trip for round trip
 #          (BEGIN, SAVEPOINT, the org row FOR SHARE, the replay check, the organization and the
 #          caller's token in one pipeline; the response INSERT, the audit INSERT, which takes the
-#          audit lock, and COMMIT in a second)                                         → tps
+#          audit lock, and COMMIT in a second; under load surveyd sends the next submission's
+#          first pipeline with the COMMIT, in one round trip)                          → tps
 #   write  (WRITE=1, the default) pgbench with Benchmarks/pg/write.sql: the same transaction
 #          without its reads, the reference of the measurements before 2026-12-04       → tps
 #   serial (SERIAL=1; off by default) the statements of write.sql with
@@ -35,7 +36,8 @@
 # others used more than OTHER_MAX CPU-s (SECS/4: at rest this VM's kernel threads use ~0.15 a
 # second) is recorded as DISCARDED and made again, at most ATTEMPTS (2) times; the last one is
 # kept, marked with *. Prints per round and in total: the rates, the ratios one/pgbench and
-# three/pgbench, and CPU µs per request. Results: $BENCH_DIR/results.txt (default
+# three/pgbench, CPU µs per request, and surveyd's context switches per request (all its threads,
+# voluntary and involuntary). Results: $BENCH_DIR/results.txt (default
 # /tmp/surveyd-pgbench), PostgreSQL's log (checkpoints, autovacuum) in postgres.log there; the
 # cluster and data dirs are removed on exit, also on failure.
 #
@@ -185,6 +187,12 @@ PGBENCH_VARS=(-D "org=$ORG" -D "user=$COLLECTOR_ID" -D "survey=$SURVEY" -D "vers
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 surveyd_ticks() { local p t=0; for p in "${SERVER_PIDS[@]}"; do t=$((t + $(ticks "$p"))); done; echo $t; }
+# Context switches of every surveyd thread (voluntary: it waited, for PostgreSQL's answer or for
+# work; involuntary: it was preempted): what a round trip and a hand-over between threads cost.
+surveyd_switches() {
+    local p; for p in "${SERVER_PIDS[@]}"; do cat /proc/"$p"/task/*/status 2>/dev/null; done \
+        | awk '/^(non)?voluntary_ctxt_switches/ {t += $2} END {print t + 0}'
+}
 # PostgreSQL: the postmaster, its live children, and the children it has reaped (cutime + cstime),
 # so backends that exit during the measurement still count.
 pg_ticks() {
@@ -239,11 +247,12 @@ run_wrk() {  # mode secs: wrk against the running servers, one per port; sets RA
 measure_surveyd() {  # mode processes
     start_servers "$2"
     run_wrk "${1}warm" "$WARM" > /dev/null
-    snapshot; REQS=0
+    snapshot; REQS=0; local w0; w0=$(surveyd_switches)
     run_wrk "$1" "$SECS"
     account "$REQS"
+    local switches; switches=$(awk -v a="$w0" -v b="$(surveyd_switches)" -v n="$REQS" 'BEGIN { printf "%.2f", (n > 0 ? (b - a) / n : 0) }')
     stop_servers
-    LINE="$1 rate=$RATE requests=$REQS statuses=$STATUSES surveyd_us=$US_SD postgres_us=$US_PG load_us=$US_GEN other_cpu_s=$OTHER"
+    LINE="$1 rate=$RATE requests=$REQS statuses=$STATUSES surveyd_us=$US_SD postgres_us=$US_PG load_us=$US_GEN other_cpu_s=$OTHER switches=$switches"
 }
 run_pgbench() {  # script secs -> output file $WORK/out/pgbench.txt
     "$PGBIN/pgbench" "${PG[@]}" -n -M prepared -c "$PGBENCH_CLIENTS" -j 2 -T "$2" -f "$HERE/pg/$1" "${PGBENCH_VARS[@]}" \
@@ -332,10 +341,12 @@ mean() { awk -v s="$1" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
     RF=$(ratio "$FRESH_RATE" "$(mean "${SUM[one]}")")
     echo "x3/x1 $R31 [target >= 0.9: $(awk -v r="$R31" 'BEGIN {print (r >= 0.9) ? "met" : "MISSED"}')]   fresh (first ${PRIME:-10} s of a freshly migrated database) $FRESH_RATE/s, fresh/x1 $RF [target >= 0.8: $(awk -v r="$RF" 'BEGIN {print (r >= 0.8) ? "met" : "MISSED"}')]"
     echo "CPU per request, µs, mean of rounds (load = wrk or pgbench; other = CPU-s of other processes per measurement):"
-    awk '/^RESULT/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-                     m = v["mode"]; n[m]++; sd[m] += v["surveyd_us"]; pg[m] += v["postgres_us"]; ld[m] += v["load_us"]; ot[m] += v["other_cpu_s"] + 0 }
+    awk '/^RESULT/ { split("", v); for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                     m = v["mode"]; n[m]++; sd[m] += v["surveyd_us"]; pg[m] += v["postgres_us"]; ld[m] += v["load_us"]; ot[m] += v["other_cpu_s"] + 0
+                     sw[m] += v["switches"] + 0 }
          END { split("one three pgbench write serial", order, " ")
-               for (j = 1; j <= 5; j++) { m = order[j]; if (n[m]) printf "  %-8s surveyd %5.0f   postgres %5.0f   load %4.0f   total %5.0f   other %.2f s\n",
-                   m, sd[m] / n[m], pg[m] / n[m], ld[m] / n[m], (sd[m] + pg[m] + ld[m]) / n[m], ot[m] / n[m] } }' "$RESULTS"
+               for (j = 1; j <= 5; j++) { m = order[j]; if (n[m]) printf "  %-8s surveyd %5.0f   postgres %5.0f   load %4.0f   total %5.0f   other %.2f s%s\n",
+                   m, sd[m] / n[m], pg[m] / n[m], ld[m] / n[m], (sd[m] + pg[m] + ld[m]) / n[m], ot[m] / n[m],
+                   (sw[m] > 0 ? sprintf("   surveyd context switches %.2f", sw[m] / n[m]) : "") } }' "$RESULTS"
     echo "rows: responses $(psql_c 'SELECT count(*) FROM responses'), audit $(psql_c 'SELECT count(*) FROM audit'); raw lines: $RESULTS"
 } | tee -a "$RESULTS"

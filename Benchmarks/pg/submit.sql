@@ -7,6 +7,10 @@
 -- the server awaits. It then checks the caller, the version and the answers, and sends the second
 -- pipeline: the response INSERT, the audit INSERT (which takes AuditHorizon's shared advisory
 -- lock in its FROM) and COMMIT. Run with -M prepared, as the server prepares its statements.
+-- That is a submission arriving alone. Under load surveyd sends the first pipeline of the next
+-- submission right after the COMMIT, in the same round trip (Docs/postgresql.md, "Round trips"):
+-- the same statements and transactions in fewer round trips, which a pgbench script, one
+-- transaction per run, cannot write.
 -- (No colons in literals here: pgbench would take ":abc" inside a string for a variable.)
 --
 -- Variables (pgbench -D; Benchmarks/postgres.sh sets them from the seeded data):
