@@ -9,9 +9,10 @@ public protocol SubmissionDoor: Sendable {
     /// After authorization: the submission decoded, or a stored response the door recognised
     /// without decoding (the JSON door: these very bytes were accepted before).
     func arrival(in db: ReadContext, orgId: String, submitter: UserRecord, operations: Operations) throws -> SubmissionArrival
-    /// Before step 1: the reads `arrival` will make, announced so that PostgreSQL sends them with
-    /// the snapshot's first statement (`ReadContext.prefetchResponse`). Reads only: one the
-    /// operation never asks for, because it refused the caller first, is dropped unread.
+    /// Before step 1: the reads `caller` and `arrival` will make, announced so that PostgreSQL
+    /// sends them with the transaction's first statements — under load right after the COMMIT of
+    /// the write before it (`ReadContext.prefetchTokenOwner`, `prefetchResponse`). Reads only: one
+    /// the operation never asks for, because it refused the caller first, is dropped unread.
     func prefetch(in db: ReadContext, orgId: String)
 }
 

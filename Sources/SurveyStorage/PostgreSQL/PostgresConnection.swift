@@ -159,17 +159,17 @@ public final class PostgresConnection: @unchecked Sendable {
         let statements = queued
         queued = []
         readUnread()
-        let result = try pipeline(statements, then: nextOpening?().map(captured) ?? [])
+        let result = try pipeline(statements, then: nextOpening.map(captured) ?? [])
         PQclear(result)
     }
 
-    /// Set by `PostgresWriters` while a job runs: the opening of the job it will run next on this
-    /// connection (its BEGIN, SAVEPOINT and prefetched reads), when one is waiting. `finishJob`
-    /// sends it right after the COMMIT, in the same round trip, as a pipeline segment of its own:
-    /// the server begins the next transaction once this one has committed, and the next job
-    /// finds its first reads answered (`adoptOpening`). Reads only, so an opening that is never
-    /// used changes nothing.
-    var nextOpening: (() -> ((PostgresConnection) -> Void)?)?
+    /// Set by `PostgresWriters` while a job runs: holds back on this connection the opening of the
+    /// job it will run next (its BEGIN, SAVEPOINT and prefetched reads), when one is waiting, and
+    /// nothing otherwise. `finishJob` sends it right after the COMMIT, in the same round trip, as a
+    /// pipeline segment of its own: the server begins the next transaction once this one has
+    /// committed, and the next job finds its first reads answered (`adoptOpening`). Reads only,
+    /// so an opening that is never used changes nothing.
+    var nextOpening: ((PostgresConnection) -> Void)?
     /// The answers of the opening sent after the last COMMIT, and whether every statement of it
     /// succeeded (its transaction is then open on the server).
     private var opened: [(statement: Statement, result: OpaquePointer)] = []

@@ -138,9 +138,9 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
                 continue
             }
             // After this job's COMMIT, the opening of the next one goes in the same round trip.
-            c.nextOpening = { [unowned self] in
+            c.nextOpening = { [unowned self] conn in
                 if following.value == nil { following.value = self.takeNextOpening() }
-                return following.value.map { next in { next.open($0) } }
+                following.value?.open(conn)
             }
             defer { c.nextOpening = nil }
             let before = c.answered
