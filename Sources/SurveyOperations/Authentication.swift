@@ -12,10 +12,12 @@ extension Operations {
 
     /// `authenticate` within a read the caller is already making.
     public func authenticate(bearerToken: String?, in db: ReadContext) throws -> Caller {
-        guard let token = bearerToken, Self.hasTokenShape(token) else {
-            throw ApiError(.unauthenticated, "A bearer token is required.")
-        }
-        let hash = Tokens.hash(token)
+        try authenticate(tokenHash: Self.tokenHash(bearerToken), in: db)
+    }
+
+    /// The same for a token already hashed by `tokenHash` (a door that also prefetched its owner).
+    func authenticate(tokenHash hash: [UInt8]?, in db: ReadContext) throws -> Caller {
+        guard let hash else { throw ApiError(.unauthenticated, "A bearer token is required.") }
         guard let found = try db.tokenOwner(hash: hash), Digest.constantTimeEqual(found.storedHash, hash) else {
             throw ApiError(.unauthenticated, "The token is unknown or revoked.")
         }
@@ -23,8 +25,12 @@ extension Operations {
         return .user(found.owner.user!, tokenId: found.owner.tokenId)
     }
 
-    /// A bearer token worth looking up: not empty, at most 512 bytes.
-    static func hasTokenShape(_ token: String) -> Bool { !token.isEmpty && token.utf8.count <= 512 }
+    /// The hash a token is stored under, or nil for no token worth looking up (empty, or over
+    /// 512 bytes).
+    static func tokenHash(_ token: String?) -> [UInt8]? {
+        guard let token, !token.isEmpty, token.utf8.count <= 512 else { return nil }
+        return Tokens.hash(token)
+    }
 
     /// Step 2: a user of this organization holding one of `roles` (none listed: any role).
     public func member(_ caller: Caller, of orgId: String, withAnyOf roles: [Role] = []) throws -> UserRecord {

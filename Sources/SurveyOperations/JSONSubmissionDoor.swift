@@ -11,23 +11,25 @@ public struct JSONSubmissionDoor: SubmissionDoor {
     public let idempotencyKey: String?
     /// The submission document exactly as sent.
     public let body: [UInt8]
-    /// The body's `clientSubmissionId` as a scan finds it (`ClientIdentifier.scan`), once for
-    /// `prefetch` and `arrival`.
+    /// The body's `clientSubmissionId` as a scan finds it (`ClientIdentifier.scan`), and the
+    /// token's hash: each made once for `prefetch` and then `arrival` and `caller`.
     let scannedId: String?
+    let tokenHash: [UInt8]?
 
     public init(bearerToken: String?, idempotencyKey: String?, body: [UInt8]) {
         self.bearerToken = bearerToken; self.idempotencyKey = idempotencyKey; self.body = body
         scannedId = ClientIdentifier.scan(body, key: "clientSubmissionId")
+        tokenHash = Operations.tokenHash(bearerToken)
     }
 
     public func caller(in db: ReadContext, operations: Operations) throws -> Caller {
-        try operations.authenticate(bearerToken: bearerToken, in: db)
+        try operations.authenticate(tokenHash: tokenHash, in: db)
     }
 
     /// The look-ups of the token's owner, which `caller` makes, and of the stored row under the
     /// body's id, which `arrival` makes.
     public func prefetch(in db: ReadContext, orgId: String) {
-        if let token = bearerToken, Operations.hasTokenShape(token) { db.prefetchTokenOwner(hash: Tokens.hash(token)) }
+        if let tokenHash { db.prefetchTokenOwner(hash: tokenHash) }
         if let id = scannedId { db.prefetchResponse(orgId: orgId, clientSubmissionId: id) }
     }
 

@@ -619,7 +619,7 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     static func readable(_ s: String) -> String {
-        guard contains(s, 0xF4, or: 0xF4), s.contains(escape) else { return s }
+        guard contains(s, 0xF4), s.contains(escape) else { return s }
         var out = "", pending = false
         for c in s {
             if pending { out.append(c == "0" ? "\u{0}" : c); pending = false } else if c == escape { pending = true } else { out.append(c) }
@@ -636,6 +636,8 @@ public final class PostgresConnection: @unchecked Sendable {
             return false
         }
     }
+
+    static func contains(_ s: String, _ byte: UInt8) -> Bool { contains(s, byte, or: byte) }
 
     /// `bytea` in its hex text form (`\x0a1b…`).
     static func bytea(_ text: String) -> [UInt8] {
