@@ -32,7 +32,11 @@
 # Per measurement it also reads CPU from /proc: surveyd's, PostgreSQL's (the postmaster, its
 # backends and the ones it reaped), the load generator's (wrk or pgbench) and everyone else's
 # ("other": kernel threads, and another build or test on the machine). Before each measurement
-# it waits up to QUIET_WAIT s (30) for the machine to be quiet; a measurement during which
+# it makes a CHECKPOINT (CHECKPOINTS=1, the default; the cluster's max_wal_size is 8GB, so no
+# other checkpoint starts during one): every measurement then starts at the same point of
+# PostgreSQL's checkpoint cycle, with the same share of full-page images to write. Left to the
+# WAL volume, a checkpoint started every 40 s or so, at a different point of each measurement,
+# and moved single ratios by a fifth. Then it waits up to QUIET_WAIT s (30) for the machine to be quiet; a measurement during which
 # others used more than OTHER_MAX CPU-s (SECS/4: at rest this VM's kernel threads use ~0.15 a
 # second) is recorded as DISCARDED and made again, at most ATTEMPTS (2) times; the last one is
 # kept, marked with *. Prints per round and in total: the rates, the ratios one/pgbench and
@@ -54,7 +58,7 @@
 # connections, and pgbench's clients unless PGBENCH_CLIENTS says otherwise) LOG (0; 1 = request log
 # on) PG_PORT (15434) PORT (18281; the three processes use PORT..PORT+2) PG_OPTIONS (extra -c
 # settings for the cluster) BENCH_DIR SCRATCH (/tmp/bench-build) OTHER_MAX (SECS/4) ATTEMPTS (2)
-# QUIET_WAIT (30) PIN (0) WRITERS WRITERS_EACH HTTP_THREADS.
+# QUIET_WAIT (30) PIN (0) WRITERS WRITERS_EACH HTTP_THREADS CHECKPOINTS (1).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -110,7 +114,8 @@ fi
 
 # --- the cluster --------------------------------------------------------------------------------
 log "starting PostgreSQL (port $PG_PORT, $WORK/pg)"
-URL=$(PG_CLUSTER_OPTIONS="-c log_autovacuum_min_duration=0 ${PG_OPTIONS:-}" "$ROOT/scripts/pg_cluster.sh" start "$WORK/pg" "$PG_PORT")
+# max_wal_size: with a CHECKPOINT before each measurement (CHECKPOINTS=1), none starts inside one.
+URL=$(PG_CLUSTER_OPTIONS="-c log_autovacuum_min_duration=0 -c max_wal_size=8GB ${PG_OPTIONS:-}" "$ROOT/scripts/pg_cluster.sh" start "$WORK/pg" "$PG_PORT")
 PG=(-h "$WORK/pg" -p "$PG_PORT" -U postgres)
 psql_c() { psql "${PG[@]}" -d postgres -XAtq -c "$1"; }
 POSTMASTER=$(head -1 "$WORK/pg/data/postmaster.pid")
@@ -127,7 +132,7 @@ rec "machine.nproc=$CORES cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1) 
 rec "software.postgres=$(psql_c 'SHOW server_version') wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f2) checkout=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo ?)$( [ -n "$(git -C "$ROOT" status --porcelain Sources 2>/dev/null)" ] && echo +changes) bin=$BIN"
 rec "postgres.settings=$(psql_c "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings WHERE name IN
     ('fsync','synchronous_commit','wal_sync_method','full_page_writes','shared_buffers','max_connections','wal_level','checkpoint_timeout','max_wal_size','commit_delay')")"
-rec "bench.rounds=$ROUNDS secs=$SECS warm=$WARM wrk_connections=$CONNECTIONS pgbench_clients=$PGBENCH_CLIENTS write=$WRITE serial=$SERIAL prime=${PRIME:-10} analyze=${ANALYZE:-1} pg_options=${PG_OPTIONS:-none} pin=${PIN:-0}${LOW:+ (postgres on cores $HIGH, the rest on $LOW)} writers=${WRITERS:-default} writers_each=${WRITERS_EACH:-${WRITERS:-default}} http_threads=${HTTP_THREADS:-default}"
+rec "bench.rounds=$ROUNDS secs=$SECS warm=$WARM wrk_connections=$CONNECTIONS pgbench_clients=$PGBENCH_CLIENTS write=$WRITE serial=$SERIAL prime=${PRIME:-10} analyze=${ANALYZE:-1} pg_options=${PG_OPTIONS:-none} checkpoints=${CHECKPOINTS:-1} pin=${PIN:-0}${LOW:+ (postgres on cores $HIGH, the rest on $LOW)} writers=${WRITERS:-default} writers_each=${WRITERS_EACH:-${WRITERS:-default}} http_threads=${HTTP_THREADS:-default}"
 
 # --- seed: the CLI, then the API of a first process ---------------------------------------------
 log "seeding an organization, a collector and the survey"
@@ -300,6 +305,7 @@ for r in $(seq 1 "$ROUNDS"); do
     declare -A R=()
     for m in "${order[@]}"; do
         for attempt in $(seq 1 "$ATTEMPTS"); do
+            [ "${CHECKPOINTS:-1}" = 1 ] && psql_c CHECKPOINT
             wait_quiet
             case $m in
                 one) measure_surveyd one 1 ;;
