@@ -22,7 +22,9 @@ extension Operations {
             throw ApiError(.unauthenticated, "The token is unknown or revoked.")
         }
         if found.owner.isOperator { return .operatorToken(tokenId: found.owner.tokenId) }
-        return .user(found.owner.user!, tokenId: found.owner.tokenId)
+        // `tokenOwner` answers only operators and active users; a row that were neither is refused.
+        guard let user = found.owner.user else { throw ApiError(.unauthenticated, "The token is unknown or revoked.") }
+        return .user(user, tokenId: found.owner.tokenId)
     }
 
     /// The hash a token is stored under, or nil for no token worth looking up (empty, or over
