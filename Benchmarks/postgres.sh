@@ -35,11 +35,12 @@
 # it makes a CHECKPOINT (CHECKPOINTS=1, the default; the cluster's max_wal_size is 8GB, so no
 # other checkpoint starts during one): every measurement then starts at the same point of
 # PostgreSQL's checkpoint cycle, with the same share of full-page images to write. Left to the
-# WAL volume, a checkpoint started every 40 s or so, at a different point of each measurement,
-# and moved single ratios by a fifth. Then it waits up to QUIET_WAIT s (30) for the machine to be quiet; a measurement during which
-# others used more than OTHER_MAX CPU-s (SECS/4: at rest this VM's kernel threads use ~0.15 a
-# second) is recorded as DISCARDED and made again, at most ATTEMPTS (2) times; the last one is
-# kept, marked with *. Prints per round and in total: the rates, the ratios one/pgbench and
+# WAL volume, a checkpoint started every 40 s or so, at a different point of each measurement:
+# one process against pgbench moved 0.70-1.05x from round to round, 0.67-0.73x with the
+# checkpoints. Then it waits up to QUIET_WAIT s (30) for the machine to be quiet; a measurement
+# during which others used more than OTHER_MAX CPU-s (SECS/4: at rest this VM's kernel threads
+# use ~0.15 a second) is recorded as DISCARDED and made again, at most ATTEMPTS (2) times; the
+# last one is kept, marked with *. Prints per round and in total: the rates, the ratios one/pgbench and
 # three/pgbench, CPU µs per request, and surveyd's context switches per request (all its threads,
 # voluntary and involuntary). Results: $BENCH_DIR/results.txt (default
 # /tmp/surveyd-pgbench), PostgreSQL's log (checkpoints, autovacuum) in postgres.log there; the
