@@ -39,7 +39,7 @@ struct AdminPages: Sendable {
             ["name": .text(u.name), "roles": .text(u.roles.joined(separator: ", ")), "email": .text(email ?? "—"),
              "status": .text(u.active ? "active" : "deactivated"), "url": .text("/console/orgs/\(orgId)/users/\(u.userId)")]
         }
-        return pages.render("users", ["users": .list(rows), "createUrl": .text("/console/orgs/\(orgId)/users"), "csrf": .text(v.csrf)],
+        return pages.render(.users, ["users": .list(rows), "createUrl": .text("/console/orgs/\(orgId)/users"), "csrf": .text(v.csrf)],
                             frame: frame, status: status)
     }
 
@@ -92,9 +92,9 @@ struct AdminPages: Sendable {
             "roleChoices": .list(Role.allCases.map { ["value": .text($0.rawValue), "label": .text($0.rawValue.capitalized), "checked": .flag(user.has($0))] }),
             "tokens": .list(tokens.map { ["tokenId": .text($0.tokenId), "created": .text("created " + Pages.time($0.createdAt)),
                                           "revoked": .text($0.revokedAt.map(Pages.time) ?? "")] }),
-            "secrets": .html(secrets.map { pages.fragment("secret", $0) }.joined()),
+            "secrets": .html(secrets.map { pages.fragment(.secret, $0) }.joined()),
         ]
-        return pages.render("user", values, frame: f, status: status)
+        return pages.render(.user, values, frame: f, status: status)
     }
 
     /// The new token's card; for a collector also the card ODK Collect and KoboCollect scan to
@@ -192,7 +192,7 @@ struct AdminPages: Sendable {
             ["title": .text(s.title), "url": .text("/console/orgs/\(orgId)/surveys/\(s.surveyId)"),
              "detail": .text("\(versions.count) version\(versions.count == 1 ? "" : "s")\(s.reviewRequired ? " · review required" : "")")]
         }
-        return pages.render("surveys", ["surveys": .list(list), "createUrl": .text("/console/orgs/\(orgId)/surveys"), "csrf": .text(v.csrf),
+        return pages.render(.surveys, ["surveys": .list(list), "createUrl": .text("/console/orgs/\(orgId)/surveys"), "csrf": .text(v.csrf),
                                         "gatedOff": gatedOff(f)], frame: f, status: status)
     }
 
@@ -252,7 +252,7 @@ struct AdminPages: Sendable {
             }
             return item
         }
-        return pages.render("survey", [
+        return pages.render(.survey, [
             "title": .text(survey.title), "surveysUrl": .text("/console/orgs/\(orgId)/surveys"), "queueUrl": .text(base + "/responses"),
             "exportsUrl": .text(base + "/exports"), "publishUrl": .text(base + "/versions"), "csrf": .text(v.csrf), "versions": .list(shown),
             "gatedOff": gatedOff(f),
@@ -363,7 +363,7 @@ struct AdminPages: Sendable {
                     "state": .text(t.state.rawValue), "completed": .text(completed),
                     "responseUrl": .text(t.responseId.map { "/console/orgs/\(orgId)/responses/\($0)" } ?? "")]
         }
-        return pages.render("tasks", [
+        return pages.render(.tasks, [
             "tasks": .list(rows), "createUrl": .text("/console/orgs/\(orgId)/tasks"), "csrf": .text(v.csrf), "gatedOff": gatedOff(f),
             "surveys": .list(surveys.map { ["id": .text($0.surveyId), "label": .text($0.title)] }),
             "collectors": .list(users.filter { $0.active && $0.has(.collector) }.map { ["id": .text($0.userId), "label": .text($0.name)] }),
@@ -400,7 +400,7 @@ struct AdminPages: Sendable {
         try operations.member(user, of: orgId, withAnyOf: [.reviewer, .admin])
         let (survey, versions) = try operations.visibleSurvey(surveyId, of: orgId, by: try visit.member())
         let hasPoint = try versions.contains { try operations.definitions.definition(of: $0).questions.contains { $0.type == .geopoint } }
-        return pages.render("exports", [
+        return pages.render(.exports, [
             "noPoint": .text(hasPoint ? "" : "GeoJSON needs a location (geopoint) question; this survey has none."),
             "title": .text(survey.title), "surveyUrl": .text(user.has(.admin) ? "/console/orgs/\(orgId)/surveys/\(surveyId)" : "/console/orgs/\(orgId)/surveys/\(surveyId)/responses"),
             "downloadUrl": .text("/console/orgs/\(orgId)/surveys/\(surveyId)/download"),
@@ -414,7 +414,7 @@ struct AdminPages: Sendable {
         let orgId = request.parameter("orgId")
         let org = try operations.organizations.organization(orgId)
         let expired = operations.gate.isExpired(org)
-        return pages.render("subscription", [
+        return pages.render(.subscription, [
             "orgName": .text(org.name), "state": .text(expired ? "expired" : "active"), "expiryLabel": .text(expired ? "Ended" : "Ends"),
             "expiresAt": .text(Pages.time(org.expiresAt)),
             "explain": .text(expired ? "Reading, exports and user management keep working; syncing, reviews and publishing wait until an operator renews it. Nothing collected is lost: apps keep their work and send it after renewal."

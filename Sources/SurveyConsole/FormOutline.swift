@@ -30,7 +30,7 @@ struct FormOutline {
     private func list(_ nodes: [FormNode]) -> String {
         var out = "<ol class=\"outline\">"
         for node in nodes {
-            out += "<li class=\"node node-\(Self.kindClass(node))\">" + pages.fragment("outline-node", values(node))
+            out += "<li class=\"node node-\(Self.kindClass(node))\">" + pages.fragment(.outlineNode, values(node))
             if !node.children.isEmpty { out += list(node.children) }
             out += "</li>"
         }

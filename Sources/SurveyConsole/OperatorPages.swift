@@ -36,7 +36,7 @@ struct OperatorPages: Sendable {
              "expiresAt": .text(Pages.time(o.expiresAt)), "renewUrl": .text("/console/operator/orgs/\(o.orgId)/renew"),
              "endUrl": .text(operations.gate.isExpired(o) ? "" : "/console/operator/orgs/\(o.orgId)/end")]
         }
-        return pages.render("orgs", ["orgs": .list(rows), "csrf": .text(v.csrf), "secrets": .html(secrets.map { pages.fragment("secret", $0) }.joined())], frame: frame, status: status)
+        return pages.render(.orgs, ["orgs": .list(rows), "csrf": .text(v.csrf), "secrets": .html(secrets.map { pages.fragment(.secret, $0) }.joined())], frame: frame, status: status)
     }
 
     func create(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
@@ -112,7 +112,7 @@ struct OperatorPages: Sendable {
     }
 
     private func confirm(_ v: Console.Visitor, heading: String, question: String, action: String, fields: [String: String], label: String, style: String) -> HTTPResponse {
-        pages.render("confirm", ["heading": .text(heading), "question": .text(question), "action": .text(action), "csrf": .text(v.csrf),
+        pages.render(.confirm, ["heading": .text(heading), "question": .text(question), "action": .text(action), "csrf": .text(v.csrf),
                                  "fields": .list(fields.map { ["name": .text($0.key), "value": .text($0.value)] }),
                                  "confirmLabel": .text(label), "style": .text(style), "cancelUrl": .text("/console/operator/orgs")],
                      frame: console.frame(heading, v, section: "orgs"))

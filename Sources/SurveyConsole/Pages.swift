@@ -5,19 +5,17 @@ import SurveyHTTP
 /// The console's templates, read once from the module's resources, and the one layout every
 /// page is rendered in — with the security headers every page carries.
 final class Pages: Sendable {
-    private let templates: [String: Template]
+    /// In `PageTemplate`'s order: a case's raw value is its index.
+    private let templates: [Template]
     let stylesheet: [UInt8]
 
     init() throws {
-        var templates: [String: Template] = [:]
-        for name in ["layout", "sign-in", "invitation", "message", "home", "queue", "response", "users", "user", "surveys", "survey",
-                     "tasks", "exports", "subscription", "orgs", "confirm", "secret", "webhooks", "webhook", "answers", "outline-node"] {
-            guard let url = Bundle.module.url(forResource: name, withExtension: "html", subdirectory: "Templates") else {
-                throw TemplateError("\(name).html is missing from the bundle")
+        templates = try PageTemplate.allCases.map { page in
+            guard let url = Bundle.module.url(forResource: page.file, withExtension: "html", subdirectory: "Templates") else {
+                throw TemplateError("\(page.file).html is missing from the bundle")
             }
-            templates[name] = try Template(String(contentsOf: url, encoding: .utf8))
+            return try Template(String(contentsOf: url, encoding: .utf8))
         }
-        self.templates = templates
         guard let css = Bundle.module.url(forResource: "console", withExtension: "css", subdirectory: "Assets") else {
             throw TemplateError("console.css is missing from the bundle")
         }
@@ -46,8 +44,8 @@ final class Pages: Sendable {
         var nav: [(String, String, Bool)] = []
     }
 
-    func render(_ name: String, _ values: [String: TemplateValue], frame: Frame, status: Int = 200, headers: [(String, String)] = []) -> HTTPResponse {
-        let content = templates[name]!.render(values)
+    func render(_ page: PageTemplate, _ values: [String: TemplateValue], frame: Frame, status: Int = 200, headers: [(String, String)] = []) -> HTTPResponse {
+        let content = templates[page.rawValue].render(values)
         var layout: [String: TemplateValue] = [
             "title": .text(frame.title), "content": .html(content), "signedIn": .flag(frame.who != nil),
             "who": .text(frame.who ?? ""), "csrf": .text(frame.csrf ?? ""),
@@ -59,14 +57,14 @@ final class Pages: Sendable {
         if let e = frame.expired { layout["expired"] = .text(e) }
         if let n = frame.notice { layout["notice"] = .text(n) }
         if let p = frame.problem { layout["problem"] = .text(p) }
-        let html = templates["layout"]!.render(layout)
+        let html = templates[PageTemplate.layout.rawValue].render(layout)
         return HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + Self.securityHeaders + headers,
                             body: Array(html.utf8))
     }
 
     /// A piece of a page (a secret shown once, with its QR code), to go into another as `.html`.
-    func fragment(_ name: String, _ values: [String: TemplateValue]) -> String {
-        templates[name]!.render(values)
+    func fragment(_ page: PageTemplate, _ values: [String: TemplateValue]) -> String {
+        templates[page.rawValue].render(values)
     }
 
     /// A server time as pages show it: `2026-12-01 18:24 UTC` (`date`: `2026-12-01`).
@@ -79,7 +77,7 @@ final class Pages: Sendable {
     /// A page that only says something: a refusal, a link that no longer works.
     func message(_ heading: String, _ sentence: String, link: String = "/console/", linkText: String = "Back to the console",
                  frame: Frame, status: Int, headers: [(String, String)] = []) -> HTTPResponse {
-        render("message", ["heading": .text(heading), "message": .text(sentence), "link": .text(link), "linkText": .text(linkText)],
+        render(.message, ["heading": .text(heading), "message": .text(sentence), "link": .text(link), "linkText": .text(linkText)],
                frame: frame, status: status, headers: headers)
     }
 

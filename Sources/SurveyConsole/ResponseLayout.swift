@@ -43,7 +43,7 @@ struct ResponseLayout {
     private func render(_ nodes: [FormNode], in object: [String: JSONValue], path: String, depth: Int, instances: [String]) -> String {
         var out = "", run: [[String: TemplateValue]] = []
         func endRun() {
-            if !run.isEmpty { out += pages.fragment("answers", ["answers": .list(run)]) }
+            if !run.isEmpty { out += pages.fragment(.answers, ["answers": .list(run)]) }
             run = []
         }
         for node in nodes {

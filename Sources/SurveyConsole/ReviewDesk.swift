@@ -42,7 +42,7 @@ struct ReviewDesk: Sendable {
                 "hasSurveys": .flag(!surveys.isEmpty && reviews), "surveys": .list(reviews ? surveys : []),
                 "noSurveys": .text(reviews ? "No surveys yet." : "The review desk is for reviewers and admins; your role does not include it."),
             ]
-            return pages.render("home", ["heading": .text(org.name), "orgs": .list([item])], frame: frame)
+            return pages.render(.home, ["heading": .text(org.name), "orgs": .list([item])], frame: frame)
         }
     }
 
@@ -102,7 +102,7 @@ struct ReviewDesk: Sendable {
             "gatedOff": .text(frame.expired == nil ? "" : "The subscription has expired: reviews wait until it is renewed."),
             "hasResults": .flag(!results.isEmpty), "results": .list(results),
         ]
-        return pages.render("queue", values, frame: frame)
+        return pages.render(.queue, values, frame: frame)
     }
 
     /// Start review of, or approve, every selected response — each with the revision the queue
@@ -217,7 +217,7 @@ struct ReviewDesk: Sendable {
             "csrf": .text(v.csrf), "reviewUrl": .text(page + "/review"), "gatedOff": .text(gatedOff),
             "comment": .text(comment),
         ]
-        return pages.render("response", values, frame: frame, status: status)
+        return pages.render(.response, values, frame: frame, status: status)
     }
 
     static func historyLabel(_ action: String, to state: String?) -> String {

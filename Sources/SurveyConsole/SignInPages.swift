@@ -24,7 +24,7 @@ struct SignInPages: Sendable {
     private func signInPage(next: String, email: String, problem: String?, status: Int, headers: [(String, String)] = []) -> HTTPResponse {
         var frame = Pages.Frame(title: "Sign in")
         frame.problem = problem
-        return pages.render("sign-in", ["next": .text(next), "email": .text(email)], frame: frame, status: status, headers: headers)
+        return pages.render(.signIn, ["next": .text(next), "email": .text(email)], frame: frame, status: status, headers: headers)
     }
 
     func signIn(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -55,7 +55,7 @@ struct SignInPages: Sendable {
     func invitation(_ request: HTTPRequest) throws -> HTTPResponse {
         let token = request.parameter("invitationSecret")
         guard let (user, email) = try operations.invitations.open(token: token) else { return gone() }
-        return pages.render("invitation", ["name": .text(user.name), "email": .text(email), "token": .text(token)],
+        return pages.render(.invitation, ["name": .text(user.name), "email": .text(email), "token": .text(token)],
                             frame: Pages.Frame(title: "Set your password"))
     }
 
@@ -67,11 +67,11 @@ struct SignInPages: Sendable {
         } catch let e as ApiError where e.code == .validationFailed {
             var frame = Pages.Frame(title: "Set your password")
             frame.problem = e.detail
-            return pages.render("invitation", ["name": .text(user.name), "email": .text(email), "token": .text(token)], frame: frame, status: 422)
+            return pages.render(.invitation, ["name": .text(user.name), "email": .text(email), "token": .text(token)], frame: frame, status: 422)
         }
         var frame = Pages.Frame(title: "Sign in")
         frame.notice = "Your password is set. Sign in with \(email) and your new password."
-        return pages.render("sign-in", ["next": .text("/console/"), "email": .text(email)], frame: frame)
+        return pages.render(.signIn, ["next": .text("/console/"), "email": .text(email)], frame: frame)
     }
 
     private func gone() -> HTTPResponse {

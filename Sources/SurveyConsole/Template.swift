@@ -43,8 +43,8 @@ struct Template: Sendable {
             }
         }
         if !rest.isEmpty { stack[stack.count - 1].nodes.append(.text(String(rest))) }
-        guard stack.count == 1 else { throw TemplateError("{{#\(stack.last!.name)}} is never closed") }
-        nodes = stack[0].nodes
+        guard stack.count == 1, let root = stack.first else { throw TemplateError("{{#\(stack.last?.name ?? "")}} is never closed") }
+        nodes = root.nodes
     }
 
     func render(_ values: [String: TemplateValue]) -> String {

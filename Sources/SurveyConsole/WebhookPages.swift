@@ -32,7 +32,7 @@ struct WebhookPages: Sendable {
             ["url": .text(w.url), "description": .text(w.description ?? ""), "events": .text(w.events.joined(separator: ", ")),
              "state": .text(w.enabled ? "enabled" : "disabled"), "page": .text("/console/orgs/\(orgId)/webhooks/\(w.webhookId)")]
         }
-        return pages.render("webhooks", [
+        return pages.render(.webhooks, [
             "webhooks": .list(rows), "createUrl": .text("/console/orgs/\(orgId)/webhooks"), "csrf": .text(v.csrf), "gatedOff": admin.gatedOff(f),
             "url": .text(form["url"] ?? ""), "description": .text(form["description"] ?? ""),
             "events": .list(Self.eventLabels.map { ["value": .text($0.0), "label": .text($0.1), "checked": .flag(checked.contains($0.0))] }),
@@ -91,7 +91,7 @@ struct WebhookPages: Sendable {
                     "outcome": .text(outcome), "when": .text(when), "created": .text(Pages.time(d.createdAt)),
                     "retryUrl": .text(d.status == "pending" ? "" : "\(base)/deliveries/\(d.deliveryId)/retry")]
         }
-        return pages.render("webhook", [
+        return pages.render(.webhook, [
             "url": .text(w.url), "description": .text(w.description ?? ""), "webhookId": .text(w.webhookId),
             "events": .text(w.events.joined(separator: ", ")), "state": .text(w.enabled ? "enabled" : "disabled"), "enabled": .flag(w.enabled),
             "disabledReason": .text(w.enabled ? "" : w.disabledReason ?? ""), "created": .text(Pages.time(w.createdAt)),
@@ -102,7 +102,7 @@ struct WebhookPages: Sendable {
     }
 
     private func secret(_ value: String, _ heading: String) -> String {
-        pages.fragment("secret", ["heading": .text(heading), "value": .text(value), "qr": .text(""),
+        pages.fragment(.secret, ["heading": .text(heading), "value": .text(value), "qr": .text(""),
                                   "explain": .text("Shown only now. Put it in your receiver's configuration; it signs every delivery (webhook-signature).")])
     }
 

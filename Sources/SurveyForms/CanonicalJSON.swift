@@ -18,11 +18,12 @@ public enum CanonicalJSON {
     public static func encode(_ members: [String: JSONValue], adding key: String, encoded: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(encoded.count + 256)
-        var keys = members.keys.filter { $0 != key }
-        keys.append(key)
-        keys.sort(by: utf16Precedes)
-        appendObject(keys, to: &out, key: { $0 }) { name, out in
-            if name == key { out.append(contentsOf: encoded) } else { encode(members[name]!, into: &out) }
+        // nil stands for `key`'s value, which is already encoded.
+        var ordered: [(String, JSONValue?)] = members.filter { $0.key != key }.map { ($0.key, $0.value) }
+        ordered.append((key, nil))
+        ordered.sort { utf16Precedes($0.0, $1.0) }
+        appendObject(ordered, to: &out, key: { $0.0 }) { member, out in
+            if let value = member.1 { encode(value, into: &out) } else { out.append(contentsOf: encoded) }
         }
         return out
     }

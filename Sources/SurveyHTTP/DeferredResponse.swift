@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import SurveyDomain
 
 /// An answer that is not ready when its handler returns: the work runs elsewhere (a writer job, a
 /// blocking thread). The server parks the connection (libmicrohttpd's suspend) instead of holding
@@ -55,6 +56,7 @@ public final class DeferredResponse: Sendable {
         let done = DispatchSemaphore(value: 0)
         onReady { done.signal() }
         done.wait()
-        return take()!
+        // Only this waiter takes it; nil would be a defect, answered rather than trapped on.
+        return take() ?? { throw ApiError(.internalError) }
     }
 }

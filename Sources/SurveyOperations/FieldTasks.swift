@@ -38,7 +38,8 @@ public struct FieldTasks: Sendable {
                               completedAt: nil, completedBy: nil, responseId: nil)
         }, write: { [createdBy = user.userId] task, tx in
             try tx.createTask(task, createdBy: createdBy)
-            return try tx.read.task(orgId: orgId, taskId: task.taskId)!
+            guard let stored = try tx.read.task(orgId: orgId, taskId: task.taskId) else { throw ApiError(.internalError) }
+            return stored
         })
     }
 }

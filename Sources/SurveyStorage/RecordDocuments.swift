@@ -5,25 +5,29 @@ import SurveyDomain
 /// the API would have answered at that moment.
 extension ResponseRecord {
     /// The receipt of the response as it stands.
-    public var receipt: JSONValue { receipt(surveyVersionId: surveyVersionId, reviewState: reviewState, revision: revision) }
+    public var receipt: JSONValue { .object(receiptMembers) }
 
     /// The receipt exactly as the acceptance answered it, whatever happened since: revision 1,
     /// the version it was accepted with, and the first review state (`submitted` when the survey
     /// is reviewed, which every later state implies; `none` otherwise). For replays.
     public var acceptedReceipt: JSONValue {
-        receipt(surveyVersionId: acceptedSurveyVersionId ?? surveyVersionId,
-                reviewState: reviewState == .none ? .none : .submitted,
-                revision: 1)
+        .object(receiptMembers(surveyVersionId: acceptedSurveyVersionId ?? surveyVersionId,
+                               reviewState: reviewState == .none ? .none : .submitted,
+                               revision: 1))
     }
 
-    private func receipt(surveyVersionId: String, reviewState: ReviewState, revision: Int64) -> JSONValue {
+    private var receiptMembers: [String: JSONValue] {
+        receiptMembers(surveyVersionId: surveyVersionId, reviewState: reviewState, revision: revision)
+    }
+
+    private func receiptMembers(surveyVersionId: String, reviewState: ReviewState, revision: Int64) -> [String: JSONValue] {
         var o: [String: JSONValue] = [
             "responseId": .string(responseId), "clientSubmissionId": .string(clientSubmissionId),
             "surveyVersionId": .string(surveyVersionId), "status": "accepted", "reviewState": .string(reviewState.rawValue),
             "revision": .number(Double(revision)), "receivedAt": .string(Timestamp.format(receivedAt)),
         ]
         if let t = fieldTaskId { o["fieldTaskId"] = .string(t) }
-        return .object(o)
+        return o
     }
 
     /// The whole response: the receipt, who sent it and its answers.
@@ -41,7 +45,7 @@ extension ResponseRecord {
     }
 
     private var documentMembers: [String: JSONValue] {
-        var o = receipt.objectValue!
+        var o = receiptMembers
         o["surveyId"] = .string(surveyId)
         o["submittedBy"] = .string(submitter)
         if let c = capturedAt { o["capturedAt"] = .string(Timestamp.format(c)) }
@@ -50,7 +54,10 @@ extension ResponseRecord {
 }
 
 extension UploadRecord {
-    public var document: JSONValue {
+    public var document: JSONValue { .object(documentMembers) }
+
+    /// `document`'s members, for a document that adds to them (a webhook's event).
+    public var documentMembers: [String: JSONValue] {
         ["clientUploadId": .string(clientUploadId), "surveyVersionId": .string(surveyVersionId), "questionId": .string(questionId),
          "contentType": .string(contentType), "size": .number(Double(size)), "sha256": .string(sha256),
          "receivedAt": .string(Timestamp.format(receivedAt))]

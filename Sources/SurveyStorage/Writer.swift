@@ -54,7 +54,7 @@ final class Writer: WriteExecutor, @unchecked Sendable {
         let box = ResultBox<T>()
         do {
             try enqueue(Job({ conn, undo in box.value = try body(conn, undo) },
-                            finished: { job in then(job.failure.map { .failure($0) } ?? .success(box.value!)) }))
+                            finished: { job in then(job.failure.map { .failure($0) } ?? box.result()) }))
         } catch {
             then(.failure(error))
         }

@@ -132,21 +132,25 @@ public final class WebhookDispatcher: Sendable {
     private func work() {
         while true {
             wake.lock()
-            var next: DueDelivery?
-            while next == nil {
-                let (item, stop) = state.withLock { s -> (DueDelivery?, Bool) in
-                    s.queue.isEmpty ? (nil, s.stopping) : (s.queue.removeFirst(), false)
-                }
-                if stop { wake.unlock(); return }
-                next = item
-                if next == nil { wake.wait() }
-            }
+            guard let next = waitForDelivery() else { wake.unlock(); return }
             wake.unlock()
-            deliver(next!)
+            deliver(next)
             wake.lock()
-            state.withLock { _ = $0.inFlight.remove(next!.webhook.webhookId) }
+            state.withLock { _ = $0.inFlight.remove(next.webhook.webhookId) }
             wake.broadcast()  // the webhook's next delivery may go now
             wake.unlock()
+        }
+    }
+
+    /// The next queued delivery, waiting for one (`wake` held); nil once stopping.
+    private func waitForDelivery() -> DueDelivery? {
+        while true {
+            let (item, stop) = state.withLock { s -> (DueDelivery?, Bool) in
+                s.queue.isEmpty ? (nil, s.stopping) : (s.queue.removeFirst(), false)
+            }
+            if stop { return nil }
+            if let item { return item }
+            wake.wait()
         }
     }
 

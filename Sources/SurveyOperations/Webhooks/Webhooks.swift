@@ -40,7 +40,8 @@ public struct Webhooks: Sendable {
                                  cursor: 0, createdAt: now, updatedAt: now)
         }, write: { webhook, tx in
             try tx.createWebhook(webhook)
-            return try tx.read.webhook(orgId: orgId, webhookId: webhook.webhookId)!
+            guard let stored = try tx.read.webhook(orgId: orgId, webhookId: webhook.webhookId) else { throw ApiError(.internalError) }
+            return stored
         })
     }
 

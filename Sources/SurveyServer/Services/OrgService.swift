@@ -14,7 +14,9 @@ struct OrgService {
         services.route(&router, "PUT", "/v1/orgs/{orgId}/subscription", .memberOrOperator(anyOf: []), putSubscription)
     }
 
-    static func subscription(_ org: OrgRecord, now: Int64) -> JSONValue {
+    static func subscription(_ org: OrgRecord, now: Int64) -> JSONValue { .object(subscriptionMembers(org, now: now)) }
+
+    static func subscriptionMembers(_ org: OrgRecord, now: Int64) -> [String: JSONValue] {
         ["status": .string(now < org.expiresAt ? "active" : "expired"), "expiresAt": .string(Timestamp.format(org.expiresAt))]
     }
 
@@ -50,7 +52,7 @@ struct OrgService {
 
     /// The subscription with the server's time, so a client can tell its own clock's drift.
     static func subscriptionAnswer(_ org: OrgRecord, now: Int64) -> HTTPResponse {
-        var body = subscription(org, now: now).objectValue!
+        var body = subscriptionMembers(org, now: now)
         body["serverTime"] = .string(Timestamp.format(now))
         return .json(200, .object(body))
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SurveyDomain
 
 /// Runs write jobs, each in a transaction of its own or of its group, and answers each caller
 /// once its work is committed: the SQLite `Writer` (one connection, group commit) or the
@@ -38,7 +39,7 @@ extension WriteExecutor {
         let done = DispatchSemaphore(value: 0)
         submitAsync(body) { outcome.value = $0; done.signal() }
         done.wait()
-        return try outcome.value!.get()
+        return try outcome.result().get().get()
     }
 
     func submit<T>(_ body: @escaping (any SQLConnection) throws -> T) throws -> T {
@@ -57,6 +58,13 @@ func undoJob(_ connection: any SQLConnection, _ undo: UndoLog) throws {
 /// a semaphore) and read after it, which orders the accesses.
 final class ResultBox<T>: @unchecked Sendable {
     var value: T?
+
+    /// The value, once the job that sets it has run without error. Nil would be a defect of
+    /// the writer; it is answered as an internal error rather than stopping the server.
+    func result() -> Result<T, any Error> {
+        guard let value else { return .failure(ApiError(.internalError, "A write finished without its result.")) }
+        return .success(value)
+    }
 }
 
 /// File-system steps to take back when a job's transaction does not commit (a blob renamed into

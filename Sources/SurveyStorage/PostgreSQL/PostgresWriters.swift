@@ -70,7 +70,7 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
                         then: @escaping (Result<T, any Error>) -> Void) {
         let box = ResultBox<T>()
         let job = Job(opening: opening, { conn, undo in box.value = try body(conn, undo) },
-                      finished: { result in then(result.map { box.value! }) })
+                      finished: { result in then(result.flatMap { box.result() }) })
         cond.lock()
         if stopping {
             cond.unlock()

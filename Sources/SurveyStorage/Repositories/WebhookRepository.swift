@@ -234,11 +234,11 @@ extension ReadContext {
                                     [.text(w.webhookId)]).first?.int("event_seq") {
             next = try event(orgId: w.orgId, seq: seq)
         }
-        if next == nil || next!.seq > from {
+        if next.map({ $0.seq > from }) ?? true {
             let (found, to) = try events(for: w, after: from, limit: 1)
             // Found: the next look starts just before it (it is not done until it is recorded).
             scannedTo = found.first.map { $0.seq - 1 } ?? to
-            if let first = found.first, next == nil || first.seq < next!.seq { next = first }
+            if let first = found.first, next.map({ first.seq < $0.seq }) ?? true { next = first }
         }
         guard let event = next else { return (nil, scannedTo) }
         let d = try delivery(event, of: w, salt: salt)
@@ -254,7 +254,7 @@ extension ReadContext {
         switch e.action {
         case "upload.commit":
             guard let u = try upload(orgId: orgId, clientUploadId: e.targetId) else { return nil }
-            var document = u.document.objectValue!
+            var document = u.documentMembers
             document["uploadedBy"] = .string(u.uploader)
             data = CanonicalJSON.encode(.object(document))
         case "task.complete":
