@@ -112,7 +112,8 @@ final class SQLiteDatabase {
                 case SQLITE_BLOB:
                     let count = Int(sqlite3_column_bytes(statement, column))
                     if count == 0 { row.append(.blob([])); break }
-                    let pointer = sqlite3_column_blob(statement, column)!
+                    // NULL for a non-empty blob only when SQLite ran out of memory converting it.
+                    guard let pointer = sqlite3_column_blob(statement, column) else { throw lastError(SQLITE_NOMEM) }
                     row.append(.blob(Array(UnsafeRawBufferPointer(start: pointer, count: count))))
                 default: row.append(.null)
                 }
