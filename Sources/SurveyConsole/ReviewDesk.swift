@@ -16,6 +16,8 @@ struct ReviewDesk: Sendable {
         (.submitted, "Submitted"), (.inReview, "In review"), (.returned, "Returned"), (.approved, "Approved"), (.rejected, "Rejected"), (.none, "No review"),
     ]
     static func label(_ state: ReviewState) -> String { stateLabels.first { $0.0 == state }?.1 ?? state.rawValue }
+    /// A count of responses as the desk shows it: exact up to `ReviewQueue.countCap`, "10000+" beyond.
+    static func shown(_ count: Int) -> String { count > ReviewQueue.countCap ? "\(ReviewQueue.countCap)+" : String(count) }
     static let actionLabels: [(ReviewAction, String, String)] = [
         (.startReview, "Start review", "good"), (.returnForCorrection, "Return for correction", "secondary"),
         (.approve, "Approve", "good"), (.reject, "Reject", "danger"),
@@ -34,7 +36,7 @@ struct ReviewDesk: Sendable {
             frame.expired = console.expiredNotice(user.orgId)
             let reviews = user.has(.reviewer) || user.has(.admin)
             let surveys: [[String: TemplateValue]] = try operations.waitingForReview(user, orgId: user.orgId).map { s, waiting in
-                ["surveyTitle": .text(s.title), "waiting": .text("\(waiting) waiting for review"),
+                ["surveyTitle": .text(s.title), "waiting": .text("\(Self.shown(waiting)) waiting for review"),
                  "queueUrl": .text("/console/orgs/\(user.orgId)/surveys/\(s.surveyId)/responses?state=submitted")]
             }
             let item: [String: TemplateValue] = [
@@ -73,10 +75,13 @@ struct ReviewDesk: Sendable {
             let s = q.sorted { $0.key < $1.key }.map { "\($0.key)=\(urlEncoded($0.value))" }.joined(separator: "&")
             return s.isEmpty ? base : base + "?" + s
         }
-        var states: [[String: TemplateValue]] = [["label": .text("All"), "count": .text(String(page.counts.values.reduce(0, +))),
+        // A state counted no further than the cap adds the cap to "All", which is then "at least".
+        let all = page.counts.values.reduce(0) { $0 + min($1, ReviewQueue.countCap) }
+        let allIsAtLeast = page.counts.values.contains { $0 > ReviewQueue.countCap }
+        var states: [[String: TemplateValue]] = [["label": .text("All"), "count": .text(allIsAtLeast ? "\(all)+" : String(all)),
                                                   "url": .text(url(state: nil)), "current": .flag(state == nil)]]
         for (s, label) in Self.stateLabels where s != .none || page.counts[.none] != nil {
-            states.append(["label": .text(label), "count": .text(String(page.counts[s, default: 0])), "url": .text(url(state: s)),
+            states.append(["label": .text(label), "count": .text(Self.shown(page.counts[s, default: 0])), "url": .text(url(state: s)),
                            "current": .flag(state == s)])
         }
         let names = Dictionary(page.submitters.map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })

@@ -119,13 +119,14 @@ extension Operations {
         return try database.read { try $0.users(orgId: orgId) }
     }
 
-    /// Each survey with the responses waiting for review: reviewers and admins only (others, none).
+    /// Each survey with the responses waiting for review (above `ReviewQueue.countCap`: more than
+    /// that): reviewers and admins only (others, none).
     public func waitingForReview(_ user: UserRecord, orgId: String) throws -> [(survey: SurveyRecord, waiting: Int)] {
         try member(user, of: orgId)
         guard seesAll(user) else { return [] }
         return try database.read { db in
             try db.surveys(orgId: orgId, after: nil, limit: 500).map { s in
-                (s, try db.stateCounts(ExportFilter(orgId: orgId, surveyId: s.surveyId))[.submitted, default: 0])
+                (s, try db.count(ExportFilter(orgId: orgId, surveyId: s.surveyId), in: .submitted, upTo: ReviewQueue.countCap))
             }
         }
     }
