@@ -13,6 +13,8 @@ public struct Digest: ~Copyable {
         case .sha1: Self.sha1Method
         case .md5: Self.md5Method
         }
+        // `missingFromLibcrypto` is checked before any command runs, so this never fails there.
+        precondition(method.pointer != nil, "libcrypto provides no \(method.name) (see Digest.missingFromLibcrypto)")
         EVP_DigestInit_ex2(ctx, method.pointer, nil)
     }
 
@@ -21,12 +23,26 @@ public struct Digest: ~Copyable {
     /// included, was 5 % of an HTTP thread's profile under submissions: two small digests each.)
     private struct Method: @unchecked Sendable {
         // @unchecked: a fetched EVP_MD is immutable and may be shared by threads (OpenSSL 3 docs).
-        let pointer: OpaquePointer
-        init(_ name: String) { pointer = EVP_MD_fetch(nil, name, nil)! }
+        let name: String
+        /// Nil when libcrypto's configuration provides no such digest.
+        let pointer: OpaquePointer?
+        init(_ name: String) { self.name = name; pointer = EVP_MD_fetch(nil, name, nil) }
     }
     private static let sha256Method = Method("SHA256")
     private static let sha1Method = Method("SHA1")
     private static let md5Method = Method("MD5")
+
+    /// What surveyd uses of libcrypto and this machine's libcrypto does not provide: empty
+    /// normally. A configuration that loads only some providers (`OPENSSL_CONF`; a FIPS-only
+    /// one has no MD5, which ODK form lists need) lacks some, and every command refuses to
+    /// start rather than stop at the first request that needs one.
+    public static func missingFromLibcrypto() -> [String] {
+        var missing = [sha256Method, sha1Method, md5Method].filter { $0.pointer == nil }.map(\.name)
+        if let mac = EVP_MAC_fetch(nil, "HMAC", nil) { EVP_MAC_free(mac) } else { missing.append("HMAC") }
+        var byte: UInt8 = 0
+        if RAND_bytes(&byte, 1) != 1 { missing.append("a random number generator") }
+        return missing
+    }
     deinit { EVP_MD_CTX_free(ctx) }
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {

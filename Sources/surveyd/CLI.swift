@@ -44,6 +44,11 @@ enum CLI {
             let options = try Options(args)
             // `--help` after any command shows the usage and runs nothing.
             if options.flag("help") { print(usage); return }
+            let missing = Digest.missingFromLibcrypto()
+            guard missing.isEmpty else {
+                throw CLIError("libcrypto (OpenSSL) here provides no \(missing.joined(separator: ", ")), which surveyd needs "
+                               + "(is OPENSSL_CONF loading only some providers?). Nothing was started or changed.")
+            }
             switch options.positional.first {
             case "serve": try serve(options)
             case "admin": try admin(options)

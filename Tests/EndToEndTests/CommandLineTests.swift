@@ -69,4 +69,30 @@ import Testing
         #expect(outcome.stderr.contains("--trusted-proxy must be IPv4 addresses"), "stderr: \(outcome.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty, "nothing may be created")
     }
+
+    /// A libcrypto configured without the digests and random numbers surveyd uses (here: only
+    /// OpenSSL's base provider) is named at start, and nothing starts: no request can then
+    /// reach a missing algorithm and stop the server.
+    @Test(arguments: [["serve", "--port", "0"], ["admin", "create-org", "--name", "A", "--expires-at", "2030-01-01T00:00:00Z"]])
+    func aLibcryptoWithoutItsAlgorithmsIsRefusedAtStart(args: [String]) throws {
+        let dir = try Self.emptyDirectory()
+        let config = NSTemporaryDirectory() + "surveyd-openssl-" + UUID().uuidString + ".cnf"
+        defer { try? FileManager.default.removeItem(atPath: dir); try? FileManager.default.removeItem(atPath: config) }
+        try """
+            openssl_conf = openssl_init
+            [openssl_init]
+            providers = provider_sect
+            [provider_sect]
+            base = base_sect
+            [base_sect]
+            activate = 1
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SURVEYD_") }
+        environment["OPENSSL_CONF"] = config
+        let outcome = try ServerProcess.command(args + ["--data-dir", dir + "/data"], directory: dir, environment: environment, timeout: 20)
+        #expect(outcome.status == 1)
+        #expect(outcome.stderr.contains("libcrypto (OpenSSL) here provides no SHA256, SHA1, MD5"), "stderr: \(outcome.stderr)")
+        #expect(outcome.stderr.contains("Nothing was started or changed."), "stderr: \(outcome.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty, "nothing may be created")
+    }
 }
