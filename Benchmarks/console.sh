@@ -19,9 +19,13 @@
 # PG=1: the large data dir is also moved into a throwaway PostgreSQL 15 cluster with
 # `surveyd migrate` (by BEFORE when given) and measured there the same way.
 #
-# Environment: SMALL (1000) ROUNDS (7) PG (0) BEFORE PORT (18301) PG_PORT (15437) BENCH_DIR
-# (default /tmp/surveyd-console) SCRATCH (/tmp/bench-build). Results: $BENCH_DIR/results.txt; the
-# data dirs and the cluster are removed on exit, also on failure.
+# SCREENSHOTS=DIR: BIN's home page and the large survey's submitted tab are also saved as
+# DIR/home-large-desktop.png and DIR/queue-large-desktop.png (headless Chromium, with the venv
+# scripts/browser_tests.sh makes; Docs/console's were made so).
+#
+# Environment: SMALL (1000) ROUNDS (7) PG (0) BEFORE SCREENSHOTS PORT (18301) PG_PORT (15437)
+# BENCH_DIR (default /tmp/surveyd-console) SCRATCH (/tmp/bench-build). Results:
+# $BENCH_DIR/results.txt; the data dirs and the cluster are removed on exit, also on failure.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -103,12 +107,16 @@ make_data_dir() {
 
 # measure TAG BIN ARGS... : the pages through a server of BIN; "TAG page median_ms=… …" lines.
 measure() {
-    local tag=$1 bin=$2 started; shift 2
+    local tag=$1 bin=$2 started python=python3 shots=(); shift 2
+    if [ -n "${SCREENSHOTS:-}" ] && [ "$tag" = bin-large ]; then
+        python="$ROOT/.build/venv-browser/bin/python"; shots=(--screenshots "$SCREENSHOTS" --name large)
+        [ -x "$python" ] || die "SCREENSHOTS needs the venv scripts/browser_tests.sh makes ($python)"
+    fi
     started=$(date +%s.%N)
     serve "$bin" "$WORK/serve-$tag.log" "$@"
     rec "$tag start_s=$(python3 -c "print(f'{$(date +%s.%N) - $started:.2f}')")"
-    python3 "$HERE/console_pages.py" --port "$PORT" --token "$ADMIN" --org "$ORG" --survey "$SURVEY" --rounds "$ROUNDS" \
-        | sed "s/^/$tag /" | tee -a "$RESULTS"
+    "$python" "$HERE/console_pages.py" --port "$PORT" --token "$ADMIN" --org "$ORG" --survey "$SURVEY" --rounds "$ROUNDS" \
+        "${shots[@]}" | sed "s/^/$tag /" | tee -a "$RESULTS"
     stop
 }
 
