@@ -35,17 +35,10 @@ WORK=${BENCH_DIR:-/tmp/surveyd-console}
 PORT=${PORT:-18301}; PG_PORT=${PG_PORT:-15437}
 export PATH="/opt/swift/usr/bin:$PATH"
 
-log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "FAILED: $*"; exit 1; }
+# shellcheck source=bench_dir.sh
+source "$HERE/bench_dir.sh"
 command -v jq > /dev/null || die "jq is not installed"
-case "$WORK" in
-    /|/tmp|/tmp/|"$HOME"|"$ROOT"|"$ROOT"/*) die "BENCH_DIR=$WORK would delete something that is not a benchmark dir" ;;
-esac
-[ ! -e "$WORK" ] || [ -f "$WORK/.console-bench" ] || [ -z "$(ls -A "$WORK")" ] \
-    || die "BENCH_DIR=$WORK exists and is not a previous console.sh dir; not deleting it"
-rm -rf "$WORK"
-mkdir -p "$WORK"
-touch "$WORK/.console-bench"
+fresh_bench_dir console
 RESULTS="$WORK/results.txt"; : > "$RESULTS"
 rec() { echo "$*" | tee -a "$RESULTS"; }
 
@@ -58,13 +51,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ -z "$BIN" ]; then
-    log "building release (scratch ${SCRATCH:-/tmp/bench-build})"
-    swift build -c release --package-path "$ROOT" --scratch-path "${SCRATCH:-/tmp/bench-build}" --product surveyd > "$WORK/build.log" 2>&1 \
-        || { tail -30 "$WORK/build.log"; die "release build"; }
-    BIN="${SCRATCH:-/tmp/bench-build}/release/surveyd"
-fi
-[ -x "$BIN" ] || die "no binary $BIN"
+release_bin
 [ -z "$BEFORE" ] || [ -x "$BEFORE" ] || die "no binary BEFORE=$BEFORE"
 MAKER=${BEFORE:-$BIN}
 rec "console.sh $(date -u +%FT%TZ) bin=$BIN before=${BEFORE:-none} small=$SMALL count=$COUNT rounds=$ROUNDS" \

@@ -29,17 +29,10 @@ WORK=${BENCH_DIR:-/tmp/surveyd-pgfile}
 PG_PORT=${PG_PORT:-15436}; PORT=${PORT:-18291}
 export PATH="/opt/swift/usr/bin:$PATH"
 
-log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "FAILED: $*"; exit 1; }
+# shellcheck source=bench_dir.sh
+source "$HERE/bench_dir.sh"
 command -v jq > /dev/null || die "jq is not installed"
-case "$WORK" in
-    /|/tmp|/tmp/|"$HOME"|"$ROOT"|"$ROOT"/*) die "BENCH_DIR=$WORK would delete something that is not a benchmark dir" ;;
-esac
-[ ! -e "$WORK" ] || [ -f "$WORK/.pgfile-bench" ] || [ -z "$(ls -A "$WORK")" ] \
-    || die "BENCH_DIR=$WORK exists and is not a previous pgfile.sh dir; not deleting it"
-rm -rf "$WORK"
-mkdir -p "$WORK"
-touch "$WORK/.pgfile-bench"
+fresh_bench_dir pgfile
 RESULTS="$WORK/results.txt"; : > "$RESULTS"
 rec() { echo "$*" | tee -a "$RESULTS"; }
 
@@ -52,13 +45,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ -z "$BIN" ]; then
-    log "building release (scratch ${SCRATCH:-/tmp/bench-build})"
-    swift build -c release --package-path "$ROOT" --scratch-path "${SCRATCH:-/tmp/bench-build}" --product surveyd > "$WORK/build.log" 2>&1 \
-        || { tail -30 "$WORK/build.log"; die "release build"; }
-    BIN="${SCRATCH:-/tmp/bench-build}/release/surveyd"
-fi
-[ -x "$BIN" ] || die "no binary $BIN"
+release_bin
 
 log "starting PostgreSQL (port $PG_PORT, $WORK/pg)"
 URL=$("$ROOT/scripts/pg_cluster.sh" start "$WORK/pg" "$PG_PORT")

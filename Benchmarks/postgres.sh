@@ -73,21 +73,15 @@ PGBIN=/usr/lib/postgresql/15/bin
 HZ=$(getconf CLK_TCK)
 export PATH="/opt/swift/usr/bin:$PATH"
 
-log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "FAILED: $*"; exit 1; }
+# shellcheck source=bench_dir.sh
+source "$HERE/bench_dir.sh"
 command -v wrk > /dev/null || die "wrk is not installed"
 command -v jq > /dev/null || die "jq is not installed"
 [ -x "$PGBIN/pgbench" ] || die "no $PGBIN/pgbench (scripts/setup.sh installs PostgreSQL 15)"
 ulimit -n 65536 2>/dev/null || ulimit -n 4096 || true
 
-case "$WORK" in
-    /|/tmp|/tmp/|"$HOME"|"$ROOT"|"$ROOT"/*) die "BENCH_DIR=$WORK would delete something that is not a benchmark dir" ;;
-esac
-[ ! -e "$WORK" ] || [ -f "$WORK/.postgres-bench" ] || [ -z "$(ls -A "$WORK")" ] \
-    || die "BENCH_DIR=$WORK exists and is not a previous postgres.sh dir; not deleting it"
-rm -rf "$WORK"
+fresh_bench_dir postgres
 mkdir -p "$WORK/ids" "$WORK/out"
-touch "$WORK/.postgres-bench"
 RESULTS="$WORK/results.txt"; : > "$RESULTS"
 rec() { echo "$*" >> "$RESULTS"; }
 
@@ -105,13 +99,7 @@ cleanup() {
 trap cleanup EXIT
 
 # --- build --------------------------------------------------------------------------------------
-if [ -z "$BIN" ]; then
-    log "building release (scratch ${SCRATCH:-/tmp/bench-build})"
-    swift build -c release --package-path "$ROOT" --scratch-path "${SCRATCH:-/tmp/bench-build}" --product surveyd > "$WORK/build.log" 2>&1 \
-        || { tail -30 "$WORK/build.log"; die "release build"; }
-    BIN="${SCRATCH:-/tmp/bench-build}/release/surveyd"
-fi
-[ -x "$BIN" ] || die "no binary $BIN"
+release_bin
 
 # --- the cluster --------------------------------------------------------------------------------
 log "starting PostgreSQL (port $PG_PORT, $WORK/pg)"
