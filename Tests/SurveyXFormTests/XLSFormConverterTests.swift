@@ -17,7 +17,17 @@ import TestProcesses
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("xls2xform-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
             let body = "#!/bin/sh\nRECORD='\(record.path)'\n" + script + "\n"
-            try Data(body.utf8).write(to: URL(fileURLWithPath: executable))
+            // Written under another name and copied by a child process: a test running in
+            // parallel that forks while this process holds the script open for writing would
+            // carry that descriptor into its child, and running the script fails with ETXTBSY.
+            let source = directory.appendingPathComponent("script.sh")
+            try Data(body.utf8).write(to: source)
+            let copy = Process()
+            copy.executableURL = URL(fileURLWithPath: "/bin/cp")
+            copy.arguments = [source.path, executable]
+            try copy.run()
+            copy.waitUntilExit()
+            guard copy.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: executable)
         }
 
