@@ -22,12 +22,9 @@ import TestProcesses
             // carry that descriptor into its child, and running the script fails with ETXTBSY.
             let source = directory.appendingPathComponent("script.sh")
             try Data(body.utf8).write(to: source)
-            let copy = Process()
-            copy.executableURL = URL(fileURLWithPath: "/bin/cp")
-            copy.arguments = [source.path, executable]
-            try copy.run()
-            copy.waitUntilExit()
-            guard copy.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+            guard try SpawnedProcess.run("/bin/cp", [source.path, executable]).termination == .exited(0) else {
+                throw CocoaError(.fileWriteUnknown)
+            }
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: executable)
         }
 
