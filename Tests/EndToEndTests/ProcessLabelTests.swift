@@ -18,6 +18,20 @@ import Testing
         #expect(m.text.contains("surveyd_http_requests_total{process=\"field-node-2\",route=\""), "\(m.text.prefix(600))")
     }
 
+    /// An operator reading `top -H` or a profile sees which thread writes: Linux keeps a thread's
+    /// name only when it fits in 15 bytes.
+    @Test func theWritingThreadsAreNamedWhereTheKernelShowsThem() throws {
+        let server = ServerProcess()
+        try server.start(extra: TestEngine.isPostgres ? ["--database-writers", "2"] : [])
+        defer { _ = server.terminate() }
+        let pid = try #require(server.process?.pid)
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        let names = Set(tasks.compactMap { try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8) }
+            .map { $0.trimmingCharacters(in: .newlines) })
+        let writers: Set<String> = TestEngine.isPostgres ? ["surveyd-pgw0", "surveyd-pgw1"] : ["surveyd-writer"]
+        #expect(writers.isSubset(of: names), "threads: \(names.sorted())")
+    }
+
     @Test(arguments: ["two words", "quote\"d", String(repeating: "n", count: 129)])
     func aNameThatCannotBeALabelIsRefused(name: String) throws {
         let dir = try CommandLineTests.emptyDirectory()

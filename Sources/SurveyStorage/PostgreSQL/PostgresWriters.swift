@@ -51,7 +51,8 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
         running = connections.count
         for (i, conn) in connections.enumerated() {
             let t = Thread { [unowned self] in
-                Thread.current.name = "surveyd-pgwrite\(i)"
+                // At most 15 bytes, or Linux keeps no name at all (top -H, perf, /proc/*/task/*/comm).
+                Thread.current.name = "surveyd-pgw\(i)"
                 self.loop(conn)
             }
             t.stackSize = 4 << 20
