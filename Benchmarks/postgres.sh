@@ -55,11 +55,17 @@
 # the three processes instead (WRITERS=6 WRITERS_EACH=2: the same write connections in total);
 # HTTP_THREADS their --http-threads.
 #
+# Where surveyd's CPU goes: PERF=1 records each one-process measurement with `perf record`
+# (PERF_FREQ Hz, 499; --call-graph PERF_CALL_GRAPH, dwarf,16384: the VM has no frame pointers
+# through the Swift runtime) into $BENCH_DIR/perf-one-rN.data, kept after the run; read it with
+# `perf report -i FILE --children --sort sym | swift demangle`. Those measurements count perf's
+# own cost in surveyd's CPU and rate.
+#
 # Environment: SECS (8) WARM (3) PRIME (10) ANALYZE (1) WRITE (1) SERIAL (0) CONNECTIONS (64: wrk's
 # connections, and pgbench's clients unless PGBENCH_CLIENTS says otherwise) LOG (0; 1 = request log
 # on) PG_PORT (15434) PORT (18281; the three processes use PORT..PORT+2) PG_OPTIONS (extra -c
 # settings for the cluster) BENCH_DIR SCRATCH (/tmp/bench-build) OTHER_MAX (SECS/4) ATTEMPTS (2)
-# QUIET_WAIT (30) PIN (0) WRITERS WRITERS_EACH HTTP_THREADS CHECKPOINTS (1).
+# QUIET_WAIT (30) PIN (0) WRITERS WRITERS_EACH HTTP_THREADS CHECKPOINTS (1) PERF (0) PERF_FREQ PERF_CALL_GRAPH.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -77,6 +83,7 @@ export PATH="/opt/swift/usr/bin:$PATH"
 source "$HERE/bench_dir.sh"
 command -v wrk > /dev/null || die "wrk is not installed"
 command -v jq > /dev/null || die "jq is not installed"
+[ "${PERF:-0}" = 1 ] && { command -v perf > /dev/null || die "PERF=1 needs perf (apt-get install linux-perf)"; }
 [ -x "$PGBIN/pgbench" ] || die "no $PGBIN/pgbench (scripts/setup.sh installs PostgreSQL 15)"
 ulimit -n 65536 2>/dev/null || ulimit -n 4096 || true
 
@@ -242,7 +249,14 @@ measure_surveyd() {  # mode processes
     start_servers "$2"
     run_wrk "${1}warm" "$WARM" > /dev/null
     snapshot; REQS=0; local w0; w0=$(surveyd_switches)
+    local profiler=
+    if [ "${PERF:-0}" = 1 ] && [ "$2" = 1 ]; then
+        perf record -F "${PERF_FREQ:-499}" --call-graph "${PERF_CALL_GRAPH:-dwarf,16384}" -p "${SERVER_PIDS[0]}" \
+            -o "$WORK/perf-$1-r${ROUND:-0}.data" -- sleep "$SECS" 2> /dev/null &
+        profiler=$!
+    fi
     run_wrk "$1" "$SECS"
+    if [ -n "$profiler" ]; then wait "$profiler" || true; fi
     account "$REQS"
     local switches; switches=$(awk -v a="$w0" -v b="$(surveyd_switches)" -v n="$REQS" 'BEGIN { printf "%.2f", (n > 0 ? (b - a) / n : 0) }')
     stop_servers
@@ -292,6 +306,7 @@ log "$ROUNDS rounds of ${MODES[*]}: ${WARM} s warm-up + ${SECS} s measured each"
 for r in $(seq 1 "$ROUNDS"); do
     shift_=$(( (r - 1) % ${#MODES[@]} )); order=("${MODES[@]:$shift_}" "${MODES[@]:0:$shift_}")
     declare -A R=()
+    ROUND=$r
     for m in "${order[@]}"; do
         for attempt in $(seq 1 "$ATTEMPTS"); do
             [ "${CHECKPOINTS:-1}" = 1 ] && psql_c CHECKPOINT
