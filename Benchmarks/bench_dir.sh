@@ -4,9 +4,14 @@
 #
 #   log TEXT             a timestamped line on stderr
 #   die TEXT             that line as a failure, then exit 1
-#   fresh_bench_dir NAME WORK emptied and marked as NAME's (WORK/.NAME-bench). Refused: /, /tmp,
-#                        $HOME, the checkout or a dir inside it, and a dir that is neither empty
-#                        nor NAME's from an earlier run (nothing else is ever deleted)
+#   fresh_bench_dir NAME WORK emptied and marked as NAME's (WORK/.NAME-bench), with an empty
+#                        RESULTS file (WORK/results.txt). Refused: /, /tmp, $HOME, the checkout or
+#                        a dir inside it, and a dir that is neither empty nor NAME's from an
+#                        earlier run (nothing else is ever deleted)
+#   rec TEXT             a line printed and appended to RESULTS
+#   stop_server_and_cluster PATH...
+#                        the EXIT trap of a run with one server and a cluster in WORK/pg: kills
+#                        SERVER_PID (if set), stops and removes the cluster, removes PATHs
 #   release_bin          BIN as given, or a release build made here (--scratch-path $SCRATCH,
 #                        default /tmp/bench-build; its log in WORK/build.log) when BIN is empty
 
@@ -23,6 +28,17 @@ fresh_bench_dir() {
     rm -rf "$WORK"
     mkdir -p "$WORK"
     touch "$WORK/.$name-bench"
+    RESULTS="$WORK/results.txt"
+    : > "$RESULTS"
+}
+
+rec() { echo "$*" | tee -a "$RESULTS"; }
+
+stop_server_and_cluster() {
+    [ -n "${SERVER_PID:-}" ] && kill -9 "$SERVER_PID" 2>/dev/null || true
+    wait 2>/dev/null || true
+    "$ROOT/scripts/pg_cluster.sh" stop "$WORK/pg" 2>/dev/null || true
+    rm -rf "$WORK/pg" "$@"
 }
 
 release_bin() {

@@ -39,17 +39,9 @@ export PATH="/opt/swift/usr/bin:$PATH"
 source "$HERE/bench_dir.sh"
 command -v jq > /dev/null || die "jq is not installed"
 fresh_bench_dir console
-RESULTS="$WORK/results.txt"; : > "$RESULTS"
-rec() { echo "$*" | tee -a "$RESULTS"; }
 
 SERVER_PID=
-cleanup() {
-    [ -n "$SERVER_PID" ] && kill -9 "$SERVER_PID" 2>/dev/null || true
-    wait 2>/dev/null || true
-    "$ROOT/scripts/pg_cluster.sh" stop "$WORK/pg" 2>/dev/null || true
-    rm -rf "$WORK/pg" "$WORK"/data-*
-}
-trap cleanup EXIT
+trap 'stop_server_and_cluster "$WORK"/data-*' EXIT
 
 release_bin
 [ -z "$BEFORE" ] || [ -x "$BEFORE" ] || die "no binary BEFORE=$BEFORE"

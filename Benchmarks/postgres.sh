@@ -89,8 +89,7 @@ ulimit -n 65536 2>/dev/null || ulimit -n 4096 || true
 
 fresh_bench_dir postgres
 mkdir -p "$WORK/ids" "$WORK/out"
-RESULTS="$WORK/results.txt"; : > "$RESULTS"
-rec() { echo "$*" >> "$RESULTS"; }
+rec() { echo "$*" >> "$RESULTS"; }   # raw lines recorded, not printed (log prints what matters)
 
 # --- clean-up, whatever happens -----------------------------------------------------------------
 SERVER_PIDS=()
