@@ -37,8 +37,12 @@
 # PostgreSQL's checkpoint cycle, with the same share of full-page images to write. Left to the
 # WAL volume, a checkpoint started every 40 s or so, at a different point of each measurement:
 # one process against pgbench moved 0.70-1.05x from round to round, 0.67-0.73x with the
-# checkpoints. Then it waits up to QUIET_WAIT s (30) for the machine to be quiet; a measurement
-# during which others used more than OTHER_MAX CPU-s (SECS/4: at rest this VM's kernel threads
+# checkpoints. Autovacuum is off (VACUUMS=1, the default) and a VACUUM (ANALYZE) goes before
+# each CHECKPOINT instead: left on, its vacuum and analyze of the two growing tables (seconds of
+# PostgreSQL's CPU, about once a minute) fell inside whichever measurement was running. Each
+# measurement now leaves out what the upkeep of its rows costs, as pgbench's do (the seconds the
+# VACUUM took are recorded). Then it waits up to QUIET_WAIT s (30) for the machine to be quiet; a
+# measurement during which others used more than OTHER_MAX CPU-s (SECS/4: at rest this VM's kernel threads
 # use ~0.15 a second) is recorded as DISCARDED and made again, at most ATTEMPTS (2) times; the
 # last one is kept, marked with *. Prints per round and in total: the rates, the ratios one/pgbench and
 # three/pgbench, CPU µs per request, and surveyd's context switches per request (all its threads,
@@ -65,7 +69,8 @@
 # connections, and pgbench's clients unless PGBENCH_CLIENTS says otherwise) LOG (0; 1 = request log
 # on) PG_PORT (15434) PORT (18281; the three processes use PORT..PORT+2) PG_OPTIONS (extra -c
 # settings for the cluster) BENCH_DIR SCRATCH (/tmp/bench-build) OTHER_MAX (SECS/4) ATTEMPTS (2)
-# QUIET_WAIT (30) PIN (0) WRITERS WRITERS_EACH HTTP_THREADS CHECKPOINTS (1) PERF (0) PERF_FREQ PERF_CALL_GRAPH.
+# QUIET_WAIT (30) PIN (0) WRITERS WRITERS_EACH HTTP_THREADS CHECKPOINTS (1) VACUUMS (1) PERF (0) PERF_FREQ
+# PERF_CALL_GRAPH.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -110,7 +115,8 @@ release_bin
 # --- the cluster --------------------------------------------------------------------------------
 log "starting PostgreSQL (port $PG_PORT, $WORK/pg)"
 # max_wal_size: with a CHECKPOINT before each measurement (CHECKPOINTS=1), none starts inside one.
-URL=$(PG_CLUSTER_OPTIONS="-c log_autovacuum_min_duration=0 -c max_wal_size=8GB ${PG_OPTIONS:-}" "$ROOT/scripts/pg_cluster.sh" start "$WORK/pg" "$PG_PORT")
+AUTOVACUUM=; [ "${VACUUMS:-1}" = 1 ] && AUTOVACUUM="-c autovacuum=off"
+URL=$(PG_CLUSTER_OPTIONS="-c log_autovacuum_min_duration=0 -c max_wal_size=8GB $AUTOVACUUM ${PG_OPTIONS:-}" "$ROOT/scripts/pg_cluster.sh" start "$WORK/pg" "$PG_PORT")
 PG=(-h "$WORK/pg" -p "$PG_PORT" -U postgres)
 psql_c() { psql "${PG[@]}" -d postgres -XAtq -c "$1"; }
 POSTMASTER=$(head -1 "$WORK/pg/data/postmaster.pid")
@@ -126,8 +132,8 @@ fi
 rec "machine.nproc=$CORES cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1) mem_gib=$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo)"
 rec "software.postgres=$(psql_c 'SHOW server_version') wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f2) checkout=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo ?)$( [ -n "$(git -C "$ROOT" status --porcelain Sources 2>/dev/null)" ] && echo +changes) bin=$BIN"
 rec "postgres.settings=$(psql_c "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings WHERE name IN
-    ('fsync','synchronous_commit','wal_sync_method','full_page_writes','shared_buffers','max_connections','wal_level','checkpoint_timeout','max_wal_size','commit_delay')")"
-rec "bench.rounds=$ROUNDS secs=$SECS warm=$WARM wrk_connections=$CONNECTIONS pgbench_clients=$PGBENCH_CLIENTS write=$WRITE serial=$SERIAL prime=${PRIME:-10} analyze=${ANALYZE:-1} pg_options=${PG_OPTIONS:-none} checkpoints=${CHECKPOINTS:-1} pin=${PIN:-0}${LOW:+ (postgres on cores $HIGH, the rest on $LOW)} writers=${WRITERS:-default} writers_each=${WRITERS_EACH:-${WRITERS:-default}} http_threads=${HTTP_THREADS:-default}"
+    ('fsync','synchronous_commit','wal_sync_method','full_page_writes','shared_buffers','max_connections','wal_level','checkpoint_timeout','max_wal_size','commit_delay','autovacuum')")"
+rec "bench.rounds=$ROUNDS secs=$SECS warm=$WARM wrk_connections=$CONNECTIONS pgbench_clients=$PGBENCH_CLIENTS write=$WRITE serial=$SERIAL prime=${PRIME:-10} analyze=${ANALYZE:-1} pg_options=${PG_OPTIONS:-none} checkpoints=${CHECKPOINTS:-1} vacuums=${VACUUMS:-1} pin=${PIN:-0}${LOW:+ (postgres on cores $HIGH, the rest on $LOW)} writers=${WRITERS:-default} writers_each=${WRITERS_EACH:-${WRITERS:-default}} http_threads=${HTTP_THREADS:-default}"
 
 # --- seed: the CLI, then the API of a first process ---------------------------------------------
 log "seeding an organization, a collector and the survey"
@@ -202,6 +208,9 @@ pg_ticks() {
     echo "$t"
 }
 busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }  # not idle, iowait or steal
+# Time the hypervisor ran something else while this VM wanted its cores: a measurement it falls
+# in runs slower everywhere (surveyd's, PostgreSQL's and the load's CPU a request all rise).
+steal_ticks() { awk '/^cpu / {print $9}' /proc/stat; }
 # Between measurements only our PostgreSQL idles: wait (at most QUIET_WAIT s, 30) until everything
 # else uses under 20 % of one core over 2 s (at rest this VM's kernel threads take ~10 %), so
 # another build or test on the same cores does not fall into a measurement.
@@ -218,9 +227,10 @@ child_s() { tail -1 "$1" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a,
 
 # snapshot / account: CPU over the measured seconds (called in this shell, not in $(...): `times`
 # must see the load generators this shell has waited for).
-snapshot() { S0=$(surveyd_ticks); P0=$(pg_ticks); B0=$(busy_ticks); times > "$WORK/.times"; K0=$(child_s "$WORK/.times"); }
-account() {  # count -> sets US_SD US_PG US_GEN OTHER (µs per request; CPU-s of everyone else)
+snapshot() { S0=$(surveyd_ticks); P0=$(pg_ticks); B0=$(busy_ticks); T0=$(steal_ticks); times > "$WORK/.times"; K0=$(child_s "$WORK/.times"); }
+account() {  # count -> sets US_SD US_PG US_GEN OTHER (µs per request; CPU-s of everyone else), STEAL (s)
     local s1 p1 b1 k1; s1=$(surveyd_ticks); p1=$(pg_ticks); b1=$(busy_ticks); times > "$WORK/.times"; k1=$(child_s "$WORK/.times")
+    STEAL=$(awk -v a="$T0" -v b="$(steal_ticks)" -v h="$HZ" 'BEGIN {printf "%.2f", (b - a) / h}')
     read -r US_SD US_PG US_GEN OTHER <<< "$(awk -v n="$1" -v h="$HZ" -v s=$((s1 - S0)) -v p=$((p1 - P0)) -v b=$((b1 - B0)) -v k="$(awk -v a="$K0" -v b="$k1" 'BEGIN {print b - a}')" \
         'BEGIN { o = b / h - s / h - p / h - k; if (o < 0) o = 0; if (n < 1) n = 1;
                  printf "%.0f %.0f %.0f %.2f\n", s / h * 1e6 / n, p / h * 1e6 / n, k * 1e6 / n, o }')"
@@ -259,7 +269,7 @@ measure_surveyd() {  # mode processes
     account "$REQS"
     local switches; switches=$(awk -v a="$w0" -v b="$(surveyd_switches)" -v n="$REQS" 'BEGIN { printf "%.2f", (n > 0 ? (b - a) / n : 0) }')
     stop_servers
-    LINE="$1 rate=$RATE requests=$REQS statuses=$STATUSES surveyd_us=$US_SD postgres_us=$US_PG load_us=$US_GEN other_cpu_s=$OTHER switches=$switches"
+    LINE="$1 rate=$RATE requests=$REQS statuses=$STATUSES surveyd_us=$US_SD postgres_us=$US_PG load_us=$US_GEN other_cpu_s=$OTHER steal_s=$STEAL switches=$switches"
 }
 run_pgbench() {  # script secs -> output file $WORK/out/pgbench.txt
     "$PGBIN/pgbench" "${PG[@]}" -n -M prepared -c "$PGBENCH_CLIENTS" -j 2 -T "$2" -f "$HERE/pg/$1" "${PGBENCH_VARS[@]}" \
@@ -277,7 +287,7 @@ measure_pgbench() {  # mode script
     failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$WORK/out/pgbench.txt")
     account "$n"
     RATE=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$WORK/out/pgbench.txt" | xargs printf '%.1f')
-    LINE="$1 rate=$RATE requests=$n failed=${failed:-0} latency_ms=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' "$WORK/out/pgbench.txt") surveyd_us=0 postgres_us=$US_PG load_us=$US_GEN other_cpu_s=$OTHER"
+    LINE="$1 rate=$RATE requests=$n failed=${failed:-0} latency_ms=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' "$WORK/out/pgbench.txt") surveyd_us=0 postgres_us=$US_PG load_us=$US_GEN other_cpu_s=$OTHER steal_s=$STEAL"
 }
 
 # A database in service has planner statistics; a fresh one has none until autovacuum's first
@@ -294,7 +304,7 @@ account "$REQS"
 FRESH_RATE=$RATE
 stop_servers
 [ "${ANALYZE:-1}" = 1 ] && psql_c "ANALYZE"
-rec "FRESH rate=$RATE requests=$REQS statuses=$STATUSES surveyd_us=$US_SD postgres_us=$US_PG load_us=$US_GEN other_cpu_s=$OTHER responses=$(psql_c 'SELECT count(*) FROM responses')"
+rec "FRESH rate=$RATE requests=$REQS statuses=$STATUSES surveyd_us=$US_SD postgres_us=$US_PG load_us=$US_GEN other_cpu_s=$OTHER steal_s=$STEAL responses=$(psql_c 'SELECT count(*) FROM responses')"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 OTHER_MAX=${OTHER_MAX:-$(awk -v s="$SECS" 'BEGIN {print s / 4}')}; ATTEMPTS=${ATTEMPTS:-2}
@@ -308,6 +318,10 @@ for r in $(seq 1 "$ROUNDS"); do
     ROUND=$r
     for m in "${order[@]}"; do
         for attempt in $(seq 1 "$ATTEMPTS"); do
+            VACUUM_S=-
+            if [ "${VACUUMS:-1}" = 1 ]; then
+                v0=$(date +%s%N); psql_c "VACUUM (ANALYZE)"; VACUUM_S=$(awk -v a="$v0" -v b="$(date +%s%N)" 'BEGIN {printf "%.2f", (b - a) / 1e9}')
+            fi
             [ "${CHECKPOINTS:-1}" = 1 ] && psql_c CHECKPOINT
             wait_quiet
             case $m in
@@ -324,14 +338,14 @@ for r in $(seq 1 "$ROUNDS"); do
                 LINE="$LINE*"
             fi
         done
-        rec "RESULT round=$r mode=$LINE"
+        rec "RESULT round=$r mode=$LINE vacuum_before_s=$VACUUM_S"
         log "round $r $LINE"
         R[$m]=$RATE; SUM[$m]=$(awk -v a="${SUM[$m]}" -v b="$RATE" 'BEGIN {printf "%.1f", a + b}')
     done
     line="round $r (${order[*]}): surveyd x1 ${R[one]}/s   x3 ${R[three]}/s   pgbench ${R[pgbench]} tps"
     [ "$WRITE" = 1 ] && line="$line   write alone ${R[write]} tps"
     [ "$SERIAL" = 1 ] && line="$line   serial ${R[serial]} tps"
-    echo "$line   x1/pgbench $(ratio "${R[one]}" "${R[pgbench]}")   x3/pgbench $(ratio "${R[three]}" "${R[pgbench]}")" | tee -a "$RESULTS"
+    echo "$line   x1/pgbench $(ratio "${R[one]}" "${R[pgbench]}")   x3/pgbench $(ratio "${R[three]}" "${R[pgbench]}")   x3/x1 $(ratio "${R[three]}" "${R[one]}")" | tee -a "$RESULTS"
 done
 mean() { awk -v s="$1" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
 {
