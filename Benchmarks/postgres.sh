@@ -13,7 +13,8 @@
 # and the 35-question survey seeded through the CLI and a first surveyd process, which then takes
 # $PRIME s (10) of submissions on the freshly migrated database, no statistics yet ("fresh": its
 # rate is set against the steady one-process rate), before an ANALYZE (planner statistics, as in
-# service; ANALYZE=0 leaves it to autovacuum) · then ROUNDS rounds, the order turning each round,
+# service: the VACUUM (ANALYZE) before the first measurement, or with VACUUMS=0 an ANALYZE, which
+# ANALYZE=0 leaves to autovacuum) · then ROUNDS rounds, the order turning each round,
 # every measurement $WARM s (3) of load not counted and $SECS s (8) counted:
 #   one    one surveyd process, wrk -t2 -c$CONNECTIONS Benchmarks/wrk/submit.lua → accepted/s
 #   three  three surveyd processes on three ports, one wrk -t1 per port, the connections split
@@ -38,8 +39,9 @@
 # WAL volume, a checkpoint started every 40 s or so, at a different point of each measurement:
 # one process against pgbench moved 0.70-1.05x from round to round, 0.67-0.73x with the
 # checkpoints. Autovacuum is off (VACUUMS=1, the default) and a VACUUM (ANALYZE) goes before
-# each CHECKPOINT instead: left on, its vacuum and analyze of the two growing tables (seconds of
-# PostgreSQL's CPU, about once a minute) fell inside whichever measurement was running. Each
+# each CHECKPOINT instead: left on, it vacuumed and analyzed the two growing tables about once a
+# minute (about 1 s of PostgreSQL's CPU, spread over 10-20 s by its cost delay, and the pages it
+# writes) inside whichever measurement was running. Each
 # measurement now leaves out what the upkeep of its rows costs, as pgbench's do (the seconds the
 # VACUUM took are recorded). Then it waits up to QUIET_WAIT s (30) for the machine to be quiet; a
 # measurement during which others used more than OTHER_MAX CPU-s (SECS/4: at rest this VM's kernel threads
@@ -294,8 +296,9 @@ measure_pgbench() {  # mode script
 # ANALYZE (up to a minute in), and the hot statements' plans must be right without them (the
 # replay check's once scanned the organization's rows and slowed as the table grew). So the first
 # PRIME s (10) of submissions, through the seeding process on the freshly migrated database, are
-# measured as "fresh" and set against the steady one-process rate; then ANALYZE (ANALYZE=1), as a
-# database in service has statistics, and the rounds.
+# measured as "fresh" and set against the steady one-process rate; then the statistics a
+# database in service has (the rounds' first VACUUM (ANALYZE), or ANALYZE=1 with VACUUMS=0), and
+# the rounds.
 wait_quiet
 log "fresh: the first ${PRIME:-10} s of submissions on the freshly migrated database"
 snapshot; REQS=0
@@ -303,7 +306,7 @@ run_wrk fresh "${PRIME:-10}"
 account "$REQS"
 FRESH_RATE=$RATE
 stop_servers
-[ "${ANALYZE:-1}" = 1 ] && psql_c "ANALYZE"
+[ "${ANALYZE:-1}" = 1 ] && [ "${VACUUMS:-1}" != 1 ] && psql_c "ANALYZE"
 rec "FRESH rate=$RATE requests=$REQS statuses=$STATUSES surveyd_us=$US_SD postgres_us=$US_PG load_us=$US_GEN other_cpu_s=$OTHER steal_s=$STEAL responses=$(psql_c 'SELECT count(*) FROM responses')"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
