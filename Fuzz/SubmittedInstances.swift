@@ -41,7 +41,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     guard !instance.formId.isEmpty else { fatalError("a form id that is empty") }
     let roster = roster()
-    let (answers, files) = instance.answers(for: roster) { "upload-" + String($0.utf8.count) }
+    let (answers, files, _) = instance.answers(for: roster) { "upload-" + String($0.utf8.count) }
     guard answers.objectValue != nil else { fatalError("answers that are not an object") }
     for file in files where roster.questions.first(where: { $0.id == file.questionId })?.type != .file {
         fatalError("a file named by \(file.questionId), which is no file question")

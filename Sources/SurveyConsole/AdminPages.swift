@@ -318,7 +318,7 @@ struct AdminPages: Sendable {
                 }
                 let upload = FormUpload(format: FormSources.format(ofFileNamed: file.fileName, contentType: file.contentType), form: try file.bytes(),
                                         contentType: file.contentType, fileName: file.fileName, files: files, isBareDefinition: true)
-                return try operations.forms.published(upload, limits: operations.limits, blobs: operations.blobs)
+                return try operations.forms.published(upload, surveyId: surveyId, limits: operations.limits, blobs: operations.blobs)
             }.unkeyed()
             return Pages.redirect("/console/orgs/\(orgId)/surveys/\(surveyId)?published=\(version.number)")
         } catch let e as ApiError where [.validationFailed, .subscriptionExpired, .payloadTooLarge].contains(e.code) {

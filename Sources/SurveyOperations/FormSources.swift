@@ -64,27 +64,16 @@ public struct FormSources: Sendable {
     public static let xlsxType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
     public static let xlsType = "application/vnd.ms-excel"
 
-    /// The definition an XLSForm (`xlsType` for the older `.xls`) holds, with pyxform's warnings
-    /// kept in its source: 422 / 1002 at `xlsform` with pyxform's own message, 415 / 1010 when
-    /// this server cannot convert one.
-    public func definition(fromXLSForm bytes: [UInt8], contentType: String?, fileName: String = "") throws -> Published {
-        let converted = try xform(fromXLSForm: bytes, contentType: contentType, fileName: fileName)
-        do {
-            return Published(definition: try XFormReader.definition(from: converted.xform), source: converted)
-        } catch {
-            throw ApiError(.validationFailed, "The XLSForm converts into a form surveyd does not carry.",
-                           errors: [FieldError(path: "xlsform", message: error.message)])
-        }
-    }
-
     /// An XLSForm converted by pyxform: the source a version keeps (the XLSForm, pyxform's XForm
     /// and warnings). 422 / 1002 at `xlsform` with pyxform's own message, 415 / 1010 when this
-    /// server cannot convert one.
-    func xform(fromXLSForm bytes: [UInt8], contentType: String?, fileName: String) throws -> VersionSourceRecord {
+    /// server cannot convert one. A form without a `form_id` setting gets `defaultFormId` (its
+    /// survey's id), as a JSON definition does: pyxform would name it after the uploaded file,
+    /// and two surveys' forms would then share an id.
+    func xform(fromXLSForm bytes: [UInt8], contentType: String?, fileName: String, defaultFormId: String) throws -> VersionSourceRecord {
         let isXLS = (contentType ?? "").lowercased().hasPrefix(Self.xlsType) || fileName.lowercased().hasSuffix(".xls")
         let conversion: XLSFormConverter.Conversion
         do {
-            conversion = try converter.convert(bytes, isXLS: isXLS)
+            conversion = try converter.convert(bytes, isXLS: isXLS, formName: defaultFormId)
         } catch {
             switch error {
             case .invalid(let message), .tooCostly(let message):
@@ -95,15 +84,5 @@ public struct FormSources: Sendable {
         }
         return VersionSourceRecord(format: Format.xlsform.rawValue, contentType: isXLS ? Self.xlsType : Self.xlsxType,
                                    source: bytes, xform: conversion.xform, warnings: conversion.warnings)
-    }
-
-    /// The definition an XForm holds: 422 / 1002 at `xform`, naming what surveyd does not carry.
-    public static func definition(fromXForm bytes: [UInt8]) throws -> Published {
-        do {
-            return Published(definition: try XFormReader.definition(from: bytes),
-                             source: VersionSourceRecord(format: Format.xform.rawValue, contentType: "application/xml", source: bytes, xform: bytes))
-        } catch {
-            throw ApiError(.validationFailed, "The XForm cannot be published.", errors: [FieldError(path: "xform", message: error.message)])
-        }
     }
 }

@@ -85,7 +85,8 @@ extension FormSources {
     /// format says, every file it names sent and every file sent named (422 / 1002 at
     /// `attachments.<file name>` otherwise), its CSV files read into the definition, then each
     /// file staged in `blobs`' temp directory. Nothing is staged when anything is refused.
-    public func published(_ upload: FormUpload, limits: Operations.Limits, blobs: BlobStore) throws -> Published {
+    /// `surveyId`: the survey it is published to, whose id an XLSForm without `form_id` takes.
+    public func published(_ upload: FormUpload, surveyId: String, limits: Operations.Limits, blobs: BlobStore) throws -> Published {
         var sent: [String: FormUpload.SentFile] = [:]
         for file in upload.files {
             guard FormAttachments.isValidFileName(file.fileName) else {
@@ -111,7 +112,7 @@ extension FormSources {
                 definition = d
             }
         case .xlsform:
-            let converted = try xform(fromXLSForm: upload.form, contentType: upload.contentType, fileName: upload.fileName)
+            let converted = try xform(fromXLSForm: upload.form, contentType: upload.contentType, fileName: upload.fileName, defaultFormId: surveyId)
             definition = try Self.unresolved(converted.xform, at: "xlsform")
             source = converted
         case .xform:

@@ -85,7 +85,7 @@ public struct Reviews: Sendable {
                 throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
             }
             guard let current = try ops.database.read({ db -> ResponseRecord? in
-                try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: r.surveyVersionId, in: db)
+                try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: r.surveyVersionId, submitter: response.submitter, in: db)
                 return try db.response(orgId: orgId, responseId: responseId)
             }) else { throw ApiError.notFound() }
             let (from, to) = try Self.plan(current, expected: r.expectedRevision, action: .resubmit)

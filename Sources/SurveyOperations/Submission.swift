@@ -16,15 +16,28 @@ public struct Submission: Sendable {
     /// The SHA-256 of the bytes as sent, where the door has such bytes (a retry of the same
     /// bytes is then recognised without comparing content); empty otherwise.
     let bytesSHA256: [UInt8]
+    /// What the door found wrong with answers while reading its own format, which the version's
+    /// rules do not cover (the OpenRosa door: an integer no ODK app can hold): refused with them
+    /// (step 4), after a replay is recognised.
+    let doorProblems: [FieldError]
+    /// The files sent with it, verified and not stored yet: committed in its transaction.
+    public internal(set) var stagedUploads: [StagedUpload] = []
+
+    /// The same submission with the files sent with it.
+    public func with(_ staged: [StagedUpload]) -> Submission {
+        var s = self
+        s.stagedUploads = staged
+        return s
+    }
 
     /// A submission from a door without JSON bytes of its own.
     public init(clientSubmissionId: String, surveyVersionId: String, contentHash: String, answers: JSONValue,
-                fieldTaskId: String? = nil, capturedAt: Int64? = nil) throws(ApiError) {
+                fieldTaskId: String? = nil, capturedAt: Int64? = nil, doorProblems: [FieldError] = []) throws(ApiError) {
         var envelope: [String: JSONValue] = ["clientSubmissionId": .string(clientSubmissionId), "surveyVersionId": .string(surveyVersionId),
                                              "contentHash": .string(contentHash)]
         if let fieldTaskId { envelope["fieldTaskId"] = .string(fieldTaskId) }
         if let capturedAt { envelope["capturedAt"] = .string(Timestamp.format(capturedAt)) }
-        try self.init(envelope: envelope, answers: answers, bytesSHA256: [])
+        try self.init(envelope: envelope, answers: answers, bytesSHA256: [], doorProblems: doorProblems)
     }
 
     /// The JSON door's body: `{clientSubmissionId, surveyVersionId, contentHash, answers, fieldTaskId?, capturedAt?}`.
@@ -34,10 +47,10 @@ public struct Submission: Sendable {
             throw ApiError.malformed("`answers` is required.")
         }
         // The envelope keeps `answers`: the digest encodes the canonical answers in its place.
-        try self.init(envelope: body.fields, answers: answers, bytesSHA256: Digest.sha256(bytes))
+        try self.init(envelope: body.fields, answers: answers, bytesSHA256: Digest.sha256(bytes), doorProblems: [])
     }
 
-    private init(envelope: [String: JSONValue], answers: JSONValue, bytesSHA256: [UInt8]) throws(ApiError) {
+    private init(envelope: [String: JSONValue], answers: JSONValue, bytesSHA256: [UInt8], doorProblems: [FieldError]) throws(ApiError) {
         let body = JSONBody(fields: envelope)
         clientSubmissionId = try Self.identifier(body)
         fieldTaskId = try body.optionalString("fieldTaskId")
@@ -47,6 +60,7 @@ public struct Submission: Sendable {
         self.answers = answers
         self.envelope = envelope
         self.bytesSHA256 = bytesSHA256
+        self.doorProblems = doorProblems
     }
 
     private static func identifier(_ body: JSONBody) throws(ApiError) -> String {

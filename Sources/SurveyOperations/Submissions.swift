@@ -88,11 +88,12 @@ public struct Submissions: Sendable {
         do { capturedAt = try submission.capturedAtMillis() } catch { ops.metrics.add(.validationRefusals); throw error }
         let answers = submission.answers
         let check = published.definition.validate(answers: answers)
-        guard check.errors.isEmpty else {
+        guard check.errors.isEmpty && submission.doorProblems.isEmpty else {
             ops.metrics.add(.validationRefusals)
-            throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
+            throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors + submission.doorProblems)
         }
-        try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: version.surveyVersionId, in: db)
+        try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: version.surveyVersionId, submitter: user.userId,
+                                        staged: submission.stagedUploads, in: db)
         if let task {
             guard task.surveyId == survey.surveyId else {
                 throw ApiError(.validationFailed, "The field task is for another survey.",
@@ -111,6 +112,7 @@ public struct Submissions: Sendable {
         let answersText = String(decoding: canonicalAnswers, as: UTF8.self)
         let reviewState: ReviewState = survey.reviewRequired ? .submitted : .none
         let submitter = user.userId, surveyId = survey.surveyId, versionId = version.surveyVersionId
+        let staged = submission.stagedUploads, blobs = ops.blobs
         // The insert's UNIQUE (org_id, client_submission_id) finds a duplicate committed since the
         // read above; only then is the stored one read (`.onConflict`). The organization as read
         // above spares SQLite's expiry pre-check a read of its own.
@@ -119,6 +121,8 @@ public struct Submissions: Sendable {
                 try Self.replay(of: $0, submitter: submitter, bodySHA256: bodySHA256, digest: { digest })
             }
         }, replayCheck: .onConflict) { tx in
+            // The files sent with it are stored with it, or not at all.
+            for file in staged { try tx.commitUpload(file.record, tempPath: file.tempPath, blobs: blobs) }
             let stored = ResponseRecord(
                 responseId: responseId, orgId: orgId, clientSubmissionId: clientSubmissionId, submitter: submitter,
                 surveyId: surveyId, surveyVersionId: versionId, requestDigest: digest, requestSHA256: bodySHA256,

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import SurveyDomain
 import SurveyStorage
+import SurveyXForm
 
 /// Surveys and their immutable versions. Creating and publishing are gated writes by admins
 /// (the door's route admits admins only).
@@ -22,6 +23,11 @@ public struct Surveys: Sendable {
             let new = try request()
             guard !new.title.isEmpty, new.title.count <= 500 else {
                 throw ApiError(.validationFailed, "`title` must be 1 to 500 characters.", errors: [FieldError(path: "title", message: "1 to 500 characters")])
+            }
+            // The title is the form's name in every app's form list, an XML document.
+            if let problem = OpenRosaDocuments.uncarriedCharacter(in: new.title) {
+                throw ApiError(.validationFailed, "`title` holds a character that form lists cannot carry.",
+                               errors: [FieldError(path: "title", message: problem)])
             }
             return (new, Ids.make("srv", nowMillis: clock.nowMillis()))
         }, write: { prepared, tx in
@@ -51,14 +57,27 @@ public struct Surveys: Sendable {
             } catch let e as ValidationErrors {
                 throw ApiError(.validationFailed, "The survey definition is not valid.", errors: e.errors)
             }
+            // The id apps will know the form by: the XForm's, or for JSON the definition's, else the survey's.
+            let formId = parsed.formId ?? (published.source == nil ? surveyId : nil)
+            // A JSON definition reaches ODK apps as an XForm surveyd writes of it: text no XML
+            // can carry (a control character pasted with a label) is refused now, where it can
+            // be corrected, not found missing from every phone's form list later.
+            if published.source == nil, let problem = Self.uncarriedText(in: definition, at: "definition") {
+                throw ApiError(.validationFailed, "The definition holds text that ODK apps' forms cannot carry.", errors: [problem])
+            }
             // Encoded once: its bytes are stored and hashed.
             let canonical = CanonicalJSON.encode(definition)
             parsedOnce.withLock { $0 = parsed }
             return NewVersion(contentHash: "sha256:" + Digest.sha256Hex(canonical), definition: String(decoding: canonical, as: UTF8.self),
                               surveyVersionId: Ids.make("sv", nowMillis: clock.nowMillis()), source: published.source,
-                              attachments: published.attachments, parsed: parsed)
+                              attachments: published.attachments, parsed: parsed, formId: formId)
         }, write: { p, tx in
-            try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition,
+            // Checked again in turn: another publication may have taken the id since the read above.
+            try tx.takePublishingTurn()
+            if let formId = p.formId {
+                try Self.refuseFormIdOfAnotherSurvey(formId, orgId: orgId, surveyId: surveyId, source: p.source, in: tx.read, operations: operations)
+            }
+            return try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition,
                                   source: p.source, attachments: p.attachments.map { ($0.record(surveyVersionId: p.surveyVersionId), $0.tempPath) },
                                   blobs: blobs)
         })
@@ -75,6 +94,39 @@ public struct Surveys: Sendable {
         let attachments: [FormUpload.Staged]
         /// Kept for the version's first submission (`DefinitionCache`).
         let parsed: SurveyDefinition
+        let formId: String?
+    }
+
+    /// The first text (a value or a key) of a JSON definition holding a character XML cannot carry,
+    /// at its path. A definition nests at most 64 levels (the JSON reader's limit).
+    static func uncarriedText(in value: JSONValue, at path: String) -> FieldError? {
+        switch value {
+        case .string(let s):
+            return OpenRosaDocuments.uncarriedCharacter(in: s).map { FieldError(path: path, message: $0) }
+        case .array(let items):
+            for (i, item) in items.enumerated() {
+                if let found = uncarriedText(in: item, at: "\(path)[\(i)]") { return found }
+            }
+        case .object(let members):
+            for (key, member) in members.sorted(by: { $0.key < $1.key }) {
+                if let problem = OpenRosaDocuments.uncarriedCharacter(in: key) { return FieldError(path: path, message: "a name \(problem)") }
+                if let found = uncarriedText(in: member, at: "\(path).\(key)") { return found }
+            }
+        default: break
+        }
+        return nil
+    }
+
+    /// A form id names one survey of an organization (an app sends only the id and version with a
+    /// filled-in form): 422 / 1002 at where the id came from, naming the survey that has it.
+    static func refuseFormIdOfAnotherSurvey(_ formId: String, orgId: String, surveyId: String, source: VersionSourceRecord?, in db: ReadContext,
+                                            operations: Operations) throws {
+        guard let other = try operations.openRosaForms.survey(otherThan: surveyId, withFormId: formId, in: db, orgId: orgId) else { return }
+        let at = source.flatMap { FormSources.Format(rawValue: $0.format) }.map { $0 == .json ? "definition.formId" : $0.rawValue } ?? "definition.formId"
+        let fix = at == "xlsform" ? "give this form another form_id in its settings sheet" : at == "xform" ? "give this form's primary instance another id" : "give this definition another formId"
+        throw ApiError(.validationFailed, "The form id \(formId) is already the form id of another survey.", errors: [
+            FieldError(path: at, message: "the form id \"\(formId)\" is already the form id of the survey \"\(other.title)\" (\(other.surveyId)); apps know a form by its id alone, so it names one survey: \(fix)"),
+        ])
     }
 
     /// `sha256:` + hex SHA-256 of the canonical JSON of the definition.

@@ -154,17 +154,55 @@ public struct Uploads: Sendable {
         return outcome
     }
 
-    /// Every file answer cites a completed upload of this organization, version and question
-    /// (uploads are never deleted, so a check before the transaction stays true).
-    public func checkAttachments(_ files: [FileAnswer], orgId: String, surveyVersionId: String, in db: ReadContext) throws {
+    /// A file of a submission whose answers are yet to be checked: verified (type, signature,
+    /// size) and waiting in its temp file, to be committed in the submission's own transaction —
+    /// so a submission refused keeps none of its files. nil when it is a file stored already
+    /// under its id (sent again), whose temp file is then gone.
+    public func stage(_ incoming: IncomingFile) throws -> StagedUpload? {
+        do {
+            switch try verify(incoming) {
+            case .replay:
+                incoming.discard()
+                return nil
+            case .new(let record): return StagedUpload(record: record, incoming: incoming)
+            }
+        } catch {
+            incoming.discard()
+            throw error
+        }
+    }
+
+    /// A staged file stored as an upload on its own, through the gate: the files a split
+    /// submission's last POST carried are kept when another file is still missing.
+    public func keep(_ file: StagedUpload) throws {
+        defer { file.discard() }
+        _ = try commit(file.record, tempPath: file.tempPath)
+    }
+
+    /// Every file answer cites a completed upload of this organization, version and question that
+    /// `submitter` made — stored, or among `staged` (the files sent with the submission) — so a
+    /// response never takes another collector's file. (Uploads are never deleted, so a check
+    /// before the transaction stays true.)
+    public func checkAttachments(_ files: [FileAnswer], orgId: String, surveyVersionId: String, submitter: String,
+                                 staged: [StagedUpload] = [], in db: ReadContext) throws {
         for file in files {
-            let upload = try db.upload(orgId: orgId, clientUploadId: file.clientUploadId)
-            guard let upload, upload.surveyVersionId == surveyVersionId, upload.questionId == file.questionId else {
+            let upload = try staged.first(where: { $0.record.clientUploadId == file.clientUploadId })?.record
+                ?? db.upload(orgId: orgId, clientUploadId: file.clientUploadId)
+            guard let upload, upload.surveyVersionId == surveyVersionId, upload.questionId == file.questionId, upload.uploader == submitter else {
                 throw ApiError(.attachmentNotUploaded, "No completed upload \(file.clientUploadId) for question \(file.questionId) of this version.",
                                errors: [FieldError(path: "answers.\(file.questionId)", message: "not a completed upload for this question")])
             }
         }
     }
+}
+
+/// A submission's file, verified and waiting in its temp file for the submission's transaction
+/// (`Uploads.stage`); whatever the outcome, `discard` removes what is left of it.
+public struct StagedUpload: Sendable {
+    public let record: UploadRecord
+    let incoming: IncomingFile
+    var tempPath: String { incoming.file.path }
+    public func discard() { incoming.discard() }
 }
 
 /// An upload's file as it arrives: refused past the question's limit, text checked to the last

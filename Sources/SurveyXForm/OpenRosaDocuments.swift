@@ -1,6 +1,19 @@
 /// The XML documents of the OpenRosa door (the OpenRosa Form List and Form Submission APIs), written
 /// through libxml2 like every XForm surveyd writes.
 public enum OpenRosaDocuments {
+    /// What is wrong with text no XML document can carry — a control character, U+FFFE — or nil:
+    /// such text is refused where it enters (a survey's title is every form list's `name`).
+    public static func uncarriedCharacter(in text: String) -> String? { XMLTextWriter.uncarriedCharacter(in: text) }
+
+    /// The text without the characters XML cannot carry: a name stored before they were refused
+    /// still lists its form, and the form list stays a document.
+    public static func carried(_ text: String) -> String {
+        guard uncarriedCharacter(in: text) != nil else { return text }
+        var out = String.UnicodeScalarView()
+        out.append(contentsOf: text.unicodeScalars.filter(XMLTextWriter.isXMLCharacter))
+        return String(out)
+    }
+
     /// One `<xform>` of a form list.
     public struct ListedForm: Sendable {
         public let formId: String

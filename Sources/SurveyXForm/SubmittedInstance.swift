@@ -25,14 +25,26 @@ public struct SubmittedInstance: Sendable {
 
     /// The answers as the JSON API takes them (`Docs/odk-collect.md`): groups unwrap, a repeat's
     /// elements become a list of objects, an empty element is no answer, numbers and points are
-    /// read by the question's type, and a file question's file name becomes the upload
-    /// `uploadId(fileName)`. An element no node of the definition names is kept as a text
-    /// answer, so that the check refuses it by name rather than it being lost.
-    /// `files`: each file the answers name, with its question, in document order.
-    public func answers(for definition: SurveyDefinition, uploadId: (String) -> String) -> (answers: JSONValue, files: [NamedFile]) {
-        var fileNames: [NamedFile] = []
-        let object = Self.object(root.children, nodes: definition.nodes, top: true, uploadId: uploadId, fileNames: &fileNames)
-        return (.object(object), fileNames)
+    /// read by the question's type (as JavaRosa writes them: `1.5E7`, `5.0E-4`), and a file
+    /// question's file name becomes the upload `uploadId(fileName)`. An element no node of the
+    /// definition names is kept as a text answer, so that the check refuses it by name rather
+    /// than it being lost. `files`: each file the answers name, with its question, in document
+    /// order. `problems`: what no ODK app can have written, which the JSON API's rules do not
+    /// refuse — an integer beyond JavaRosa's 32 bits — at its answer's path.
+    public func answers(for definition: SurveyDefinition, uploadId: (String) -> String)
+        -> (answers: JSONValue, files: [NamedFile], problems: [FieldError]) {
+        withoutActuallyEscaping(uploadId) { uploadId in
+            var reading = Reading(uploadId: uploadId)
+            let object = Self.object(root.children, nodes: definition.nodes, top: true, path: "answers", &reading)
+            return (.object(object), reading.files, reading.problems)
+        }
+    }
+
+    /// What reading the answers collects besides them.
+    private struct Reading {
+        let uploadId: (String) -> String
+        var files: [NamedFile] = []
+        var problems: [FieldError] = []
     }
 
     /// A file an answer names: what the part carrying it is called, and its question.
@@ -41,12 +53,11 @@ public struct SubmittedInstance: Sendable {
         public let questionId: String
     }
 
-    private static func object(_ elements: [XMLElement], nodes: [FormNode], top: Bool, uploadId: (String) -> String,
-                               fileNames: inout [NamedFile]) -> [String: JSONValue] {
+    private static func object(_ elements: [XMLElement], nodes: [FormNode], top: Bool, path: String, _ reading: inout Reading) -> [String: JSONValue] {
         var out: [String: JSONValue] = [:]
         out.reserveCapacity(elements.count)
         var consumed = Array(repeating: false, count: elements.count)
-        fill(&out, elements, &consumed, nodes: nodes, uploadId: uploadId, fileNames: &fileNames)
+        fill(&out, elements, &consumed, nodes: nodes, path: path, &reading)
         for (i, element) in elements.enumerated() where !consumed[i] {
             // The meta block (instanceID, deviceID, …) is the envelope, not an answer.
             if top && element.name == "meta" { continue }
@@ -85,7 +96,7 @@ public struct SubmittedInstance: Sendable {
 
     /// Puts the answers of `nodes` (groups entered in place) found among `elements` into `out`.
     private static func fill(_ out: inout [String: JSONValue], _ elements: [XMLElement], _ consumed: inout [Bool], nodes: [FormNode],
-                             uploadId: (String) -> String, fileNames: inout [NamedFile]) {
+                             path: String, _ reading: inout Reading) {
         let byName = ElementsByName(elements)
         // By index: a node is read in place, never copied with its question and children.
         for n in nodes.indices {
@@ -97,7 +108,7 @@ public struct SubmittedInstance: Sendable {
                     consumed[i] = true
                     let children = elements[i].children
                     var inner = Array(repeating: false, count: children.count)
-                    fill(&out, children, &inner, nodes: nodes[n].children, uploadId: uploadId, fileNames: &fileNames)
+                    fill(&out, children, &inner, nodes: nodes[n].children, path: path, &reading)
                     for (k, child) in children.enumerated() where !inner[k] && out[child.name] == nil {
                         out[child.name] = .string(child.text)
                     }
@@ -106,7 +117,8 @@ public struct SubmittedInstance: Sendable {
                 var items: [JSONValue] = []
                 for i in byName.indices(id) {
                     consumed[i] = true
-                    items.append(.object(object(elements[i].children, nodes: nodes[n].children, top: false, uploadId: uploadId, fileNames: &fileNames)))
+                    items.append(.object(object(elements[i].children, nodes: nodes[n].children, top: false, path: "\(path).\(id)[\(items.count)]",
+                                                &reading)))
                 }
                 if !items.isEmpty { out[id] = .array(items) }
             case .note:
@@ -122,8 +134,12 @@ public struct SubmittedInstance: Sendable {
                 }
                 let text = elements[i].text
                 guard !text.isEmpty, let type = nodes[n].questionType else { continue }
-                if type == .file { fileNames.append(NamedFile(fileName: text, questionId: id)) }
-                out[id] = value(text, type: type, uploadId: uploadId)
+                if type == .file { reading.files.append(NamedFile(fileName: text, questionId: id)) }
+                let answer = value(text, type: type, uploadId: reading.uploadId)
+                if type == .integer, let n = answer.doubleValue, !(Double(Int32.min)...Double(Int32.max)).contains(n) {
+                    reading.problems.append(FieldError(path: "\(path).\(id)", message: "too large for an integer question (ODK apps hold -2147483648 to 2147483647)"))
+                }
+                out[id] = answer
             }
         }
     }
@@ -133,9 +149,9 @@ public struct SubmittedInstance: Sendable {
     static func value(_ text: String, type: QuestionType, uploadId: (String) -> String) -> JSONValue {
         switch type {
         case .integer:
-            return isNumber(text, fraction: false) ? Double(text).map(JSONValue.number) ?? .string(text) : .string(text)
+            return number(text, fraction: false).map(JSONValue.number) ?? .string(text)
         case .decimal:
-            return isNumber(text, fraction: true) ? Double(text).map(JSONValue.number) ?? .string(text) : .string(text)
+            return number(text, fraction: true).map(JSONValue.number) ?? .string(text)
         case .selectMultiple:
             return .array(text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).map { .string(String($0)) })
         case .geopoint:
@@ -158,8 +174,8 @@ public struct SubmittedInstance: Sendable {
     /// ODK's point: `lat lon [altitude [accuracy]]`.
     private static func point(_ text: String) -> JSONValue? {
         let fields = text.split(whereSeparator: { $0 == " " }).map(String.init)
-        guard (2...4).contains(fields.count), fields.allSatisfy({ isNumber($0, fraction: true) }) else { return nil }
-        let numbers = fields.compactMap(Double.init)
+        guard (2...4).contains(fields.count) else { return nil }
+        let numbers = fields.compactMap { number($0, fraction: true) }
         guard numbers.count == fields.count else { return nil }
         var o: [String: JSONValue] = ["lat": .number(numbers[0]), "lon": .number(numbers[1])]
         if numbers.count > 2 { o["altitude"] = .number(numbers[2]) }
@@ -167,18 +183,29 @@ public struct SubmittedInstance: Sendable {
         return .object(o)
     }
 
-    /// `-?digits` (and with `fraction`, `-?digits.digits`, `-?.digits`, `-?digits.`): what ODK
-    /// writes; never Swift's `Double` extras (`inf`, `nan`, hexadecimal, exponents).
-    static func isNumber(_ text: String, fraction: Bool) -> Bool {
-        var digits = 0, points = 0
+    /// A finite number as ODK writes it: `-?digits` for an integer; for a decimal also a point
+    /// (`-?digits.digits`, `-?.digits`, `-?digits.`) and an exponent after the digits (`1.5E7`,
+    /// `5.0E-4`: Java's `Double.toString`, which JavaRosa writes decimals and points with). Never
+    /// Swift's or Java's other spellings (`inf`, `NaN`, `Infinity`, hexadecimal), never a value
+    /// that overflows to infinity.
+    static func number(_ text: String, fraction: Bool) -> Double? {
+        guard text.utf8.count <= 40 else { return nil }
+        var digits = 0, points = 0, exponentAt: Int?, exponentDigits = 0
         for (i, b) in text.utf8.enumerated() {
             switch b {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digits += 1
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if exponentAt == nil { digits += 1 } else { exponentDigits += 1 }
             case UInt8(ascii: "-") where i == 0: break
-            case UInt8(ascii: ".") where fraction && points == 0: points += 1
-            default: return false
+            case UInt8(ascii: "-"), UInt8(ascii: "+"):
+                guard let e = exponentAt, i == e + 1 else { return nil }
+            case UInt8(ascii: ".") where fraction && points == 0 && exponentAt == nil: points += 1
+            case UInt8(ascii: "E"), UInt8(ascii: "e"):
+                guard fraction, exponentAt == nil, digits > 0 else { return nil }
+                exponentAt = i
+            default: return nil
             }
         }
-        return digits > 0 && text.utf8.count <= 40
+        guard digits > 0, exponentAt == nil || exponentDigits > 0, let value = Double(text), value.isFinite else { return nil }
+        return value
     }
 }

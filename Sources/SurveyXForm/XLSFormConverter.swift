@@ -49,7 +49,9 @@ public struct XLSFormConverter: Sendable {
         case tooCostly(String)
     }
 
-    public func convert(_ bytes: [UInt8], isXLS: Bool) throws(Refusal) -> Conversion {
+    /// `formName`: the name the upload is converted under, which pyxform makes the form's id
+    /// when its `settings` sheet names none (letters, digits, `_`, `-` and `.` only; else `form`).
+    public func convert(_ bytes: [UInt8], isXLS: Bool, formName: String = "form") throws(Refusal) -> Conversion {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw .unavailable("pyxform is not installed where this server looks for it (\(executable)): run scripts/setup.sh, or install pyxform 4.5.0 (pip install pyxform==4.5.0) and start surveyd with --pyxform pointing at its xls2xform")
         }
@@ -60,7 +62,10 @@ public struct XLSFormConverter: Sendable {
             throw .unavailable("no temporary directory for the conversion: \(error.localizedDescription)")
         }
         defer { try? FileManager.default.removeItem(at: work) }
-        let input = work.appendingPathComponent(isXLS ? "form.xls" : "form.xlsx")
+        let safeName = !formName.isEmpty && formName.utf8.count <= 128 && formName.first != "." && formName.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" || $0 == "."
+        }
+        let input = work.appendingPathComponent((safeName ? formName : "form") + (isXLS ? ".xls" : ".xlsx"))
         let output = work.appendingPathComponent("form.xml")
         guard FileManager.default.createFile(atPath: input.path, contents: Data(bytes)) else {
             throw .unavailable("the XLSForm could not be written to a temporary file")

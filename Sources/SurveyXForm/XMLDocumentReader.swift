@@ -5,12 +5,18 @@ import Glibc
 
 /// Parses untrusted XML with libxml2 into `XMLElement`s. The input never reaches the network or
 /// the file system and never expands an entity: a document with a DOCTYPE is refused outright
-/// (an XForm has none), the size is capped before parsing, and libxml2's own nesting limit
-/// (256 levels without XML_PARSE_HUGE) stays on, so every input costs bounded time and memory.
+/// (an XForm has none), the size is capped before parsing, and nesting is capped at `maxDepth`
+/// while the tree is copied — before anything recurses over it — so every input costs bounded
+/// time, memory and stack.
 enum XMLDocumentReader {
     static let maxBytes = 10 * 1024 * 1024
     /// Elements copied out of one document; a 10 MB XForm holds far fewer.
     static let maxElements = 500_000
+    /// Elements nested in elements. A form nests groups and repeats at most 16 deep (an XForm's
+    /// body spends two levels on a repeat), so 64 holds every form surveyd publishes and every
+    /// instance of one; what is deeper is refused here, because the readers after this one recurse
+    /// once per level on the server's 512 KB thread stacks.
+    public static let maxDepth = 64
 
     /// Initialises libxml2 once, before any thread parses.
     private static let initialized: Bool = {
@@ -28,6 +34,9 @@ enum XMLDocumentReader {
         // XForms and submissions are UTF-8, so anything else is refused.
         if contains(bytes, "\0") || bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) {
             throw XFormRefusal("\(document) is not UTF-8 text (it holds NUL bytes or a UTF-16 byte order mark)")
+        }
+        if let declared = declaredEncoding(bytes), !["utf-8", "utf8"].contains(declared.lowercased()) {
+            throw XFormRefusal("\(document) declares encoding=\"\(declared)\", but surveyd reads documents as UTF-8 and apps read them as declared, so its text would differ: save it as UTF-8 and declare encoding=\"UTF-8\"")
         }
         if contains(bytes, "<!DOCTYPE") || contains(bytes, "<!ENTITY") {
             throw XFormRefusal("\(document) has a DOCTYPE (a DTD or entity declarations); XForms and submissions have none, and surveyd does not read them")
@@ -53,7 +62,7 @@ enum XMLDocumentReader {
         }
         guard let root = xmlDocGetRootElement(tree) else { throw XFormRefusal("\(document) has no root element") }
         var copying = Copying(document: document)
-        return try copy(root, &copying)
+        return try copy(root, depth: 1, &copying)
     }
 
     /// What a copy carries from element to element.
@@ -72,9 +81,12 @@ enum XMLDocumentReader {
         }
     }
 
-    /// Recursion is bounded by libxml2's depth limit (256).
-    private static func copy(_ node: xmlNodePtr, _ copying: inout Copying) throws(XFormRefusal) -> XMLElement {
+    /// Recursion is bounded by `maxDepth`, checked before each level is entered.
+    private static func copy(_ node: xmlNodePtr, depth: Int, _ copying: inout Copying) throws(XFormRefusal) -> XMLElement {
         let document = copying.document
+        guard depth <= maxDepth else {
+            throw XFormRefusal("\(document) nests elements more than \(maxDepth) deep; forms nest groups and repeats at most 16 deep")
+        }
         copying.count += 1
         guard copying.count <= maxElements else { throw XFormRefusal("\(document) has more than \(maxElements) elements") }
         var attributes: [XMLElement.Attribute] = []
@@ -93,7 +105,7 @@ enum XMLDocumentReader {
         var child = node.pointee.children
         while let c = child {
             switch c.pointee.type {
-            case XML_ELEMENT_NODE: children.append(try copy(c, &copying))
+            case XML_ELEMENT_NODE: children.append(try copy(c, depth: depth + 1, &copying))
             case XML_TEXT_NODE, XML_CDATA_SECTION_NODE: text += string(c.pointee.content)
             case XML_ENTITY_REF_NODE: throw XFormRefusal("\(document) refers to an entity (&\(string(c.pointee.name));); surveyd does not expand entities")
             default: break // comments and processing instructions carry nothing of the form
@@ -102,6 +114,26 @@ enum XMLDocumentReader {
         }
         return XMLElement(name: string(node.pointee.name), namespace: copying.namespaceURI(node.pointee.ns),
                           attributes: attributes, children: children, text: text)
+    }
+
+    /// The `encoding` of the XML declaration the document starts with (after a UTF-8 byte order
+    /// mark), or nil when it names none.
+    static func declaredEncoding(_ bytes: [UInt8]) -> String? {
+        let start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        guard bytes.count >= start + 5, bytes[start..<start + 5].elementsEqual("<?xml".utf8) else { return nil }
+        // The declaration ends at the first `?>`; it is short.
+        let window = bytes[start..<min(bytes.count, start + 512)]
+        guard let end = window.indices.first(where: { $0 + 1 < window.endIndex && window[$0] == UInt8(ascii: "?") && window[$0 + 1] == UInt8(ascii: ">") }) else {
+            return nil
+        }
+        let declaration = Array(bytes[start..<end]), name = Array("encoding".utf8)
+        guard let at = declaration.indices.first(where: { declaration[$0...].starts(with: name) }) else { return nil }
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+        var rest = declaration[(at + name.count)...].drop(while: isSpace)
+        guard rest.first == UInt8(ascii: "=") else { return nil }
+        rest = rest.dropFirst().drop(while: isSpace)
+        guard let quote = rest.first, quote == UInt8(ascii: "\"") || quote == UInt8(ascii: "'") else { return nil }
+        return String(decoding: rest.dropFirst().prefix { $0 != quote }, as: UTF8.self)
     }
 
     private static func string(_ p: UnsafePointer<xmlChar>?) -> String { p.map { String(cString: $0) } ?? "" }

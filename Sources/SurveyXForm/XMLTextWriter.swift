@@ -92,10 +92,14 @@ final class XMLTextWriter {
     }
 
     static func checkCharacters(_ s: String, _ what: String) throws(Failure) {
-        if let bad = s.unicodeScalars.first(where: { !isXMLCharacter($0) }) {
-            let code = String(bad.value, radix: 16, uppercase: true)
-            throw Failure(message: "\(what) holds the character U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code), which XML 1.0 cannot carry")
-        }
+        if let problem = uncarriedCharacter(in: s) { throw Failure(message: "\(what) \(problem)") }
+    }
+
+    /// What is wrong with text no XML document can carry ("holds the character U+0001, …"), or nil.
+    static func uncarriedCharacter(in s: String) -> String? {
+        guard let bad = s.unicodeScalars.first(where: { !isXMLCharacter($0) }) else { return nil }
+        let code = String(bad.value, radix: 16, uppercase: true)
+        return "holds the character U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code), which XML 1.0 cannot carry"
     }
 
     private static func withXMLString<R>(_ s: String, _ body: (UnsafePointer<xmlChar>) -> R) -> R {

@@ -73,7 +73,7 @@ import SurveyDomain
         P.expectProblem(r, .validationFailed)
         let errors = (r.json?["errors"]?.arrayValue ?? []).map { "\($0["path"]?.stringValue ?? "?"): \($0["message"]?.stringValue ?? "?")" }
         #expect(errors == [
-            "answers.people: must have 3 instances (its repeat count), has 2",
+            "answers.people: must have at least 3 instances (its repeat count), has 2",
             "answers.people[0].visits: takes at most 2 instances, has 3",
             "answers.people[1].name: required",
             "answers.people[1].age: does not meet the constraint . >= 0 and . <= 120",

@@ -144,7 +144,7 @@ import SurveyServer
             "answers.inspected_at: must be a date and time (RFC 3339)",
             "answers.village: \"dakawa\" is not offered here (its choice filter is false)",
             "answers.location: required",
-            "answers.taps: must have 3 instances (its repeat count), has 2",
+            "answers.taps: must have at least 3 instances (its repeat count), has 2",
             "answers.taps[0].flow_rate: More than 0 and at most 60 litres a minute",
             "answers.taps[1].tap_working: required",
             "answers.taps[1].flow_rate: not relevant",
@@ -183,10 +183,10 @@ import SurveyServer
             "answers.born: required",
             "answers.foods: 'Ninguno' va solo",
             "answers.district: \"port\" is not offered here (its choice filter is false)",
-            "answers.member: must have 2 instances (its repeat count), has 1",
+            "answers.member: must have at least 2 instances (its repeat count), has 1",
             "answers.member[0].member_name: required",
             "answers.member[0].jobs[0].job_title: required",
-            "answers.visits: must have 2 instances (its repeat count), has 1",
+            "answers.visits: must have at least 2 instances (its repeat count), has 1",
         ], good: good)
     }
 

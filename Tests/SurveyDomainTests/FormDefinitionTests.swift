@@ -89,7 +89,7 @@ private func fe(_ path: String, _ message: String) -> FieldError { FieldError(pa
         """#
         #expect(try answerErrors(d, answers) == [
             fe("answers.district", "\"d2\" is not offered here (its choice filter is false)"),
-            fe("answers.members", "must have 3 instances (its repeat count), has 2"),
+            fe("answers.members", "must have at least 3 instances (its repeat count), has 2"),
             fe("answers.members[0].school", "not relevant"),
             fe("answers.members[0].phones[0].number", "does not meet the constraint regex(., '^[0-9]{6,12}$')"),
             fe("answers.members[1].name", "required"),

@@ -20,7 +20,7 @@ import SurveyDomain
     @Test func aFormNamingNoFileReadsAsBefore() throws {
         let w = try World()
         for definition: JSONValue in [["title": "Meta", "questions": [["id": "meta", "type": "text", "label": "Meta"]]], World.definition] {
-            let published = try w.ops.forms.published(upload(definition), limits: w.ops.limits, blobs: w.ops.blobs)
+            let published = try w.ops.forms.published(upload(definition), surveyId: "srv_form_upload_test", limits: w.ops.limits, blobs: w.ops.blobs)
             #expect(published.definition == definition)
             #expect(published.attachments.isEmpty)
         }
@@ -30,7 +30,7 @@ import SurveyDomain
         let w = try World()
         let definition: JSONValue = ["title": "Visit", "questions": [["id": "v", "type": "select_one", "label": "V", "choiceList": "villages.csv"]]]
         let csv = Array("name,label\nv1,Hill\n".utf8)
-        let published = try w.ops.forms.published(upload(definition, files: [Self.file("villages.csv", csv)]), limits: w.ops.limits, blobs: w.ops.blobs)
+        let published = try w.ops.forms.published(upload(definition, files: [Self.file("villages.csv", csv)]), surveyId: "srv_form_upload_test", limits: w.ops.limits, blobs: w.ops.blobs)
         #expect(published.definition["choiceLists"]?["villages.csv"] == [["name": "v1", "label": "Hill"]])
         let staged = try #require(published.attachments.first)
         #expect(staged.sha256 == Digest.sha256Hex(csv) && staged.md5 == Digest.md5Hex(csv) && staged.contentType == "text/csv")
@@ -39,7 +39,7 @@ import SurveyDomain
         let tmp = w.dir + "/tmp"
         let before = (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []
         #expect(throws: ApiError.self) {
-            try w.ops.forms.published(upload(definition, files: [Self.file("villages.csv", csv), Self.file("extra.png", [1, 2, 3])]),
+            try w.ops.forms.published(upload(definition, files: [Self.file("villages.csv", csv), Self.file("extra.png", [1, 2, 3])]), surveyId: "srv_form_upload_test",
                                       limits: w.ops.limits, blobs: w.ops.blobs)
         }
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []) == before)

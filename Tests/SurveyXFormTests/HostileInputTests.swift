@@ -79,4 +79,26 @@ import Testing
         let doc = XFormDocument.make(instance: instance, binds: "", body: body)
         refusedQuickly(Array(doc.utf8), saying: "nest at most 16 deep")
     }
+
+    /// Nesting past what any form needs is refused while the document is copied out of libxml2,
+    /// before any reader recurses over it: 65 levels, in the instance or in the body alike.
+    @Test func elementsNestedDeeperThanAnyFormNeedsAreRefusedWhileReading() {
+        for depth in [65, 200, 255] {
+            let doc = String(repeating: "<a>", count: depth) + String(repeating: "</a>", count: depth)
+            refusedQuickly(Array(doc.utf8), saying: "more than 64 deep")
+        }
+        let instance = XFormDocument.make(instance: String(repeating: "<a>", count: 150) + String(repeating: "</a>", count: 150), binds: "", body: "")
+        refusedQuickly(Array(instance.utf8), saying: "more than 64 deep")
+        #expect(throws: XFormRefusal.self) { try SubmittedInstance(xml: Array(("<data id=\"x\">" + String(repeating: "<g>", count: 70) + String(repeating: "</g>", count: 70) + "</data>").utf8)) }
+    }
+
+    @Test func aDeclaredEncodingOtherThanUTF8IsRefused() {
+        for declared in ["UTF-16", "ISO-8859-1", "windows-1252"] {
+            refusedQuickly(Array("<?xml version=\"1.0\" encoding=\"\(declared)\"?><a/>".utf8), saying: "encoding=\"\(declared)\"")
+            refusedQuickly(Array("\u{FEFF}<?xml version='1.0' encoding = '\(declared)' ?><a/>".utf8), saying: "encoding=\"\(declared)\"")
+        }
+        for fine in ["<?xml version=\"1.0\" encoding=\"UTF-8\"?><a/>", "<?xml version=\"1.0\" encoding=\"utf8\"?><a/>", "<?xml version=\"1.0\"?><a/>"] {
+            #expect(XMLDocumentReader.declaredEncoding(Array(fine.utf8)).map { ["utf-8", "utf8"].contains($0.lowercased()) } ?? true)
+        }
+    }
 }

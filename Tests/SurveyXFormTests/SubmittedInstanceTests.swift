@@ -51,4 +51,27 @@ import Testing
         #expect(answers["age"] == "34 35")
         #expect(errors == [FieldError(path: "answers.age", message: "must be an integer")])
     }
+
+    /// Decimals as JavaRosa writes them (Java's `Double.toString`): an exponent after the digits.
+    /// Nothing else Java or Swift would read, and nothing that overflows.
+    @Test func numbersAreReadAsJavaRosaWritesThem() {
+        for (text, value) in [("1.5E7", 15_000_000.0), ("1.23456789E8", 123_456_789), ("5.0E-4", 0.0005), ("-2.5e-3", -0.0025),
+                              ("12", 12), ("-.5", -0.5), ("3.", 3), ("1E+2", 100)] {
+            #expect(SubmittedInstance.number(text, fraction: true) == value, "\(text)")
+        }
+        for text in ["Infinity", "NaN", "inf", "0x1p3", "1E400", "1.5E", "E7", "1.5E7.0", "+1.5", "1e-", "--1", "1-2", "", ".", "-", "1.5E7", "2.5"] {
+            #expect(SubmittedInstance.number(text, fraction: text == "1.5E7" || text == "2.5" ? false : true) == nil, "\(text)")
+        }
+        #expect(SubmittedInstance.number("2147483648", fraction: false) == 2_147_483_648)
+    }
+
+    /// An integer JavaRosa cannot hold (32 bits) is a problem the door reports at its path.
+    @Test func anIntegerBeyondThirtyTwoBitsIsAProblemAtItsPath() throws {
+        let d = try SurveyDefinition.parse(try JSONParser.parse(Self.definition))
+        let xml = #"<data id="walk"><age>2147483648</age><visits><where>1 2;3 4</where></visits><meta><instanceID>uuid:7d1d</instanceID></meta></data>"#
+        let read = try SubmittedInstance(xml: Array(xml.utf8)).answers(for: d, uploadId: { $0 })
+        #expect(read.problems == [FieldError(path: "answers.age", message: "too large for an integer question (ODK apps hold -2147483648 to 2147483647)")])
+        let fine = #"<data id="walk"><age>2147483647</age><meta><instanceID>uuid:7d1e</instanceID></meta></data>"#
+        #expect(try SubmittedInstance(xml: Array(fine.utf8)).answers(for: d, uploadId: { $0 }).problems.isEmpty)
+    }
 }

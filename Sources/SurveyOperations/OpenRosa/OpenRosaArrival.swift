@@ -11,6 +11,11 @@ public struct OpenRosaArrival: Sendable {
     public let submission: Submission
     public let files: [SubmittedInstance.NamedFile]
 
+    /// The same arrival with the files its POST carried, to be stored with the response.
+    public func with(_ staged: [StagedUpload]) -> OpenRosaArrival {
+        OpenRosaArrival(instanceID: instanceID, version: version, submission: submission.with(staged), files: files)
+    }
+
     /// Reads `instance` (the `xml_submission_file` part): 400 for what is not a submission, 1032
     /// for an unusable instanceID, 404 for a form or version not published here.
     public static func read(_ instance: [UInt8], orgId: String, in db: ReadContext, operations: Operations) throws -> OpenRosaArrival {
@@ -29,9 +34,9 @@ public struct OpenRosaArrival: Sendable {
             throw ApiError(.notFound, "The form \(named) is not published here: download the blank form again.")
         }
         let definition = try operations.definitions.definition(of: version)
-        let (answers, files) = parsed.answers(for: definition) { OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: $0) }
+        let (answers, files, problems) = parsed.answers(for: definition) { OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: $0) }
         let submission = try Submission(clientSubmissionId: instanceID, surveyVersionId: version.surveyVersionId,
-                                        contentHash: version.contentHash, answers: answers)
+                                        contentHash: version.contentHash, answers: answers, doorProblems: problems)
         return OpenRosaArrival(instanceID: instanceID, version: version, submission: submission, files: files)
     }
 }

@@ -75,6 +75,22 @@ public struct OpenRosaForms: Sendable {
         return found
     }
 
+    /// Another survey of the organization whose published XForm has this form id, if any: an app
+    /// names a form by its id alone, so the id may belong to one survey only.
+    public func survey(otherThan surveyId: String, withFormId formId: String, in db: ReadContext, orgId: String) throws -> SurveyRecord? {
+        for key in try db.versionKeys(orgId: orgId) where key.surveyId != surveyId {
+            let files: VersionFiles
+            if let cached = operations.versionFileCache.cached(key.surveyVersionId) {
+                files = cached
+            } else {
+                guard let record = try db.surveyVersion(orgId: orgId, surveyVersionId: key.surveyVersionId) else { continue }
+                files = try self.files(of: record, in: db)
+            }
+            if files.xform?.formId == formId { return try db.survey(orgId: orgId, surveyId: key.surveyId) }
+        }
+        return nil
+    }
+
     private func files(of version: SurveyVersionRecord, in db: ReadContext) throws -> VersionFiles {
         try operations.versionFileCache.files(of: version) {
             (try db.versionSource(orgId: version.orgId, surveyVersionId: version.surveyVersionId),

@@ -32,7 +32,16 @@ struct OpenRosaService {
         limits.maxFiles = 1_000
         // Inline like the JSON door's: its reads do not wait, the write is queued; a submission with
         // files stores them on a thread of its own first (`submit`).
-        router.add("POST", Self.base + "/submission", access: collectors, form: limits, runs: .inline) { request in
+        // The app token and its collector are checked once the headers are in, before a byte of
+        // the body is read: nobody without a token stores a file or holds the server receiving.
+        let admit: @Sendable (RequestHead) throws -> Void = { [services] head in
+            let token = head.pathParameters["token"] ?? "", orgId = head.pathParameters["orgId"] ?? ""
+            try services.database.read { db in
+                let caller = try OpenRosaSubmissionDoor.collector(appToken: token, orgId: orgId, in: db, operations: services.operations)
+                _ = try services.operations.admit(caller, to: Submissions.access, orgId: orgId, in: db)
+            }
+        }
+        router.add("POST", Self.base + "/submission", access: collectors, form: limits, runs: .inline, admit: admit) { request in
             let r = answer { try submit(request) }
             // Refused before the operation's outcome (which `render` counts).
             if r.deferred == nil && r.status >= 300 { services.metrics.openRosaSubmission(.refused(code: r.errorCode ?? 0)) }
@@ -53,7 +62,7 @@ struct OpenRosaService {
         }
         let base = request.origin + "/v1/key/\(request.parameter("token"))/orgs/\(orgId)"
         let body = try OpenRosaDocuments.formList(listed.map { form in
-            OpenRosaDocuments.ListedForm(formId: form.xform.formId ?? "", name: form.survey.title, version: form.xform.version,
+            OpenRosaDocuments.ListedForm(formId: form.xform.formId ?? "", name: OpenRosaDocuments.carried(form.survey.title), version: form.xform.version,
                                          md5: form.xform.md5, downloadURL: "\(base)/forms/\(form.version.surveyVersionId)/form.xml",
                                          manifestURL: form.attachments.isEmpty ? nil : "\(base)/forms/\(form.version.surveyVersionId)/manifest")
         })
@@ -92,7 +101,7 @@ struct OpenRosaService {
             return try db.versionAttachment(orgId: orgId, surveyVersionId: surveyVersionId, fileName: request.parameter("fileName"))
         }
         guard let found else { throw ApiError(.notFound, "This form has no such file: refresh the list of blank forms.") }
-        return try SurveyService.attachmentResponse(found, blobs: services.operations.blobs, headers: Self.headers)
+        return try SurveyService.attachmentResponse(found, blobs: services.operations.blobs, headers: [Self.headers[0]])
     }
 
     /// A file name as one segment of a URL path: everything but unreserved characters percent-encoded.
@@ -137,15 +146,26 @@ struct OpenRosaService {
         let partial = request.form["*isIncomplete*"] != nil
         let metrics = services.metrics
         let answer = DeferredResponse()
-        let submit: @Sendable (OpenRosaSubmissionDoor.Instance) -> Void = { instance in
+        // `staged`: the files this POST carried, stored with the response or not at all.
+        let submit: @Sendable (OpenRosaSubmissionDoor.Instance, [StagedUpload]) -> Void = { instance, staged in
             ops.submissions.submit(orgId: orgId, from: OpenRosaSubmissionDoor(appToken: token, orgId: orgId, instance: instance)) { outcome in
+                // A last POST refused for a file no POST has carried yet keeps the files it did
+                // carry, as a split submission's earlier POSTs do; any other refusal keeps none.
+                if case .refused(let e) = outcome, (e as? ApiError)?.code == .attachmentNotUploaded, !staged.isEmpty {
+                    Self.attachments.async {
+                        for file in staged { try? ops.uploads.keep(file) }
+                        answer.complete { Self.render(outcome, metrics: metrics) }
+                    }
+                    return
+                }
+                for file in staged { file.discard() }
                 answer.complete { Self.render(outcome, metrics: metrics) }
             }
         }
         // Answers alone, the whole submission (what a phone sends most): the operation reads the
         // instance in its own snapshot, after the caller, as the JSON door reads its body.
         guard partial || request.form.files.count > 1 else {
-            submit(.bytes(xml))
+            submit(.bytes(xml), [])
             return .later(answer)
         }
         // With files, or a part of a split submission: the instance read against its version
@@ -158,30 +178,41 @@ struct OpenRosaService {
         let attached = arrival.files.compactMap { named in request.form.files[named.fileName].map { (named, $0) } }
         // What follows the files: a split submission's earlier POSTs end with them; the last POST
         // runs the submission operation, as the JSON door does.
-        let afterFiles: @Sendable () -> Void = {
+        let afterFiles: @Sendable ([StagedUpload]) -> Void = { staged in
             if partial {
                 metrics.openRosaSubmission(.partial)
                 answer.complete { Self.document(201, OpenRosaDocuments.response(message: "Part of the form was received; the rest is on its way.")) }
             } else {
-                submit(.read(arrival))
+                submit(.read(arrival.with(staged)), staged)
             }
         }
         guard !attached.isEmpty else {
-            afterFiles()
+            afterFiles([])
             return .later(answer)
         }
-        // Each file is an upload through the gate, which waits for its commit: not on this thread.
+        // A split submission's earlier POST stores each file as an upload through the gate, which
+        // waits for its commit; the last POST checks each and keeps it for the response's own
+        // transaction. Either way, not on this thread.
         let service = self
         Self.attachments.async {
+            var staged: [StagedUpload] = []
             do {
-                for (named, part) in attached { try service.storeAttachment(part, named, of: arrival, caller: caller, orgId: orgId) }
+                for (named, part) in attached {
+                    let incoming = try service.receiveAttachment(part, named, of: arrival, caller: caller, orgId: orgId)
+                    if partial {
+                        _ = try ops.uploads.finish(incoming)
+                    } else if let file = try ops.uploads.stage(incoming) {
+                        staged.append(file)
+                    }
+                }
             } catch {
+                for file in staged { file.discard() }
                 let e = error as? ApiError ?? ApiError(.internalError, "The server could not store this form's files; it stays on your phone. Try again later.")
                 metrics.openRosaSubmission(.refused(code: e.code.rawValue))
                 answer.complete { Self.refusal(e, status: e.code.httpStatus) }
                 return
             }
-            afterFiles()
+            afterFiles(staged)
         }
         return .later(answer)
     }
@@ -189,10 +220,11 @@ struct OpenRosaService {
     /// Where attachments are stored, off the HTTP threads.
     private static let attachments = DispatchQueue(label: "surveyd.openrosa.attachments", attributes: .concurrent)
 
-    /// One attached file as an upload of the version and question that name it, under the id
-    /// derived from the instance and the file name: a resent POST stores nothing twice.
-    private func storeAttachment(_ part: FormFile, _ named: SubmittedInstance.NamedFile, of arrival: OpenRosaArrival, caller: Caller,
-                                 orgId: String) throws {
+    /// One attached file received into a temp file as an upload of the version and question that
+    /// name it, under the id derived from the instance and the file name: a resent POST stores
+    /// nothing twice.
+    private func receiveAttachment(_ part: FormFile, _ named: SubmittedInstance.NamedFile, of arrival: OpenRosaArrival, caller: Caller,
+                                   orgId: String) throws -> IncomingFile {
         let uploads = services.operations.uploads
         let target = try uploads.target(orgId: orgId, clientUploadId: OpenRosaForms.clientUploadId(instanceID: arrival.instanceID, fileName: named.fileName),
                                         caller: caller, surveyVersionId: arrival.version.surveyVersionId, questionId: named.questionId,
@@ -202,7 +234,7 @@ struct OpenRosaService {
             incoming.discard()
             throw error
         }
-        _ = try uploads.finish(incoming)
+        return incoming
     }
 
     /// The part's declared type; for a part sent as bytes of no type, the one its name says.
@@ -238,7 +270,11 @@ struct OpenRosaService {
 
     // MARK: - Rendering
 
-    static let headers = [("X-OpenRosa-Version", "1.0")]
+    /// On every answer of the door, files included: a form or a message opened in a browser (the
+    /// token is in the URL, so a link is all it takes) is never sniffed, and its script — an
+    /// XForm is XHTML — never runs in the server's origin, where the console lives.
+    static let headers = [("X-OpenRosa-Version", "1.0"), ("X-Content-Type-Options", "nosniff"),
+                          ("Content-Security-Policy", "default-src 'none'; sandbox")]
 
     static func document(_ status: Int, _ body: [UInt8]) -> HTTPResponse {
         HTTPResponse(status: status, headers: headers + [("Content-Type", "text/xml; charset=utf-8")], body: body)

@@ -98,7 +98,7 @@ struct SurveyService {
         let keyed = KeyedAnswer(request, render)
         let upload = try Self.formUpload(request, limits: operations.limits)
         let outcome = try operations.surveys.publish(orgId: orgId, surveyId: request.parameter("surveyId"), by: try context.member(), key: keyed.key) {
-            let published = try operations.forms.published(try upload(), limits: operations.limits, blobs: operations.blobs)
+            let published = try operations.forms.published(try upload(), surveyId: request.parameter("surveyId"), limits: operations.limits, blobs: operations.blobs)
             kept.withLock { $0 = published.source }
             return published
         }

@@ -89,6 +89,13 @@ extension ReadContext {
 }
 
 extension GatedTransaction {
+    /// Publications of one organization run one after the other (on PostgreSQL; SQLite's one
+    /// writer already does): what a publication checks against the versions already published —
+    /// that its form id names no other survey — still holds when it commits.
+    public func takePublishingTurn() throws {
+        try context.conn.takeTurn("publish\u{1}" + orgId)
+    }
+
     public func createSurvey(surveyId: String, title: String, reviewRequired: Bool, createdBy: String) throws -> SurveyRecord {
         try context.conn.run("""
             INSERT INTO surveys(survey_id, org_id, title, review_required, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)
