@@ -7,7 +7,8 @@ import SurveyStorage
 /// The zip export, built with libarchive and sent as it is built: every attached file first
 /// (`files/<responseId>/<questionId>-<clientUploadId>.<ext>` made safe, in row order), then
 /// `responses.csv` (its file cells hold those paths), a `responses-<repeatId>.csv` per repeat of
-/// the form, and `manifest.json`. The CSV and the
+/// the form (named by `RepeatTableNames`, the manifest's `tables` saying which is which), and
+/// `manifest.json`. The CSV and the
 /// manifest's file list go to temp files while the files stream, so memory stays flat however
 /// many rows and files there are; a big file is sent a piece at a time.
 public final class ZipProducer: ExportProducer {
@@ -20,8 +21,9 @@ public final class ZipProducer: ExportProducer {
     /// Where libarchive's write callback puts the bytes it produces (the caller's buffer).
     private let sink = Sink()
     private let csv: TempText
-    /// A table per repeat, in `columns.repeats` order; the next one to archive.
+    /// A table per repeat, in `columns.repeats` order, and its entry's name; the next one to archive.
     private let repeatCSVs: [TempText]
+    private let repeatEntries: [String]
     private var nextRepeatCSV = 0
     private let manifestFiles: TempText
     private var fileCount = 0
@@ -50,6 +52,9 @@ public final class ZipProducer: ExportProducer {
         self.now = now
         csv = try TempText(directory: tempDirectory)
         repeatCSVs = try columns.repeats.map { _ in try TempText(directory: tempDirectory) }
+        // Distinct even where case does not count: unpacked on Windows or macOS, `responses-members.csv`
+        // and `responses-Members.csv` would be one file.
+        repeatEntries = RepeatTableNames.zipEntries(columns.repeats.map(\.id))
         manifestFiles = try TempText(directory: tempDirectory)
         guard let a = archive_write_new() else { throw ApiError(.internalError, "The archive could not be created.") }
         archive = a
@@ -119,7 +124,7 @@ public final class ZipProducer: ExportProducer {
             case .csv where nextRepeatCSV < repeatCSVs.count:
                 let t = nextRepeatCSV
                 nextRepeatCSV += 1
-                try startEntry("responses-\(columns.repeats[t].id).csv", size: repeatCSVs[t].size, compressed: true)
+                try startEntry(repeatEntries[t], size: repeatCSVs[t].size, compressed: true)
                 copying = (FileByteReader(descriptor: try repeatCSVs[t].reopen()), repeatCSVs[t].size)
             case .csv:
                 phase = .manifest
@@ -167,9 +172,11 @@ public final class ZipProducer: ExportProducer {
 
     /// The manifest around its file list.
     private func manifestEnds() -> ([UInt8], [UInt8]) {
+        // `tables`: each repeat's table, as its name may differ from the repeat's id.
+        let tables: [JSONValue] = zip(columns.repeats, repeatEntries).map { ["repeatId": .string($0.id), "path": .string($1)] }
         let meta: JSONValue = ["surveyId": .string(export.survey.surveyId), "exportCursor": .string(export.cursor),
                                "generatedAt": .string(Timestamp.format(now)), "filters": .object(export.described.mapValues { .string($0) }),
-                               "rows": .number(Double(rows)), "files": []]
+                               "rows": .number(Double(rows)), "files": [], "tables": .array(tables)]
         // Keys are sorted: `"files":[]` follows `exportCursor` (base64url, no quote), so its first
         // occurrence is the key's — split there.
         let text = CanonicalJSON.encode(meta)
