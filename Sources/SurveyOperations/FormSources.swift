@@ -80,6 +80,9 @@ public struct FormSources: Sendable {
                 throw ApiError(.validationFailed, "The XLSForm could not be converted.", errors: [FieldError(path: "xlsform", message: message)])
             case .unavailable(let message):
                 throw ApiError(.unsupportedFileType, "This server cannot convert XLSForms: \(message).")
+            case .busy(let message):
+                throw ApiError(.tooManyPendingRequests, "The XLSForm was not converted: \(message). Nothing was published; send it again in a few seconds.",
+                               retryAfterSeconds: 5)
             }
         }
         return VersionSourceRecord(format: Format.xlsform.rawValue, contentType: isXLS ? Self.xlsType : Self.xlsxType,

@@ -134,7 +134,14 @@ public struct SubmittedInstance: Sendable {
                 }
                 let text = elements[i].text
                 guard !text.isEmpty, let type = nodes[n].questionType else { continue }
-                if type == .file { reading.files.append(NamedFile(fileName: text, questionId: id)) }
+                if type == .file {
+                    // A file answers one question: a second naming it would be stored under the
+                    // same upload id (the instance's and the name's) for another question.
+                    if let first = reading.files.first(where: { $0.fileName == text }) {
+                        reading.problems.append(FieldError(path: "\(path).\(id)", message: "names the file \(text), which \(first.questionId) names too; each file question takes a file of its own"))
+                    }
+                    reading.files.append(NamedFile(fileName: text, questionId: id))
+                }
                 let answer = value(text, type: type, uploadId: reading.uploadId)
                 if type == .integer, let n = answer.doubleValue, !(Double(Int32.min)...Double(Int32.max)).contains(n) {
                     reading.problems.append(FieldError(path: "\(path).\(id)", message: "too large for an integer question (ODK apps hold -2147483648 to 2147483647)"))

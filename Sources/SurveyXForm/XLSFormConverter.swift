@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SurveyForms
 
 /// Converts an XLSForm (`.xlsx`, or `.xls`) into an XForm with pyxform — the converter ODK Central
@@ -47,11 +48,35 @@ public struct XLSFormConverter: Sendable {
         case unavailable(String)
         /// The conversion ran out of time or memory.
         case tooCostly(String)
+        /// As many conversions as the server runs at once are running: try again shortly.
+        case busy(String)
+    }
+
+    /// How many conversions run at once, shared by every copy of this converter (a server has
+    /// one): each is a Python process of up to `memoryLimit` and a CPU for up to `deadline`.
+    public var slots = Slots(limit: max(2, ProcessInfo.processInfo.activeProcessorCount))
+
+    public final class Slots: Sendable {
+        public let limit: Int
+        private let running = Atomic<Int>(0)
+        public init(limit: Int) { self.limit = limit }
+
+        func take() -> Bool {
+            guard running.add(1, ordering: .acquiringAndReleasing).newValue <= limit else {
+                running.subtract(1, ordering: .acquiringAndReleasing)
+                return false
+            }
+            return true
+        }
+
+        func give() { running.subtract(1, ordering: .acquiringAndReleasing) }
     }
 
     /// `formName`: the name the upload is converted under, which pyxform makes the form's id
     /// when its `settings` sheet names none (letters, digits, `_`, `-` and `.` only; else `form`).
     public func convert(_ bytes: [UInt8], isXLS: Bool, formName: String = "form") throws(Refusal) -> Conversion {
+        guard slots.take() else { throw .busy("the server is converting \(slots.limit) XLSForms already") }
+        defer { slots.give() }
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw .unavailable("pyxform is not installed where this server looks for it (\(executable)): run scripts/setup.sh, or install pyxform 4.5.0 (pip install pyxform==4.5.0) and start surveyd with --pyxform pointing at its xls2xform")
         }

@@ -11,12 +11,20 @@ import SurveyDomain
 
     @Test func textWithANulIsReadBackWhole() throws {
         let f = try Fixture()
-        let title = "Visible\u{0}hidden"
-        let s = try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": .string(title), "reviewRequired": false])
-        #expect(s.status == 201, "\(s.text)")
-        let surveyId = try #require(s.json?["surveyId"]?.stringValue)
-        let read = try f.client.get("/v1/orgs/\(f.orgId)/surveys/\(surveyId)", token: f.adminToken)
-        #expect(read.json?["title"]?.stringValue == title)
+        let text = "Visible\u{0}hidden"
+        // A title is every app's name for the form, in XML, which cannot carry a NUL: refused whole,
+        // never cut at the NUL.
+        let s = try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": .string(text), "reviewRequired": false])
+        P.expectProblem(s, .validationFailed)
+        #expect(s.json?["errors"]?.arrayValue?.first?["path"] == "title", "\(s.text)")
+        // An answer keeps it, and comes back whole.
+        let v = try f.publishSurvey()
+        let r = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                  ResponseTests.submission("nul-text-0001", v, answers: ["size": 1, "notes": .string(text)]))
+        #expect(r.status == 201, "\(r.text)")
+        let id = try #require(r.json?["responseId"]?.stringValue)
+        let read = try f.client.get("/v1/orgs/\(f.orgId)/responses/\(id)", token: f.adminToken)
+        #expect(read.json?["answers"]?["notes"]?.stringValue == text)
     }
 
     @Test func impossibleDatesAreRefusedNotShifted() throws {

@@ -242,4 +242,30 @@ import SurveyDomain
         #expect(list.reply.status == 200, "\(list.reply.text)")
         #expect(Set(list.forms.map(\.name)) == ["Household", "Waterpoint"])
     }
+
+    @Test func aPOSTWithTwoFormsOrOneFileForTwoQuestionsIsRefusedAndStoresNothing() throws {
+        let p = try Published(definition: OpenRosaTests.photos)
+        func instance(_ id: String, house: String, water: String) throws -> [UInt8] {
+            try CollectClient.instance(of: p.xform, instanceID: id, values: [("size", "3"), ("house", house), ("water", water)])
+        }
+        // Two xml_submission_file parts: which form was meant cannot be told.
+        let boundary = "----CollectBoundaryTwoForms"
+        func part(_ xml: [UInt8]) -> [UInt8] {
+            Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"xml_submission_file\"; filename=\"instance.xml\"\r\nContent-Type: text/xml\r\n\r\n".utf8)
+                + xml + Array("\r\n".utf8)
+        }
+        let body = part(try instance("uuid:twice-0001", house: "", water: "")) + part(try instance("uuid:twice-0002", house: "", water: ""))
+            + Array("--\(boundary)--\r\n".utf8)
+        let both = try p.f.client.request("POST", p.collect.base + "/submission", body: body,
+                                          headers: CollectClient.headers.merging(["Content-Type": "multipart/form-data; boundary=\(boundary)"]) { a, _ in a })
+        #expect(both.status == 400, "\(both.status) \(OpenRosaTests.message(both))")
+        #expect(OpenRosaTests.message(both).contains("more than one xml_submission_file"))
+        // One photo named by two questions would be one upload answering both.
+        let same = CollectClient.File(name: "same.jpg", contentType: "image/jpeg", bytes: Files.jpeg(3_000))
+        let r = try p.collect.submit(try instance("uuid:same-file-0001", house: "same.jpg", water: "same.jpg"), files: [same])
+        #expect(r.status == 422, "\(OpenRosaTests.message(r))")
+        #expect(OpenRosaTests.message(r).contains("water: names the file same.jpg, which house names too"), "\(OpenRosaTests.message(r))")
+        #expect(try p.responses() == 0)
+        #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 0)
+    }
 }

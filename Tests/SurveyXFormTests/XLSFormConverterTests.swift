@@ -136,4 +136,26 @@ import TestProcesses
         }
         #expect(inherited == [], "\(open)")
     }
+
+    /// Conversions beyond the converter's slots are refused at once (the door answers 429), and
+    /// a slot is free again when its conversion ends.
+    @Test func aConversionBeyondTheSlotsIsRefusedUntilOneIsFree() throws {
+        let standIn = try StandIn(#"""
+        echo started > "$RECORD"
+        sleep 2
+        for last; do :; done
+        printf '<h:html/>' > "$last"
+        echo '{"code": 100, "message": "Ok!", "warnings": []}'
+        """#)
+        var converter = XLSFormConverter(executable: standIn.executable)
+        converter.slots = XLSFormConverter.Slots(limit: 1)
+        let first = converter
+        let done = DispatchSemaphore(value: 0)
+        Thread { _ = try? first.convert(Array("PK".utf8), isXLS: false); done.signal() }.start()
+        let clock = ContinuousClock(), start = clock.now
+        while standIn.recorded().isEmpty && clock.now - start < .seconds(20) { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(refusal(converter) == .busy("the server is converting 1 XLSForms already"))
+        done.wait()
+        #expect(try converter.convert(Array("PK".utf8), isXLS: false).xform == Array("<h:html/>".utf8))
+    }
 }

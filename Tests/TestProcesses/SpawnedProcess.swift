@@ -48,6 +48,8 @@ public final class SpawnedProcess: @unchecked Sendable {
     }
 
     public let pid: pid_t
+    /// The write end of the child's standard input when asked for (`input: true`), nil otherwise.
+    public let standardInput: FileHandle?
     /// The read ends of the pipes asked for (`.pipe`), nil otherwise.
     public let standardOutput: FileHandle?
     public let standardError: FileHandle?
@@ -56,16 +58,25 @@ public final class SpawnedProcess: @unchecked Sendable {
     private var ended: Termination?
 
     /// Starts `executable` (a path, not looked up in PATH) with `arguments`; standard input is
-    /// /dev/null. `environment`: the child's whole environment; nil, the test process's.
+    /// /dev/null, or with `input` a pipe the test writes to (`standardInput`).
+    /// `environment`: the child's whole environment; nil, the test process's.
     public init(_ executable: String, _ arguments: [String], directory: String? = nil, environment: [String: String]? = nil,
-                output: Output = .inherit, error: Output = .inherit) throws {
+                input: Bool = false, output: Output = .inherit, error: Output = .inherit) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         // The child's ends of the pipes: closed here once it has its copies.
         var childEnds: [Int32] = []
         defer { childEnds.forEach { close($0) } }
+        if input {
+            let (read, write) = try Self.pipe()
+            childEnds.append(read)
+            posix_spawn_file_actions_adddup2(&actions, read, 0)
+            standardInput = FileHandle(fileDescriptor: write, closeOnDealloc: true)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            standardInput = nil
+        }
         func route(_ output: Output, to target: Int32) throws -> FileHandle? {
             switch output {
             case .inherit:

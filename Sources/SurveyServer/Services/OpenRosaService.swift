@@ -140,6 +140,10 @@ struct OpenRosaService {
         guard let instance = request.form.files["xml_submission_file"] else {
             throw ApiError.malformed("The submission has no xml_submission_file part: send the filled-in form as that part.")
         }
+        // Two filled-in forms in one POST: which one was meant cannot be told, so neither is taken.
+        guard request.form.fileParts.count(where: { $0.name == "xml_submission_file" }) == 1 else {
+            throw ApiError.malformed("The submission has more than one xml_submission_file part: send one filled-in form per POST.")
+        }
         let ops = services.operations
         let token = request.parameter("token"), orgId = request.parameter("orgId")
         let xml = try instance.bytes()  // read before any snapshot: no file I/O while a reader is held

@@ -41,7 +41,7 @@ enum ODKValidate {
             (ended, data) = try SpawnedProcess.run("/usr/bin/env", ["java", "-Djava.awt.headless=true", "-jar", jar.path, file.path],
                                                    error: .standardOutput)
         } catch {
-            throw Unavailable(description: "java could not start (\(error)): scripts/setup.sh installs openjdk-17-jre-headless")
+            throw Unavailable(description: "java could not start (\(error)): scripts/setup.sh installs openjdk-17-jdk-headless")
         }
         let output = String(decoding: data, as: UTF8.self)
         guard ended == .exited(0), output.contains("Xform is valid") else {
