@@ -24,7 +24,7 @@ public struct Console: Sendable {
         // The server's own refusals under /console (no such page, a method a page does not take,
         // a form over the limit) are pages too.
         let pages = self.pages
-        router.refusals(under: "/console") { error, status in
+        router.refusals(under: "/console") { error, status, _ in
             let (heading, sentence) = Console.sentence(error)
             return pages.message(heading, sentence, frame: Pages.Frame(title: heading), status: status)
         }
@@ -64,6 +64,7 @@ public struct Console: Sendable {
         page(&router, "GET", "/console/orgs/{orgId}/surveys", admins, admin.surveys)
         page(&router, "POST", "/console/orgs/{orgId}/surveys", admins, admin.createSurvey)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}", admins, admin.survey)
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/state", admins, admin.setSurveyState)
         // An XLSForm or XForm up to the server's form limit, with the files it names up to the
         // limit of a form upload, and room for the form's other fields.
         var publishing = FormDecoder.Limits(maxBytes: operations.limits.maxFormUploadBytes + (64 << 10))

@@ -57,7 +57,7 @@ public struct Router: Sendable {
 
     /// How the server's own refusals (no such route, method not allowed, body too large) read
     /// under a path prefix — the console's are pages, not problem+json.
-    public typealias RefusalPage = @Sendable (_ error: ApiError, _ status: Int) -> HTTPResponse
+    public typealias RefusalPage = @Sendable (_ error: ApiError, _ status: Int, _ path: String) -> HTTPResponse
     private var refusalPages: [(prefix: String, page: RefusalPage)] = []
 
     public mutating func refusals(under prefix: String, _ page: @escaping RefusalPage) {
@@ -69,7 +69,7 @@ public struct Router: Sendable {
         guard let page = refusalPages.first(where: { path == $0.prefix || path.hasPrefix($0.prefix + "/") })?.page else {
             return .problem(error, status: status, headers: headers)
         }
-        var r = page(error, status ?? error.code.httpStatus)
+        var r = page(error, status ?? error.code.httpStatus, path)
         r.headers += headers
         r.errorCode = error.code.rawValue
         return r
