@@ -254,7 +254,8 @@ struct AdminPages: Sendable {
         }
         return pages.render(.survey, [
             "title": .text(survey.title), "surveysUrl": .text("/console/orgs/\(orgId)/surveys"), "queueUrl": .text(base + "/responses"),
-            "exportsUrl": .text(base + "/exports"), "publishUrl": .text(base + "/versions"), "csrf": .text(v.csrf), "versions": .list(shown),
+            "exportsUrl": .text(base + "/exports"), "dataUrl": .text(base + "/data"), "mapUrl": .text(base + "/map"),
+            "summaryUrl": .text(base + "/summary"), "publishUrl": .text(base + "/versions"), "csrf": .text(v.csrf), "versions": .list(shown),
             "gatedOff": gatedOff(f),
         ], frame: f, status: status)
     }

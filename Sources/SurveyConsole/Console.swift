@@ -15,8 +15,22 @@ public struct Console: Sendable {
     /// fields (a bulk review of 500 responses sends one each), 256 KiB a field.
     static let formLimits = FormDecoder.Limits(maxBytes: 1 << 20)
 
-    public init(operations: Operations) throws {
+    /// Where the map view's background comes from (`--map-tiles`); nil: a plain background.
+    let mapTiles: MapTiles?
+
+    /// A tile server: its URL template (`{z}`, `{x}`, `{y}`, `{s}`) and the attribution it asks for.
+    public struct MapTiles: Sendable {
+        public let url: String
+        public let attribution: String
+        public init(url: String, attribution: String) { self.url = url; self.attribution = attribution }
+        /// OpenStreetMap's standard tiles, with the attribution their policy asks for.
+        public static let openStreetMap = MapTiles(url: "https://tile.openstreetmap.org/{z}/{x}/{y}.png",
+                                                   attribution: "© OpenStreetMap contributors")
+    }
+
+    public init(operations: Operations, mapTiles: MapTiles? = .openStreetMap) throws {
         self.operations = operations
+        self.mapTiles = mapTiles
         pages = try Pages()
     }
 
@@ -47,6 +61,9 @@ public struct Console: Sendable {
         page(&router, "GET", "/console/orgs/{orgId}/responses/{responseId}", anyMember, desk.response)
         page(&router, "POST", "/console/orgs/{orgId}/responses/{responseId}/review", anyMember, desk.review)
         page(&router, "GET", "/console/orgs/{orgId}/uploads/{clientUploadId}", anyMember, desk.file)
+        let views = DataPages(console: self, tiles: mapTiles)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/data", DataViews.access, views.data)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/summary", DataViews.access, views.summary)
         let versionFiles = VersionFiles(console: self)
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/source", anyMember, versionFiles.source)
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/xform", anyMember, versionFiles.xform)
