@@ -10,6 +10,7 @@ import SurveyStorage
 public struct Console: Sendable {
     let operations: Operations
     let pages: Pages
+    let mapAssets: MapAssets
     static let cookie = "surveyd_session"
     /// A console form: at most 1 MiB in all (a definition file is the largest part), 2,000
     /// fields (a bulk review of 500 responses sends one each), 256 KiB a field.
@@ -32,6 +33,7 @@ public struct Console: Sendable {
         self.operations = operations
         self.mapTiles = mapTiles
         pages = try Pages()
+        mapAssets = try MapAssets()
     }
 
     public func register(into router: inout Router) {
@@ -46,6 +48,19 @@ public struct Console: Sendable {
         publicPage(&router, "GET", "/console/assets/console.css") { _ in
             HTTPResponse(status: 200, headers: [("Content-Type", "text/css; charset=utf-8"), ("Cache-Control", "public, max-age=3600"),
                                                  ("X-Content-Type-Options", "nosniff")], body: pages.stylesheet)
+        }
+        let assets = mapAssets
+        publicPage(&router, "GET", "/console/assets/map.js") { _ in
+            HTTPResponse(status: 200, headers: [("Content-Type", "text/javascript; charset=utf-8"), ("Cache-Control", "public, max-age=3600"),
+                                                 ("X-Content-Type-Options", "nosniff")], body: assets.script)
+        }
+        publicPage(&router, "GET", "/console/assets/leaflet/{file}") { request in
+            guard let r = assets.response(request.parameter("file")) else { throw ApiError.notFound() }
+            return r
+        }
+        publicPage(&router, "GET", "/console/assets/leaflet/images/{file}") { request in
+            guard let r = assets.response("images/" + request.parameter("file")) else { throw ApiError.notFound() }
+            return r
         }
         let signIn = SignInPages(console: self)
         publicPage(&router, "GET", "/console/sign-in", signIn.form)
@@ -64,6 +79,7 @@ public struct Console: Sendable {
         let views = DataPages(console: self, tiles: mapTiles)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/data", DataViews.access, views.data)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/summary", DataViews.access, views.summary)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/map", DataViews.access, views.map)
         let versionFiles = VersionFiles(console: self)
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/source", anyMember, versionFiles.source)
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/xform", anyMember, versionFiles.xform)

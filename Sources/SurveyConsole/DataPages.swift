@@ -269,6 +269,83 @@ struct DataPages: Sendable {
         return label
     }
 
+    // MARK: Map
+
+    /// The most points the page lists (the map itself shows every one).
+    static let pointsListed = 500
+
+    func map(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = visit.orgId, surveyId = request.parameter("surveyId")
+        let user = try visit.member()
+        let q = try ViewQuery(request.query)
+        let context = try operations.dataViews.context(orgId: orgId, surveyId: surveyId, by: user)
+        let language = LanguageChoice(context.latest, requested: request.query["lang"])
+        let exportColumns = ExportColumns(definitions: context.versions.map(\.definition), splitSelectMultiples: false)
+        let geo = exportColumns.questions.filter { $0.type == .geopoint }
+        let field = request.query["geoField"].flatMap { f in geo.contains { $0.id == f } ? f : nil } ?? geo.first?.id
+        let base = "/console/orgs/\(orgId)/surveys/\(surveyId)"
+        let filters = filters(.map, q, context, user: user, orgId: orgId, surveyId: surveyId, language: language, extra: [
+            "hasGeoFields": .flag(geo.count > 1),
+            "geoFields": .list(geo.map { g in ["id": .text(g.id), "label": .text(language.text(g.labels) ?? g.label), "selected": .flag(g.id == field)] }),
+        ])
+        var values: [String: TemplateValue] = ["filters": .html(filters), "hasPoints": .flag(field != nil),
+                                               "noPoints": .text("This survey has no location (geopoint) question, so there is nothing to map.")]
+        var headers: [(String, String)] = []
+        if let field {
+            var er = ExportRequest(format: "geojson")
+            er.reviewStates = q.filter.reviewStates
+            er.surveyVersionId = q.filter.surveyVersionId
+            er.submittedBy = q.filter.submittedBy
+            er.fieldTaskId = q.filter.fieldTaskId
+            er.receivedFrom = q.filter.receivedFrom
+            er.receivedTo = q.filter.receivedTo
+            let export = try operations.exports.openForView(orgId: orgId, surveyId: surveyId, by: user, er)
+            defer { export.close() }
+            let numbers = Dictionary(context.versions.map { ($0.record.surveyVersionId, $0.record.number) }, uniquingKeysWith: { a, _ in a })
+            var listed: [[String: TemplateValue]] = [], more = false
+            while let r = try export.next() {
+                let row = ExportRow(r, versionNumber: numbers[r.surveyVersionId], submitterName: context.names[r.submitter])
+                guard let point = row.answers[field]?.objectValue, let lat = point["lat"]?.doubleValue, let lon = point["lon"]?.doubleValue else { continue }
+                if listed.count == Self.pointsListed { more = true; break }
+                listed.append(["url": .text("/console/orgs/\(orgId)/responses/\(r.responseId)"),
+                               "label": .text("\(r.clientSubmissionId) · \(context.names[r.submitter] ?? r.submitter) · \(Pages.time(r.receivedAt))"),
+                               "lat": .text(Cell.number(lat).csvText), "lon": .text(Cell.number(lon).csvText)])
+            }
+            let e = q.exportQuery
+            values["pointsUrl"] = .text(base + "/points.geojson?geoField=" + urlEncoded(field) + (e.isEmpty ? "" : "&" + e))
+            values["listed"] = .list(listed)
+            values["hasListed"] = .flag(!listed.isEmpty)
+            values["morePoints"] = .text(more ? "The first \(Self.pointsListed) points are listed here; the map shows every one." : "")
+            values["shown"] = .text(listed.isEmpty ? "No located responses under these filters."
+                                    : more ? "More than \(Self.pointsListed) located responses under these filters." : "\(listed.count) located response\(listed.count == 1 ? "" : "s") under these filters.")
+            values["tiles"] = .text(tiles?.url ?? "")
+            values["attribution"] = .text(tiles?.attribution ?? "")
+            values["noTiles"] = .text(tiles == nil ? "This server shows no map tiles: the points are drawn on a plain background." : "")
+            values["traces"] = .text(exportColumns.questions.filter { $0.type == .geotrace }.map(\.id).joined(separator: " "))
+            values["shapes"] = .text(exportColumns.questions.filter { $0.type == .geoshape }.map(\.id).joined(separator: " "))
+            values["responseBase"] = .text("/console/orgs/\(orgId)/responses/")
+            if !console.mapAssets.complete {
+                values["noTiles"] = .text("The map's scripts are not installed on this server (Debian packages libjs-leaflet and libjs-leaflet.markercluster); the points are listed below.")
+            }
+            headers.append(("Content-Security-Policy", Self.mapPolicy(tiles: tiles?.url)))
+        }
+        return pages.render(.map, values, frame: frame("Map: \(context.survey.title)", visit), headers: headers)
+    }
+
+    /// The map page's policy: the console's, plus its own scripts, its points (same origin)
+    /// and images from the tile server.
+    static func mapPolicy(tiles: String?) -> String {
+        var images = "'self'"
+        if let tiles, let scheme = tiles.range(of: "://") {
+            let rest = tiles[scheme.upperBound...]
+            let host = rest.prefix { $0 != "/" }
+            let origin = String(tiles[..<scheme.upperBound]) + host.replacingOccurrences(of: "{s}", with: "*")
+            // A host with another placeholder cannot be named: the scheme stands for it.
+            images += " " + (origin.contains("{") ? String(tiles[..<scheme.lowerBound]) + ":" : origin)
+        }
+        return "default-src 'none'; script-src 'self'; style-src 'self'; img-src \(images); connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    }
+
     // MARK: Summary
 
     func summary(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {

@@ -57,6 +57,13 @@ public struct DataViews: Sendable {
                        names: Dictionary(users.map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a }))
     }
 
+    /// The survey, its versions and the people of the filter, for a view that reads its rows
+    /// elsewhere (the map reads them as the GeoJSON export does).
+    public func context(orgId: String, surveyId: String, by user: UserRecord) throws -> Context {
+        try operations.member(user, of: orgId)
+        return try operations.database.read { db in try context(db, orgId: orgId, surveyId: surveyId, by: user) }
+    }
+
     public struct Page: Sendable {
         public let context: Context
         public let rows: [ExportedResponse]
