@@ -53,6 +53,7 @@ struct ReviewDesk: Sendable {
                 "orgName": .text(org.name), "orgState": .text(operations.gate.isExpired(org) ? "expired" : "active"),
                 "hasSurveys": .flag(!surveys.isEmpty), "surveys": .list(surveys),
                 "noSurveys": .text("No surveys yet."),
+                "roleNote": .text(reviews ? "" : "The review desk is for reviewers and admins; your role does not include it. Each survey's Data, Map and Summary show the responses you submitted."),
             ]
             return pages.render(.home, ["heading": .text(org.name), "orgs": .list([item])], frame: frame)
         }
