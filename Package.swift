@@ -48,7 +48,7 @@ let package = Package(
         // Export formats (CSV, GeoJSON, XLSX, zip) over an export's snapshot; no HTTP.
         .target(name: "SurveyExports", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain", "CXLSXWriter", "CArchive"]),
         // The web console: server-rendered pages, sessions and forms over the same operations.
-        .target(name: "SurveyConsole", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyStorage", "SurveyDomain", "CQRencode", "CZlib"],
+        .target(name: "SurveyConsole", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyExports", "SurveyStorage", "SurveyDomain", "CQRencode", "CZlib"],
                 resources: [.copy("Templates"), .copy("Assets")]),
         // Webhook deliveries from the transactional outbox, through libcurl; no HTTP server side.
         .target(name: "SurveyWebhooks", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain", "CCurl"]),

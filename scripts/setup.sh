@@ -6,7 +6,9 @@ export PATH="/opt/swift/usr/bin:$PATH"
 
 # openjdk-17-jdk-headless runs ODK Validate (JavaRosa, shipped in the pyxform wheel) in the tests,
 # and compiles Tests/JavaRosa against it (javac): JavaRosa fills and judges instances the tests send.
-packages=(libsqlite3-dev libmicrohttpd-dev libssl-dev libxlsxwriter-dev libarchive-dev libargon2-dev libqrencode-dev libcurl4-openssl-dev libxml2-dev zlib1g-dev libpq-dev postgresql-15 pkg-config curl sqlite3 openssl openjdk-17-jdk-headless)
+# libjs-leaflet and libjs-leaflet.markercluster: the console's map (surveyd serves them from
+# /usr/share/javascript/leaflet itself, so no page loads a script from another host).
+packages=(libjs-leaflet libjs-leaflet.markercluster libsqlite3-dev libmicrohttpd-dev libssl-dev libxlsxwriter-dev libarchive-dev libargon2-dev libqrencode-dev libcurl4-openssl-dev libxml2-dev zlib1g-dev libpq-dev postgresql-15 pkg-config curl sqlite3 openssl openjdk-17-jdk-headless)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

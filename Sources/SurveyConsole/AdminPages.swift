@@ -280,7 +280,8 @@ struct AdminPages: Sendable {
         }
         return pages.render(.survey, [
             "title": .text(survey.title), "surveysUrl": .text("/console/orgs/\(orgId)/surveys"), "queueUrl": .text(base + "/responses"),
-            "exportsUrl": .text(base + "/exports"), "publishUrl": .text(base + "/versions"), "csrf": .text(v.csrf), "versions": .list(shown),
+            "exportsUrl": .text(base + "/exports"), "dataUrl": .text(base + "/data"), "mapUrl": .text(base + "/map"),
+            "summaryUrl": .text(base + "/summary"), "publishUrl": .text(base + "/versions"), "csrf": .text(v.csrf), "versions": .list(shown),
             "gatedOff": gatedOff(f), "stateUrl": .text(base + "/state"), "state": .text(survey.state.rawValue),
             "stateSentence": .text(Self.stateSentence(survey.state)),
             "states": .list(SurveyState.allCases.map { ["value": .text($0.rawValue), "selected": .flag($0 == survey.state)] }),

@@ -135,6 +135,14 @@ public struct ExportColumns: Sendable {
         }
     }
 
+    /// One question's cells of a row, exactly as the row's export cells hold them (a file's
+    /// upload id): what the console's data table shows, so that it never disagrees with a CSV.
+    public func cells(of q: Question, in row: ExportRow) -> [Cell] {
+        var out: [Cell] = []
+        appendCells(q, row.answers[q.id], file: { $1 }, into: &out)
+        return out
+    }
+
     /// A select_multiple question's choices over every version, as its split columns list them.
     func choices(of questionId: String) -> [String] { choices[questionId] ?? [] }
 

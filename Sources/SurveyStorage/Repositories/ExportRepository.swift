@@ -15,6 +15,9 @@ public struct ExportFilter: Sendable {
     public var receivedTo: Int64?
     /// Only responses created or changed after this point of the audit sequence.
     public var changedAfter: Int64?
+    /// A collector's own responses only, whatever `submittedBy` asks for (the console's views
+    /// for a collector): set by the operation from the caller, never from a query.
+    public var onlySubmitter: String?
 
     public init(orgId: String, surveyId: String) { self.orgId = orgId; self.surveyId = surveyId }
 
@@ -28,6 +31,7 @@ public struct ExportFilter: Sendable {
         }
         if let surveyVersionId { sql += " AND survey_version_id = ?"; args.append(.text(surveyVersionId)) }
         if let submittedBy { sql += " AND submitter = ?"; args.append(.text(submittedBy)) }
+        if let onlySubmitter { sql += " AND submitter = ?"; args.append(.text(onlySubmitter)) }
         if let fieldTaskId { sql += " AND field_task_id = ?"; args.append(.text(fieldTaskId)) }
         if let receivedFrom { sql += " AND received_at >= ?"; args.append(.int(receivedFrom)) }
         if let receivedTo { sql += " AND received_at < ?"; args.append(.int(receivedTo)) }
