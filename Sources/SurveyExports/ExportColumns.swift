@@ -85,6 +85,14 @@ public struct ExportColumns: Sendable {
         }
     }
 
+    /// One question's cells for `stored` (a file answer as its upload id), exactly as a row's:
+    /// what the OData feed types and writes, so a feed's values are the CSV's cells.
+    public func cells(of q: Question, _ stored: JSONValue?) -> [Cell] {
+        var out: [Cell] = []
+        appendCells(q, stored, file: { $1 }, into: &out)
+        return out
+    }
+
     /// A select_multiple question's choices over every version, as its split columns list them.
     func choices(of questionId: String) -> [String] { choices[questionId] ?? [] }
 

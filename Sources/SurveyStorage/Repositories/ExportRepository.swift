@@ -15,6 +15,9 @@ public struct ExportFilter: Sendable {
     public var receivedTo: Int64?
     /// Only responses created or changed after this point of the audit sequence.
     public var changedAfter: Int64?
+    /// Only responses from this one on, in response-id order (a keyset page: the OData feed's
+    /// `$skiptoken`, which stays correct while responses arrive).
+    public var responseIdFrom: String?
 
     public init(orgId: String, surveyId: String) { self.orgId = orgId; self.surveyId = surveyId }
 
@@ -31,6 +34,7 @@ public struct ExportFilter: Sendable {
         if let fieldTaskId { sql += " AND field_task_id = ?"; args.append(.text(fieldTaskId)) }
         if let receivedFrom { sql += " AND received_at >= ?"; args.append(.int(receivedFrom)) }
         if let receivedTo { sql += " AND received_at < ?"; args.append(.int(receivedTo)) }
+        if let responseIdFrom { sql += " AND response_id >= ?"; args.append(.text(responseIdFrom)) }
         if let changedAfter {
             // Every change of a response appends its audit entry in the same transaction.
             sql += " AND response_id IN (SELECT target_id FROM audit WHERE org_id = ? AND seq > ? AND target_type = 'response')"
