@@ -59,7 +59,9 @@ public struct ODataFeed {
             (kept, more) = try ordered(after: token, skip: skip, limit: limit)
         }
         page.rows = kept.map { select(expanded($0.row, position: $0.position)) }
-        if more, let last = kept.last?.position {
+        // `$top` reached: the rows past it are not this query's.
+        let topReached = query.top.map { delivered + kept.count >= $0 } ?? false
+        if more, !topReached, let last = kept.last?.position {
             page.next = SkipToken(keys: last.keys, responseId: last.responseId, ordinal: last.ordinal, delivered: delivered + kept.count).encoded
         }
         return page
