@@ -12,7 +12,8 @@ import SurveyDomain
     /// The pattern with `{orgId}` as the world's organization and every other parameter unknown.
     static func path(_ pattern: String, org: String) -> String {
         pattern.split(separator: "/", omittingEmptySubsequences: false).map { s in
-            s == "{orgId}" ? org : s.hasPrefix("{") ? "unknown-0001" : String(s)
+            // `{surveyId}.svc`: a parameter keeps its literal suffix.
+            s == "{orgId}" ? org : s.hasPrefix("{") ? "unknown-0001" + s[s.index(after: s.firstIndex(of: "}")!)...] : String(s)
         }.joined(separator: "/")
     }
 
