@@ -59,7 +59,11 @@ import SurveyStorage
             var rows: [JSONValue] = []
             let prefer = pageSize.map { ["Prefer": "odata.maxpagesize=\($0)"] } ?? [:]
             var r = try table(name, options, headers: prefer.merging(["Authorization": "Bearer \(f.reviewerToken)"]) { a, _ in a })
+            var pages = 0
             while true {
+                // A link that never ends (a page that repeats) fails rather than hangs.
+                pages += 1
+                guard pages <= 200 else { throw TestFailure("more than 200 pages: the links do not end") }
                 guard r.status == 200, let doc = r.json else { throw TestFailure("page: \(r.status) \(r.text)") }
                 rows += doc["value"]?.arrayValue ?? []
                 guard let next = doc["@odata.nextLink"]?.stringValue else { break }
