@@ -135,13 +135,17 @@ public struct ExportColumns: Sendable {
         }
     }
 
-    /// One question's cells of a row, exactly as the row's export cells hold them (a file's
-    /// upload id): what the console's data table shows, so that it never disagrees with a CSV.
-    public func cells(of q: Question, in row: ExportRow) -> [Cell] {
+    /// One question's cells for `stored` (a file answer as its upload id), exactly as a row's:
+    /// what the OData feed types and writes and the console's data table shows, so that neither
+    /// ever disagrees with a CSV.
+    public func cells(of q: Question, _ stored: JSONValue?) -> [Cell] {
         var out: [Cell] = []
-        appendCells(q, row.answers[q.id], file: { $1 }, into: &out)
+        appendCells(q, stored, file: { $1 }, into: &out)
         return out
     }
+
+    /// One question's cells of a row (`cells(of:_:)` of its answer).
+    public func cells(of q: Question, in row: ExportRow) -> [Cell] { cells(of: q, row.answers[q.id]) }
 
     /// A select_multiple question's choices over every version, as its split columns list them.
     func choices(of questionId: String) -> [String] { choices[questionId] ?? [] }

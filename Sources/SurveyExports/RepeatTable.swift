@@ -17,6 +17,10 @@ public struct RepeatTable: Sendable {
     /// Its nested repeats, by id.
     public var children: [String] { slots.compactMap { if case .repeatCount(let id) = $0 { id } else { nil } } }
 
+    /// An instance's `KEY`: `<parent key>/<repeatId>[<n>]`, `n` from 1 (every door that names an
+    /// instance — the exports' tables, the OData feed's rows — names it so).
+    public static func key(parent: String, repeatId: String, number: Int) -> String { "\(parent)/\(repeatId)[\(number)]" }
+
     /// The repeats of every version, outermost first; a repeat in several versions takes the
     /// newest one's columns first, then columns only older versions had.
     static func tables(_ definitions: [SurveyDefinition]) -> [RepeatTable] {
@@ -64,7 +68,7 @@ extension ExportColumns {
             let table = repeats[t]
             var nested: [(Int, [JSONValue], String)] = []
             for (n, instance) in instances.enumerated() {
-                let key = "\(parentKey)/\(table.id)[\(n + 1)]"
+                let key = RepeatTable.key(parent: parentKey, repeatId: table.id, number: n + 1)
                 let answers = instance.objectValue ?? [:]
                 var cells: [Cell] = [.text(parentKey), .text(key)]
                 appendSlots(table.slots, answers, file: file, into: &cells)

@@ -18,6 +18,9 @@ public struct ExportFilter: Sendable {
     /// A collector's own responses only, whatever `submittedBy` asks for (the console's views
     /// for a collector): set by the operation from the caller, never from a query.
     public var onlySubmitter: String?
+    /// Only responses from this one on, in response-id order (a keyset page: the OData feed's
+    /// `$skiptoken`, which stays correct while responses arrive).
+    public var responseIdFrom: String?
 
     public init(orgId: String, surveyId: String) { self.orgId = orgId; self.surveyId = surveyId }
 
@@ -35,6 +38,7 @@ public struct ExportFilter: Sendable {
         if let fieldTaskId { sql += " AND field_task_id = ?"; args.append(.text(fieldTaskId)) }
         if let receivedFrom { sql += " AND received_at >= ?"; args.append(.int(receivedFrom)) }
         if let receivedTo { sql += " AND received_at < ?"; args.append(.int(receivedTo)) }
+        if let responseIdFrom { sql += " AND response_id >= ?"; args.append(.text(responseIdFrom)) }
         if let changedAfter {
             // Every change of a response appends its audit entry in the same transaction.
             sql += " AND response_id IN (SELECT target_id FROM audit WHERE org_id = ? AND seq > ? AND target_type = 'response')"
