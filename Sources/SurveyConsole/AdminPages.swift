@@ -284,6 +284,7 @@ struct AdminPages: Sendable {
             "summaryUrl": .text(base + "/summary"), "publishUrl": .text(base + "/versions"), "csrf": .text(v.csrf), "versions": .list(shown),
             "gatedOff": gatedOff(f), "stateUrl": .text(base + "/state"), "state": .text(survey.state.rawValue),
             "stateSentence": .text(Self.stateSentence(survey.state)),
+            "feedUrl": .text(visit.origin + "/v1/orgs/\(orgId)/surveys/\(surveyId).svc"),
             "states": .list(SurveyState.allCases.map { ["value": .text($0.rawValue), "selected": .flag($0 == survey.state)] }),
         ], frame: f, status: status)
     }

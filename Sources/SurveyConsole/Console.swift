@@ -161,7 +161,7 @@ public struct Console: Sendable {
                 } catch let e as ApiError where access == .operatorOnly && e.code == .forbidden {
                     throw ApiError.notFound()
                 }
-                return try handler(Visit(visitor: v, admission: admission, form: form), request)
+                return try handler(Visit(visitor: v, admission: admission, form: form, origin: request.origin), request)
             } catch {
                 return console.failure(error, request)
             }

@@ -8,6 +8,8 @@ public struct Visit: Sendable {
     let visitor: Console.Visitor
     public let admission: Admission
     let form: FormFields
+    /// `http(s)://host` as the browser reached the console: where links for other programs point.
+    let origin: String
 
     var orgId: String { admission.orgId }
     /// The signed-in user of the page's organization; a page declared `.member` always has one.

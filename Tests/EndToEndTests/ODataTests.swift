@@ -339,8 +339,22 @@ import SurveyStorage
         let throttled = try get(Self.basic("rae@example.org", ConsoleTests.World.password))
         #expect(throttled.status == 429 && throttled.json?["errorCode"] == 1030 && throttled.header("retry-after") != nil)
     }
-}
 
+    /// The survey's console page gives the feed's address and the steps for Power BI and Excel;
+    /// the address it gives answers the service document to a token sent as Basic's password.
+    @Test func theSurveyPageSaysHowToConnectPowerBIAndExcel() throws {
+        let f = try Fixture()
+        let v = try f.publishSurvey()
+        let page = try ConsoleAdminTests.Session(f, token: f.adminToken).get("/console/orgs/\(f.orgId)/surveys/\(v.surveyId)")
+        #expect(page.text.contains("Connect Power BI or Excel"))
+        let address = "/v1/orgs/\(f.orgId)/surveys/\(v.surveyId).svc"
+        #expect(page.text.contains("http://127.0.0.1" + address), "\(page.text.prefix(3000))")
+        let basic = "Basic " + Data("excel:\(f.adminToken)".utf8).base64EncodedString()
+        let service = try f.client.request("GET", address, headers: ["Authorization": basic])
+        #expect(service.status == 200, "\(service.text)")
+        #expect(service.text.contains("Submissions"))
+    }
+}
 
 private extension JSONValue {
     subscript(index: Int) -> JSONValue? { arrayValue.flatMap { $0.indices.contains(index) ? $0[index] : nil } }
