@@ -30,8 +30,6 @@ import SurveyDomain
         "pyxform/loop.xlsx": "two nodes are named number",
         "pyxform/simple_loop.xls": "two nodes are named count",
         "surveys/repeated_names.xlsx": "two nodes are named count",
-        "pyxform/choice_filter_test.xlsx": "duplicate choice",
-        "surveys/cascading_duplicates.xlsx": "duplicate choice",
     ]
     /// Forms that publish or are refused with this phrase: `once(uuid())` in a calculation reads
     /// `.` (the answer itself), which the definition takes only in a constraint today.
@@ -71,7 +69,6 @@ import SurveyDomain
             ("the form is encrypted", "is encrypted (public_key): its answers would reach the server sealed"),
             ("ODK entities", "declares entities"),
             ("two nodes are named", "names a node twice in different groups"),
-            ("duplicate choice", "names a choice twice in one list"),
             ("`.` is the answer itself", "reads `.` in a calculation (once(uuid()))"),
         ]
         return reasons.first { message.contains($0.0) }?.1 ?? "other"
