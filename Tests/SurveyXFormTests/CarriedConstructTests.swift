@@ -86,6 +86,12 @@ import Testing
         #expect(d.node("rank")?["choices"] == [["name": "a", "label": "A"], ["name": "b", "label": "B"]])
     }
 
+    /// pyxform's ranking question (Fixtures/rank): every choice once, in the order given.
+    @Test func pyxformsRankIsASelectMultiple() throws {
+        let d = try XFormReader.definition(from: try Fixture.bytes("rank"))
+        #expect(d.node("favourite")?["type"] == "select_multiple")
+    }
+
     @Test func theDevicesAttributesAndMessagesStayInTheXForm() throws {
         let (d, _) = try read(
             instance: "<p/><g/><n/>",
