@@ -510,7 +510,8 @@ struct XFormNodeBuilder {
                     break
                 case nil, "plain"?:
                     if let label = item.child("label") {
-                        choice["label"] = try text(label, what: "the label of the choice \(value) of \(path)", allowsMedia: true, path: path)
+                        let text = try text(label, what: "the label of the choice \(value) of \(path)", allowsMedia: true, path: path)
+                        if text != .string("") { choice["label"] = text } // a choice shown by its picture only
                         if let media = try media(label, what: "the label of the choice \(value) of \(path)") { choice["media"] = media }
                     }
                 case let other?:

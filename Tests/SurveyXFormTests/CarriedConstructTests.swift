@@ -86,6 +86,22 @@ import Testing
         #expect(d.node("rank")?["choices"] == [["name": "a", "label": "A"], ["name": "b", "label": "B"]])
     }
 
+    /// A question or a choice shown by its picture only, and a hint that is only guidance.
+    @Test func textsWithoutWords() throws {
+        let (d, _) = try read(
+            instance: "<a/>",
+            body: #"<select1 ref="/data/a"><label ref="jr:itext('a:label')"/><hint ref="jr:itext('a:hint')"/><item><label ref="jr:itext('x')"/><value>x</value></item></select1>"#,
+            model: """
+                <itext><translation lang="en"><text id="a:label"><value form="image">jr://images/a.png</value></text>
+                <text id="a:hint"><value form="guidance">Ask twice</value></text>
+                <text id="x"><value form="image">jr://images/x.png</value></text></translation></itext>
+                """)
+        #expect(d.node("a")?["media"] == ["image": ["en": "a.png"]])
+        #expect(d.node("a")?["hint"] == nil)
+        #expect(d.node("a")?["label"] == "")
+        #expect(d.node("a")?["choices"] == [["name": "x", "media": ["image": ["en": "x.png"]]]])
+    }
+
     /// pyxform's ranking question (Fixtures/rank): every choice once, in the order given.
     @Test func pyxformsRankIsASelectMultiple() throws {
         let d = try XFormReader.definition(from: try Fixture.bytes("rank"))
