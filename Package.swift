@@ -47,13 +47,16 @@ let package = Package(
         .target(name: "SurveyOperations", dependencies: ["SurveyStorage", "SurveyDomain", "SurveyXForm", "CArgon2"]),
         // Export formats (CSV, GeoJSON, XLSX, zip) over an export's snapshot; no HTTP.
         .target(name: "SurveyExports", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain", "CXLSXWriter", "CArchive"]),
+        // The OData feed (Power BI, Excel, R, Python): a survey's tables as an OData v4 service over the
+        // export's columns and cells; $metadata written with libxml2 (SurveyXForm's writer); no HTTP.
+        .target(name: "SurveyOData", dependencies: ["SurveyExports", "SurveyOperations", "SurveyStorage", "SurveyDomain", "SurveyXForm"]),
         // The web console: server-rendered pages, sessions and forms over the same operations.
-        .target(name: "SurveyConsole", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyStorage", "SurveyDomain", "CQRencode", "CZlib"],
+        .target(name: "SurveyConsole", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyExports", "SurveyStorage", "SurveyDomain", "CQRencode", "CZlib"],
                 resources: [.copy("Templates"), .copy("Assets")]),
         // Webhook deliveries from the transactional outbox, through libcurl; no HTTP server side.
         .target(name: "SurveyWebhooks", dependencies: ["SurveyOperations", "SurveyStorage", "SurveyDomain", "CCurl"]),
         // The HTTP door: routes, decoding and rendering, the server's lifecycle.
-        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyExports", "SurveyConsole", "SurveyWebhooks", "SurveyStorage", "SurveyDomain", "CCrypto"],
+        .target(name: "SurveyServer", dependencies: ["SurveyHTTP", "SurveyOperations", "SurveyExports", "SurveyOData", "SurveyConsole", "SurveyWebhooks", "SurveyStorage", "SurveyDomain", "CCrypto"],
                 // The bundled OpenAPI document served at /v1/openapi.json (scripts/bundle_openapi.py).
                 resources: [.copy("Resources/openapi.json")]),
         .executableTarget(name: "surveyd", dependencies: ["SurveyServer", "SurveyWebhooks"]),

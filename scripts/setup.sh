@@ -6,7 +6,9 @@ export PATH="/opt/swift/usr/bin:$PATH"
 
 # openjdk-17-jdk-headless runs ODK Validate (JavaRosa, shipped in the pyxform wheel) in the tests,
 # and compiles Tests/JavaRosa against it (javac): JavaRosa fills and judges instances the tests send.
-packages=(libsqlite3-dev libmicrohttpd-dev libssl-dev libxlsxwriter-dev libarchive-dev libargon2-dev libqrencode-dev libcurl4-openssl-dev libxml2-dev zlib1g-dev libpq-dev postgresql-15 pkg-config curl sqlite3 openssl openjdk-17-jdk-headless)
+# libjs-leaflet and libjs-leaflet.markercluster: the console's map (surveyd serves them from
+# /usr/share/javascript/leaflet itself, so no page loads a script from another host).
+packages=(libjs-leaflet libjs-leaflet.markercluster libsqlite3-dev libmicrohttpd-dev libssl-dev libxlsxwriter-dev libarchive-dev libargon2-dev libqrencode-dev libcurl4-openssl-dev libxml2-dev zlib1g-dev libpq-dev postgresql-15 pkg-config curl sqlite3 openssl openjdk-17-jdk-headless)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -28,4 +30,14 @@ if ! "$FORMS_VENV/bin/pip" show pyxform 2>/dev/null | grep -qx "Version: $PYXFOR
   python3 -m venv "$FORMS_VENV"
   "$FORMS_VENV/bin/pip" install -q --disable-pip-version-check "pyxform==$PYXFORM_VERSION" xlrd==2.0.1 openpyxl==3.1.5 \
     et-xmlfile==2.0.0 defusedxml==0.7.1 lark==1.3.1
+fi
+
+# The OData clients the tests read the feed with (Tests/OData/test_odata.py): python-odata reflects
+# $metadata and reads every table, odata-query parses every $filter of Docs/odata.md.
+ODATA_VENV="$(cd "$(dirname "$0")/.." && pwd)/.build/venv-odata"
+if ! "$ODATA_VENV/bin/pip" show python-odata 2>/dev/null | grep -qx "Version: 0.8.1" \
+   || ! "$ODATA_VENV/bin/pip" show odata-query 2>/dev/null | grep -qx "Version: 0.10.0"; then
+  echo "setup: installing python-odata 0.8.1 and odata-query 0.10.0 into $ODATA_VENV" >&2
+  python3 -m venv "$ODATA_VENV"
+  "$ODATA_VENV/bin/pip" install -q --disable-pip-version-check python-odata==0.8.1 odata-query==0.10.0
 fi

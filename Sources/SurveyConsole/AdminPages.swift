@@ -221,6 +221,32 @@ struct AdminPages: Sendable {
         return try surveyPage(visit, request.parameter("surveyId"), frame: f, published: published)
     }
 
+    /// A survey moved through its life: open, closing, closed.
+    func setSurveyState(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
+        let orgId = request.parameter("orgId"), surveyId = request.parameter("surveyId")
+        do {
+            let changed = try operations.surveys.setState(orgId: orgId, surveyId: surveyId, by: try visit.member()) { form["state"] ?? "" }.unkeyed()
+            var f = frame("Survey", v, orgId, "surveys")
+            f.notice = Self.stateSentence(changed.survey.state, now: true)
+            return try surveyPage(visit, surveyId, frame: f)
+        } catch let e as ApiError where [.validationFailed, .subscriptionExpired].contains(e.code) {
+            var f = frame("Survey", v, orgId, "surveys")
+            refused(e, &f)
+            return try surveyPage(visit, surveyId, frame: f, status: e.code.httpStatus)
+        }
+    }
+
+    /// What a survey's state means for the people in the field.
+    static func stateSentence(_ state: SurveyState, now: Bool = false) -> String {
+        let lead = now ? "The survey is now" : "The survey is"
+        switch state {
+        case .open: return "\(lead) open: apps list it and it takes new responses."
+        case .closing: return "\(lead) closing: apps no longer list it, so nobody starts a new response, but the responses still on phones are taken."
+        case .closed: return "\(lead) closed: it takes no new responses (apps are told so); the ones received stay, and resent ones are recognised."
+        }
+    }
+
     private func surveyPage(_ visit: Visit, _ surveyId: String, frame: Pages.Frame, status: Int = 200, published: String? = nil) throws -> HTTPResponse {
         let v = visit.visitor, orgId = visit.orgId
         let (survey, versions) = try operations.visibleSurvey(surveyId, of: orgId, by: try visit.member())
@@ -254,8 +280,11 @@ struct AdminPages: Sendable {
         }
         return pages.render(.survey, [
             "title": .text(survey.title), "surveysUrl": .text("/console/orgs/\(orgId)/surveys"), "queueUrl": .text(base + "/responses"),
-            "exportsUrl": .text(base + "/exports"), "publishUrl": .text(base + "/versions"), "csrf": .text(v.csrf), "versions": .list(shown),
-            "gatedOff": gatedOff(f),
+            "exportsUrl": .text(base + "/exports"), "dataUrl": .text(base + "/data"), "mapUrl": .text(base + "/map"),
+            "summaryUrl": .text(base + "/summary"), "publishUrl": .text(base + "/versions"), "csrf": .text(v.csrf), "versions": .list(shown),
+            "gatedOff": gatedOff(f), "stateUrl": .text(base + "/state"), "state": .text(survey.state.rawValue),
+            "stateSentence": .text(Self.stateSentence(survey.state)),
+            "states": .list(SurveyState.allCases.map { ["value": .text($0.rawValue), "selected": .flag($0 == survey.state)] }),
         ], frame: f, status: status)
     }
 

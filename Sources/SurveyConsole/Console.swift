@@ -10,21 +10,37 @@ import SurveyStorage
 public struct Console: Sendable {
     let operations: Operations
     let pages: Pages
+    let mapAssets: MapAssets
     static let cookie = "surveyd_session"
     /// A console form: at most 1 MiB in all (a definition file is the largest part), 2,000
     /// fields (a bulk review of 500 responses sends one each), 256 KiB a field.
     static let formLimits = FormDecoder.Limits(maxBytes: 1 << 20)
 
-    public init(operations: Operations) throws {
+    /// Where the map view's background comes from (`--map-tiles`); nil: a plain background.
+    let mapTiles: MapTiles?
+
+    /// A tile server: its URL template (`{z}`, `{x}`, `{y}`, `{s}`) and the attribution it asks for.
+    public struct MapTiles: Sendable {
+        public let url: String
+        public let attribution: String
+        public init(url: String, attribution: String) { self.url = url; self.attribution = attribution }
+        /// OpenStreetMap's standard tiles, with the attribution their policy asks for.
+        public static let openStreetMap = MapTiles(url: "https://tile.openstreetmap.org/{z}/{x}/{y}.png",
+                                                   attribution: "© OpenStreetMap contributors")
+    }
+
+    public init(operations: Operations, mapTiles: MapTiles? = .openStreetMap) throws {
         self.operations = operations
+        self.mapTiles = mapTiles
         pages = try Pages()
+        mapAssets = try MapAssets()
     }
 
     public func register(into router: inout Router) {
         // The server's own refusals under /console (no such page, a method a page does not take,
         // a form over the limit) are pages too.
         let pages = self.pages
-        router.refusals(under: "/console") { error, status in
+        router.refusals(under: "/console") { error, status, _ in
             let (heading, sentence) = Console.sentence(error)
             return pages.message(heading, sentence, frame: Pages.Frame(title: heading), status: status)
         }
@@ -32,6 +48,19 @@ public struct Console: Sendable {
         publicPage(&router, "GET", "/console/assets/console.css") { _ in
             HTTPResponse(status: 200, headers: [("Content-Type", "text/css; charset=utf-8"), ("Cache-Control", "public, max-age=3600"),
                                                  ("X-Content-Type-Options", "nosniff")], body: pages.stylesheet)
+        }
+        let assets = mapAssets
+        publicPage(&router, "GET", "/console/assets/map.js") { _ in
+            HTTPResponse(status: 200, headers: [("Content-Type", "text/javascript; charset=utf-8"), ("Cache-Control", "public, max-age=3600"),
+                                                 ("X-Content-Type-Options", "nosniff")], body: assets.script)
+        }
+        publicPage(&router, "GET", "/console/assets/leaflet/{file}") { request in
+            guard let r = assets.response(request.parameter("file")) else { throw ApiError.notFound() }
+            return r
+        }
+        publicPage(&router, "GET", "/console/assets/leaflet/images/{file}") { request in
+            guard let r = assets.response("images/" + request.parameter("file")) else { throw ApiError.notFound() }
+            return r
         }
         let signIn = SignInPages(console: self)
         publicPage(&router, "GET", "/console/sign-in", signIn.form)
@@ -47,6 +76,10 @@ public struct Console: Sendable {
         page(&router, "GET", "/console/orgs/{orgId}/responses/{responseId}", anyMember, desk.response)
         page(&router, "POST", "/console/orgs/{orgId}/responses/{responseId}/review", anyMember, desk.review)
         page(&router, "GET", "/console/orgs/{orgId}/uploads/{clientUploadId}", anyMember, desk.file)
+        let views = DataPages(console: self, tiles: mapTiles)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/data", DataViews.access, views.data)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/summary", DataViews.access, views.summary)
+        page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/map", DataViews.access, views.map)
         let versionFiles = VersionFiles(console: self)
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/source", anyMember, versionFiles.source)
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/xform", anyMember, versionFiles.xform)
@@ -64,6 +97,7 @@ public struct Console: Sendable {
         page(&router, "GET", "/console/orgs/{orgId}/surveys", admins, admin.surveys)
         page(&router, "POST", "/console/orgs/{orgId}/surveys", admins, admin.createSurvey)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}", admins, admin.survey)
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/state", admins, admin.setSurveyState)
         // An XLSForm or XForm up to the server's form limit, with the files it names up to the
         // limit of a form upload, and room for the form's other fields.
         var publishing = FormDecoder.Limits(maxBytes: operations.limits.maxFormUploadBytes + (64 << 10))

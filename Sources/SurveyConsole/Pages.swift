@@ -58,7 +58,10 @@ final class Pages: Sendable {
         if let n = frame.notice { layout["notice"] = .text(n) }
         if let p = frame.problem { layout["problem"] = .text(p) }
         let html = templates[PageTemplate.layout.rawValue].render(layout)
-        return HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + Self.securityHeaders + headers,
+        // A page that sets its own policy (the map: its scripts and tiles) replaces the default one.
+        let own = headers.contains { $0.0 == "Content-Security-Policy" }
+        let security = own ? Self.securityHeaders.filter { $0.0 != "Content-Security-Policy" } : Self.securityHeaders
+        return HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + security + headers,
                             body: Array(html.utf8))
     }
 

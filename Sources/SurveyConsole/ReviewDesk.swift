@@ -35,14 +35,25 @@ struct ReviewDesk: Sendable {
             let org = try operations.organizations.organization(user.orgId)
             frame.expired = console.expiredNotice(user.orgId)
             let reviews = user.has(.reviewer) || user.has(.admin)
-            let surveys: [[String: TemplateValue]] = try operations.waitingForReview(user, orgId: user.orgId).map { s, waiting in
+            let views = { (surveyId: String) -> [String: TemplateValue] in
+                let base = "/console/orgs/\(user.orgId)/surveys/\(surveyId)"
+                return ["dataUrl": .text(base + "/data"), "mapUrl": .text(base + "/map"), "summaryUrl": .text(base + "/summary")]
+            }
+            var surveys: [[String: TemplateValue]] = try operations.waitingForReview(user, orgId: user.orgId).map { s, waiting in
                 ["surveyTitle": .text(s.title), "waiting": .text("\(Self.shown(waiting)) waiting for review"),
-                 "queueUrl": .text("/console/orgs/\(user.orgId)/surveys/\(s.surveyId)/responses?state=submitted")]
+                 "queueUrl": .text("/console/orgs/\(user.orgId)/surveys/\(s.surveyId)/responses?state=submitted")].merging(views(s.surveyId)) { a, _ in a }
+            }
+            if !reviews {
+                // A collector: their own responses in each survey's views.
+                surveys = try operations.visibleSurveys(of: user.orgId, by: user, after: nil, limit: 500).map { s, _ in
+                    ["surveyTitle": .text(s.title), "waiting": .text("")].merging(views(s.surveyId)) { a, _ in a }
+                }
             }
             let item: [String: TemplateValue] = [
                 "orgName": .text(org.name), "orgState": .text(operations.gate.isExpired(org) ? "expired" : "active"),
-                "hasSurveys": .flag(!surveys.isEmpty && reviews), "surveys": .list(reviews ? surveys : []),
-                "noSurveys": .text(reviews ? "No surveys yet." : "The review desk is for reviewers and admins; your role does not include it."),
+                "hasSurveys": .flag(!surveys.isEmpty), "surveys": .list(surveys),
+                "noSurveys": .text("No surveys yet."),
+                "roleNote": .text(reviews ? "" : "The review desk is for reviewers and admins; your role does not include it. Each survey's Data, Map and Summary show the responses you submitted."),
             ]
             return pages.render(.home, ["heading": .text(org.name), "orgs": .list([item])], frame: frame)
         }
@@ -95,7 +106,7 @@ struct ReviewDesk: Sendable {
         frame.problem = problem
         let values: [String: TemplateValue] = [
             "surveyTitle": .text(page.survey.title), "states": .list(states), "queueUrl": .text(base), "state": .text(state?.rawValue ?? ""),
-            "exportsUrl": .text("/console/orgs/\(orgId)/surveys/\(surveyId)/exports"),
+            "exportsUrl": .text("/console/orgs/\(orgId)/surveys/\(surveyId)/exports"), "viewsUrl": .text("/console/orgs/\(orgId)/surveys/\(surveyId)"),
             "filtering": .flag(["version", "submitter", "task", "from", "to"].contains { !(query[$0] ?? "").isEmpty }),
             "versions": .list(page.versions.map { ["id": .text($0.surveyVersionId), "label": .text("Version \($0.number)"),
                                                    "selected": .flag($0.surveyVersionId == filter.surveyVersionId)] }),

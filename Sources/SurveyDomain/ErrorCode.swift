@@ -18,6 +18,7 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
     case invalidTransition = 1020
     case staleRevision = 1021
     case taskAlreadyCompleted = 1022
+    case surveyClosed = 1023
     case tooManyPendingRequests = 1030
     case malformedRequest = 1031
     case invalidIdentifier = 1032
@@ -42,6 +43,7 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
         case .invalidTransition: "InvalidTransition"
         case .staleRevision: "StaleRevision"
         case .taskAlreadyCompleted: "TaskAlreadyCompleted"
+        case .surveyClosed: "SurveyClosed"
         case .tooManyPendingRequests: "TooManyPendingRequests"
         case .malformedRequest: "MalformedRequest"
         case .invalidIdentifier: "InvalidIdentifier"
@@ -76,6 +78,7 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
         case .invalidTransition: "That review action is not allowed from the current state"
         case .staleRevision: "expectedRevision is not the current revision"
         case .taskAlreadyCompleted: "The field task is already completed"
+        case .surveyClosed: "The survey is closed; it takes no new responses"
         case .tooManyPendingRequests: "Too many requests in flight"
         case .malformedRequest: "The request could not be understood"
         case .invalidIdentifier: "A client id or key breaks the identifier format"

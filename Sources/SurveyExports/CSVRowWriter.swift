@@ -302,7 +302,7 @@ struct CSVRowWriter {
 
 extension ExportRow {
     /// The row with its answers parsed (the general path).
-    init(_ r: ExportedResponse, versionNumber: Int64?, submitterName: String?) {
+    public init(_ r: ExportedResponse, versionNumber: Int64?, submitterName: String?) {
         let answers = (try? JSONParser.parse(Array(r.answers.utf8)))?.objectValue ?? [:]
         self.init(responseId: r.responseId, clientSubmissionId: r.clientSubmissionId, surveyVersionId: r.surveyVersionId,
                   versionNumber: versionNumber, submittedBy: r.submitter, submitterName: submitterName, receivedAt: r.receivedAt,

@@ -1,8 +1,9 @@
 import SurveyDomain
 
 /// The columns of a survey's export over all its versions: the metadata columns, then one per
-/// question headed by its id — the newest version's order, then questions only older versions
-/// had. A question a response's version lacks is an empty cell.
+/// question headed by its id and one per repeat outside any other (its number of instances) — in
+/// the newest version's order, as ODK Central keeps it, then what only older versions had. A
+/// question a response's version lacks is an empty cell.
 public struct ExportColumns: Sendable {
     public static let metadata = ["responseId", "clientSubmissionId", "surveyVersionId", "versionNumber", "submittedBy",
                                   "submitterName", "receivedAt", "capturedAt", "reviewState", "revision", "fieldTaskId"]
@@ -30,15 +31,49 @@ public struct ExportColumns: Sendable {
         self.choices = choices
         self.splitSelectMultiples = splitSelectMultiples
         repeats = RepeatTable.tables(definitions)
-        repeatCounts = repeats.filter { $0.parent == nil }.map(\.id)
-        header = Self.header(questions, choices, splitSelectMultiples) + repeatCounts
-        repeatHeaders = repeats.map { t in ["PARENT_KEY", "KEY"] + Self.header(t.questions, choices, splitSelectMultiples).dropFirst(Self.metadata.count) + t.children }
+        var row = SlotList()
+        for definition in definitions.reversed() { row.add(definition.nodes) }
+        // The newest version's question wherever a question is in several (as `questions`).
+        let newest = Dictionary(questions.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        rowSlots = row.slots.map { if case .question(let q) = $0 { .question(newest[q.id] ?? q) } else { $0 } }
+        repeatCounts = rowSlots.compactMap { if case .repeatCount(let id) = $0 { id } else { nil } }
+        header = Self.metadata + Self.header(rowSlots, choices, splitSelectMultiples)
+        repeatHeaders = repeats.map { t in ["PARENT_KEY", "KEY"] + Self.header(t.slots, choices, splitSelectMultiples) }
     }
+
+    /// A group of columns of a row: a question's cells, or a repeat's number of instances.
+    enum Slot: Sendable {
+        case question(Question)
+        case repeatCount(String)
+    }
+
+    /// Slots in the form's order, each once: a question outside repeats (groups entered), a
+    /// repeat as its count (never entered). Added version by version, newest first.
+    struct SlotList {
+        private(set) var slots: [Slot] = []
+        private var seen: Set<String> = []
+
+        mutating func add(_ nodes: [FormNode]) {
+            // Iterative: the tree's depth is bounded, but a walk need not rely on it.
+            var stack = Array(nodes.reversed())
+            while let n = stack.popLast() {
+                switch n.kind {
+                case .question(let q): if seen.insert(q.id).inserted { slots.append(.question(q)) }
+                case .repeat: if seen.insert(n.id).inserted { slots.append(.repeatCount(n.id)) }
+                case .group: stack += n.children.reversed()
+                case .note: break
+                }
+            }
+        }
+    }
+
+    /// The response row's slots after the metadata columns.
+    let rowSlots: [Slot]
 
     /// Every repeat of every version, outermost first: a table each (`PARENT_KEY`, `KEY`, its
     /// questions, its nested repeats' counts). Empty for a form without repeats.
     public let repeats: [RepeatTable]
-    /// The repeats outside any repeat: the last columns of a response's row, each its number of instances.
+    /// The repeats outside any repeat: a column of a response's row each, its number of instances.
     let repeatCounts: [String]
     /// Each repeat table's column names, in `repeats` order.
     public let repeatHeaders: [[String]]
@@ -46,9 +81,13 @@ public struct ExportColumns: Sendable {
     /// The column names, in order.
     public let header: [String]
 
-    private static func header(_ questions: [Question], _ choices: [String: [String]], _ splitSelectMultiples: Bool) -> [String] {
-        var h = Self.metadata
-        for q in questions {
+    private static func header(_ slots: [Slot], _ choices: [String: [String]], _ splitSelectMultiples: Bool) -> [String] {
+        var h: [String] = []
+        for slot in slots {
+            guard case .question(let q) = slot else {
+                if case .repeatCount(let id) = slot { h.append(id) }
+                continue
+            }
             switch q.type {
             case .geopoint: h += ["\(q.id).lat", "\(q.id).lon", "\(q.id).accuracy"]
             case .selectMultiple:
@@ -58,6 +97,17 @@ public struct ExportColumns: Sendable {
             }
         }
         return h
+    }
+
+    /// The cells of `slots` for one set of answers (a response's, or a repeat instance's).
+    func appendSlots(_ slots: [Slot], _ answers: [String: JSONValue], file: (_ questionId: String, _ clientUploadId: String) -> String,
+                     into out: inout [Cell]) {
+        for slot in slots {
+            switch slot {
+            case .question(let q): appendCells(q, answers[q.id], file: file, into: &out)
+            case .repeatCount(let id): out.append(.number(Double(answers[id]?.arrayValue?.count ?? 0)))
+            }
+        }
     }
 
     /// A question's cells for `stored` (nil or null: empty cells), in `header` order.
@@ -85,6 +135,18 @@ public struct ExportColumns: Sendable {
         }
     }
 
+    /// One question's cells for `stored` (a file answer as its upload id), exactly as a row's:
+    /// what the OData feed types and writes and the console's data table shows, so that neither
+    /// ever disagrees with a CSV.
+    public func cells(of q: Question, _ stored: JSONValue?) -> [Cell] {
+        var out: [Cell] = []
+        appendCells(q, stored, file: { $1 }, into: &out)
+        return out
+    }
+
+    /// One question's cells of a row (`cells(of:_:)` of its answer).
+    public func cells(of q: Question, in row: ExportRow) -> [Cell] { cells(of: q, row.answers[q.id]) }
+
     /// A select_multiple question's choices over every version, as its split columns list them.
     func choices(of questionId: String) -> [String] { choices[questionId] ?? [] }
 
@@ -100,8 +162,7 @@ public struct ExportColumns: Sendable {
             .text(r.reviewState), .number(Double(r.revision)), r.fieldTaskId.map(Cell.text) ?? .empty,
         ]
         out.reserveCapacity(header.count)
-        for q in questions { appendCells(q, r.answers[q.id], file: file, into: &out) }
-        for id in repeatCounts { out.append(.number(Double(r.answers[id]?.arrayValue?.count ?? 0))) }
+        appendSlots(rowSlots, r.answers, file: file, into: &out)
         return out
     }
 }

@@ -251,7 +251,20 @@ struct FormStructure: Sendable, Equatable {
                                   valueSlot: tables.valueSlot, links: links, lookups: lookups), [])
         case .failure(let cycle):
             let names = cycle.map { "${\(entries[$0].id)}" }.joined(separator: " → ")
-            return (nil, [FieldError(path: entries[cycle[0]].path, message: "its logic depends on itself: \(names)")])
+            // At each expression that takes part: the ones reading another node of the cycle
+            // (a node in it only through its group has none, and is named by its own path).
+            let members = Set(cycle.map { entries[$0].node.id })
+            var errors: [FieldError] = []
+            for i in cycle.nodes.dropLast() {
+                let taking = Self.logic(of: entries[i].node).filter { key, logic, _ in
+                    ["relevant", "calculation", "repeatCount"].contains(key) && logic.expression.references.contains(where: members.contains)
+                }
+                let paths = taking.isEmpty ? [entries[i].path] : taking.map { "\(entries[i].path).\($0.0)" }
+                for path in paths where !errors.contains(where: { $0.path == path }) {
+                    errors.append(FieldError(path: path, message: "its logic depends on itself: \(names)"))
+                }
+            }
+            return (nil, errors)
         }
     }
 
@@ -318,7 +331,8 @@ struct FormStructure: Sendable, Equatable {
             if let x = l.requiredWhen { out.append(("required", x, .node)) }
             if let x = l.constraint { out.append(("constraint", x, .answer)) }
             if let x = l.readonly { out.append(("readonly", x, .node)) }
-            if let x = l.calculation { out.append(("calculation", x, .node)) }
+            // Never evaluated by the server (the device's value is kept), so `.` may be the value itself.
+            if let x = l.calculation { out.append(("calculation", x, .answer)) }
             if let x = l.choiceFilter { out.append(("choiceFilter", x, .choice)) }
         }
         return out

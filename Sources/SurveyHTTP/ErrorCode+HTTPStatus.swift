@@ -7,7 +7,7 @@ extension ErrorCode {
         switch self {
         case .subscriptionExpired: 402
         case .validationFailed, .corruptFile, .questionDoesNotAcceptFiles, .attachmentNotUploaded, .digestMismatch: 422
-        case .surveyVersionMismatch, .idempotencyConflict, .invalidTransition, .staleRevision, .taskAlreadyCompleted: 409
+        case .surveyVersionMismatch, .idempotencyConflict, .invalidTransition, .staleRevision, .taskAlreadyCompleted, .surveyClosed: 409
         case .notFound: 404
         case .forbidden: 403
         case .unauthenticated: 401

@@ -22,7 +22,9 @@ public struct Router: Sendable {
     /// avoids `Character` (grapheme) work on each segment.
     enum Segment: Sendable {
         case literal([UInt8])
-        case parameter(String)
+        /// `{name}`, or `{name}.svc`: the value is the segment without its literal `suffix`
+        /// (which is not empty then, and counts as a literal match: it beats a bare `{name}`).
+        case parameter(String, suffix: [UInt8] = [])
     }
 
     struct Route: Sendable {
@@ -57,7 +59,7 @@ public struct Router: Sendable {
 
     /// How the server's own refusals (no such route, method not allowed, body too large) read
     /// under a path prefix — the console's are pages, not problem+json.
-    public typealias RefusalPage = @Sendable (_ error: ApiError, _ status: Int) -> HTTPResponse
+    public typealias RefusalPage = @Sendable (_ error: ApiError, _ status: Int, _ path: String) -> HTTPResponse
     private var refusalPages: [(prefix: String, page: RefusalPage)] = []
 
     public mutating func refusals(under prefix: String, _ page: @escaping RefusalPage) {
@@ -69,7 +71,7 @@ public struct Router: Sendable {
         guard let page = refusalPages.first(where: { path == $0.prefix || path.hasPrefix($0.prefix + "/") })?.page else {
             return .problem(error, status: status, headers: headers)
         }
-        var r = page(error, status ?? error.code.httpStatus)
+        var r = page(error, status ?? error.code.httpStatus, path)
         r.headers += headers
         r.errorCode = error.code.rawValue
         return r
@@ -153,6 +155,10 @@ public struct Router: Sendable {
             if bytes.first == UInt8(ascii: "{") && bytes.last == UInt8(ascii: "}") {
                 return .parameter(String(decoding: bytes.dropFirst().dropLast(), as: UTF8.self))
             }
+            if bytes.first == UInt8(ascii: "{"), let close = bytes.firstIndex(of: UInt8(ascii: "}")), close != bytes.index(before: bytes.endIndex) {
+                return .parameter(String(decoding: bytes[bytes.index(after: bytes.startIndex)..<close], as: UTF8.self),
+                                  suffix: Array(bytes[bytes.index(after: close)...]))
+            }
             return .literal(Array(bytes))
         }
     }
@@ -164,8 +170,11 @@ public struct Router: Sendable {
         var literals = 0
         for (p, v) in zip(pattern, parts) {
             switch p {
-            case .parameter:
+            case .parameter(_, let suffix) where suffix.isEmpty:
                 guard !v.isEmpty else { return nil }
+            case .parameter(_, let suffix):
+                guard v.count > suffix.count, v.suffix(suffix.count).elementsEqual(suffix) else { return nil }
+                literals += 1
             case .literal(let bytes):
                 guard bytes.elementsEqual(v) else { return nil }
                 literals += 1
@@ -177,7 +186,7 @@ public struct Router: Sendable {
     private static func parameters(_ pattern: [Segment], _ parts: [Slice<UnsafeBufferPointer<UInt8>>]) -> [String: String] {
         var params: [String: String] = [:]
         for (p, v) in zip(pattern, parts) {
-            if case .parameter(let name) = p { params[name] = String(decoding: v, as: UTF8.self) }
+            if case .parameter(let name, let suffix) = p { params[name] = String(decoding: v.dropLast(suffix.count), as: UTF8.self) }
         }
         return params
     }

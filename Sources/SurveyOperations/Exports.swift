@@ -31,8 +31,22 @@ public struct Exports: Sendable {
     /// export (a GeoJSON `geoField`) or fail to build it (a workbook), and calls `audit()` once
     /// it is about to send it. The caller streams the rows and closes the export.
     public func open(orgId: String, surveyId: String, by user: UserRecord, _ request: ExportRequest) throws -> Export {
+        try operations.admit(user, to: Self.access, orgId: orgId)
+        return try open(orgId: orgId, surveyId: surveyId, by: user, request, onlySubmitter: nil, audited: true)
+    }
+
+    /// The rows of a console view (the map's points), as an export reads them — one snapshot,
+    /// the same filters and columns — for any member: a collector's own responses only. Not an
+    /// export that leaves the server as a file, so it writes no audit entry (as the data table).
+    public func openForView(orgId: String, surveyId: String, by user: UserRecord, _ request: ExportRequest) throws -> Export {
+        try operations.member(user, of: orgId)
+        return try open(orgId: orgId, surveyId: surveyId, by: user, request,
+                        onlySubmitter: operations.seesAll(user) ? nil : user.userId, audited: false)
+    }
+
+    private func open(orgId: String, surveyId: String, by user: UserRecord, _ request: ExportRequest, onlySubmitter: String?,
+                      audited: Bool) throws -> Export {
         let ops = operations
-        try ops.admit(user, to: Self.access, orgId: orgId)
         let snapshot = try ops.database.snapshot()
         do {
             let read = snapshot.read
@@ -52,6 +66,7 @@ public struct Exports: Sendable {
             filter.fieldTaskId = request.fieldTaskId
             filter.receivedFrom = request.receivedFrom
             filter.receivedTo = request.receivedTo
+            filter.onlySubmitter = onlySubmitter
             let versions = try read.surveyVersions(surveyId: surveyId).map { v in (v, try ops.definitions.definition(of: v)) }
             let names = Dictionary(try read.users(orgId: orgId).map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
             let rows = try snapshot.exportCount(filter)
@@ -61,6 +76,7 @@ public struct Exports: Sendable {
             let auditDetail = CanonicalJSON.string(.object(detail)), action = "export.\(request.format)", actor = user.userId
             let database = ops.database
             let audit = {
+                guard audited else { return }
                 _ = try database.securityWrite(orgId: orgId, actor: actor) { tx in
                     try tx.audit(action: action, targetType: "survey", targetId: surveyId, detail: auditDetail)
                 }

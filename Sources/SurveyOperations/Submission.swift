@@ -22,6 +22,8 @@ public struct Submission: Sendable {
     let doorProblems: [FieldError]
     /// The files sent with it, verified and not stored yet: committed in its transaction.
     public internal(set) var stagedUploads: [StagedUpload] = []
+    /// The names its sender knows its files by, by upload id (an ODK app's file names).
+    var fileNames: [String: String] = [:]
 
     /// The same submission with the files sent with it.
     public func with(_ staged: [StagedUpload]) -> Submission {

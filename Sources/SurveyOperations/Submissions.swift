@@ -84,6 +84,11 @@ public struct Submissions: Sendable {
         guard submission.contentHash == version.contentHash else {
             throw ApiError(.surveyVersionMismatch, "contentHash does not match survey version \(submission.surveyVersionId).")
         }
+        // A closing survey still takes what phones hold; a closed one takes nothing new. Read
+        // now, not from the cached version: another process may have closed it.
+        guard try db.surveyState(orgId: orgId, surveyId: survey.surveyId) != .closed else {
+            throw ApiError(.surveyClosed, "The survey \(survey.title) is closed: it takes no new responses. Keep this response and ask your admin.")
+        }
         let capturedAt: Int64?
         do { capturedAt = try submission.capturedAtMillis() } catch { ops.metrics.add(.validationRefusals); throw error }
         let answers = submission.answers
@@ -93,7 +98,7 @@ public struct Submissions: Sendable {
             throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors + submission.doorProblems)
         }
         try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: version.surveyVersionId, submitter: user.userId,
-                                        staged: submission.stagedUploads, in: db)
+                                        staged: submission.stagedUploads, fileNames: submission.fileNames, in: db)
         if let task {
             guard task.surveyId == survey.surveyId else {
                 throw ApiError(.validationFailed, "The field task is for another survey.",

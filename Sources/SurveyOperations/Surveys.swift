@@ -35,6 +35,32 @@ public struct Surveys: Sendable {
         })
     }
 
+    /// Moves a survey through its life (`SurveyState`): an admin's gated, audited write. 404 for a
+    /// survey the caller cannot see, 422 at `state` for a state that is not one.
+    public func setState(orgId: String, surveyId: String, by user: UserRecord, key: IdempotencyKey<SurveyWithVersions>? = nil,
+                         _ request: () throws -> String) throws -> KeyedOutcome<SurveyWithVersions> {
+        try operations.member(user, of: orgId, withAnyOf: [.admin])
+        guard try operations.database.read({ try $0.survey(orgId: orgId, surveyId: surveyId) }) != nil else { throw ApiError.notFound() }
+        return try operations.keyedWrite(orgId: orgId, caller: user.userId, target: surveyId, key: key, prepare: { () throws -> SurveyState in
+            let asked = try request()
+            guard let state = SurveyState(rawValue: asked) else {
+                throw ApiError(.validationFailed, "`state` is open, closing or closed.",
+                               errors: [FieldError(path: "state", message: "must be open, closing or closed")])
+            }
+            return state
+        }, write: { state, tx in
+            guard let survey = try tx.read.survey(orgId: orgId, surveyId: surveyId) else { throw ApiError.notFound() }
+            // What the answer shows, read in the write: the answer may be kept with the write.
+            return SurveyWithVersions(survey: try tx.setSurveyState(survey, to: state), versions: try tx.read.surveyVersions(surveyId: surveyId))
+        })
+    }
+
+    /// A survey and its versions, as its document shows them.
+    public struct SurveyWithVersions: Sendable {
+        public let survey: SurveyRecord
+        public let versions: [SurveyVersionRecord]
+    }
+
     /// A new version of an existing survey (404 before anything else when there is none).
     public func publish(orgId: String, surveyId: String, by user: UserRecord, key: IdempotencyKey<SurveyVersionRecord>? = nil,
                         definition: () throws -> FormSources.Published) throws -> KeyedOutcome<SurveyVersionRecord> {

@@ -183,12 +183,18 @@ public struct Uploads: Sendable {
     /// `submitter` made — stored, or among `staged` (the files sent with the submission) — so a
     /// response never takes another collector's file. (Uploads are never deleted, so a check
     /// before the transaction stays true.)
+    /// `fileNames`: the name a door's sender knows a file by, by its upload id (an ODK app's
+    /// file name), said in the refusal instead of the id.
     public func checkAttachments(_ files: [FileAnswer], orgId: String, surveyVersionId: String, submitter: String,
-                                 staged: [StagedUpload] = [], in db: ReadContext) throws {
+                                 staged: [StagedUpload] = [], fileNames: [String: String] = [:], in db: ReadContext) throws {
         for file in files {
             let upload = try staged.first(where: { $0.record.clientUploadId == file.clientUploadId })?.record
                 ?? db.upload(orgId: orgId, clientUploadId: file.clientUploadId)
             guard let upload, upload.surveyVersionId == surveyVersionId, upload.questionId == file.questionId, upload.uploader == submitter else {
+                if let name = fileNames[file.clientUploadId] {
+                    throw ApiError(.attachmentNotUploaded, "The file \(name) (question \(file.questionId)) has not arrived: send the form again with it.",
+                                   errors: [FieldError(path: "answers.\(file.questionId)", message: "the file \(name) has not arrived")])
+                }
                 throw ApiError(.attachmentNotUploaded, "No completed upload \(file.clientUploadId) for question \(file.questionId) of this version.",
                                errors: [FieldError(path: "answers.\(file.questionId)", message: "not a completed upload for this question")])
             }

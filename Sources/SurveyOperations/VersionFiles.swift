@@ -124,11 +124,13 @@ extension Operations {
         return found
     }
 
-    /// The same for a version whose kept files the caller has at hand (one it has just
-    /// published: nil when that was JSON).
-    public func versionFiles(of version: SurveyVersionRecord, kept: VersionSourceRecord?) throws -> VersionFiles {
+    /// The same for a version just published, from what its transaction wrote — never read back:
+    /// the answer may be rendered inside that transaction (a keyed publish keeps it there), where
+    /// a reader cannot see the rows yet.
+    public func versionFiles(of version: SurveyVersionRecord, published: FormSources.Published) throws -> VersionFiles {
         try versionFileCache.files(of: version) {
-            (kept, try database.read { try $0.versionAttachments(orgId: version.orgId, surveyVersionId: version.surveyVersionId) })
+            // By name, as the store lists them.
+            (published.source, published.attachments.map { $0.record(surveyVersionId: version.surveyVersionId) }.sorted { $0.fileName < $1.fileName })
         }
     }
 }

@@ -47,6 +47,11 @@ public final class App: Sendable {
         public var instanceName: String?
         /// Webhook targets in private, loopback and link-local ranges (on-premise receivers, tests).
         public var webhooksAllowPrivate: Bool = false
+        /// The console map's tile URL template (`--map-tiles`); nil: no tiles, the points on a
+        /// plain background. OpenStreetMap's standard tiles by default.
+        public var mapTiles: String? = Console.MapTiles.openStreetMap.url
+        /// What the map credits for its tiles (`--map-attribution`); OpenStreetMap's by default.
+        public var mapAttribution: String?
         public var webhookRetrySchedule: RetrySchedule = .standard
         /// Server time (tests pass a `ManualClock` to move it).
         public var clock: any ServerClock = SystemClock()
@@ -111,9 +116,14 @@ public final class App: Sendable {
         var router = Router()
         let services = Services(operations: operations, uploadLocks: uploadLocks, readiness: readiness, dispatcher: dispatcher)
         services.register(into: &router)
-        let console = try Console(operations: operations)
+        let tiles = configuration.mapTiles.map { url in
+            Console.MapTiles(url: url, attribution: configuration.mapAttribution
+                             ?? (url == Console.MapTiles.openStreetMap.url ? Console.MapTiles.openStreetMap.attribution : ""))
+        }
+        let console = try Console(operations: operations, mapTiles: tiles)
         console.register(into: &router)
         ExportService(services: services).registerConsoleDownload(into: &router, console: console)
+        ExportService(services: services).registerConsolePoints(into: &router, console: console)
         var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         http.maxBodyBytes = configuration.maxBodyBytes
         http.pollingThreads = configuration.httpThreads

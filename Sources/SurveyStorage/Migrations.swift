@@ -523,6 +523,10 @@ enum Migrations {
         Migration("review-desk-index", sql: """
         CREATE INDEX responses_survey_state ON responses(survey_id, org_id, review_state, response_id);
         """),
+        // A survey's life (`SurveyState`): every survey so far was open.
+        Migration("survey-state", sql: """
+        ALTER TABLE surveys ADD COLUMN state TEXT NOT NULL DEFAULT 'open';
+        """),
     ]
 
 

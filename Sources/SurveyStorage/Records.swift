@@ -46,13 +46,23 @@ public struct SurveyRecord: Sendable, Equatable {
     public let title: String
     public let reviewRequired: Bool
     public let createdAt: Int64
+    /// Where the survey is in its life (`SurveyState`).
+    public let state: SurveyState
+}
+
+/// A survey's life: `open` (listed to apps, taking responses), `closing` (no longer listed, so
+/// no phone starts a new one, but still taking what phones hold), `closed` (no new response:
+/// 409 / 1023; replays still answer).
+public enum SurveyState: String, Sendable, CaseIterable {
+    case open, closing, closed
 }
 
 extension SurveyRecord {
-    static let columns = "survey_id, org_id, title, review_required, created_at"
+    static let columns = "survey_id, org_id, title, review_required, created_at, state"
     init(row: Row) throws {
+        let state: String = try row["state"]
         self.init(surveyId: try row["survey_id"], orgId: try row["org_id"], title: try row["title"],
-                  reviewRequired: try row["review_required"], createdAt: try row["created_at"])
+                  reviewRequired: try row["review_required"], createdAt: try row["created_at"], state: SurveyState(rawValue: state) ?? .open)
     }
 }
 

@@ -38,6 +38,8 @@ public enum SyncWords {
             return ["This response changed on the server before your correction arrived\(state): another device or a reviewer acted on it first. Your correction was not applied; open the response again to see its current version."]
         case 1022?:
             return ["The field task was already completed by other work. Send the response without the task if it is still needed."]
+        case 1023?:
+            return ["The survey was closed before this response reached the server, so it takes no new responses. Your answers are kept on this device; ask your administrator whether the survey will open again. It will not be sent again automatically."]
         default:
             return ["The server refused this (HTTP \(status)\(problem?.errorCode.map { ", error \($0)" } ?? "")): \(problem?.detail ?? "no reason given"). It will not be sent again automatically."]
         }
@@ -61,5 +63,5 @@ public enum SyncWords {
 
     /// Codes this version of the library knows; others are judged by `retryable` and status.
     static let knownCodes: Set<Int> = [1001, 1002, 1003, 1004, 1005, 1006, 1007, 1010, 1011, 1012, 1013, 1014, 1015,
-                                       1020, 1021, 1022, 1030, 1031, 1032, 1040, 1099]
+                                       1020, 1021, 1022, 1023, 1030, 1031, 1032, 1040, 1099]
 }

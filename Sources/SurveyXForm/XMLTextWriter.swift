@@ -5,9 +5,9 @@ import CLibXML2
 /// otherwise lose), so no markup is ever put together by hand. Indented two spaces, as pyxform
 /// writes. Text that XML 1.0 cannot hold (control characters, U+FFFE/U+FFFF) is refused before
 /// it reaches libxml2, which would write it as it is.
-final class XMLTextWriter {
-    struct Failure: Error {
-        let message: String
+public final class XMLTextWriter {
+    public struct Failure: Error {
+        public let message: String
     }
 
     private let buffer: xmlBufferPtr
@@ -19,7 +19,7 @@ final class XMLTextWriter {
         return true
     }()
 
-    init() throws(Failure) {
+    public init() throws(Failure) {
         _ = Self.initialized
         guard let buffer = xmlBufferCreate() else { throw Failure(message: "out of memory") }
         guard let writer = xmlNewTextWriterMemory(buffer, 0) else {
@@ -37,31 +37,31 @@ final class XMLTextWriter {
         xmlBufferFree(buffer)
     }
 
-    func startDocument() throws(Failure) {
+    public func startDocument() throws(Failure) {
         try check(xmlTextWriterStartDocument(writer, "1.0", "UTF-8", nil), "the document")
     }
 
-    func startElement(_ name: String) throws(Failure) {
+    public func startElement(_ name: String) throws(Failure) {
         try check(Self.withXMLString(name) { xmlTextWriterStartElement(writer, $0) }, "<\(name)>")
     }
 
     /// `name` as written (`jr:count`, `xmlns:h`): every prefix is declared on the root.
-    func attribute(_ name: String, _ value: String) throws(Failure) {
+    public func attribute(_ name: String, _ value: String) throws(Failure) {
         try Self.checkCharacters(value, "the attribute \(name)")
         try check(Self.withXMLString(name) { n in Self.withXMLString(value) { xmlTextWriterWriteAttribute(writer, n, $0) } }, name)
     }
 
-    func text(_ value: String) throws(Failure) {
+    public func text(_ value: String) throws(Failure) {
         try Self.checkCharacters(value, "a text")
         try check(Self.withXMLString(value) { xmlTextWriterWriteString(writer, $0) }, "a text")
     }
 
-    func endElement() throws(Failure) {
+    public func endElement() throws(Failure) {
         try check(xmlTextWriterEndElement(writer), "an end tag")
     }
 
     /// An element holding only `text` (none: an empty element), with its attributes.
-    func element(_ name: String, _ attributes: [(String, String)] = [], text: String? = nil) throws(Failure) {
+    public func element(_ name: String, _ attributes: [(String, String)] = [], text: String? = nil) throws(Failure) {
         try startElement(name)
         for (n, v) in attributes { try attribute(n, v) }
         if let text, !text.isEmpty { try self.text(text) }
@@ -69,7 +69,7 @@ final class XMLTextWriter {
     }
 
     /// Ends the document and hands its bytes over.
-    func finish() throws(Failure) -> [UInt8] {
+    public func finish() throws(Failure) -> [UInt8] {
         try check(xmlTextWriterEndDocument(writer), "the end of the document")
         try check(xmlTextWriterFlush(writer), "the document")
         guard let content = xmlBufferContent(buffer) else { return [] }

@@ -14,7 +14,9 @@ enum CLI {
                    [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads N]
                    [--startup-check full|quick] [--no-log] [--instance-name NAME] [--database-writers 8]
                    [--webhooks-allow-private] [--webhook-retry-schedule 5s,5m,30m,2h,5h,10h,...]
-                   [--trusted-proxy 127.0.0.1,...]
+                   [--trusted-proxy 127.0.0.1,...] [--map-tiles URL|none] [--map-attribution TEXT]
+                                          (the console map's tiles: a {z}/{x}/{y} URL template, by default
+                                          OpenStreetMap's standard tiles; none: points on a plain background)
                    [--max-form-bytes 10485760] [--max-form-upload-bytes 104857600] [--pyxform PATH]  (XLSForms are converted by pyxform's xls2xform at
                                           PATH; by default .build/venv-forms/bin/xls2xform beside the build, which
                                           scripts/setup.sh installs)
@@ -137,6 +139,18 @@ enum CLI {
             c.instanceName = n
         }
         c.webhooksAllowPrivate = options.flag("webhooks-allow-private")
+        if let t = options.value("map-tiles") {
+            if t == "none" {
+                c.mapTiles = nil
+            } else {
+                guard (t.hasPrefix("https://") || t.hasPrefix("http://")), t.contains("{z}"), t.contains("{x}"), t.contains("{y}"),
+                      !t.contains(where: { $0 == "\"" || $0 == "'" || $0 == " " || $0 == ";" }) else {
+                    throw CLIError("--map-tiles must be an http(s) URL template with {z}, {x} and {y} (e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png), or none")
+                }
+                c.mapTiles = t
+            }
+        }
+        if let a = options.value("map-attribution") { c.mapAttribution = a }
         if let t = options.value("trusted-proxy") {
             let addresses = t.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
             var probe = in_addr()

@@ -14,7 +14,7 @@ struct Options {
         "data-dir", "host", "port", "synchronous", "max-body-bytes", "max-file-bytes", "max-unfinished-upload-bytes", "max-keyed-in-flight",
         "idempotency-retention-days", "http-threads", "startup-check", "to", "name", "expires-at", "org", "until", "roles",
         "webhook-retry-schedule", "database-url", "from-data-dir", "to-database-url", "trusted-proxy", "max-form-bytes", "max-form-upload-bytes", "pyxform", "instance-name",
-        "database-writers",
+        "database-writers", "map-tiles", "map-attribution",
     ]
 
     init(_ args: [String]) throws {

@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from test_console import (By, browser, button, click_and_load, page_text, run_tests,  # noqa: E402
+from test_console import (By, Server, browser, button, click_and_load, page_text, run_tests,  # noqa: E402
                           shared_server, sign_in_token, stop_shared_server, wait_loaded)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "SurveyXFormTests", "Fixtures")
@@ -136,7 +136,16 @@ def test_xlsform_warnings_are_shown_with_the_version():
 
 
 def test_download_a_versions_source_and_xform():
-    srv = shared_server()
+    # A server of its own: the other test publishes warnings.xlsx and simple.xlsx in a survey of
+    # the shared organization, and a form id names one survey of an organization.
+    srv = Server()
+    try:
+        _download_a_versions_source_and_xform(srv)
+    finally:
+        srv.stop()
+
+
+def _download_a_versions_source_and_xform(srv):
     sid = srv.api("POST", "/surveys", srv["ADMIN"], {"title": "Home visit — files", "reviewRequired": False}, expect=(201,))["surveyId"]
     d = browser()
     sign_in_token(d, srv, srv["ADMIN"])

@@ -12,7 +12,8 @@ import SurveyDomain
     /// The pattern with `{orgId}` as the world's organization and every other parameter unknown.
     static func path(_ pattern: String, org: String) -> String {
         pattern.split(separator: "/", omittingEmptySubsequences: false).map { s in
-            s == "{orgId}" ? org : s.hasPrefix("{") ? "unknown-0001" : String(s)
+            // `{surveyId}.svc`: a parameter keeps its literal suffix.
+            s == "{orgId}" ? org : s.hasPrefix("{") ? "unknown-0001" + s[s.index(after: s.firstIndex(of: "}")!)...] : String(s)
         }.joined(separator: "/")
     }
 
@@ -37,6 +38,8 @@ import SurveyDomain
         let open = Set(routes.filter { $0.access == "anyone" }.map { "\($0.method) \($0.pattern)" })
         #expect(open == ["GET /healthz", "GET /readyz", "GET /v1/openapi.json", "OPTIONS /v1/orgs/{orgId}/uploads/resumable",
                          "GET /console", "GET /console/assets/console.css", "GET /console/sign-in", "POST /console/sign-in",
+                         // The map's scripts and images (Leaflet, as Debian packages it): static, as the stylesheet.
+                         "GET /console/assets/map.js", "GET /console/assets/leaflet/{file}", "GET /console/assets/leaflet/images/{file}",
                          "GET /console/invitations/{invitationSecret}", "POST /console/invitations/{invitationSecret}"])
     }
 

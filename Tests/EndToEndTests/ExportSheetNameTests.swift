@@ -138,4 +138,37 @@ import SurveyDomain
     @Test func idsThatFitKeepTheirNames() throws {
         try Self.check(["people", "visits"], sheets: ["people", "visits"], entries: ["responses-people.csv", "responses-visits.csv"])
     }
+
+    /// A repeat's count column stands where the repeat stands in the form, in the responses'
+    /// table and in a repeat's own table alike, as ODK Central places it.
+    @Test func aRepeatsCountColumnKeepsTheFormsOrder() throws {
+        let f = try Fixture()
+        let v = try f.publishSurvey(definition: ["title": "Order", "questions": [
+            ["id": "before", "type": "text", "label": "Before"],
+            ["id": "members", "type": "repeat", "label": "Member", "children": [
+                ["id": "name", "type": "text", "label": "Name"],
+                ["id": "phones", "type": "repeat", "label": "Phone", "children": [["id": "number", "type": "text", "label": "Number"]]],
+                ["id": "age", "type": "integer", "label": "Age"],
+            ]],
+            ["id": "g", "type": "group", "label": "G", "children": [["id": "after", "type": "text", "label": "After"]]],
+        ]])
+        let r = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken, ResponseTests.submission("order-0001", v, answers: [
+            "before": "b", "after": "a", "members": [["name": "Ama", "age": 30, "phones": [["number": "1"], ["number": "2"]]]],
+        ]))
+        #expect(r.status == 201, "\(r.text)")
+        let csv = try f.client.get("/v1/orgs/\(f.orgId)/surveys/\(v.surveyId)/responses.csv", token: f.reviewerToken)
+        let header = csv.text.split(separator: "\r\n").first.map { $0.split(separator: ",").map(String.init) } ?? []
+        #expect(Array(header.suffix(3)) == ["before", "members", "after"], "\(header)")
+        let row = csv.text.split(separator: "\r\n").dropFirst().first.map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) } ?? []
+        #expect(Array(row.suffix(3)) == ["b", "1", "a"], "\(row)")
+        let zip = try f.client.get("/v1/orgs/\(f.orgId)/surveys/\(v.surveyId)/responses.zip", token: f.reviewerToken)
+        let path = f.server.dataDir + "/order.zip"
+        FileManager.default.createFile(atPath: path, contents: Data(zip.body))
+        let members = try ExportTests.python("""
+            import sys, json, zipfile
+            z = zipfile.ZipFile(sys.argv[1])
+            print(json.dumps(z.read("responses-members.csv").decode().split("\\r\\n")[0].split(",")))
+            """, path)
+        #expect(members == ["PARENT_KEY", "KEY", "name", "phones", "age"], "\(members)")
+    }
 }

@@ -241,6 +241,26 @@ import SurveyServer
         #expect(try f.server.count("SELECT COUNT(*) AS n FROM survey_versions") == 1)
     }
 
+    /// A publish with an Idempotency-Key answers from what it wrote, as one without: its files
+    /// are in its answer, its replay and the form list an app reads (else Collect never fetches
+    /// the CSV and the form cannot be filled).
+    @Test func aKeyedPublishAnswersWithTheFilesItPublished() throws {
+        let f = try Fixture()
+        let id = try survey(f)
+        let names = Set(Self.allFiles.map(\.field))
+        let r = try publish(f, id, [Self.form()] + Self.allFiles, headers: ["Idempotency-Key": "publish-keyed-files"])
+        #expect(r.status == 201, "\(r.text)")
+        #expect(Set(r.json?["attachments"]?.arrayValue?.compactMap { $0["fileName"]?.stringValue } ?? []) == names, "\(r.text)")
+        let again = try publish(f, id, [Self.form()] + Self.allFiles, headers: ["Idempotency-Key": "publish-keyed-files"])
+        #expect(again.header("idempotent-replayed") == "true")
+        #expect(Set(again.json?["attachments"]?.arrayValue?.compactMap { $0["fileName"]?.stringValue } ?? []) == names, "\(again.text)")
+        let versionId = try #require(r.json?["surveyVersionId"]?.stringValue)
+        let read = try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(versionId)", token: f.adminToken)
+        #expect(Set(read.json?["attachments"]?.arrayValue?.compactMap { $0["fileName"]?.stringValue } ?? []) == names, "\(read.text)")
+        let listed = try CollectClient(f).formList().reply
+        #expect(listed.text.contains("<manifestUrl>"), "\(listed.text)")
+    }
+
     @Test func anAppDownloadsTheFilesByItsManifestAndSubmitsThroughTheDoor() throws {
         let f = try Fixture()
         let id = try survey(f)

@@ -217,6 +217,8 @@ import SurveyDomain
         let water = CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: Files.jpeg(4_000))
         let missing = try p.collect.submit(instance, files: [house])
         #expect(missing.status == 422 && missing.header("surveyd-error-code") == "1014", "\(OpenRosaTests.message(missing))")
+        // Named as the phone names it, not by its upload id.
+        #expect(OpenRosaTests.message(missing).contains("The file water.jpg (question water) has not arrived"), "\(OpenRosaTests.message(missing))")
         #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 1)
         #expect(try p.collect.submit(instance, files: [water]).status == 201)
         #expect(try p.responses() == 1)
@@ -267,5 +269,17 @@ import SurveyDomain
         #expect(OpenRosaTests.message(r).contains("water: names the file same.jpg, which house names too"), "\(OpenRosaTests.message(r))")
         #expect(try p.responses() == 0)
         #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 0)
+    }
+
+    /// An empty token is a missing token: 403 with the token's message, never a 404 "no route".
+    @Test func anEmptyTokenIsAMissingTokenNotAMissingRoute() throws {
+        let p = try Published()
+        let base = "/v1/key//orgs/\(p.f.orgId)"
+        for (method, path) in [("GET", "/formList"), ("HEAD", "/submission"), ("POST", "/submission"), ("GET", "/forms/\(p.v.versionId)/form.xml")] {
+            let r = try p.f.client.request(method, base + path, headers: CollectClient.headers)
+            #expect(r.status == 403, "\(method) \(path): \(r.status)")
+            #expect(r.header("surveyd-error-code") == "1006", "\(method) \(path)")
+            if method != "HEAD" { #expect(OpenRosaTests.message(r).contains("app token"), "\(method) \(path): \(r.text)") }
+        }
     }
 }

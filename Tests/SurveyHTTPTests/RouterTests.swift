@@ -26,6 +26,25 @@ import SurveyDomain
         #expect(upload?.1 == ["orgId": "o1", "uploadId": "u7"])
     }
 
+    /// `{surveyId}.svc` (the OData feed): a parameter with a literal suffix, which the value
+    /// loses, and which beats a bare parameter in the same place.
+    @Test func aParameterWithASuffixKeepsItOut() {
+        var r = Router()
+        for p in ["/v1/orgs/{orgId}/surveys/{surveyId}", "/v1/orgs/{orgId}/surveys/{surveyId}.svc", "/v1/orgs/{orgId}/surveys/{surveyId}.svc/{table}"] {
+            r.add("GET", p, access: "anyone") { _ in .text(200, p) }
+        }
+        func found(_ path: String) -> (String, [String: String])? {
+            if case .found(let route, let params) = r.match(method: "GET", path: path) { return (route.pattern, params) }
+            return nil
+        }
+        #expect(found("/v1/orgs/o1/surveys/s1.svc")?.0 == "/v1/orgs/{orgId}/surveys/{surveyId}.svc")
+        #expect(found("/v1/orgs/o1/surveys/s1.svc")?.1 == ["orgId": "o1", "surveyId": "s1"])
+        #expect(found("/v1/orgs/o1/surveys/s1")?.0 == "/v1/orgs/{orgId}/surveys/{surveyId}")
+        #expect(found("/v1/orgs/o1/surveys/.svc")?.0 == "/v1/orgs/{orgId}/surveys/{surveyId}")  // an empty value is no match
+        #expect(found("/v1/orgs/o1/surveys/s1.svc/Submissions.members")?.1 == ["orgId": "o1", "surveyId": "s1", "table": "Submissions.members"])
+        #expect(found("/v1/orgs/o1/surveys/s1.svcx/T") == nil)
+    }
+
     @Test func anotherMethodIs405WithTheAllowedOnes() {
         guard case .methodNotAllowed(let allow) = Self.router().match(method: "DELETE", path: "/v1/orgs/o1/uploads/u7") else {
             Issue.record("not 405"); return

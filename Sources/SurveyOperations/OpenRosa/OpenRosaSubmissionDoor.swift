@@ -26,11 +26,14 @@ public struct OpenRosaSubmissionDoor: SubmissionDoor {
         try Self.collector(appToken: appToken, orgId: orgId, in: db, operations: operations)
     }
 
+    /// What a phone reads for a missing, unknown or revoked token, or one that is not a collector's.
+    public static let notACollectorsToken = ApiError(.forbidden, "This app token is not a collector's token of this organization: ask your admin for the server URL with a new token.")
+
     /// The caller behind an app token when it is a collector of `orgId`. A missing, unknown or
     /// revoked token, or a user who may not submit here, is 403: a 401 would make Collect ask for
     /// a user name and password, which surveyd's app tokens have not.
     public static func collector(appToken: String, orgId: String, in db: ReadContext, operations: Operations) throws -> Caller {
-        let refused = ApiError(.forbidden, "This app token is not a collector's token of this organization: ask your admin for the server URL with a new token.")
+        let refused = notACollectorsToken
         let caller: Caller
         do { caller = try operations.authenticate(bearerToken: appToken, in: db) } catch let e as ApiError where e.code == .unauthenticated {
             throw refused

@@ -53,6 +53,26 @@ struct ExportService {
         }
     }
 
+    /// The console map's points (`…/points.geojson?…`): the GeoJSON export's features for the
+    /// signed-in member under the view's filters (RFC 3339 times), a collector's own only.
+    func registerConsolePoints(into router: inout Router, console: Console) {
+        let service = self
+        console.page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/points.geojson", DataViews.access) { visit, request in
+            let query = request.query.filter { !$0.value.isEmpty }
+            let export = try service.services.operations.exports.openForView(orgId: visit.admission.orgId, surveyId: request.parameter("surveyId"),
+                                                                              by: try visit.admission.member(), try Self.exportRequest("geojson", query))
+            let columns = export.columns(splitSelectMultiples: false)
+            guard let field = query["geoField"] ?? columns.firstGeopoint,
+                  columns.questions.contains(where: { $0.id == field && $0.type == .geopoint }) else {
+                export.close()
+                throw ApiError(.validationFailed, "The survey has no such location (geopoint) question.")
+            }
+            return .stream(ExportStream(GeoJSONProducer(export, geoField: field)), headers: [
+                ("Content-Type", "application/geo+json"), ("Cache-Control", "private, no-store"), ("X-Content-Type-Options", "nosniff"),
+            ])
+        }
+    }
+
     func export(_ format: Format, _ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let query = request.query
         let bom = try Self.flag(query, "bom")

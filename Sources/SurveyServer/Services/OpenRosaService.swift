@@ -17,7 +17,13 @@ struct OpenRosaService {
     func register(into router: inout Router) {
         // The server's own refusals under the door (no such path, a method it does not take, a
         // body over the limit) are OpenRosa documents too.
-        router.refusals(under: "/v1/key") { error, status in Self.refusal(error, status: status) }
+        router.refusals(under: "/v1/key") { error, status, path in
+            // `/v1/key//…`: no route has an empty token, but for the phone it is a missing token.
+            if error.code == .notFound, path.hasPrefix("/v1/key//") {
+                return Self.refusal(OpenRosaSubmissionDoor.notACollectorsToken, status: 403)
+            }
+            return Self.refusal(error, status: status)
+        }
         let collectors = Submissions.access
         router.add("GET", Self.base + "/formList", access: collectors) { request in answer { try formList(request) } }
         router.add("GET", Self.base + "/forms/{surveyVersionId}/form.xml", access: collectors) { request in answer { try download(request) } }

@@ -35,6 +35,7 @@ struct Services: Sendable {
         ExportService(services: self).register(into: &router)
         WebhookService(services: self).register(into: &router)
         OpenRosaService(services: self).register(into: &router)
+        ODataService(services: self).register(into: &router)
     }
 
     /// Step 1 from a request's `Authorization` header.

@@ -12,6 +12,7 @@ struct SurveyService {
         services.route(&router, "POST", "/v1/orgs/{orgId}/surveys", .member(anyOf: [.admin]), createSurvey)
         services.route(&router, "GET", "/v1/orgs/{orgId}/surveys", .member(anyOf: []), listSurveys)
         services.route(&router, "GET", "/v1/orgs/{orgId}/surveys/{surveyId}", .member(anyOf: []), getSurvey)
+        services.route(&router, "PUT", "/v1/orgs/{orgId}/surveys/{surveyId}/state", .member(anyOf: [.admin]), setSurveyState)
         // An XLSForm or an XForm may be larger than a JSON body: the route takes up to the form limit;
         // a form sent with its files (multipart/form-data) up to the limit of a form upload, decoded as it arrives.
         let limits = services.operations.limits
@@ -29,7 +30,7 @@ struct SurveyService {
 
     static func surveyJSON(_ s: SurveyRecord, versions: [SurveyVersionRecord]) -> JSONValue {
         ["surveyId": .string(s.surveyId), "title": .string(s.title), "reviewRequired": .bool(s.reviewRequired),
-         "createdAt": .string(Timestamp.format(s.createdAt)),
+         "createdAt": .string(Timestamp.format(s.createdAt)), "state": .string(s.state.rawValue),
          "versions": .array(versions.map { ["surveyVersionId": .string($0.surveyVersionId), "number": .number(Double($0.number)),
                                             "contentHash": .string($0.contentHash)] })]
     }
@@ -71,6 +72,18 @@ struct SurveyService {
         return try keyed.answer(outcome)
     }
 
+    /// `{"state": "open" | "closing" | "closed"}` → the survey document.
+    func setSurveyState(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = context.orgId, surveyId = request.parameter("surveyId")
+        let operations = services.operations
+        let render: @Sendable (Surveys.SurveyWithVersions) -> HTTPResponse = { .json(200, Self.surveyJSON($0.survey, versions: $0.versions)) }
+        let keyed = KeyedAnswer(request, render)
+        let outcome = try operations.surveys.setState(orgId: orgId, surveyId: surveyId, by: try context.member(), key: keyed.key) {
+            try JSONBody(request.body).string("state")
+        }
+        return try keyed.answer(outcome)
+    }
+
     func listSurveys(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let page = try Page(request)
@@ -88,10 +101,13 @@ struct SurveyService {
     func publishVersion(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = context.orgId
         let operations = services.operations
-        // What the version is published from, read before it is written: its document describes it.
-        let kept = Mutex<VersionSourceRecord?>(nil)
+        // What the version is published from and with, read before it is written: its document
+        // describes it from these, never from a read (a keyed answer is rendered in the write's
+        // transaction, whose rows no reader sees yet).
+        let kept = Mutex<FormSources.Published?>(nil)
         let render: @Sendable (SurveyVersionRecord) throws -> HTTPResponse = {
-            let files = try operations.versionFiles(of: $0, kept: kept.withLock { $0 })
+            guard let published = kept.withLock({ $0 }) else { throw ApiError(.internalError, "The published form was not kept for its answer.") }
+            let files = try operations.versionFiles(of: $0, published: published)
             return HTTPResponse(status: 201, headers: [("Content-Type", "application/json"), ("Location", "/v1/orgs/\(orgId)/survey-versions/\($0.surveyVersionId)")],
                                 body: Self.versionDocument($0, files: files))
         }
@@ -99,7 +115,7 @@ struct SurveyService {
         let upload = try Self.formUpload(request, limits: operations.limits)
         let outcome = try operations.surveys.publish(orgId: orgId, surveyId: request.parameter("surveyId"), by: try context.member(), key: keyed.key) {
             let published = try operations.forms.published(try upload(), surveyId: request.parameter("surveyId"), limits: operations.limits, blobs: operations.blobs)
-            kept.withLock { $0 = published.source }
+            kept.withLock { $0 = published }
             return published
         }
         return try keyed.answer(outcome)

@@ -15,6 +15,12 @@ public struct ExportFilter: Sendable {
     public var receivedTo: Int64?
     /// Only responses created or changed after this point of the audit sequence.
     public var changedAfter: Int64?
+    /// A collector's own responses only, whatever `submittedBy` asks for (the console's views
+    /// for a collector): set by the operation from the caller, never from a query.
+    public var onlySubmitter: String?
+    /// Only responses from this one on, in response-id order (a keyset page: the OData feed's
+    /// `$skiptoken`, which stays correct while responses arrive).
+    public var responseIdFrom: String?
 
     public init(orgId: String, surveyId: String) { self.orgId = orgId; self.surveyId = surveyId }
 
@@ -28,9 +34,11 @@ public struct ExportFilter: Sendable {
         }
         if let surveyVersionId { sql += " AND survey_version_id = ?"; args.append(.text(surveyVersionId)) }
         if let submittedBy { sql += " AND submitter = ?"; args.append(.text(submittedBy)) }
+        if let onlySubmitter { sql += " AND submitter = ?"; args.append(.text(onlySubmitter)) }
         if let fieldTaskId { sql += " AND field_task_id = ?"; args.append(.text(fieldTaskId)) }
         if let receivedFrom { sql += " AND received_at >= ?"; args.append(.int(receivedFrom)) }
         if let receivedTo { sql += " AND received_at < ?"; args.append(.int(receivedTo)) }
+        if let responseIdFrom { sql += " AND response_id >= ?"; args.append(.text(responseIdFrom)) }
         if let changedAfter {
             // Every change of a response appends its audit entry in the same transaction.
             sql += " AND response_id IN (SELECT target_id FROM audit WHERE org_id = ? AND seq > ? AND target_type = 'response')"

@@ -7,6 +7,13 @@ extension ReadContext {
                        [.text(surveyId), .text(orgId)]).first.map(SurveyRecord.init)
     }
 
+    /// Where a survey is in its life now: read on every submission, never cached (another
+    /// process may have closed it).
+    public func surveyState(orgId: String, surveyId: String) throws -> SurveyState? {
+        try conn.query("SELECT state FROM surveys WHERE survey_id = ? AND org_id = ?", [.text(surveyId), .text(orgId)]).first
+            .flatMap { SurveyState(rawValue: try $0.string("state")) }
+    }
+
     public func surveys(orgId: String, after: String?, limit: Int) throws -> [SurveyRecord] {
         try conn.query("SELECT \(SurveyRecord.columns) FROM surveys WHERE org_id = ? AND survey_id > ? ORDER BY survey_id LIMIT ?",
                        [.text(orgId), .text(after ?? ""), .int(Int64(limit))]).map(SurveyRecord.init)
@@ -89,6 +96,15 @@ extension ReadContext {
 }
 
 extension GatedTransaction {
+    /// Moves a survey to `state`, audited with where it came from.
+    public func setSurveyState(_ survey: SurveyRecord, to state: SurveyState) throws -> SurveyRecord {
+        try context.conn.run("UPDATE surveys SET state = ? WHERE survey_id = ? AND org_id = ?",
+                             [.text(state.rawValue), .text(survey.surveyId), .text(orgId)])
+        try audit(action: "survey.state", targetType: "survey", targetId: survey.surveyId, detail: "from=\(survey.state.rawValue) to=\(state.rawValue)")
+        return SurveyRecord(surveyId: survey.surveyId, orgId: survey.orgId, title: survey.title, reviewRequired: survey.reviewRequired,
+                            createdAt: survey.createdAt, state: state)
+    }
+
     /// Publications of one organization run one after the other (on PostgreSQL; SQLite's one
     /// writer already does): what a publication checks against the versions already published —
     /// that its form id names no other survey — still holds when it commits.
@@ -101,7 +117,7 @@ extension GatedTransaction {
             INSERT INTO surveys(survey_id, org_id, title, review_required, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)
             """, [.text(surveyId), .text(orgId), .text(title), .bool(reviewRequired), .text(createdBy), .int(now)])
         try audit(action: "survey.create", targetType: "survey", targetId: surveyId)
-        return SurveyRecord(surveyId: surveyId, orgId: orgId, title: title, reviewRequired: reviewRequired, createdAt: now)
+        return SurveyRecord(surveyId: surveyId, orgId: orgId, title: title, reviewRequired: reviewRequired, createdAt: now, state: .open)
     }
 
     /// Publishes the next version number of a survey; versions are immutable once written.

@@ -1,0 +1,217 @@
+import SurveyDomain
+import SurveyStorage
+
+/// Seeing a survey's data: a table of its responses a page at a time, and a summary of every
+/// question counted by the database. Any member of the organization; a collector sees their own
+/// responses only. Reads, so never gated: they keep working while the subscription is expired.
+public struct DataViews: Sendable {
+    /// Who may open the views: every member (what each sees is narrowed by `filter`).
+    public static let access = Access.member(anyOf: [])
+    /// The page sizes offered.
+    public static let pageSizes = [50, 100, 250]
+    let operations: Operations
+
+    /// Which responses a view shows: the exports' filters.
+    public struct Filter: Sendable, Equatable {
+        public var reviewStates: [ReviewState] = []
+        public var surveyVersionId: String?
+        public var submittedBy: String?
+        public var fieldTaskId: String?
+        /// Inclusive / exclusive, server time in milliseconds.
+        public var receivedFrom: Int64?
+        public var receivedTo: Int64?
+        public init() {}
+    }
+
+    /// The storage filter for `user`: a collector's own responses only, whatever was asked.
+    func storageFilter(orgId: String, surveyId: String, by user: UserRecord, _ filter: Filter) -> ExportFilter {
+        var f = ExportFilter(orgId: orgId, surveyId: surveyId)
+        f.reviewStates = filter.reviewStates
+        f.surveyVersionId = filter.surveyVersionId
+        f.submittedBy = filter.submittedBy
+        f.fieldTaskId = filter.fieldTaskId
+        f.receivedFrom = filter.receivedFrom
+        f.receivedTo = filter.receivedTo
+        if !operations.seesAll(user) { f.onlySubmitter = user.userId }
+        return f
+    }
+
+    /// What every view shows around its data: the survey, its versions (oldest first) with
+    /// their definitions, and the people the "Submitted by" filter offers (a collector: only
+    /// themselves) with every member's name.
+    public struct Context: Sendable {
+        public let survey: SurveyRecord
+        public let versions: [(record: SurveyVersionRecord, definition: SurveyDefinition)]
+        public let submitters: [UserRecord]
+        public let names: [String: String]
+        /// The latest version's definition (nil before the first is published).
+        public var latest: SurveyDefinition? { versions.last?.definition }
+    }
+
+    private func context(_ db: ReadContext, orgId: String, surveyId: String, by user: UserRecord) throws -> Context {
+        guard let survey = try db.survey(orgId: orgId, surveyId: surveyId) else { throw ApiError.notFound() }
+        let versions = try db.surveyVersions(surveyId: surveyId).map { (record: $0, definition: try operations.definitions.definition(of: $0)) }
+        let users = try db.users(orgId: orgId)
+        let submitters = operations.seesAll(user) ? try db.submitters(orgId: orgId) : users.filter { $0.userId == user.userId }
+        return Context(survey: survey, versions: versions, submitters: submitters,
+                       names: Dictionary(users.map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a }))
+    }
+
+    /// The survey, its versions and the people of the filter, for a view that reads its rows
+    /// elsewhere (the map reads them as the GeoJSON export does).
+    public func context(orgId: String, surveyId: String, by user: UserRecord) throws -> Context {
+        try operations.member(user, of: orgId)
+        return try operations.database.read { db in try context(db, orgId: orgId, surveyId: surveyId, by: user) }
+    }
+
+    public struct Page: Sendable {
+        public let context: Context
+        public let rows: [ExportedResponse]
+        /// The responseId the next page starts before; nil on the last page.
+        public let next: String?
+    }
+
+    /// A page of the table: `limit` responses newest first, before `before` (a responseId).
+    public func page(orgId: String, surveyId: String, by user: UserRecord, _ filter: Filter, before: String?, limit: Int) throws -> Page {
+        try operations.member(user, of: orgId)
+        let f = storageFilter(orgId: orgId, surveyId: surveyId, by: user, filter)
+        return try operations.database.read { db in
+            let context = try context(db, orgId: orgId, surveyId: surveyId, by: user)
+            let rows = try db.dataRows(f, before: before, limit: limit + 1)
+            return Page(context: context, rows: Array(rows.prefix(limit)), next: rows.count > limit ? rows[limit - 1].responseId : nil)
+        }
+    }
+
+    // MARK: the summary
+
+    public struct Summary: Sendable {
+        public let context: Context
+        /// Responses the filter selects.
+        public let total: Int
+        /// Per collector and day (days since 1970-01-01 UTC of the server's receipt).
+        public let perSubmitterDay: [(submitter: String, day: Int64, count: Int)]
+        /// One per question of the latest version outside repeats, in the form's order.
+        public let questions: [QuestionSummary]
+    }
+
+    public struct QuestionSummary: Sendable {
+        public enum Figures: Sendable {
+            /// select_one / select_multiple: each value chosen with its count — the latest
+            /// version's choices in order (zero included), then values only older ones had.
+            case choices([(name: String, count: Int)])
+            case numbers(NumberFigures?)
+            /// date / datetime: answers per day, oldest first.
+            case days([(day: String, count: Int)])
+            /// Anything else: how many answered.
+            case answered
+        }
+        public let question: Question
+        /// Responses where the question was relevant (its version has it, and its logic showed it).
+        public let relevant: Int
+        /// Responses with an answer.
+        public let answered: Int
+        /// Relevant and left without an answer.
+        public var notAnswered: Int { max(0, relevant - answered) }
+        public let figures: Figures
+    }
+
+    /// Every figure of the summary, from one read snapshot: the responses per collector and day,
+    /// and per question its answers counted by aggregate queries. Whether a question with
+    /// relevance logic was relevant takes the form's logic, which SQL cannot run: for those
+    /// questions alone the answers of the versions that have such logic are read once, one
+    /// response at a time (memory stays flat), to count the responses that showed it.
+    public func summary(orgId: String, surveyId: String, by user: UserRecord, _ filter: Filter) throws -> Summary {
+        try operations.member(user, of: orgId)
+        let f = storageFilter(orgId: orgId, surveyId: surveyId, by: user, filter)
+        let snapshot = try operations.database.snapshot()
+        defer { snapshot.close() }
+        let context = try context(snapshot.read, orgId: orgId, surveyId: surveyId, by: user)
+        let byVersion = try snapshot.countsByVersion(f)
+        let total = byVersion.values.reduce(0, +)
+        let perDay = try snapshot.countsBySubmitterAndDay(f)
+        guard let latest = context.latest else { return Summary(context: context, total: total, perSubmitterDay: perDay, questions: []) }
+
+        // Per question: the versions that have it outside repeats, and those where logic decides
+        // whether it was shown.
+        var always: [String: [String]] = [:], conditional: [String: [String]] = [:]
+        for (record, definition) in context.versions {
+            for (q, hasLogic) in Self.questionsOutsideRepeats(definition.nodes, underLogic: false) {
+                if hasLogic { conditional[q.id, default: []].append(record.surveyVersionId) }
+                else { always[q.id, default: []].append(record.surveyVersionId) }
+            }
+        }
+        var relevant: [String: Int] = [:]
+        for (id, versions) in always { relevant[id] = versions.reduce(0) { $0 + byVersion[$1, default: 0] } }
+        let logicVersions = Set(conditional.values.joined())
+        if !logicVersions.isEmpty {
+            let definitions = Dictionary(context.versions.map { ($0.record.surveyVersionId, $0.definition) }, uniquingKeysWith: { a, _ in a })
+            let next = try snapshot.answerRows(f, versions: logicVersions.sorted())
+            while let (version, answers) = try next() {
+                guard let definition = definitions[version] else { continue }
+                let parsed = (try? JSONParser.parse(Array(answers.utf8))) ?? .object([:])
+                let hidden = definition.notRelevant(in: parsed)
+                for (id, versions) in conditional where versions.contains(version) && !hidden.contains("answers.\(id)") {
+                    relevant[id, default: 0] += 1
+                }
+            }
+        }
+
+        var blocks: [QuestionSummary] = []
+        for q in latest.questions {
+            let versions = ((always[q.id] ?? []) + (conditional[q.id] ?? [])).sorted()
+            let figures: QuestionSummary.Figures
+            let answered: Int
+            switch q.type {
+            case .selectOne:
+                let counts = try snapshot.answerCounts(f, questionId: q.id, versions: versions)
+                answered = counts.reduce(0) { $0 + ($1.value == nil ? 0 : $1.count) }
+                figures = .choices(Self.ordered(q, Dictionary(counts.compactMap { c in c.value.map { ($0, c.count) } }, uniquingKeysWith: +)))
+            case .selectMultiple:
+                let (n, choices) = try snapshot.choiceCounts(f, questionId: q.id, versions: versions)
+                answered = n
+                figures = .choices(Self.ordered(q, choices))
+            case .integer, .decimal:
+                let numbers = try snapshot.numberFigures(f, questionId: q.id, versions: versions, integers: q.type == .integer)
+                answered = numbers?.count ?? 0
+                figures = .numbers(numbers)
+            case .date, .datetime:
+                let days = try snapshot.dayCounts(f, questionId: q.id, versions: versions)
+                answered = days.reduce(0) { $0 + $1.count }
+                figures = .days(days)
+            default:
+                answered = try snapshot.answeredCount(f, questionId: q.id, versions: versions)
+                figures = .answered
+            }
+            blocks.append(QuestionSummary(question: q, relevant: max(relevant[q.id] ?? 0, answered), answered: answered, figures: figures))
+        }
+        return Summary(context: context, total: total, perSubmitterDay: perDay, questions: blocks)
+    }
+
+    /// The latest version's choices in its order (each with its count, zero included), then any
+    /// other value answers hold (choices of older versions), by name.
+    static func ordered(_ q: Question, _ counts: [String: Int]) -> [(name: String, count: Int)] {
+        var out = q.choices.map { (name: $0, count: counts[$0] ?? 0) }
+        let known = Set(q.choices)
+        out += counts.keys.filter { !known.contains($0) }.sorted().map { (name: $0, count: counts[$0] ?? 0) }
+        return out
+    }
+
+    /// The questions outside repeats in form order, each with whether a `relevant` on it or on a
+    /// group around it decides whether it is shown.
+    static func questionsOutsideRepeats(_ nodes: [FormNode], underLogic: Bool) -> [(Question, Bool)] {
+        var out: [(Question, Bool)] = []
+        for n in nodes {
+            let logic = underLogic || n.relevant != nil
+            switch n.kind {
+            case .question(let q): out.append((q, logic))
+            case .group: out += questionsOutsideRepeats(n.children, underLogic: logic)
+            case .repeat, .note: break
+            }
+        }
+        return out
+    }
+}
+
+extension Operations {
+    public var dataViews: DataViews { DataViews(operations: self) }
+}
