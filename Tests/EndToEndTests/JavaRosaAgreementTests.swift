@@ -26,6 +26,7 @@ import SurveyDomain
         // Real forms that publish since the definition carries what the device does (RealFormsCorpusTests).
         ("corpus/surveys/household_roster.xlsx", xlsx), ("corpus/surveys/dynamic_defaults.xlsx", xlsx),
         ("corpus/surveys/every_widget.xlsx", xlsx), ("corpus/surveys/cascading_duplicates.xlsx", xlsx),
+        ("corpus/surveys/osm_buildings.xlsx", xlsx),
         ("corpus/pyxform/choice_filter_test.xlsx", xlsx), ("corpus/pyxform/calculate.xls", FormPublishingTests.xls),
         ("corpus/pyxform/hidden.xls", FormPublishingTests.xls), ("corpus/pyxform/default_time_demo.xls", FormPublishingTests.xls),
     ]
