@@ -20,6 +20,10 @@ enum Function: String, CaseIterable, Sendable {
          formatDateTime = "format-date-time"
     // The moment and the device: never evaluated here.
     case today, now, random, uuid, once
+    // What only the device evaluates, being about its own state, other instances or files the
+    // server does not hold (ODK XForms): kept, never evaluated here, as the ones above.
+    case indexedRepeat = "indexed-repeat", choiceName = "jr:choice-name", digest, area, distance, version, randomize,
+         base64Decode = "base64-decode", checklist, weightedChecklist = "weighted-checklist"
     // A value from a CSV file attached to the form (`Lookup`).
     case pulldata
 
@@ -34,7 +38,14 @@ enum Function: String, CaseIterable, Sendable {
     /// Fewest and most arguments; nil is no upper bound.
     var arity: (min: Int, max: Int?) {
         switch self {
-        case .true, .false, .pi, .today, .now, .random: return (0, 0)
+        case .true, .false, .pi, .today, .now, .random, .version: return (0, 0)
+        case .indexedRepeat, .weightedChecklist: return (3, nil)
+        case .choiceName: return (2, 2)
+        case .digest: return (2, 3)
+        case .area, .base64Decode: return (1, 1)
+        case .distance: return (1, nil)
+        case .randomize: return (1, 2)
+        case .checklist: return (2, nil)
         case .not, .boolean, .booleanFromString, .string, .countSelected, .number, .int, .floor, .ceiling, .abs,
              .sqrt, .exp, .exp10, .log, .log10, .sin, .cos, .tan, .asin, .acos, .atan, .count, .countNonEmpty,
              .sum, .date, .dateTime, .decimalDateTime, .once:
@@ -53,10 +64,12 @@ enum Function: String, CaseIterable, Sendable {
     }
 
     /// Its value depends on when and where it is evaluated (today(), now(), random(), uuid(),
-    /// once()): the server does not evaluate such an expression.
+    /// once()), or only the device evaluates it (indexed-repeat(), jr:choice-name(), …): the server
+    /// does not evaluate such an expression.
     var dependsOnMoment: Bool {
         switch self {
-        case .today, .now, .random, .uuid, .once: return true
+        case .today, .now, .random, .uuid, .once, .indexedRepeat, .choiceName, .digest, .area, .distance, .version, .randomize,
+             .base64Decode, .checklist, .weightedChecklist: return true
         default: return false
         }
     }

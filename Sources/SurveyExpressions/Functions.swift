@@ -17,7 +17,8 @@ extension Evaluator {
     /// of the program, never called).
     mutating func call(_ function: Function, _ a: Value, _ b: Value, _ c: Value, count: Int) throws(ExpressionError) -> Value {
         switch function {
-        case .today, .now, .random, .uuid, .once:
+        case .today, .now, .random, .uuid, .once, .indexedRepeat, .choiceName, .digest, .area, .distance, .version, .randomize,
+             .base64Decode, .checklist, .weightedChecklist:
             // Expression.evaluate refuses these before evaluating anything.
             throw ExpressionError("\(function.name)() depends on the moment and the device", offset: offset, kind: .dependsOnMoment)
         case .pulldata:
@@ -236,7 +237,8 @@ extension Evaluator {
             return .string(out)
 
         // Handled by `call`.
-        case .if, .coalesce, .concat, .join, .min, .max, .today, .now, .random, .uuid, .once, .pulldata:
+        case .if, .coalesce, .concat, .join, .min, .max, .today, .now, .random, .uuid, .once, .pulldata,
+             .indexedRepeat, .choiceName, .digest, .area, .distance, .version, .randomize, .base64Decode, .checklist, .weightedChecklist:
             return .string("")
         }
     }

@@ -162,7 +162,8 @@ struct Program: Sendable {
                 add(.keepUnlessEmpty(0))
                 emit(args[1])
                 code[keep] = .keepUnlessEmpty(code.count)
-            case .concat, .join, .min, .max:
+            case .concat, .join, .min, .max,
+                 .indexedRepeat, .distance, .checklist, .weightedChecklist: // the device's, never run here (`dependsOnMoment`)
                 for arg in args { emit(arg) }
                 add(.variadic(function, count: args.count, at: at))
             default:

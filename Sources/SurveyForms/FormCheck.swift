@@ -435,14 +435,18 @@ final class FormCheck: ReferenceSource {
         if let filter = entry.choiceFilter, let q = entry.question {
             let chosen = type == .selectOne ? [answer.stringValue ?? ""] : (answer.arrayValue ?? []).compactMap(\.stringValue)
             for name in chosen {
-                guard let at = q.choiceIndex.position(of: name), q.options.indices.contains(at) else { continue }
-                let choice = q.options[at]
-                let field: (String) -> Value = { column in
-                    column == "name" ? .string(choice.name) : .string(choice.columns[column] ?? choice.label?.text(in: nil) ?? "")
+                // A name that comes back in the list is offered when any of its choices passes the filter.
+                var offered: Bool?
+                for at in q.choiceIndex.positions(of: name) where q.options.indices.contains(at) {
+                    let choice = q.options[at]
+                    let field: (String) -> Value = { column in
+                        column == "name" ? .string(choice.name) : .string(choice.columns[column] ?? choice.label?.text(in: nil) ?? "")
+                    }
+                    guard let v = evaluate(filter, in: x, field: field) else { offered = true; break }
+                    if v.asBoolean { offered = true; break }
+                    offered = false
                 }
-                if let v = evaluate(filter, in: x, field: field), !v.asBoolean {
-                    return "\"\(name)\" is not offered here (its choice filter is false)"
-                }
+                if offered == false { return "\"\(name)\" is not offered here (its choice filter is false)" }
             }
         }
         return nil

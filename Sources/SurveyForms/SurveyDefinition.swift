@@ -378,12 +378,15 @@ private struct DefinitionChecker {
         }
     }
 
-    /// A list of choices: strings, or `{name, label, ...columns}` objects.
+    /// A list of choices: strings, or `{name, label, ...columns}` objects. A name comes back only
+    /// with other columns than every choice of that name before it (cascading selects, where
+    /// pyxform's `allow_choice_duplicates` puts the same village name under two districts, and the
+    /// filter tells them apart).
     mutating func choices(_ v: JSONValue, _ path: String) -> [Choice] {
         guard let items = v.arrayValue else { fail(path, "must be an array"); return [] }
         if items.isEmpty { fail(path, "must not be empty") }
         var out: [Choice] = []
-        var seen: Set<String> = []
+        var seen: [String: [[String: String]]] = [:]
         for (j, item) in items.enumerated() {
             let itemPath = "\(path)[\(j)]"
             var choice: Choice?
@@ -404,7 +407,11 @@ private struct DefinitionChecker {
             }
             guard let choice else { continue }
             if choice.name.isEmpty { fail(item.stringValue != nil ? itemPath : "\(itemPath).name", "must not be empty") }
-            else if !seen.insert(choice.name).inserted { fail(item.stringValue != nil ? itemPath : "\(itemPath).name", "duplicate choice") }
+            else if let before = seen[choice.name], choice.columns.isEmpty || before.contains(choice.columns) {
+                fail(item.stringValue != nil ? itemPath : "\(itemPath).name", "duplicate choice")
+            } else {
+                seen[choice.name, default: []].append(choice.columns)
+            }
             out.append(choice)
         }
         return out

@@ -113,11 +113,15 @@ extension FormSources {
             }
         case .xlsform:
             let converted = try xform(fromXLSForm: upload.form, contentType: upload.contentType, fileName: upload.fileName, defaultFormId: surveyId)
-            definition = try Self.unresolved(converted.xform, at: "xlsform")
-            source = converted
+            let read = try Self.unresolved(converted.xform, at: "xlsform")
+            definition = read.definition
+            source = VersionSourceRecord(format: converted.format, contentType: converted.contentType, source: converted.source,
+                                         xform: converted.xform, warnings: converted.warnings + read.warnings)
         case .xform:
-            definition = try Self.unresolved(upload.form, at: "xform")
-            source = VersionSourceRecord(format: Format.xform.rawValue, contentType: "application/xml", source: upload.form, xform: upload.form)
+            let read = try Self.unresolved(upload.form, at: "xform")
+            definition = read.definition
+            source = VersionSourceRecord(format: Format.xform.rawValue, contentType: "application/xml", source: upload.form, xform: upload.form,
+                                         warnings: read.warnings)
         }
         // Every file named is sent and every file sent is named; the CSV files read into it.
         var csvLimits = CSVTable.Limits()
@@ -152,9 +156,10 @@ extension FormSources {
         return Published(definition: definition, source: source, attachments: staged, parsed: parsed)
     }
 
-    /// The definition an XForm maps to, its files not read yet: 422 / 1002 at `at`.
-    static func unresolved(_ xform: [UInt8], at: String) throws -> JSONValue {
-        do { return try XFormReader.unresolvedDefinition(from: xform) } catch {
+    /// The definition an XForm maps to, its files not read yet, and what the reader says of it
+    /// beyond the definition (warnings): 422 / 1002 at `at`.
+    static func unresolved(_ xform: [UInt8], at: String) throws -> (definition: JSONValue, warnings: [String]) {
+        do { return try XFormReader.read(xform) } catch {
             let what = at == "xlsform" ? "The XLSForm converts into a form surveyd does not carry." : "The XForm cannot be published."
             throw ApiError(.validationFailed, what, errors: [FieldError(path: at, message: error.message)])
         }

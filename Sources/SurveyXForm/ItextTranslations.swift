@@ -7,11 +7,19 @@ import SurveyForms
 /// `default` (an XLSForm without languages whose labels show media) reads as plain text.
 struct ItextTranslations {
     struct Entry {
-        var plain: String?
+        /// The text's own `<value>` (without a `form`): its text, with the answers it shows
+        /// (`<output value="…"/>`) in place.
+        var plain: XMLElement?
         /// `form` attribute → value, e.g. image → jr://images/face.png.
         var forms: [(form: String, value: String)] = []
-        var showsAnswer = false
     }
+
+    /// How an `<output value="…"/>` inside a text is written in the definition (`${name}`).
+    typealias OutputRenderer = (XMLElement) throws(XFormRefusal) -> String
+
+    /// The forms of a text an app shows and the server has no use for: a guidance hint (shown on
+    /// demand or when the form is printed), kept in the XForm only.
+    static let deviceForms: Set<String> = ["guidance"]
 
     /// In document order.
     private(set) var languages: [String] = []
@@ -40,11 +48,14 @@ struct ItextTranslations {
                     guard value.name == "value", value.namespace == XMLNamespace.xforms else {
                         throw XFormRefusal("the text \(id) holds <\(value.displayName)>, which surveyd does not read")
                     }
-                    if !value.children.isEmpty { entry.showsAnswer = true }
                     if let form = value.attribute("form") {
+                        guard !Self.deviceForms.contains(form) else { continue }
+                        guard value.children.isEmpty else {
+                            throw XFormRefusal("the text \(id) shows an answer in its \(form) (<output>); surveyd reads a file name there")
+                        }
                         entry.forms.append((form, value.text.trimmingWhitespace()))
                     } else {
-                        entry.plain = value.value
+                        entry.plain = value
                     }
                 }
                 texts[id, default: [:]][language] = entry
@@ -58,7 +69,8 @@ struct ItextTranslations {
     var isPlain: Bool { languages == ["default"] }
 
     /// The label object of a text id, keyed by language; `what` names its user in a refusal.
-    func text(id: String, what: String, allowsMedia: Bool = false) throws(XFormRefusal) -> JSONValue {
+    /// `render` writes an answer the text shows (`<output>`); without it such a text is refused.
+    func text(id: String, what: String, allowsMedia: Bool = false, render: OutputRenderer? = nil) throws(XFormRefusal) -> JSONValue {
         guard let byLanguage = texts[id] else { throw XFormRefusal("\(what) names the text \(id), which no itext translation has") }
         var object: [String: JSONValue] = [:]
         for language in languages {
@@ -67,12 +79,14 @@ struct ItextTranslations {
                 let kind = FormAttachments.mediaForms.contains(media.form) ? "media (\(media.form): \(media.value))" : "a \(media.form) text"
                 throw XFormRefusal("\(what) has \(kind); surveyd shows media with labels only")
             }
-            if entry.showsAnswer {
-                throw XFormRefusal("\(what) shows an answer inside its text (<output>); surveyd's labels are fixed text")
-            }
-            if let plain = entry.plain { object[language] = .string(plain) }
+            if let plain = entry.plain { object[language] = .string(try Self.text(of: plain, what: what, render: render)) }
         }
-        guard !object.isEmpty else { throw XFormRefusal("\(what) names the text \(id), which has no text in any language") }
+        guard !object.isEmpty else {
+            // A text that only shows media (a choice shown as a picture) or only guidance: no words.
+            let shows = byLanguage.values.contains { !$0.forms.isEmpty } || byLanguage.values.contains { $0.plain == nil }
+            guard shows else { throw XFormRefusal("\(what) names the text \(id), which has no text in any language") }
+            return .string("")
+        }
         if isPlain, let plain = object["default"] { return plain }
         return .object(object)
     }
@@ -96,6 +110,19 @@ struct ItextTranslations {
         return .object(out)
     }
 
+    /// An element's text, each `<output>` in it written by `render`; any other element is refused.
+    static func text(of element: XMLElement, what: String, render: OutputRenderer?) throws(XFormRefusal) -> String {
+        try element.value { (child: XMLElement) throws(XFormRefusal) -> String in
+            guard child.name == "output", child.namespace == XMLNamespace.xforms else {
+                throw XFormRefusal("\(what) holds <\(child.displayName)>, which surveyd does not read")
+            }
+            guard let render else {
+                throw XFormRefusal("\(what) shows an answer inside its text (<output>), which surveyd does not carry there")
+            }
+            return try render(child)
+        }
+    }
+
     /// `jr://images/face.png` → `face.png`.
     static func fileName(_ uri: String) -> String? {
         for prefix in ["jr://images/", "jr://audio/", "jr://video/", "jr://file/"] where uri.hasPrefix(prefix) {
@@ -107,8 +134,8 @@ struct ItextTranslations {
 
     /// A text that is the same in every language, read as the plain string it was written as
     /// (`XFormWriter`'s `surveyd:choice="plain"`): its text in the default language.
-    func plainText(id: String, what: String) throws(XFormRefusal) -> JSONValue {
-        let byLanguage = try text(id: id, what: what).objectValue ?? [:]
+    func plainText(id: String, what: String, render: OutputRenderer? = nil) throws(XFormRefusal) -> JSONValue {
+        let byLanguage = try text(id: id, what: what, render: render).objectValue ?? [:]
         let language = defaultLanguage.flatMap { byLanguage[$0] != nil ? $0 : nil } ?? languages.first { byLanguage[$0] != nil }
         return language.flatMap { byLanguage[$0] } ?? .string("")
     }

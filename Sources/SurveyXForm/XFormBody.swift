@@ -11,8 +11,12 @@ struct XFormBody {
     private(set) var controls: [String: XMLElement] = [:]
     private(set) var groups: [String: XMLElement] = [:]
     private(set) var repeats: [String: Repeat] = [:]
+    /// The actions the body holds (in a control: on its value's change; in a repeat: on a new
+    /// instance), each with the path of the control or repeat it sits in.
+    private(set) var actions: [(action: XMLElement, at: String)] = []
 
-    private static let questionControls: Set<String> = ["input", "select1", "select", "upload"]
+    /// `trigger` is an acknowledge question, `range` a number between bounds.
+    private static let questionControls: Set<String> = ["input", "select1", "select", "upload", "trigger", "range"]
 
     init(_ body: XMLElement) throws(XFormRefusal) {
         try collect(body.children, enclosingGroup: nil)
@@ -21,8 +25,13 @@ struct XFormBody {
     /// Recursion is bounded by libxml2's depth limit.
     private mutating func collect(_ elements: [XMLElement], enclosingGroup: (path: String, label: XMLElement?)?) throws(XFormRefusal) {
         for element in elements {
+            if XFormActions.isAction(element) {
+                actions.append((element, enclosingGroup?.path ?? ""))
+                continue
+            }
             if element.namespace == XMLNamespace.odk && element.name == "rank" {
-                throw XFormRefusal("the form has a ranking question (<odk:rank ref=\"\(element.attribute("ref") ?? "")\">); surveyd has no rank type")
+                try control(element)
+                continue
             }
             guard element.namespace == XMLNamespace.xforms else {
                 throw XFormRefusal("the body holds <\(element.displayName)>, which surveyd does not read")
@@ -31,9 +40,7 @@ struct XFormBody {
             case "label" where enclosingGroup != nil:
                 continue // the group's own, read with the group
             case _ where Self.questionControls.contains(element.name):
-                let path = try reference(element, "ref")
-                guard controls[path] == nil else { throw XFormRefusal("the body has two controls for \(path)") }
-                controls[path] = element
+                try control(element)
             case "group":
                 guard let ref = element.attribute("ref") else {
                     throw XFormRefusal("the body has a <group> without ref (a presentation-only group); surveyd's groups are nodes of the form")
@@ -47,17 +54,19 @@ struct XFormBody {
                 guard repeats[path] == nil else { throw XFormRefusal("the body has two repeats for \(path)") }
                 let label = enclosingGroup?.path == path ? enclosingGroup?.label : element.child("label")
                 repeats[path] = Repeat(element: element, label: label)
-                try collect(element.children.filter { $0.name != "label" }, enclosingGroup: nil)
-            case "trigger":
-                throw XFormRefusal("the form has an acknowledge question (<trigger ref=\"\(element.attribute("ref") ?? "")\">); surveyd has no acknowledge type")
-            case "range":
-                throw XFormRefusal("the form has a range question (<range ref=\"\(element.attribute("ref") ?? "")\">); surveyd has no range type")
-            case "setvalue":
-                throw XFormRefusal("the form sets a value on an event (<setvalue>); surveyd does not run form actions")
+                for action in element.children where XFormActions.isAction(action) { actions.append((action, path)) }
+                try collect(element.children.filter { $0.name != "label" && !XFormActions.isAction($0) }, enclosingGroup: nil)
             default:
                 throw XFormRefusal("the body holds <\(element.displayName)>, which surveyd does not read")
             }
         }
+    }
+
+    private mutating func control(_ element: XMLElement) throws(XFormRefusal) {
+        let path = try reference(element, "ref")
+        guard controls[path] == nil else { throw XFormRefusal("the body has two controls for \(path)") }
+        controls[path] = element
+        for action in element.children where XFormActions.isAction(action) { actions.append((action, path)) }
     }
 
     private func reference(_ element: XMLElement, _ attribute: String) throws(XFormRefusal) -> String {

@@ -20,17 +20,24 @@ struct XFormNodeBuilder {
     private var inlineLists: Set<String> = []
     /// Instances of CSV files whose rows are a question's choices.
     private var fileLists: Set<String> = []
+    /// What the reader has to say of the form beyond the definition.
+    private(set) var warnings: [String] = []
     /// Instances of CSV files no question's choices come from, by id: what `pulldata` reads.
     private(set) var dataFiles: [String: String] = [:]
 
     private static let bindAttributes: Set<String> = ["nodeset", "type", "required", "relevant", "constraint", "calculate", "readonly"]
-    private static let bindJavaRosaAttributes: Set<String> = ["constraintMsg", "preload", "preloadParams"]
+    private static let bindJavaRosaAttributes: Set<String> = ["constraintMsg", "preload", "preloadParams", "requiredMsg"]
     /// What `XFormWriter` keeps of a definition that an XForm has no place for (`Surveyd`).
     private static let bindSurveydAttributes: Set<String> = ["type", "label", "hint", "appearance", "minimum", "maximum", "maxLength",
                                                              "maxBytes", "accept", "minCount", "maxCount", "required", "readonly", "default"]
 
-    init(data: XMLElement, secondary: [XMLElement], binds: [XMLElement], body: XFormBody, translations: ItextTranslations) throws(XFormRefusal) {
+    /// The model's actions (`setvalue`, `odk:setgeopoint`, `odk:recordaudio`), checked with the body's.
+    private let modelActions: [XMLElement]
+
+    init(data: XMLElement, secondary: [XMLElement], binds: [XMLElement], body: XFormBody, translations: ItextTranslations,
+         modelActions: [XMLElement] = []) throws(XFormRefusal) {
         self.data = data
+        self.modelActions = modelActions
         self.rootPath = "/" + data.name
         self.body = body
         self.translations = translations
@@ -49,6 +56,8 @@ struct XFormNodeBuilder {
                 case nil: Self.bindAttributes.contains(a.name)
                 case XMLNamespace.javaRosa: Self.bindJavaRosaAttributes.contains(a.name)
                 case XMLNamespace.surveyd: Self.bindSurveydAttributes.contains(a.name)
+                // What the device does with an answer as it takes it (`orx:max-pixels`, `odk:quality`, …): kept in the XForm.
+                case XMLNamespace.odk, XMLNamespace.openRosa: true
                 default: false
                 }
                 guard known else {
@@ -65,6 +74,7 @@ struct XFormNodeBuilder {
         var pathById: [String: String] = [:]
         try assignIds(data, path: rootPath, ids: &ids, pathById: &pathById)
         translator = XPathTranslator(ids: ids)
+        try checkActions(ids: ids)
         let nodes = try children(of: data, path: rootPath)
         guard !nodes.isEmpty else { throw XFormRefusal("the XForm has no questions") }
         for path in binds.keys.sorted() where !usedBinds.contains(path) && !isMeta(path) {
@@ -95,6 +105,24 @@ struct XFormNodeBuilder {
             }
         }
         return nodes
+    }
+
+    /// Every action sets a node of the primary instance, and its value reads (its paths name
+    /// nodes of the form); the device runs it, the XForm keeps it.
+    private func checkActions(ids: [String: String]) throws(XFormRefusal) {
+        let all = modelActions.map { ($0, "") } + body.actions.map { ($0.action, $0.at) }
+        for (action, _) in all {
+            try XFormActions.check(action)
+            guard let ref = action.attribute("ref")?.trimmingWhitespace(), ref.hasPrefix("/"), !ref.contains("[") else {
+                throw XFormRefusal("the action <\(action.displayName)> names no node (ref=\"\(action.attribute("ref") ?? "")\"); surveyd reads an absolute path such as /data/name")
+            }
+            guard ids[ref] != nil || isMeta(ref) else {
+                throw XFormRefusal("the action <\(action.displayName)> sets \(ref), which is not a node of the form")
+            }
+            if let value = action.attribute("value"), !value.trimmingWhitespace().isEmpty {
+                _ = try translator.translate(value, context: .node(path: ref), what: "the value <\(action.displayName)> sets \(ref) to")
+            }
+        }
     }
 
     private func isMeta(_ path: String) -> Bool { path == rootPath + "/meta" || path.hasPrefix(rootPath + "/meta/") }
@@ -146,26 +174,56 @@ struct XFormNodeBuilder {
             usedBody.insert(path)
             return try question(control, element: element, path: path, bind: bind)
         }
-        guard let bind else {
-            throw XFormRefusal("\(path) has no control in the body and no bind; surveyd has no hidden questions")
-        }
+        guard let bind else { return try deviceValue(element, path: path, type: "string") }
         let declared = bind.attribute(Surveyd.type, namespace: XMLNamespace.surveyd)
         // A calculation; a preload (start, end, today, deviceid...: a value the device fills in, kept
         // as sent); or a calculate question without a calculation, as XFormWriter writes one.
         guard bind.attribute("calculate") != nil || bind.attribute("preload", namespace: XMLNamespace.javaRosa) != nil || declared == "calculate" else {
-            throw XFormRefusal("\(path) has no control in the body and no calculation; surveyd has no hidden questions")
+            // A hidden question, or a node an action sets (start-geopoint, background-audio, a trigger's setvalue).
+            let type = bind.attribute("type").map { t in t.hasPrefix("xsd:") ? String(t.dropFirst(4)) : t } ?? "string"
+            var q = try deviceValue(element, path: path, type: type).objectValue ?? [:]
+            try logic(bind, path: path, into: &q, allowed: ["relevant", "required", "constraint", "readonly"])
+            try surveydAttributes(bind, path: path, into: &q)
+            return .object(q)
         }
         if let declared, declared != "calculate" {
             throw XFormRefusal("\(path) has no control in the body, so it is a calculation, yet its bind says surveyd:type=\"\(declared)\"")
         }
         var q: [String: JSONValue] = ["id": .string(element.name), "type": "calculate", "label": .string(element.name)]
         if let calculation = bind.attribute("calculate") {
-            q["calculation"] = .string(try translator.translate(calculation, context: .node(path: path), what: "the calculation of \(path)"))
+            do {
+                q["calculation"] = .string(try translator.translate(calculation, context: .node(path: path), what: "the calculation of \(path)"))
+            } catch {
+                // Its value is taken as the device sent it all the same (the server never recomputes
+                // one): the calculation stays in the XForm, for the device only.
+                warnings.append("\(error.message); the device computes \(element.name), and its value is taken as sent.")
+            }
         }
         let value = element.value
         if !value.isEmpty { q["default"] = .string(value) }
         try logic(bind, path: path, into: &q, allowed: ["relevant", "required", "constraint", "readonly"])
         try surveydAttributes(bind, path: path, into: &q)
+        return .object(q)
+    }
+
+    /// A node without a control whose value the device fills in: a hidden question, or one an
+    /// action sets. A question of the type its bind says (a `string` is a `calculate` without a
+    /// calculation; `binary`, a recording, a file), labelled by its id, its value taken as sent.
+    private func deviceValue(_ element: XMLElement, path: String, type: String) throws(XFormRefusal) -> JSONValue {
+        var q: [String: JSONValue] = ["id": .string(element.name), "label": .string(element.name)]
+        switch type {
+        case "string": q["type"] = "calculate"
+        case "int": q["type"] = "integer"
+        case "decimal", "date", "time", "geopoint", "geotrace", "geoshape", "barcode": q["type"] = .string(type)
+        case "dateTime": q["type"] = "datetime"
+        case "binary":
+            q["type"] = "file"
+            q["accept"] = ["*/*"]
+        default:
+            throw XFormRefusal("\(path) has no control in the body, and its bind's type \(type) is none surveyd knows")
+        }
+        let value = element.value
+        if !value.isEmpty { q["default"] = .string(value) }
         return .object(q)
     }
 
@@ -205,7 +263,7 @@ struct XFormNodeBuilder {
         }
         if body.groups[path] != nil { usedBody.insert(path) }
         if let label {
-            node["label"] = try text(label, what: "the label of \(path)", allowsMedia: true)
+            node["label"] = try text(label, what: "the label of \(path)", allowsMedia: true, path: path)
             if let media = try media(label, what: "the label of \(path)") { node["media"] = media }
         }
         if let bind {
@@ -247,8 +305,20 @@ struct XFormNodeBuilder {
             q["type"] = "file"
             let mediatype = control.attribute("mediatype")?.trimmingWhitespace() ?? "*/*"
             q["accept"] = .array([.string(mediatype.isEmpty ? "*/*" : mediatype)])
-        case (_, "odk:rank"), (_, "rank"):
-            throw XFormRefusal("\(path) is a ranking question (odk:rank); surveyd has no rank type")
+        // acknowledge: "OK" once acknowledged.
+        case ("trigger", "string"):
+            q["type"] = "select_one"
+            q["choices"] = ["OK"]
+        // A number between its bounds (start and end, in either order).
+        case ("range", "int"), ("range", "decimal"):
+            q["type"] = bindType == "int" ? "integer" : "decimal"
+            let bounds = ["start", "end"].compactMap { control.attribute($0).flatMap { Double($0.trimmingWhitespace()) } }
+            guard bounds.count == 2 else { throw XFormRefusal("the range \(path) needs numbers start and end") }
+            q["minimum"] = .number(bounds.min() ?? 0)
+            q["maximum"] = .number(bounds.max() ?? 0)
+        // Ranking: every choice once, in the order given, as a select_multiple's answer is written.
+        case ("rank", "odk:rank") where control.namespace == XMLNamespace.odk:
+            q["type"] = "select_multiple"
         default:
             throw XFormRefusal("\(path) is an <\(control.name)> of type \(bindType); surveyd has no such question type")
         }
@@ -259,7 +329,14 @@ struct XFormNodeBuilder {
             switch (a.namespace, a.name) {
             case (nil, "ref"): continue
             case (nil, "appearance") where q["type"] != "note": q["appearance"] = .string(a.value)
+            // A note's appearance, how a control shows (rows, autoplay), a range's step, the choices
+            // of select_one_external (query, a file on the device): the device's, kept in the XForm.
+            case (nil, "appearance"), (nil, "rows"), (nil, "autoplay"), (nil, "query"),
+                 (nil, "accuracyThreshold"), (nil, "unacceptableAccuracyThreshold"): continue
             case (nil, "mediatype") where control.name == "upload": continue
+            case (nil, "start") where control.name == "range", (nil, "end") where control.name == "range", (nil, "step") where control.name == "range":
+                continue
+            case (XMLNamespace.odk, _), (XMLNamespace.openRosa, _): continue
             default: throw XFormRefusal("the control of \(path) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry")
             }
         }
@@ -271,20 +348,23 @@ struct XFormNodeBuilder {
                 labelElement = child
             case (XMLNamespace.xforms, "hint") where q["type"] != "note":
                 guard q["hint"] == nil else { throw XFormRefusal("\(path) has two hints") }
-                q["hint"] = try text(child, what: "the hint of \(path)")
-            case (XMLNamespace.xforms, "item") where q["type"] == "select_one" || q["type"] == "select_multiple",
-                 (XMLNamespace.xforms, "itemset") where q["type"] == "select_one" || q["type"] == "select_multiple":
+                let hint = try text(child, what: "the hint of \(path)", path: path)
+                if hint != .string("") { q["hint"] = hint } // a hint that is only guidance
+            case (XMLNamespace.xforms, "hint"):
+                _ = try text(child, what: "the hint of \(path)", path: path) // a note's: shown on the device
+            case (XMLNamespace.xforms, "item") where (q["type"] == "select_one" || q["type"] == "select_multiple") && control.name != "trigger",
+                 (XMLNamespace.xforms, "itemset") where (q["type"] == "select_one" || q["type"] == "select_multiple") && control.name != "trigger":
                 continue
-            case (XMLNamespace.xforms, "setvalue"), (XMLNamespace.odk, "setgeopoint"):
-                throw XFormRefusal("\(path) sets a value on an event (<\(child.displayName)>); surveyd does not run form actions")
+            case _ where XFormActions.isAction(child):
+                continue // read by checkActions
             default:
                 throw XFormRefusal("\(path) holds <\(child.displayName)>, which surveyd does not carry")
             }
         }
         guard let labelElement else { throw XFormRefusal("\(path) has no label; every question of a definition has one") }
-        q["label"] = try text(labelElement, what: "the label of \(path)", allowsMedia: true)
+        q["label"] = try text(labelElement, what: "the label of \(path)", allowsMedia: true, path: path)
         if let media = try media(labelElement, what: "the label of \(path)") { q["media"] = media }
-        if control.name == "select1" || control.name == "select" { try choices(of: control, path: path, into: &q) }
+        if control.name == "select1" || control.name == "select" || control.name == "rank" { try choices(of: control, path: path, into: &q) }
         let value = element.value
         if !value.isEmpty, q["type"] != "note" { q["default"] = .string(value) }
         if let bind {
@@ -308,6 +388,10 @@ struct XFormNodeBuilder {
                 continue // read where the kind of node is decided
             case (XMLNamespace.surveyd, _):
                 continue // read by surveydAttributes
+            // The message an app shows for a required answer left empty, and what the device does
+            // with an answer as it takes it (`orx:max-pixels`, …): kept in the XForm; the server says `required`.
+            case (XMLNamespace.javaRosa, "requiredMsg"), (XMLNamespace.odk, _), (XMLNamespace.openRosa, _):
+                continue
             case (nil, "readonly") where node["type"] == "note" && value == "true()":
                 continue
             case (nil, "readonly") where node["type"] == "calculate" && value == "true()":
@@ -322,7 +406,8 @@ struct XFormNodeBuilder {
                 node[key] = .string(try translator.translate(a.value, context: context, what: "the \(key) of \(path)"))
             case (XMLNamespace.javaRosa, "constraintMsg") where allowed.contains("constraint"):
                 if let id = ItextTranslations.reference(a.value) {
-                    node["constraintMessage"] = try translations.text(id: id, what: "the constraint message of \(path)")
+                    node["constraintMessage"] = try translations.text(id: id, what: "the constraint message of \(path)",
+                                                                      render: output(at: path, what: "the constraint message of \(path)"))
                 } else {
                     node["constraintMessage"] = .string(a.value)
                 }
@@ -332,19 +417,34 @@ struct XFormNodeBuilder {
         }
     }
 
-    /// A label or hint: `jr:itext('id')` in every language, or its own text. Only a label may
+    /// A label or hint: `jr:itext('id')` in every language, or its own text; an answer it shows
+    /// (`<output value=" /data/name "/>`) is kept as `${name}` (read from `path`). Only a label may
     /// show media (read by `media`).
-    private func text(_ element: XMLElement, what: String, allowsMedia: Bool = false) throws(XFormRefusal) -> JSONValue {
+    private func text(_ element: XMLElement, what: String, allowsMedia: Bool = false, path: String? = nil) throws(XFormRefusal) -> JSONValue {
+        let render = output(at: path ?? rootPath, what: what)
         if let ref = element.attribute("ref") {
             guard let id = ItextTranslations.reference(ref) else {
                 throw XFormRefusal("\(what) is \(ref); surveyd reads a label's text or jr:itext('...')")
             }
-            return try translations.text(id: id, what: what, allowsMedia: allowsMedia)
+            return try translations.text(id: id, what: what, allowsMedia: allowsMedia, render: render)
         }
-        if let inner = element.children.first {
-            throw XFormRefusal("\(what) holds <\(inner.displayName)>\(inner.name == "output" ? " (it shows an answer)" : ""); surveyd's labels are fixed text")
+        return .string(try ItextTranslations.text(of: element, what: what, render: render))
+    }
+
+    /// How a text writes the answer an `<output>` shows: `${name}`, a template the XForm keeps
+    /// as it is and a reader fills in. An output that computes something else is refused by name.
+    private func output(at path: String, what: String) -> ItextTranslations.OutputRenderer {
+        let translator = self.translator
+        return { (o: XMLElement) throws(XFormRefusal) -> String in
+            guard let expression = o.attribute("value") ?? o.attribute("ref") else {
+                throw XFormRefusal("\(what) has an <output> without a value")
+            }
+            let translated = try translator.translate(expression, context: .node(path: path), what: what)
+            guard translated.hasPrefix("${"), translated.hasSuffix("}"), !translated.dropFirst(2).dropLast().contains("}") else {
+                throw XFormRefusal("\(what) shows <output value=\"\(expression)\"/>; surveyd keeps an output that shows an answer (${name}), not one that computes")
+            }
+            return translated
         }
-        return .string(element.value)
     }
 
     /// The media a label shows (`jr:itext` values of form image, big-image, audio, video).
@@ -410,7 +510,8 @@ struct XFormNodeBuilder {
                     break
                 case nil, "plain"?:
                     if let label = item.child("label") {
-                        choice["label"] = try text(label, what: "the label of the choice \(value) of \(path)", allowsMedia: true)
+                        let text = try text(label, what: "the label of the choice \(value) of \(path)", allowsMedia: true, path: path)
+                        if text != .string("") { choice["label"] = text } // a choice shown by its picture only
                         if let media = try media(label, what: "the label of the choice \(value) of \(path)") { choice["media"] = media }
                     }
                 case let other?:
@@ -497,9 +598,12 @@ struct XFormNodeBuilder {
                 case valueRef: choice["name"] = .string(value)
                 case "itextId" where itextLabels:
                     if mark == "plain" {
-                        choice["label"] = try translations.plainText(id: value, what: "the choice \(value) of instance('\(id)')")
+                        choice["label"] = try translations.plainText(id: value, what: "the choice \(value) of instance('\(id)')",
+                                                                     render: output(at: rootPath, what: "the choice \(value) of instance('\(id)')"))
                     } else {
-                        choice["label"] = try translations.text(id: value, what: "the choice \(value) of instance('\(id)')", allowsMedia: true)
+                        let label = try translations.text(id: value, what: "the choice \(value) of instance('\(id)')", allowsMedia: true,
+                                                          render: output(at: rootPath, what: "the choice \(value) of instance('\(id)')"))
+                        if label != .string("") { choice["label"] = label } // a choice shown as a picture only
                         if let media = try translations.media(id: value, what: "the choice \(value) of instance('\(id)')") { choice["media"] = media }
                     }
                 case labelRef: choice["label"] = .string(value)

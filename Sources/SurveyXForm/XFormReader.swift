@@ -9,6 +9,13 @@ public enum XFormReader {
     /// choices from a CSV file is `"choiceList": "villages.csv"`, `pulldata()` is kept, a label's
     /// media is its `media`.
     public static func unresolvedDefinition(from xml: [UInt8]) throws(XFormRefusal) -> JSONValue {
+        try read(xml).definition
+    }
+
+    /// `unresolvedDefinition`, with what the reader has to say about what the form does beyond the
+    /// definition (a submission URL of its own): sentences shown with the version, never a refusal.
+    public static func read(_ xml: [UInt8]) throws(XFormRefusal) -> (definition: JSONValue, warnings: [String]) {
+        var warnings: [String] = []
         let root = try XMLDocumentReader.parse(xml)
         try refuseEntities(root)
         guard root.name == "html", root.namespace == XMLNamespace.xhtml else {
@@ -24,6 +31,7 @@ public enum XFormReader {
         var itext: XMLElement?
         var instances: [XMLElement] = []
         var binds: [XMLElement] = []
+        var actions: [XMLElement] = []
         for element in model.children {
             switch (element.namespace, element.name) {
             case (XMLNamespace.xforms, "itext"):
@@ -31,10 +39,16 @@ public enum XFormReader {
                 itext = element
             case (XMLNamespace.xforms, "instance"): instances.append(element)
             case (XMLNamespace.xforms, "bind"): binds.append(element)
-            case (XMLNamespace.xforms, "setvalue"), (XMLNamespace.odk, "setgeopoint"), (XMLNamespace.xforms, "action"):
-                throw XFormRefusal("the form sets a value on an event (<\(element.displayName)>); surveyd does not run form actions")
+            case _ where XFormActions.isAction(element):
+                actions.append(element)
             case (XMLNamespace.xforms, "submission"):
-                throw XFormRefusal("the form names its own submission (<submission>: encryption or another server); surveyd does not carry it")
+                if element.attribute("base64RsaPublicKey") != nil {
+                    throw XFormRefusal("the form is encrypted (<submission base64RsaPublicKey=…>, the settings' public_key): its answers would reach surveyd sealed, so no rule of the form could be checked; publish it without public_key")
+                }
+                let action = element.attribute("action")?.trimmingWhitespace() ?? ""
+                warnings.append(action.isEmpty
+                    ? "The form names its own <submission>; ODK apps follow it, surveyd keeps it in the XForm."
+                    : "The form sends its submissions to \(action) (the settings' submission_url): ODK apps send them there, not to this server.")
             default:
                 throw XFormRefusal("the model holds <\(element.displayName)>, which surveyd does not read")
             }
@@ -47,8 +61,9 @@ public enum XFormReader {
 
         let translations = try ItextTranslations(itext)
         var builder = try XFormNodeBuilder(data: data, secondary: Array(instances.dropFirst()), binds: binds,
-                                           body: XFormBody(body), translations: translations)
+                                           body: XFormBody(body), translations: translations, modelActions: actions)
         definition["questions"] = .array(try builder.nodes())
+        warnings += builder.warnings
         if !builder.choiceLists.isEmpty { definition["choiceLists"] = .object(builder.choiceLists) }
         if let language = translations.defaultLanguage { definition["defaultLanguage"] = .string(language) }
         try readSurveydModel(model, into: &definition, translations: translations)
@@ -58,7 +73,7 @@ public enum XFormReader {
         for (id, file) in builder.dataFiles.sorted(by: { $0.key < $1.key }) where !named.contains(file) {
             throw XFormRefusal("instance('\(id)') reads \(file), yet no question's choices and no pulldata() read it")
         }
-        return json
+        return (json, warnings)
     }
 
     /// An ODK XForm read into a definition: `unresolvedDefinition`, then `check`. A form that

@@ -102,18 +102,25 @@ enum XMLDocumentReader {
         }
         var children: [XMLElement] = []
         var text = ""
+        // The text before the first child element and after each: mixed content (a label with an <output>).
+        var pieces = [""]
         var child = node.pointee.children
         while let c = child {
             switch c.pointee.type {
-            case XML_ELEMENT_NODE: children.append(try copy(c, depth: depth + 1, &copying))
-            case XML_TEXT_NODE, XML_CDATA_SECTION_NODE: text += string(c.pointee.content)
+            case XML_ELEMENT_NODE:
+                children.append(try copy(c, depth: depth + 1, &copying))
+                pieces.append("")
+            case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
+                let content = string(c.pointee.content)
+                text += content
+                pieces[pieces.count - 1] += content
             case XML_ENTITY_REF_NODE: throw XFormRefusal("\(document) refers to an entity (&\(string(c.pointee.name));); surveyd does not expand entities")
             default: break // comments and processing instructions carry nothing of the form
             }
             child = c.pointee.next
         }
         return XMLElement(name: string(node.pointee.name), namespace: copying.namespaceURI(node.pointee.ns),
-                          attributes: attributes, children: children, text: text)
+                          attributes: attributes, children: children, text: text, pieces: children.isEmpty ? [] : pieces)
     }
 
     /// The `encoding` of the XML declaration the document starts with (after a UTF-8 byte order

@@ -16,6 +16,7 @@ import SurveyServer
     static func bytes(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: fixtures.appendingPathComponent(name))) }
 
     static let xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    static let xls = "application/vnd.ms-excel"
 
     func survey(_ f: Fixture) throws -> String {
         let s = try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": "Household"])

@@ -23,6 +23,12 @@ import SurveyDomain
         ("simple.xlsx", xlsx), ("household.xlsx", xlsx), ("health_facility.xlsx", xlsx), ("water_point.xlsx", xlsx),
         ("every_column.xlsx", xlsx), ("agreement_numbers.xlsx", xlsx), ("agreement_roster.xlsx", xlsx),
         ("agreement_filtered.xml", "application/xml"),
+        // Real forms that publish since the definition carries what the device does (RealFormsCorpusTests).
+        ("corpus/surveys/household_roster.xlsx", xlsx), ("corpus/surveys/dynamic_defaults.xlsx", xlsx),
+        ("corpus/surveys/every_widget.xlsx", xlsx), ("corpus/surveys/cascading_duplicates.xlsx", xlsx),
+        ("corpus/surveys/osm_buildings.xlsx", xlsx),
+        ("corpus/pyxform/choice_filter_test.xlsx", xlsx), ("corpus/pyxform/calculate.xls", FormPublishingTests.xls),
+        ("corpus/pyxform/hidden.xls", FormPublishingTests.xls), ("corpus/pyxform/default_time_demo.xls", FormPublishingTests.xls),
     ]
     static let seed = 20_260_101
     /// Instances filled per form; each brings up to ten broken copies.

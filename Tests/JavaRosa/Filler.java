@@ -1,6 +1,7 @@
 import org.javarosa.core.model.Constants;
 import org.javarosa.core.model.FormDef;
 import org.javarosa.core.model.FormIndex;
+import org.javarosa.core.model.RangeQuestion;
 import org.javarosa.core.model.SelectChoice;
 import org.javarosa.core.model.data.DateData;
 import org.javarosa.core.model.data.DateTimeData;
@@ -25,6 +26,8 @@ import org.javarosa.form.api.FormEntryModel;
 import org.javarosa.form.api.FormEntryPrompt;
 import org.javarosa.model.xform.XFormSerializingVisitor;
 
+import java.math.BigDecimal;
+import java.math.RoundingMode;
 import java.time.LocalDate;
 import java.time.LocalDateTime;
 import java.time.ZoneId;
@@ -125,12 +128,29 @@ final class Filler {
                 for (SelectChoice c : choices) out.add(new SelectMultiData(new ArrayList<>(List.of(new Selection(c)))));
                 return out;
             }
+            case Constants.CONTROL_TRIGGER:
+                // acknowledge: Collect writes OK.
+                out.add(new StringData("OK"));
+                return out;
+            case Constants.CONTROL_RANGE:
+                // Collect's slider gives a value between the bounds, on a step.
+                if (prompt.getQuestion() instanceof RangeQuestion) {
+                    RangeQuestion r = (RangeQuestion) prompt.getQuestion();
+                    BigDecimal lo = r.getRangeStart().min(r.getRangeEnd()), hi = r.getRangeStart().max(r.getRangeEnd());
+                    BigDecimal step = r.getRangeStep().abs();
+                    int steps = step.signum() == 0 ? 0 : hi.subtract(lo).divide(step, 0, RoundingMode.DOWN).intValue();
+                    for (int k = 0; k < 3; k++) {
+                        BigDecimal v = lo.add(step.multiply(BigDecimal.valueOf(random.nextInt(steps + 1))));
+                        out.add(prompt.getDataType() == Constants.DATATYPE_INTEGER ? new IntegerData(v.intValue()) : new DecimalData(v.doubleValue()));
+                    }
+                    return out;
+                }
+                break;
             case Constants.CONTROL_INPUT:
             case Constants.CONTROL_TEXTAREA:
-            case Constants.CONTROL_RANGE:
                 break;
             default:
-                // Files, triggers, ranking: no value the test could send without attaching more.
+                // Files, ranking: no value the test could send without attaching more.
                 return out;
         }
         switch (prompt.getDataType()) {

@@ -135,6 +135,29 @@ private func fe(_ path: String, _ message: String) -> FieldError { FieldError(pa
     }
 
     /// `today()` is the device's, maybe days before: the server enforces no constraint that reads it.
+    /// Cascading selects may name a choice twice when its columns tell the two apart (pyxform's
+    /// `allow_choice_duplicates`): an answer is offered when one of its choices passes the filter.
+    @Test func aChoiceNamedTwiceIsToldApartByItsColumns() throws {
+        let d = try definition(#"""
+        {"title": "t", "choiceLists": {
+           "district": [{"name": "north", "label": "North"}, {"name": "south", "label": "South"}],
+           "village": [{"name": "kati", "label": "Kati", "district": "north"}, {"name": "mji", "label": "Mji", "district": "north"},
+                       {"name": "mji", "label": "Mji", "district": "south"}, {"name": "pwani", "label": "Pwani", "district": "south"}]},
+         "questions": [
+          {"id": "district", "type": "select_one", "label": "District", "choiceList": "district"},
+          {"id": "village", "type": "select_one", "label": "Village", "choiceList": "village", "choiceFilter": "district = ${district}"}]}
+        """#)
+        #expect(try answerErrors(d, #"{"district": "north", "village": "mji"}"#) == [])
+        #expect(try answerErrors(d, #"{"district": "south", "village": "mji"}"#) == [])
+        #expect(try answerErrors(d, #"{"district": "south", "village": "kati"}"#)
+                == [FieldError(path: "answers.village", message: "\"kati\" is not offered here (its choice filter is false)")])
+        // The same name with the same columns is still a duplicate.
+        #expect(try definitionErrors(#"""
+        {"title": "t", "questions": [{"id": "v", "type": "select_one", "label": "V",
+           "choices": [{"name": "a", "label": "A", "d": "1"}, {"name": "a", "label": "A again", "d": "1"}]}]}
+        """#) == [FieldError(path: "definition.questions[0].choices[1].name", message: "duplicate choice")])
+    }
+
     @Test func logicThatDependsOnTheMomentIsNotEnforced() throws {
         let d = try definition(Self.household)
         var answers = try JSONParser.parse(Self.goodAnswers).objectValue ?? [:]

@@ -31,6 +31,7 @@ import Testing
 
     @Test(arguments: [("today()", true), ("if(${a}, 1, now())", true), ("once(random())", true), ("uuid()", true),
                       ("uuid(8)", true), ("${a} > today() - 365", true), ("concat('x', once(${a}))", true),
+                      ("indexed-repeat(${a}, ${r}, 1)", true), ("jr:choice-name(${a}, 'a')", true), ("distance(${a})", true), ("version()", true),
                       ("${a}", false), ("'today()'", false), ("today", false), ("${today}", false), ("date('2020-01-01')", false)])
     func dependsOnMoment(_ source: String, _ expected: Bool) throws {
         #expect(try Expression(source).dependsOnMoment == expected)

@@ -20,7 +20,7 @@ import Testing
         // Unknown functions and argument counts (JavaRosa's arities).
         Refusal("foo(1)", "unknown function 'foo'", 0),
         Refusal("1 + bar()", "unknown function 'bar'", 4),
-        Refusal("jr:choice-name(${x}, 'x')", "unknown function 'jr:choice-name'", 0),
+        Refusal("jr:choice-label(${x}, 'x')", "unknown function 'jr:choice-label'", 0),
         Refusal("if(1, 2)", "if() expects 3 arguments, got 2", 0),
         Refusal("concat('a') and not(1, 2)", "not() expects 1 argument, got 2", 16),
         Refusal("round()", "round() expects 1 or 2 arguments, got 0", 0),
