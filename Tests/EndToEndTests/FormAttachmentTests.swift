@@ -137,17 +137,19 @@ import SurveyServer
 
     /// A JSON definition names its files the same way: a list named after a CSV file, pulldata,
     /// media; sent as the part `form` with the files beside it.
+    static let visitDefinition: JSONValue = [
+        "title": "Village visit",
+        "questions": [
+            ["id": "village", "type": "select_one", "label": "Village", "choiceList": "villages.csv", "media": ["image": "map.png"]],
+            ["id": "households", "type": "integer", "label": "Households",
+             "constraint": ". <= pulldata('villages', 'population', 'name', ${village})"],
+        ],
+    ]
+
     @Test func aJSONDefinitionIsPublishedWithItsFilesToo() throws {
         let f = try Fixture()
         let id = try survey(f)
-        let definition: JSONValue = ["definition": [
-            "title": "Village visit",
-            "questions": [
-                ["id": "village", "type": "select_one", "label": "Village", "choiceList": "villages.csv", "media": ["image": "map.png"]],
-                ["id": "households", "type": "integer", "label": "Households",
-                 "constraint": ". <= pulldata('villages', 'population', 'name', ${village})"],
-            ],
-        ]]
+        let definition: JSONValue = ["definition": Self.visitDefinition]
         let form = Part(field: "form", fileName: "visit.json", contentType: "application/json", bytes: CanonicalJSON.encode(definition))
         let r = try publish(f, id, [form, Self.file("villages.csv", Self.villages), Self.file("map.png", Self.map)])
         #expect(r.status == 201, "\(r.text)")

@@ -90,19 +90,21 @@ import SurveyDomain
         #expect(try p.responses() == 1)
     }
 
+    /// An XForm is XHTML: a script in its head would run were it rendered in the server's origin.
+    static let scriptedXForm = """
+        <?xml version="1.0"?>
+        <h:html xmlns="http://www.w3.org/2002/xforms" xmlns:h="http://www.w3.org/1999/xhtml">
+        <h:head><h:title>Scripted</h:title><h:script>fetch('/console/')</h:script>
+        <model><instance><data id="scripted"><a/><meta><instanceID/></meta></data></instance>
+        <bind nodeset="/data/a" type="string"/><bind nodeset="/data/meta/instanceID" type="string" readonly="true()"/></model></h:head>
+        <h:body><input ref="/data/a"><label>A</label></input></h:body></h:html>
+        """
+
     @Test func everyDocumentTheDoorServesIsSafeToOpenInABrowser() throws {
         let f = try Fixture()
         let s = try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": "Scripted"])
         let surveyId = try #require(s.json?["surveyId"]?.stringValue)
-        // An XForm is XHTML: a script in its head would run were it rendered in the server's origin.
-        let xform = """
-            <?xml version="1.0"?>
-            <h:html xmlns="http://www.w3.org/2002/xforms" xmlns:h="http://www.w3.org/1999/xhtml">
-            <h:head><h:title>Scripted</h:title><h:script>fetch('/console/')</h:script>
-            <model><instance><data id="scripted"><a/><meta><instanceID/></meta></data></instance>
-            <bind nodeset="/data/a" type="string"/><bind nodeset="/data/meta/instanceID" type="string" readonly="true()"/></model></h:head>
-            <h:body><input ref="/data/a"><label>A</label></input></h:body></h:html>
-            """
+        let xform = Self.scriptedXForm
         let published = try f.client.request("POST", "/v1/orgs/\(f.orgId)/surveys/\(surveyId)/versions", token: f.adminToken,
                                               body: Array(xform.utf8), headers: ["Content-Type": "application/xml"])
         let c = CollectClient(f)

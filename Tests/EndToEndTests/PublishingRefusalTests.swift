@@ -99,18 +99,21 @@ import TestProcesses
         #expect(surveyIds == [census])
     }
 
+    /// An XForm written by hand whose form id another survey's XLSForm has.
+    static let sharedFormXForm = """
+        <h:html xmlns="http://www.w3.org/2002/xforms" xmlns:h="http://www.w3.org/1999/xhtml"><h:head><h:title>Copy</h:title><model>\
+        <instance><data id="shared_form" version="2"><people/><meta><instanceID/></meta></data></instance>\
+        <bind nodeset="/data/people" type="int"/><bind nodeset="/data/meta/instanceID" type="string" readonly="true()"/></model></h:head>\
+        <h:body><input ref="/data/people"><label>People</label></input></h:body></h:html>
+        """
+
     @Test func aFormIdOfAnotherSurveyIsRefusedNamingThatSurvey() throws {
         let f = try Fixture()
         let first = try survey(f, "Household census"), second = try survey(f, "Clinic visit")
         let settings = ["form_id": "shared_form", "version": "1"]
         #expect(try publish(f, first, try Self.xlsform([["integer", "people", "People"]], settings: settings), Self.xlsxType).status == 201)
         let audit = try f.server.count("SELECT COUNT(*) AS n FROM audit")
-        let xform = """
-            <h:html xmlns="http://www.w3.org/2002/xforms" xmlns:h="http://www.w3.org/1999/xhtml"><h:head><h:title>Copy</h:title><model>\
-            <instance><data id="shared_form" version="2"><people/><meta><instanceID/></meta></data></instance>\
-            <bind nodeset="/data/people" type="int"/><bind nodeset="/data/meta/instanceID" type="string" readonly="true()"/></model></h:head>\
-            <h:body><input ref="/data/people"><label>People</label></input></h:body></h:html>
-            """
+        let xform = Self.sharedFormXForm
         let refusals: [(String, Reply)] = [
             ("xlsform", try publish(f, second, try Self.xlsform([["integer", "people", "People"]], settings: settings), Self.xlsxType)),
             ("xform", try publish(f, second, Array(xform.utf8), "application/xml")),

@@ -55,6 +55,8 @@ final class Breaker {
     private final LoadedForm form;
     private final FormDef fd;
     private final byte[] xml;
+    /** The files the filled instance names: each copy is sent with them. */
+    private final List<String> files;
     private final Random random;
     private final String prefix;
     private final XFormAnswerDataSerializer serializer = new XFormAnswerDataSerializer();
@@ -73,8 +75,9 @@ final class Breaker {
         QuestionDef question;
     }
 
-    Breaker(LoadedForm form, FormDef fd, byte[] xml, Random random, String prefix) {
+    Breaker(LoadedForm form, FormDef fd, byte[] xml, List<String> files, Random random, String prefix) {
         this.form = form;
+        this.files = files;
         this.fd = fd;
         this.xml = xml;
         this.random = random;
@@ -341,7 +344,7 @@ final class Breaker {
         t.setOutputProperty(OutputKeys.ENCODING, "UTF-8");
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         t.transform(new DOMSource(doc), new StreamResult(bytes));
-        return new FilledInstance(prefix + ": " + label, bytes.toByteArray());
+        return new FilledInstance(prefix + ": " + label, bytes.toByteArray(), files);
     }
 
     private static String local(Node n) {

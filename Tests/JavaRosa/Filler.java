@@ -49,6 +49,8 @@ import java.util.UUID;
 final class Filler {
     private final LoadedForm form;
     private final Random random;
+    /** The names given to files, as Collect names a photo it takes (the moment in milliseconds). */
+    private final List<String> named = new ArrayList<>();
 
     Filler(LoadedForm form, long seed) {
         this.form = form;
@@ -84,9 +86,13 @@ final class Filler {
         fd.postProcessInstance();
         setInstanceID(fd, uuid(random));
         byte[] xml = serialize(fd);
+        // The files the instance names (an answer the form dropped as not relevant names none).
+        String text = new String(xml, java.nio.charset.StandardCharsets.UTF_8);
+        List<String> files = new ArrayList<>();
+        for (String name : named) if (text.contains(">" + name + "<")) files.add(name);
         List<FilledInstance> out = new ArrayList<>();
-        out.add(new FilledInstance("filled #" + number, xml));
-        out.addAll(new Breaker(form, fd, xml, random, "#" + number).variants());
+        out.add(new FilledInstance("filled #" + number, xml, files));
+        out.addAll(new Breaker(form, fd, xml, files, random, "#" + number).variants());
         return out;
     }
 
@@ -146,11 +152,28 @@ final class Filler {
                     return out;
                 }
                 break;
+            case Constants.CONTROL_IMAGE_CHOOSE:
+            case Constants.CONTROL_UPLOAD:
+            case Constants.CONTROL_FILE_CAPTURE: {
+                // A file of a type the question accepts, named by the moment as Collect names it;
+                // the test sends it as a part beside the instance.
+                List<String> accepted = form.accepts.getOrDefault(LoadedForm.generic(prompt.getIndex().getReference()), List.of("*/*"));
+                String type = accepted.get(random.nextInt(accepted.size()));
+                String extension = type.equals("image/png") ? ".png" : type.startsWith("image/") || type.equals("*/*") ? ".jpg" : null;
+                if (extension == null) return out;
+                String name;
+                do {
+                    name = (1_700_000_000_000L + random.nextInt(1_000_000_000)) + extension;
+                } while (named.contains(name));
+                named.add(name);
+                out.add(new StringData(name));
+                return out;
+            }
             case Constants.CONTROL_INPUT:
             case Constants.CONTROL_TEXTAREA:
                 break;
             default:
-                // Files, ranking: no value the test could send without attaching more.
+                // Audio, video, ranking: no value the test sends.
                 return out;
         }
         switch (prompt.getDataType()) {

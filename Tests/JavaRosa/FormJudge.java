@@ -10,6 +10,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,8 +22,8 @@ import java.util.Map;
  * request a line on standard input and answering one JSON line on standard output.
  *
  * <pre>
- * {"op":"load","form":"k","xform":"&lt;h:html ..."}         → {"ok":true}
- * {"op":"fill","form":"k","seed":7,"count":6}              → {"ok":true,"instances":[{"label":"…","xml":"…"}]}
+ * {"op":"load","form":"k","xform":"&lt;h:html ...","files":{"villages.csv":"base64…"}} → {"ok":true}
+ * {"op":"fill","form":"k","seed":7,"count":6}              → {"ok":true,"instances":[{"label":"…","xml":"…","files":["1700000123456.jpg"]}]}
  * {"op":"judge","form":"k","xml":"&lt;data ..."}             → {"ok":true,"valid":false,"failures":[{"question","path","reason","value"}]}
  * </pre>
  *
@@ -45,9 +46,13 @@ public final class FormJudge {
                 String op = request.path("op").asText();
                 String key = request.path("form").asText();
                 switch (op) {
-                    case "load":
-                        forms.put(key, new LoadedForm(request.path("xform").asText().getBytes(StandardCharsets.UTF_8)));
+                    case "load": {
+                        // The files the form names, as Collect downloads them from its manifest.
+                        Map<String, byte[]> files = new LinkedHashMap<>();
+                        request.path("files").fields().forEachRemaining(f -> files.put(f.getKey(), Base64.getDecoder().decode(f.getValue().asText())));
+                        forms.put(key, new LoadedForm(request.path("xform").asText().getBytes(StandardCharsets.UTF_8), files));
                         break;
+                    }
                     case "fill": {
                         LoadedForm form = known(forms, key);
                         List<Map<String, Object>> instances = new ArrayList<>();
@@ -59,6 +64,7 @@ public final class FormJudge {
                                 Map<String, Object> one = new LinkedHashMap<>();
                                 one.put("label", instance.label);
                                 one.put("xml", new String(instance.xml, StandardCharsets.UTF_8));
+                                one.put("files", instance.files);
                                 instances.add(one);
                             }
                         }

@@ -13,6 +13,7 @@ import org.javarosa.form.api.FormEntryModel;
 import org.javarosa.form.api.FormEntryPrompt;
 import org.javarosa.xform.parse.XFormParser;
 
+import java.text.BreakIterator;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -35,6 +36,12 @@ import java.util.Set;
  * strips it: its list, after its choice filter); an answer in a question that is not relevant
  * (Collect's serializer leaves those out); a counted repeat with fewer instances than its count
  * (Collect makes the missing ones). More instances than the count are kept, as Collect keeps them.
+ *
+ * A JSON definition's rules that its XForm carries in surveyd's namespace (`surveyd:minimum`,
+ * `surveyd:maximum`, `surveyd:maxLength`, a repeat's `surveyd:minCount` and `surveyd:maxCount`)
+ * are not JavaRosa's: ODK Collect ignores them and finalizes an instance that breaks one, which
+ * the door then refuses. They are checked here too, each failure's reason starting `surveyd:`, so
+ * that the test expects the door's refusal and counts such instances apart.
  *
  * Every failure is listed, in the instance's order: the question (`/data/people[2]/age`), the
  * answer's path as the server names it (`people[1].age`), why, and the value sent.
@@ -122,19 +129,59 @@ final class Judge {
                 if (!form.dependsOnTheMoment(g)) fail(ref, ref.size(), "not relevant", raw);
             } else if (l.getValue() == null) {
                 fail(ref, ref.size(), "not a value of its type (JavaRosa drops it on loading)", raw);
+            } else if (form.surveydRules.containsKey(g)) {
+                surveydRules(form.surveydRules.get(g), ref, raw);
             }
         }
     }
 
-    /** Counted repeats (jr:count) in relevant places with fewer instances than their count. */
+    /** A value against the definition's bounds in surveyd's namespace (which Collect ignores). */
+    private void surveydRules(Map<String, String> rules, TreeReference ref, String raw) {
+        try {
+            double value = Double.parseDouble(raw.trim());
+            if (rules.containsKey("minimum") && value < Double.parseDouble(rules.get("minimum"))) {
+                fail(ref, ref.size(), "surveyd:minimum " + rules.get("minimum") + " (a rule Collect does not see)", raw);
+            }
+            if (rules.containsKey("maximum") && value > Double.parseDouble(rules.get("maximum"))) {
+                fail(ref, ref.size(), "surveyd:maximum " + rules.get("maximum") + " (a rule Collect does not see)", raw);
+            }
+        } catch (NumberFormatException e) {
+            // Not a number: no bound applies.
+        }
+        if (rules.containsKey("maxLength")) {
+            // Characters as the server counts them: grapheme clusters.
+            BreakIterator characters = BreakIterator.getCharacterInstance();
+            characters.setText(raw);
+            int n = 0;
+            while (characters.next() != BreakIterator.DONE) n++;
+            if (n > Double.parseDouble(rules.get("maxLength"))) {
+                fail(ref, ref.size(), "surveyd:maxLength " + rules.get("maxLength") + " (a rule Collect does not see)", raw);
+            }
+        }
+    }
+
+    /**
+     * Repeats in relevant places with fewer instances than their count (jr:count), or than their
+     * surveyd:minCount, or more than their surveyd:maxCount.
+     */
     private void counts(FormDef fd, TreeElement sent, TreeElement loaded) {
         String generic = LoadedForm.generic(loaded.getRef());
         for (GroupDef repeat : form.repeats.values()) {
             TreeReference ref = (TreeReference) repeat.getBind().getReference();
-            if (repeat.getCountReference() == null || !LoadedForm.generic(ref.getParentRef()).equals(generic) || !loaded.isRelevant()) continue;
+            Map<String, String> rules = form.surveydRules.getOrDefault(LoadedForm.generic(ref), Map.of());
+            boolean bounded = rules.containsKey("minCount") || rules.containsKey("maxCount");
+            if ((repeat.getCountReference() == null && !bounded) || !LoadedForm.generic(ref.getParentRef()).equals(generic) || !loaded.isRelevant()) continue;
             String name = ref.getName(ref.size() - 1);
             TreeReference first = loaded.getRef().extendRef(name, 0);
             if (!fd.isRepeatRelevant(first)) continue;
+            int sentInstances = sent == null ? 0 : sent.getChildMultiplicity(name);
+            if (rules.containsKey("minCount") && sentInstances < Double.parseDouble(rules.get("minCount"))) {
+                fail(first, first.size(), "surveyd:minCount " + rules.get("minCount") + " (a rule Collect does not see)", String.valueOf(sentInstances));
+            }
+            if (rules.containsKey("maxCount") && sentInstances > Double.parseDouble(rules.get("maxCount"))) {
+                fail(first, first.size(), "surveyd:maxCount " + rules.get("maxCount") + " (a rule Collect does not see)", String.valueOf(sentInstances));
+            }
+            if (repeat.getCountReference() == null) continue;
             TreeReference countRef = ((TreeReference) repeat.getCountReference().getReference()).contextualize(loaded.getRef());
             TreeElement source = countRef == null ? null : fd.getMainInstance().resolveReference(countRef);
             int count = 0;

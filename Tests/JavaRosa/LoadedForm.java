@@ -4,9 +4,13 @@ import org.javarosa.core.model.IFormElement;
 import org.javarosa.core.model.QuestionDef;
 import org.javarosa.core.model.condition.EvaluationContext;
 import org.javarosa.core.model.condition.IFunctionHandler;
+import org.javarosa.core.model.instance.CsvExternalInstance;
 import org.javarosa.core.model.instance.TreeElement;
 import org.javarosa.core.model.instance.TreeReference;
+import org.javarosa.core.reference.Reference;
+import org.javarosa.core.reference.ReferenceFactory;
 import org.javarosa.core.reference.ReferenceManager;
+import org.javarosa.xpath.expr.XPathFuncExpr;
 import org.javarosa.core.services.PropertyManager;
 import org.javarosa.core.services.PrototypeManager;
 import org.javarosa.model.xform.XFormsModule;
@@ -20,6 +24,14 @@ import org.w3c.dom.Element;
 import org.w3c.dom.NodeList;
 
 import java.io.ByteArrayInputStream;
+import java.io.File;
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -31,10 +43,18 @@ import javax.xml.parsers.DocumentBuilderFactory;
 
 /**
  * An XForm as ODK Validate loads it (the same set-up: its prototypes, property manager, reference
- * factory, setgeopoint stub, and stand-ins for pulldata() and intersects()), with what the filler
- * and the judge need to know of its structure: its questions and repeats by path, the questions
- * that give a repeat its count, and the questions whose logic depends on the moment
- * (today(), now(), random(), uuid(), once()).
+ * factory, setgeopoint stub, and its stand-in for intersects()), with what the filler and the
+ * judge need to know of its structure: its questions and repeats by path, the questions that give
+ * a repeat its count, the questions whose logic depends on the moment (today(), now(), random(),
+ * uuid(), once()), and what each file question accepts.
+ *
+ * The files the form names (as Collect downloads them from the form's manifest) are written to a
+ * directory of the form's own; `jr://file-csv/…` and `jr://file/…` resolve there, so JavaRosa
+ * reads a CSV file's secondary instance with its own parser (`CsvExternalInstance`: the delimiter
+ * from the first line, a byte order mark dropped), as Collect does. pulldata(), which Collect
+ * implements outside JavaRosa, is answered as Collect answers it: the named column of the first
+ * row of `<name>.csv` whose key column is the value, else "". A form without that file keeps ODK
+ * Validate's stand-in (its first argument). Every other reference is ODK Validate's stub.
  */
 final class LoadedForm {
     final byte[] xform;
@@ -47,19 +67,48 @@ final class LoadedForm {
     /** Generic paths of nodes whose bind's relevant, required, constraint or calculate depends on the moment or the device. */
     private final Set<String> momentBound = new HashSet<>();
 
+    /** The directory of this form's files (null: it names none). */
+    private final Path media;
+    /** pulldata()'s tables, parsed by JavaRosa's CSV reader on first use. */
+    private final Map<String, TreeElement> tables = new HashMap<>();
+    /** Generic paths of the file questions, with the media types each accepts (`image/jpeg`, `image/*`). */
+    final Map<String, List<String>> accepts = new HashMap<>();
+
+    /**
+     * Rules of a JSON definition that its XForm carries in surveyd's namespace (`surveyd:maximum`,
+     * `surveyd:maxCount`, …), by the bind's generic path: ODK Collect ignores them, the door
+     * holds an instance to them.
+     */
+    final Map<String, Map<String, String>> surveydRules = new HashMap<>();
+    static final String SURVEYD = "https://surveyd.dev/xforms";
+
+    /** The form whose files `jr://file…` references resolve to (one request at a time). */
+    private static volatile Path current;
+
     private static final Pattern MOMENT = Pattern.compile("\\b(today|now|random|uuid|once)\\s*\\(");
 
     static void setUp() {
         PrototypeManager.registerPrototypes(FormValidator.SERIALIABLE_CLASSES);
         new XFormsModule().registerModule();
         PropertyManager.setPropertyManager(new StubPropertyManager());
-        ReferenceManager.instance().addReferenceFactory(new StubReferenceFactory());
+        ReferenceManager.instance().addReferenceFactory(new MediaReferences());
         PrototypeManager.registerPrototype("org.opendatakit.validate.StubSetGeopointAction");
         XFormParser.registerActionHandler("setgeopoint", new StubSetGeopointActionHandler());
     }
 
-    LoadedForm(byte[] xform) throws Exception {
+    LoadedForm(byte[] xform, Map<String, byte[]> files) throws Exception {
         this.xform = xform;
+        if (files.isEmpty()) {
+            media = null;
+        } else {
+            media = Files.createTempDirectory("javarosa-media");
+            media.toFile().deleteOnExit();
+            for (Map.Entry<String, byte[]> f : files.entrySet()) {
+                Path file = media.resolve(new File(f.getKey()).getName());
+                Files.write(file, f.getValue());
+                file.toFile().deleteOnExit();
+            }
+        }
         FormDef fd = parse();
         index(fd.getChildren());
         for (GroupDef repeat : repeats.values()) {
@@ -76,18 +125,94 @@ final class LoadedForm {
                 if (MOMENT.matcher(bind.getAttribute(attribute)).find()) momentBound.add(bind.getAttribute("nodeset").trim());
             }
         }
+        Map<String, String> declared = new HashMap<>();
+        for (int i = 0; i < binds.getLength(); i++) {
+            Element bind = (Element) binds.item(i);
+            for (int k = 0; k < bind.getAttributes().getLength(); k++) {
+                org.w3c.dom.Node a = bind.getAttributes().item(k);
+                if ("accept".equals(a.getLocalName())) declared.put(bind.getAttribute("nodeset").trim(), a.getNodeValue());
+                if (SURVEYD.equals(a.getNamespaceURI()) && List.of("minimum", "maximum", "maxLength", "minCount", "maxCount").contains(a.getLocalName())) {
+                    surveydRules.computeIfAbsent(bind.getAttribute("nodeset").trim(), n -> new HashMap<>()).put(a.getLocalName(), a.getNodeValue().trim());
+                }
+            }
+        }
+        NodeList uploads = factory.newDocumentBuilder().parse(new ByteArrayInputStream(xform)).getElementsByTagNameNS("*", "upload");
+        for (int i = 0; i < uploads.getLength(); i++) {
+            Element upload = (Element) uploads.item(i);
+            String ref = upload.getAttribute("ref").trim();
+            String types = declared.getOrDefault(ref, upload.getAttribute("mediatype"));
+            accepts.put(ref, List.of(types.trim().isEmpty() ? new String[]{"*/*"} : types.trim().split("\\s+")));
+        }
     }
 
     /** A fresh FormDef of this XForm. */
     FormDef parse() throws Exception {
+        current = media;
         FormDef fd = XFormUtils.getFormFromInputStream(new ByteArrayInputStream(xform));
         fd.getEvaluationContext().addFunctionHandler(new StandIn("pulldata") {
-            public Object eval(Object[] args, EvaluationContext ec) { return args[0]; }
+            public Object eval(Object[] args, EvaluationContext ec) { return pulldata(args); }
         });
         fd.getEvaluationContext().addFunctionHandler(new StandIn("intersects") {
             public Object eval(Object[] args, EvaluationContext ec) { return Boolean.FALSE; }
         });
         return fd;
+    }
+
+    /** pulldata(name, column, key column, value) as Collect answers it, over `<name>.csv`. */
+    private Object pulldata(Object[] args) {
+        if (args.length != 4) throw new IllegalArgumentException("pulldata() takes 4 arguments, has " + args.length);
+        String name = XPathFuncExpr.toString(args[0]);
+        File file = media == null ? null : media.resolve(name + ".csv").toFile();
+        if (file == null || !file.isFile()) return args[0];
+        TreeElement table = tables.computeIfAbsent(name, n -> {
+            try {
+                return new CsvExternalInstance().parse(n, file.getPath());
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        String column = XPathFuncExpr.toString(args[1]), key = XPathFuncExpr.toString(args[2]), value = XPathFuncExpr.toString(args[3]);
+        for (int i = 0; i < table.getNumChildren(); i++) {
+            TreeElement row = table.getChildAt(i);
+            TreeElement k = row.getChild(key, 0);
+            if (k == null || k.getValue() == null || !k.getValue().uncast().getString().equals(value)) continue;
+            TreeElement v = row.getChild(column, 0);
+            return v == null || v.getValue() == null ? "" : v.getValue().uncast().getString();
+        }
+        return "";
+    }
+
+    /** `jr://file-csv/x.csv` and `jr://file/x` to the current form's files; anything else to ODK Validate's stub. */
+    private static final class MediaReferences implements ReferenceFactory {
+        private final StubReferenceFactory stub = new StubReferenceFactory();
+
+        public boolean derives(String uri) { return true; }
+
+        public Reference derive(String uri) {
+            Path dir = current;
+            for (String prefix : new String[]{"jr://file-csv/", "jr://file/"}) {
+                if (dir == null || !uri.startsWith(prefix)) continue;
+                File file = dir.resolve(new File(uri.substring(prefix.length())).getName()).toFile();
+                if (file.isFile()) return new FileReference(uri, file);
+            }
+            return stub.derive(uri);
+        }
+
+        public Reference derive(String uri, String context) { return derive(uri); }
+    }
+
+    private static final class FileReference implements Reference {
+        private final String uri;
+        private final File file;
+        FileReference(String uri, File file) { this.uri = uri; this.file = file; }
+        public boolean doesBinaryExist() { return true; }
+        public InputStream getStream() throws IOException { return new FileInputStream(file); }
+        public String getURI() { return uri; }
+        public String getLocalURI() { return file.getAbsolutePath(); }
+        public boolean isReadOnly() { return true; }
+        public OutputStream getOutputStream() throws IOException { throw new IOException("read only"); }
+        public void remove() throws IOException { throw new IOException("read only"); }
+        public Reference[] probeAlternativeReferences() { return new Reference[0]; }
     }
 
     private abstract static class StandIn implements IFunctionHandler {

@@ -27,6 +27,8 @@ struct CollectClient {
         let version: String?
         let hash: String
         let downloadURL: String
+        /// The form's manifest of files, when it names any.
+        var manifestURL: String? = nil
         /// The path of `downloadURL` on this server.
         var downloadPath: String {
             guard let url = URL(string: downloadURL) else { return downloadURL }
@@ -42,13 +44,28 @@ struct CollectClient {
         let forms = (document.rootElement()?.elements(forName: "xform") ?? []).map { x in
             func text(_ name: String) -> String? { x.elements(forName: name).first?.stringValue }
             return ListedForm(formID: text("formID") ?? "", name: text("name") ?? "", version: text("version"), hash: text("hash") ?? "",
-                              downloadURL: text("downloadUrl") ?? "")
+                              downloadURL: text("downloadUrl") ?? "", manifestURL: text("manifestUrl"))
         }
         return (reply, forms)
     }
 
     func download(_ form: ListedForm) throws -> Reply {
         try http.request("GET", form.downloadPath, headers: Self.headers)
+    }
+
+    /// The files of a form's manifest, each downloaded from its `downloadUrl` and checked against
+    /// its hash, as Collect fetches a form's media: name → bytes.
+    func mediaFiles(_ form: ListedForm) throws -> [(name: String, bytes: [UInt8])] {
+        guard let manifest = form.manifestURL, let url = URL(string: manifest) else { return [] }
+        let reply = try http.request("GET", url.path, headers: Self.headers)
+        guard reply.status == 200 else { throw CocoaError(.fileReadUnknown) }
+        return try (XMLDocument(data: Data(reply.body)).rootElement()?.elements(forName: "mediaFile") ?? []).map { file in
+            func text(_ name: String) -> String { file.elements(forName: name).first?.stringValue ?? "" }
+            guard let url = URL(string: text("downloadUrl")) else { throw CocoaError(.fileReadInvalidFileName) }
+            let bytes = try http.request("GET", url.path, headers: Self.headers)
+            guard bytes.status == 200, text("hash") == "md5:" + Digest.md5Hex(bytes.body) else { throw CocoaError(.fileReadCorruptFile) }
+            return (text("filename"), bytes.body)
+        }
     }
 
     /// Collect's HEAD before a submission.

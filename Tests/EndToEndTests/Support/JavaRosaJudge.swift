@@ -18,6 +18,8 @@ final class JavaRosaJudge: @unchecked Sendable {
         /// What it is: `filled #3`, or `#3: constraint broken: /data/age = -1`.
         let label: String
         let xml: [UInt8]
+        /// The files its file questions name (`1700000123456.jpg`), to send beside it.
+        let files: [String]
     }
 
     /// One thing JavaRosa finds wrong with an instance.
@@ -62,7 +64,8 @@ final class JavaRosaJudge: @unchecked Sendable {
         // A write to a JVM that has ended must fail with EPIPE, not end the test process.
         signal(SIGPIPE, SIG_IGN)
         process = try SpawnedProcess("/usr/bin/env", [
-            "java", "-Djava.awt.headless=true", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            // UTF-8 as on Android (JavaRosa reads a CSV file in the default charset).
+            "java", "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             // Collect writes times with the phone's offset: one west of Greenwich, so the offset is never `Z`.
             "-Duser.timezone=America/Lima",
             "-cp", Self.classes.path + ":" + ODKValidate.jar.path, "FormJudge",
@@ -112,9 +115,12 @@ final class JavaRosaJudge: @unchecked Sendable {
         }
     }
 
-    /// Loads an XForm (as downloaded from the door) under `form`.
-    func load(_ form: String, xform: [UInt8]) throws {
-        _ = try request(["op": "load", "form": form, "xform": String(decoding: xform, as: UTF8.self)])
+    /// Loads an XForm (as downloaded from the door) under `form`, with the files of its manifest
+    /// (a CSV file's secondary instance, pulldata()'s tables).
+    func load(_ form: String, xform: [UInt8], files: [(name: String, bytes: [UInt8])] = []) throws {
+        var named: [String: String] = [:]
+        for file in files { named[file.name] = Data(file.bytes).base64EncodedString() }
+        _ = try request(["op": "load", "form": form, "xform": String(decoding: xform, as: UTF8.self), "files": named])
     }
 
     /// `count` instances filled as Collect fills them from a generator seeded with `seed`, each
@@ -122,7 +128,7 @@ final class JavaRosaJudge: @unchecked Sendable {
     func fill(_ form: String, seed: Int, count: Int) throws -> [Instance] {
         let reply = try request(["op": "fill", "form": form, "seed": seed, "count": count])
         return (reply["instances"] as? [[String: Any]] ?? []).map {
-            Instance(label: $0["label"] as? String ?? "", xml: Array(($0["xml"] as? String ?? "").utf8))
+            Instance(label: $0["label"] as? String ?? "", xml: Array(($0["xml"] as? String ?? "").utf8), files: $0["files"] as? [String] ?? [])
         }
     }
 
