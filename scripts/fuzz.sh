@@ -40,8 +40,16 @@ swiftc "${flags[@]}" -enable-testing -module-name SurveyDomain -emit-module \
 # A harness names the files it compiles in (`// fuzz-sources: <file> ...`) and the types it
 # copies out of files from modules that do not build alone (`// fuzz-extract: <file> <type>`).
 build() {
-  local h="$1" src="Fuzz/$1.swift" extra=() line file type
+  local h="$1" src="Fuzz/$1.swift" extra=() line file type name files mods=()
   while read -r line; do extra+=($line); done < <(sed -n 's|^// fuzz-sources: ||p' "$src")
+  # `// fuzz-module: <Module> <files>`: a few files of a heavy module, compiled as a module of
+  # that name for this harness alone, so sources that import it compile in unchanged.
+  while read -r name files; do
+    mkdir -p "$out/modules/$h"
+    swiftc "${flags[@]}" -suppress-warnings -module-name "$name" -emit-module -emit-module-path "$out/modules/$h/$name.swiftmodule" \
+      -wmo -c -I "$out/modules" -I Sources/CCrypto $files -o "$out/$h-$name.o"
+    extra+=("$out/$h-$name.o"); mods=(-I "$out/modules/$h")
+  done < <(sed -n 's|^// fuzz-module: ||p' "$src")
   while read -r file type; do
     awk -v t="$type" '$0 ~ "^public (enum|struct) " t "[ {]" {p=1} p {print} p && /^}/ {exit}' "$file" > "$out/extracted/$type.swift"
     [ -s "$out/extracted/$type.swift" ] || { echo "fuzz: $type not found in $file" >&2; return 1; }
@@ -50,7 +58,7 @@ build() {
   # Warnings of the compiled-in sources are the package build's to show.
   # libmicrohttpd only for the HTTP engine's files a harness compiles in (the form decoder's),
   # libxml2 for SurveyXForm's.
-  swiftc "${flags[@]}" -suppress-warnings -module-name "Fuzz$h" -I "$out/modules" -I Sources/CCrypto -I Sources/CMicroHTTPD \
+  swiftc "${flags[@]}" -suppress-warnings -module-name "Fuzz$h" -I "$out/modules" "${mods[@]}" -I Sources/CCrypto -I Sources/CMicroHTTPD \
     -I Sources/CLibXML2 -Xcc -I/usr/include/libxml2 \
     "$src" "${extra[@]}" "$out/SurveyDomain.o" "$out/SurveyForms.o" "$out/SurveyExpressions.o" -lcrypto -lmicrohttpd -lxml2 -o "$out/bin/$h"
 }

@@ -179,7 +179,10 @@ public struct SkipToken: Sendable, Equatable {
             case ("n", .number(let d)): keys.append(.number(d))
             case ("b", .bool(let b)): keys.append(.bool(b))
             case ("d", .string(let s)): keys.append(.date(s))
-            case ("t", .number(let d)): keys.append(.time(Int64(d)))
+            // A client sends the token: a time beyond Int64 (1e300) must be refused, not trap.
+            case ("t", .number(let d)):
+                guard let t = Int64(exactly: d) else { return nil }
+                keys.append(.time(t))
             default: return nil
             }
         }
