@@ -76,8 +76,15 @@ class Spec:
         self.templates = []
         for template in self.doc["paths"]:
             parts = template.strip("/").split("/")
-            literal = sum(1 for p in parts if not p.startswith("{"))
-            regex = "^/" + "/".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts) + "$"
+            # A parameter may carry a literal suffix (`{surveyId}.svc`): it counts half a literal,
+            # so `/surveys/{surveyId}.svc` wins over `/surveys/{surveyId}`.
+            literal = sum(1 if not p.startswith("{") else 0.5 if not p.endswith("}") else 0 for p in parts)
+            def piece(p):
+                if not p.startswith("{"):
+                    return re.escape(p)
+                suffix = p[p.index("}") + 1:]
+                return "[^/]+" + re.escape(suffix)
+            regex = "^/" + "/".join(piece(p) for p in parts) + "$"
             self.templates.append((re.compile(regex), literal, template))
         # Most literal segments first: /uploads/resumable wins over /uploads/{clientUploadId}.
         self.templates.sort(key=lambda t: -t[1])

@@ -207,6 +207,8 @@ public struct ODataFeed {
     func select(_ row: JSONValue) -> JSONValue {
         guard let paths = query.select, case .object(let o) = row else { return row }
         var out: [String: JSONValue] = [:]
+        // The row's key, whatever is selected: a client relates and refreshes rows by it.
+        if let key = o["__id"] { out["__id"] = key }
         for p in paths { Self.copy(p[...], from: o, into: &out) }
         for c in model.tables[table].children {
             if let name = model.tables[c].repeatId, let v = o[name] { out[name] = v }
