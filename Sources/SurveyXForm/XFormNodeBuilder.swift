@@ -29,7 +29,7 @@ struct XFormNodeBuilder {
     private static let bindJavaRosaAttributes: Set<String> = ["constraintMsg", "preload", "preloadParams", "requiredMsg"]
     /// What `XFormWriter` keeps of a definition that an XForm has no place for (`Surveyd`).
     private static let bindSurveydAttributes: Set<String> = ["type", "label", "hint", "appearance", "minimum", "maximum", "maxLength",
-                                                             "maxBytes", "accept", "minCount", "maxCount", "required", "readonly", "default"]
+                                                             "maxBytes", "accept", "minCount", "maxCount", "required", "readonly", "default", "constraint"]
 
     /// The model's actions (`setvalue`, `odk:setgeopoint`, `odk:recordaudio`), checked with the body's.
     private let modelActions: [XMLElement]
@@ -398,6 +398,11 @@ struct XFormNodeBuilder {
                 // A calculation is read-only by nature; pyxform says so on the node it adds for a
                 // repeat_count that is a number or an expression (`<repeat>_count`).
                 continue
+            case (nil, "constraint") where allowed.contains("constraint") && bind.attribute(Surveyd.constraint, namespace: XMLNamespace.surveyd) != nil:
+                // surveyd's writer joined the bounds to the constraint: the definition's own is this one.
+                let own = bind.attribute(Surveyd.constraint, namespace: XMLNamespace.surveyd) ?? ""
+                guard !own.trimmingWhitespace().isEmpty else { continue }
+                node["constraint"] = .string(try translator.translate(own, context: XPathTranslator.Context.node(path: path), what: "the constraint of \(path)"))
             case (nil, let key) where allowed.contains(key):
                 if key == "required" && value == "true()" && !requiredIsExpression { node["required"] = true; continue }
                 if key == "required" && value == "false()" && !requiredIsExpression { continue }
@@ -467,6 +472,8 @@ struct XFormNodeBuilder {
             case ("required", _) where isQuestion && a.value == Surveyd.expression && bind.attribute("required") != nil,
                  ("readonly", _) where isQuestion && a.value == Surveyd.expression && bind.attribute("readonly") != nil:
                 continue // read with the expression
+            case (Surveyd.constraint, _) where isQuestion && bind.attribute("constraint") != nil:
+                continue // read with the constraint
             case ("default", _) where isQuestion && node["default"] == nil:
                 node["default"] = .string(a.value)
             case ("minimum", "integer"), ("minimum", "decimal"), ("maximum", "integer"), ("maximum", "decimal"),

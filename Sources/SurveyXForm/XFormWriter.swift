@@ -65,6 +65,10 @@ enum Surveyd {
     /// On a bind: `required="false"` (the definition says so), `required="expression"` and
     /// `readonly="expression"` (the attribute is the definition's expression, even `true()`).
     static let expression = "expression"
+    /// On a bind whose `constraint` also holds the question's bounds (`minimum`, `maximum`,
+    /// `maxLength`, so that ODK apps check them as they are typed): the definition's own
+    /// constraint, "" when it has none.
+    static let constraint = "constraint"
 }
 
 /// A definition's XForm, decided before any byte is written (the itext comes first in the
@@ -373,7 +377,8 @@ struct XFormPlanner {
             if Self.isBooleanLiteral(expression) { extra.append(("surveyd:required", Surveyd.expression)) }
         }
         if let relevant = Self.present(o["relevant"])?.stringValue { bind.append(("relevant", try printer.xpath(relevant))) }
-        if let constraint = Self.present(o["constraint"])?.stringValue { bind.append(("constraint", try printer.xpath(constraint))) }
+        // The definition's own constraint; its bounds join it below, so that ODK Collect checks them too.
+        let ownConstraint = try Self.present(o["constraint"])?.stringValue.map { (source) throws(Unwritable) in try printer.xpath(source) }
         if let message = Self.present(o["constraintMessage"]) {
             bind.append(("jr:constraintMsg", try attributeText(message, id: path + ":jr:constraintMsg", what: "the constraint message of \(path)")))
         }
@@ -412,15 +417,23 @@ struct XFormPlanner {
             if let appearance { node.controlAttributes.append(("appearance", appearance)) }
         }
 
+        // Bounds an XForm has no attribute for, as terms of the constraint ODK apps check.
+        var bounds: [String] = []
         switch type {
         case "text":
-            if let n = Self.present(o["maxLength"])?.doubleValue { extra.append(("surveyd:maxLength", CanonicalJSON.number(n))) }
+            if let n = Self.present(o["maxLength"])?.doubleValue {
+                extra.append(("surveyd:maxLength", CanonicalJSON.number(n)))
+                bounds.append("string-length(.) <= \(CanonicalJSON.number(n))")
+            }
             if readonly?.trimmingWhitespace() == "true()" && (node.value ?? "").trimmingWhitespace().isEmpty {
                 extra.append(("surveyd:\(Surveyd.type)", "text")) // else it reads as a note
             }
         case "integer", "decimal":
-            for key in ["minimum", "maximum"] {
-                if let n = Self.present(o[key])?.doubleValue { extra.append(("surveyd:\(key)", CanonicalJSON.number(n))) }
+            for (key, op) in [("minimum", ">="), ("maximum", "<=")] {
+                if let n = Self.present(o[key])?.doubleValue {
+                    extra.append(("surveyd:\(key)", CanonicalJSON.number(n)))
+                    bounds.append(". \(op) \(CanonicalJSON.number(n))")
+                }
             }
         case "file":
             let accept = (Self.present(o["accept"])?.arrayValue ?? []).compactMap(\.stringValue)
@@ -431,6 +444,13 @@ struct XFormPlanner {
             try choices(o, node: node, insideRepeat: insideRepeat)
         default:
             break
+        }
+        if bounds.isEmpty {
+            if let ownConstraint { bind.append(("constraint", ownConstraint)) }
+        } else {
+            // `surveyd:constraint`: the definition's own part of the constraint ("" for none).
+            bind.append(("constraint", ((ownConstraint.map { ["(\($0))"] } ?? []) + bounds).joined(separator: " and ")))
+            extra.append(("surveyd:\(Surveyd.constraint)", ownConstraint ?? ""))
         }
         node.bind = bind + extra
         return node

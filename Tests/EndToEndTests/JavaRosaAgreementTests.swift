@@ -19,11 +19,12 @@ import SurveyDomain
 /// and each is sent through the door: an instance JavaRosa finds valid must be accepted (201);
 /// one it finds invalid must be refused (422, 1002), naming the question JavaRosa stops at.
 ///
-/// A JSON definition's bounds that an XForm has no place for (`minimum`, `maximum`, `maxLength`,
-/// a repeat's `minCount` and `maxCount`) are written in surveyd's namespace, which Collect
+/// A JSON definition's question bounds (`minimum`, `maximum`, `maxLength`) are part of the
+/// constraint surveyd writes in its XForm, so JavaRosa checks them. A repeat's `minCount` and
+/// `maxCount` have no place in an XForm and are written in surveyd's namespace, which Collect
 /// ignores: Collect finalizes an instance beyond them and the door refuses it. The judge checks
-/// them after JavaRosa (a failure's reason starts `surveyd:`), so such an instance must be refused
-/// naming that question, and the summary counts them apart.
+/// those after JavaRosa (a failure's reason starts `surveyd:`), so such an instance must be
+/// refused naming that repeat, and the summary counts them apart.
 @Suite struct JavaRosaAgreementTests {
     static let xlsx = FormPublishingTests.xlsx
 

@@ -13,7 +13,6 @@ import org.javarosa.form.api.FormEntryModel;
 import org.javarosa.form.api.FormEntryPrompt;
 import org.javarosa.xform.parse.XFormParser;
 
-import java.text.BreakIterator;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -37,11 +36,11 @@ import java.util.Set;
  * (Collect's serializer leaves those out); a counted repeat with fewer instances than its count
  * (Collect makes the missing ones). More instances than the count are kept, as Collect keeps them.
  *
- * A JSON definition's rules that its XForm carries in surveyd's namespace (`surveyd:minimum`,
- * `surveyd:maximum`, `surveyd:maxLength`, a repeat's `surveyd:minCount` and `surveyd:maxCount`)
- * are not JavaRosa's: ODK Collect ignores them and finalizes an instance that breaks one, which
- * the door then refuses. They are checked here too, each failure's reason starting `surveyd:`, so
- * that the test expects the door's refusal and counts such instances apart.
+ * A JSON definition's question bounds (`minimum`, `maximum`, `maxLength`) are part of the
+ * constraint of the XForm surveyd writes, so JavaRosa checks them itself. A repeat's `minCount`
+ * and `maxCount` are only in surveyd's namespace (`surveyd:minCount`, `surveyd:maxCount`), which
+ * ODK Collect ignores: they are checked here, each failure's reason starting `surveyd:`, so that
+ * the test expects the door's refusal and counts such instances apart.
  *
  * Every failure is listed, in the instance's order: the question (`/data/people[2]/age`), the
  * answer's path as the server names it (`people[1].age`), why, and the value sent.
@@ -129,33 +128,6 @@ final class Judge {
                 if (!form.dependsOnTheMoment(g)) fail(ref, ref.size(), "not relevant", raw);
             } else if (l.getValue() == null) {
                 fail(ref, ref.size(), "not a value of its type (JavaRosa drops it on loading)", raw);
-            } else if (form.surveydRules.containsKey(g)) {
-                surveydRules(form.surveydRules.get(g), ref, raw);
-            }
-        }
-    }
-
-    /** A value against the definition's bounds in surveyd's namespace (which Collect ignores). */
-    private void surveydRules(Map<String, String> rules, TreeReference ref, String raw) {
-        try {
-            double value = Double.parseDouble(raw.trim());
-            if (rules.containsKey("minimum") && value < Double.parseDouble(rules.get("minimum"))) {
-                fail(ref, ref.size(), "surveyd:minimum " + rules.get("minimum") + " (a rule Collect does not see)", raw);
-            }
-            if (rules.containsKey("maximum") && value > Double.parseDouble(rules.get("maximum"))) {
-                fail(ref, ref.size(), "surveyd:maximum " + rules.get("maximum") + " (a rule Collect does not see)", raw);
-            }
-        } catch (NumberFormatException e) {
-            // Not a number: no bound applies.
-        }
-        if (rules.containsKey("maxLength")) {
-            // Characters as the server counts them: grapheme clusters.
-            BreakIterator characters = BreakIterator.getCharacterInstance();
-            characters.setText(raw);
-            int n = 0;
-            while (characters.next() != BreakIterator.DONE) n++;
-            if (n > Double.parseDouble(rules.get("maxLength"))) {
-                fail(ref, ref.size(), "surveyd:maxLength " + rules.get("maxLength") + " (a rule Collect does not see)", raw);
             }
         }
     }

@@ -75,9 +75,9 @@ final class LoadedForm {
     final Map<String, List<String>> accepts = new HashMap<>();
 
     /**
-     * Rules of a JSON definition that its XForm carries in surveyd's namespace (`surveyd:maximum`,
-     * `surveyd:maxCount`, …), by the bind's generic path: ODK Collect ignores them, the door
-     * holds an instance to them.
+     * A repeat's counts that a JSON definition's XForm carries in surveyd's namespace
+     * (`surveyd:minCount`, `surveyd:maxCount`), by the bind's generic path: ODK Collect ignores
+     * them, the door holds an instance to them.
      */
     final Map<String, Map<String, String>> surveydRules = new HashMap<>();
     static final String SURVEYD = "https://surveyd.dev/xforms";
@@ -131,7 +131,7 @@ final class LoadedForm {
             for (int k = 0; k < bind.getAttributes().getLength(); k++) {
                 org.w3c.dom.Node a = bind.getAttributes().item(k);
                 if ("accept".equals(a.getLocalName())) declared.put(bind.getAttribute("nodeset").trim(), a.getNodeValue());
-                if (SURVEYD.equals(a.getNamespaceURI()) && List.of("minimum", "maximum", "maxLength", "minCount", "maxCount").contains(a.getLocalName())) {
+                if (SURVEYD.equals(a.getNamespaceURI()) && List.of("minCount", "maxCount").contains(a.getLocalName())) {
                     surveydRules.computeIfAbsent(bind.getAttribute("nodeset").trim(), n -> new HashMap<>()).put(a.getLocalName(), a.getNodeValue().trim());
                 }
             }

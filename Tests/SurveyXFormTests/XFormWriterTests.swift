@@ -98,6 +98,23 @@ import Testing
         #expect(xml.contains(#"<bind nodeset="/data/household/eldest" type="string" calculate="max( /data/household/people/age )" surveyd:label="jr:itext('/data/household/eldest:label')"/>"#))
     }
 
+    /// A question's bounds are part of the constraint ODK apps check (Collect ignores surveyd's
+    /// namespace), beside the definition's own constraint, and read back as they were.
+    @Test func boundsAreConstraintsODKAppsCheck() throws {
+        let definition: JSONValue = ["title": "Bounds", "questions": [
+            ["id": "size", "type": "integer", "label": "Size", "minimum": 1, "maximum": 50],
+            ["id": "price", "type": "decimal", "label": "Price", "maximum": 2.5, "constraint": ". != 1"],
+            ["id": "note", "type": "text", "label": "Note", "maxLength": 20],
+            ["id": "free", "type": "integer", "label": "Free", "constraint": ". > 0"],
+        ]]
+        let xml = String(decoding: try XFormWriter.xform(of: definition, formId: "srv_1", version: "1"), as: UTF8.self)
+        #expect(xml.contains(#"nodeset="/data/size" type="int" constraint=". &gt;= 1 and . &lt;= 50""#), "\(xml)")
+        #expect(xml.contains(#"constraint="(. != 1) and . &lt;= 2.5""#), "\(xml)")
+        #expect(xml.contains(#"constraint="string-length(.) &lt;= 20""#), "\(xml)")
+        #expect(xml.contains(#"nodeset="/data/free" type="int" constraint=". &gt; 0"/>"#), "\(xml)")
+        try Self.roundTrip(definition, label: "bounds")
+    }
+
     @Test func theFormIdIsTheDefinitionsElseTheOneGiven() throws {
         let named = String(decoding: try XFormWriter.xform(of: Self.roster, formId: "srv_x", version: nil), as: UTF8.self)
         #expect(named.contains("<data id=\"household_roster\">"))
