@@ -52,7 +52,7 @@ for n in $COUNTS; do
     serve "$WORK/serve-$n.log" --data-dir "$DATA"
     rec "n=$n start_s=$(python3 -c "print(f'{$(date +%s.%N) - $started:.2f}')")"
     python3 "$HERE/dataviews_pages.py" --port "$PORT" --token "$ADMIN" --org "$ORG" --survey "$SURVEY" --db "$DATA/surveyd.sqlite" \
-        --pid "$SERVER_PID" --rounds "$ROUNDS" --summary-rounds "$SUMMARY_ROUNDS" | sed "s/^/n=$n /" | tee -a "$RESULTS"
+        --pid "$SERVER_PID" --rounds "$ROUNDS" --summary-rounds "$SUMMARY_ROUNDS" | sed -u "s/^/n=$n /" | tee -a "$RESULTS"
     stop
     rm -rf "$DATA"
 done
