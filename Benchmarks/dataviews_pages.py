@@ -36,10 +36,10 @@ def main() -> None:
         return r, data, (time.monotonic() - t) * 1000
 
     r, _, _ = get("POST", "/console/sign-in", urllib.parse.urlencode({"token": a.token, "next": "/console/"}))
-    session = r.getheader("Set-Cookie")
-    if r.status != 303 or not session:
+    set_cookie = r.getheader("Set-Cookie")
+    if r.status != 303 or not set_cookie:
         sys.exit(f"dataviews_pages: signing in answered {r.status}")
-    cookie = session.split(";")[0]
+    cookie = set_cookie.split(";")[0]
 
     def timed(name: str, path: str, rounds: int, check=None) -> None:
         times = []

@@ -4,7 +4,7 @@
 # once beside new submissions — one build, one data dir, the same minutes.
 #
 #   Benchmarks/odata.sh [BIN] [COUNT]    # BIN: default a release build made here (--scratch-path
-#                                        # /tmp/bench-build); COUNT: responses (100,000); ~5 min
+#                                        # /tmp/bench-build); COUNT: responses (100,000); ~2 min
 #
 # Steps: a data dir with an organization, an admin, a collector and the survey of
 # fixtures/make_views.py (views_data.sh: made through the CLI and the API, three responses sent
