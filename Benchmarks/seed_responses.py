@@ -15,11 +15,12 @@ so the ids are in time order and the responses the benchmark adds later sort aft
 
   seed_responses.py --db DATA/surveyd.sqlite --org ORG --survey SRV --version SVV --submitter USR
                     --answers Benchmarks/fixtures/answers.json --count 1000000
-                    [--review-state submitted] [--ids-out FILE [--ids-sample N]]
+                    [--review-state submitted] [--ids-out FILE [--ids-sample N]] [--answers-variants FILE]
                     [--files N --file-bytes 50000 --file-question photo]
 
 --ids-out writes response ids (all of them, or N spread evenly) one per line, for the read and
-review benchmarks."""
+review benchmarks. --answers-variants FILE (canonical answers documents, one a line) gives row i the
+document i mod their number instead of --answers (varied answers for the summary and the feed)."""
 import argparse, hashlib, json, os, sqlite3, sys, time
 
 
@@ -68,6 +69,7 @@ def main() -> int:
     p.add_argument("--version", required=True)
     p.add_argument("--submitter", required=True)
     p.add_argument("--answers", required=True, help="canonical answers JSON (Benchmarks/fixtures/answers.json)")
+    p.add_argument("--answers-variants", help="canonical answers documents, one a line, used in turn")
     p.add_argument("--content-hash", default=None, help="the version's contentHash, written into the request body")
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--review-state", default="submitted")
@@ -83,6 +85,11 @@ def main() -> int:
 
     answers = open(a.answers, encoding="utf-8").read().strip()
     json.loads(answers)  # must be valid JSON
+    variants = [answers]
+    if a.answers_variants:
+        variants = [line.strip() for line in open(a.answers_variants, encoding="utf-8") if line.strip()]
+        for v in variants:
+            json.loads(v)
     content_hash = a.content_hash or ("sha256:" + "0" * 64)
 
     db = sqlite3.connect(a.db, isolation_level=None)
@@ -112,6 +119,7 @@ def main() -> int:
             ms = start + i * a.spacing_ms
             rid = uuid7_id("rsp", ms)
             csid = "seed-" + os.urandom(16).hex()
+            answers = variants[i % len(variants)]
             body = ('{"answers":' + answers + ',"capturedAt":"2025-06-01T08:00:00Z","clientSubmissionId":"' + csid +
                     '","contentHash":"' + content_hash + '","surveyVersionId":"' + a.version + '"}').encode()
             # The body is written canonically (sorted keys, no whitespace), so its digest is the
