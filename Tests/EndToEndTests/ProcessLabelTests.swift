@@ -25,11 +25,20 @@ import Testing
         try server.start(extra: TestEngine.isPostgres ? ["--database-writers", "2"] : [])
         defer { _ = server.terminate() }
         let pid = try #require(server.process?.pid)
-        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
-        let names = Set(tasks.compactMap { try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8) }
-            .map { $0.trimmingCharacters(in: .newlines) })
+        func names() throws -> Set<String> {
+            let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+            return Set(tasks.compactMap { try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8) }
+                .map { $0.trimmingCharacters(in: .newlines) })
+        }
         let writers: Set<String> = TestEngine.isPostgres ? ["surveyd-pgw0", "surveyd-pgw1"] : ["surveyd-writer"]
-        #expect(writers.isSubset(of: names), "threads: \(names.sorted())")
+        // A writer names itself when its thread starts, which may be just after the server answers.
+        var seen = try names()
+        let deadline = Date().addingTimeInterval(10)
+        while !writers.isSubset(of: seen) && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+            seen = try names()
+        }
+        #expect(writers.isSubset(of: seen), "threads: \(seen.sorted())")
     }
 
     @Test(arguments: ["two words", "quote\"d", String(repeating: "n", count: 129)])
