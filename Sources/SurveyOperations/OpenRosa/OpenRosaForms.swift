@@ -59,18 +59,9 @@ public struct OpenRosaForms: Sendable {
         var found: SurveyVersionRecord?
         for key in try db.versionKeys(orgId: orgId) {
             // Each version is read once: to describe it when it is not cached yet, or when it matches.
-            var record: SurveyVersionRecord?
-            let files: VersionFiles
-            if let cached = operations.versionFileCache.cached(key.surveyVersionId) {
-                files = cached
-            } else {
-                record = try db.surveyVersion(orgId: orgId, surveyVersionId: key.surveyVersionId)
-                guard let record else { continue }
-                files = try self.files(of: record, in: db)
-            }
-            guard let xform = files.xform, xform.formId == formId, xform.version == version else { continue }
-            if record == nil { record = try db.surveyVersion(orgId: orgId, surveyVersionId: key.surveyVersionId) }
-            guard let record else { continue }
+            guard let (files, read) = try files(of: key.surveyVersionId, orgId: orgId, in: db),
+                  let xform = files.xform, xform.formId == formId, xform.version == version,
+                  let record = try read ?? db.surveyVersion(orgId: orgId, surveyVersionId: key.surveyVersionId) else { continue }
             if found.map({ record.createdAt >= $0.createdAt }) ?? true { found = record }
         }
         return found
@@ -80,16 +71,19 @@ public struct OpenRosaForms: Sendable {
     /// names a form by its id alone, so the id may belong to one survey only.
     public func survey(otherThan surveyId: String, withFormId formId: String, in db: ReadContext, orgId: String) throws -> SurveyRecord? {
         for key in try db.versionKeys(orgId: orgId) where key.surveyId != surveyId {
-            let files: VersionFiles
-            if let cached = operations.versionFileCache.cached(key.surveyVersionId) {
-                files = cached
-            } else {
-                guard let record = try db.surveyVersion(orgId: orgId, surveyVersionId: key.surveyVersionId) else { continue }
-                files = try self.files(of: record, in: db)
+            if try files(of: key.surveyVersionId, orgId: orgId, in: db)?.files.xform?.formId == formId {
+                return try db.survey(orgId: orgId, surveyId: key.surveyId)
             }
-            if files.xform?.formId == formId { return try db.survey(orgId: orgId, surveyId: key.surveyId) }
         }
         return nil
+    }
+
+    /// A version's files from the cache, else described from its record (returned too, read
+    /// once); nil when there is no such version.
+    private func files(of surveyVersionId: String, orgId: String, in db: ReadContext) throws -> (files: VersionFiles, record: SurveyVersionRecord?)? {
+        if let cached = operations.versionFileCache.cached(surveyVersionId) { return (cached, nil) }
+        guard let record = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId) else { return nil }
+        return (try files(of: record, in: db), record)
     }
 
     private func files(of version: SurveyVersionRecord, in db: ReadContext) throws -> VersionFiles {

@@ -42,10 +42,7 @@ struct OpenRosaService {
         // the body is read: nobody without a token stores a file or holds the server receiving.
         let admit: @Sendable (RequestHead) throws -> Void = { [services] head in
             let token = head.pathParameters["token"] ?? "", orgId = head.pathParameters["orgId"] ?? ""
-            try services.database.read { db in
-                let caller = try OpenRosaSubmissionDoor.collector(appToken: token, orgId: orgId, in: db, operations: services.operations)
-                _ = try services.operations.admit(caller, to: Submissions.access, orgId: orgId, in: db)
-            }
+            _ = try services.database.read { try Self.collector(token: token, orgId: orgId, in: $0, operations: services.operations) }
         }
         router.add("POST", Self.base + "/submission", access: collectors, form: limits, runs: .inline, admit: admit) { request in
             let r = answer { try submit(request) }
@@ -127,9 +124,14 @@ struct OpenRosaService {
     }
 
     private func admitCollector(_ request: HTTPRequest, in db: ReadContext) throws {
-        let caller = try OpenRosaSubmissionDoor.collector(appToken: request.parameter("token"), orgId: request.parameter("orgId"),
-                                                           in: db, operations: services.operations)
-        _ = try services.operations.admit(caller, to: Submissions.access, orgId: request.parameter("orgId"), in: db)
+        _ = try Self.collector(token: request.parameter("token"), orgId: request.parameter("orgId"), in: db, operations: services.operations)
+    }
+
+    /// The app token's collector, admitted to submit in `orgId` (403 otherwise): every route of the door asks this first.
+    static func collector(token: String, orgId: String, in db: ReadContext, operations: Operations) throws -> Caller {
+        let caller = try OpenRosaSubmissionDoor.collector(appToken: token, orgId: orgId, in: db, operations: operations)
+        _ = try operations.admit(caller, to: Submissions.access, orgId: orgId, in: db)
+        return caller
     }
 
     // MARK: - Submissions
@@ -181,8 +183,7 @@ struct OpenRosaService {
         // With files, or a part of a split submission: the instance read against its version
         // first (after its caller), to know which question each file answers.
         let (caller, arrival) = try services.database.read { db in
-            let caller = try OpenRosaSubmissionDoor.collector(appToken: token, orgId: orgId, in: db, operations: ops)
-            _ = try ops.admit(caller, to: Submissions.access, orgId: orgId, in: db)
+            let caller = try Self.collector(token: token, orgId: orgId, in: db, operations: ops)
             return (caller, try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops))
         }
         let attached = arrival.files.compactMap { named in request.form.files[named.fileName].map { (named, $0) } }
