@@ -106,6 +106,11 @@ public struct Question: Sendable, Equatable {
     }
 }
 
+extension SurveyDefinition {
+    /// A node's id: a letter followed by up to 63 letters, digits or underscores.
+    public static func isValidId(_ s: String) -> Bool { DefinitionChecker.isValidQuestionId(s) }
+}
+
 /// Walks a definition collecting `FieldError`s rather than stopping at the first.
 private struct DefinitionChecker {
     var errors: [FieldError] = []
@@ -243,6 +248,7 @@ private struct DefinitionChecker {
     mutating func nodes(_ items: [JSONValue], path: String) -> ([FormNode], Bool) {
         var out: [FormNode] = []
         var allValid = true
+        var siblingNames: [String: (index: Int, explicit: Bool)] = [:]
         for (i, item) in items.enumerated() {
             let nodePath = "\(path)[\(i)]"
             nodeCount += 1
@@ -252,6 +258,16 @@ private struct DefinitionChecker {
             if let id = item["id"]?.stringValue, Self.isValidQuestionId(id), !seenIds.insert(id).inserted {
                 fail("\(nodePath).id", "duplicate id \"\(id)\"")
             }
+            // Siblings are sibling elements of an XForm instance: a name given in place of the id
+            // must not repeat one of theirs (the same id twice is reported above).
+            let explicit = item["name"]?.stringValue
+            if let name = explicit ?? item["id"]?.stringValue {
+                if let other = siblingNames[name], explicit != nil || other.explicit {
+                    fail("\(nodePath).name", "names the element \(name), as \(path)[\(other.index)] does; two nodes in one group need different names")
+                } else if siblingNames[name] == nil {
+                    siblingNames[name] = (i, explicit != nil)
+                }
+            }
         }
         return (out, allValid)
     }
@@ -259,19 +275,31 @@ private struct DefinitionChecker {
     mutating func node(_ json: JSONValue, path: String) -> FormNode? {
         guard let o = json.objectValue else { fail(path, "must be an object"); return nil }
         let mediaValid = media(o, path)
+        let (name, nameValid) = elementName(o, path)
         switch o["type"]?.stringValue {
         case "group", "repeat", "note":
-            let node = structural(o, path: path)
-            return mediaValid ? node : nil
+            let node = structural(o, name: name, path: path)
+            return mediaValid && nameValid ? node : nil
         default:
-            guard let q = question(json, path: path), mediaValid else { return nil }
+            guard let q = question(json, path: path), mediaValid, nameValid else { return nil }
             let relevant = logic(o, "relevant", path)
-            return FormNode(id: q.id, kind: .question(q), label: q.labels, relevant: relevant ?? nil, children: [])
+            return FormNode(id: q.id, name: name, kind: .question(q), label: q.labels, relevant: relevant ?? nil, children: [])
         }
     }
 
+    /// `name`: the element an XForm names the node by, where it is not the id (two nodes of one
+    /// name in different groups).
+    mutating func elementName(_ o: [String: JSONValue], _ path: String) -> (String?, Bool) {
+        guard let v = o["name"], !v.isNull else { return (nil, true) }
+        guard let name = v.stringValue, Self.isValidQuestionId(name) else {
+            fail("\(path).name", "must be a letter followed by up to 63 letters, digits or underscores")
+            return (nil, false)
+        }
+        return (name, true)
+    }
+
     /// A group, a repeat or a note.
-    mutating func structural(_ o: [String: JSONValue], path: String) -> FormNode? {
+    mutating func structural(_ o: [String: JSONValue], name: String?, path: String) -> FormNode? {
         needsStructure = true
         let before = errors.count
         let type = o["type"]?.stringValue ?? ""
@@ -305,7 +333,7 @@ private struct DefinitionChecker {
             kind = .repeat(RepeatCounts(minCount: minCount, maxCount: maxCount, repeatCount: logic(o, "repeatCount", path) ?? nil))
         }
         guard errors.count == before, let id else { return nil }
-        return FormNode(id: id, kind: kind, label: label ?? nil, relevant: relevant ?? nil, children: children)
+        return FormNode(id: id, name: name, kind: kind, label: label ?? nil, relevant: relevant ?? nil, children: children)
     }
 
     /// `media` of a node or a choice: files keyed by image, big-image, audio or video, each a

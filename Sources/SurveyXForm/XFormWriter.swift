@@ -69,6 +69,8 @@ enum Surveyd {
     /// `maxLength`, so that ODK apps check them as they are typed): the definition's own
     /// constraint, "" when it has none.
     static let constraint = "constraint"
+    /// On a bind: the definition's id of a node whose element has another name (`name`).
+    static let id = "id"
 }
 
 /// A definition's XForm, decided before any byte is written (the itext comes first in the
@@ -108,6 +110,12 @@ struct XFormPlan {
             self.id = id
             self.path = path
             self.kind = kind
+        }
+
+        /// The element's name: the last step of its path (the id, unless the definition names it).
+        var name: Substring {
+            guard let slash = path.lastIndex(of: "/") else { return path[...] }
+            return path[path.index(after: slash)...]
         }
     }
 
@@ -274,20 +282,27 @@ struct XFormPlanner {
     private mutating func collectPaths(_ items: [JSONValue], parent: String, into paths: inout [String: String], topLevel: Bool) throws(Unwritable) {
         for item in items {
             guard let id = item["id"]?.stringValue else { continue }
-            if topLevel && id == "meta" {
+            let name = Self.elementName(item, id: id)
+            if topLevel && name == "meta" {
                 throw Unwritable("the definition has a node named meta at its top level, where an XForm keeps its metadata (meta/instanceID)")
             }
-            paths[id] = parent + "/" + id
+            paths[id] = parent + "/" + name
             ids.insert(id)
-            if let children = Self.present(item["children"])?.arrayValue { try collectPaths(children, parent: parent + "/" + id, into: &paths, topLevel: false) }
+            ids.insert(name)
+            if let children = Self.present(item["children"])?.arrayValue { try collectPaths(children, parent: parent + "/" + name, into: &paths, topLevel: false) }
         }
+    }
+
+    /// The element a node is written as: its `name`, else its id.
+    private static func elementName(_ item: JSONValue, id: String) -> String {
+        present(item["name"])?.stringValue ?? id
     }
 
     private mutating func nodes(_ items: [JSONValue], parent: String, insideRepeat: Bool) throws(Unwritable) -> [XFormPlan.Node] {
         var out: [XFormPlan.Node] = []
         for item in items {
             guard let o = item.objectValue, let id = o["id"]?.stringValue else { continue }
-            let path = parent + "/" + id
+            let path = parent + "/" + Self.elementName(item, id: id)
             switch o["type"]?.stringValue {
             case "group", "repeat":
                 let isRepeat = o["type"]?.stringValue == "repeat"
@@ -735,23 +750,23 @@ enum XFormRendering {
     private static func instance(_ node: XFormPlan.Node, _ w: XMLTextWriter, mode: InstanceMode) throws(XMLTextWriter.Failure) {
         switch node.kind {
         case .group:
-            try w.startElement(node.id)
+            try w.startElement(String(node.name))
             for child in node.children { try instance(child, w, mode: mode) }
             try w.endElement()
         case .repeat:
             if mode != .copy {
-                try w.startElement(node.id)
+                try w.startElement(String(node.name))
                 try w.attribute("jr:template", "")
                 for child in node.children { try instance(child, w, mode: .template) }
                 try w.endElement()
             }
             if mode != .template {
-                try w.startElement(node.id)
+                try w.startElement(String(node.name))
                 for child in node.children { try instance(child, w, mode: .copy) }
                 try w.endElement()
             }
         case .question, .note, .helper:
-            try w.element(node.id, node.instanceAttributes, text: node.value)
+            try w.element(String(node.name), node.instanceAttributes, text: node.value)
         }
     }
 
@@ -779,7 +794,9 @@ enum XFormRendering {
     }
 
     private static func binds(_ node: XFormPlan.Node, _ w: XMLTextWriter) throws(XMLTextWriter.Failure) {
-        if !node.bind.isEmpty { try w.element("bind", [("nodeset", node.path)] + node.bind) }
+        // A node whose element is not its id keeps its id for the way back (`XFormReader`).
+        let id: [(String, String)] = node.kind != .helper && String(node.name) != node.id ? [("surveyd:\(Surveyd.id)", node.id)] : []
+        if !node.bind.isEmpty || !id.isEmpty { try w.element("bind", [("nodeset", node.path)] + node.bind + id) }
         for child in node.children { try binds(child, w) }
     }
 

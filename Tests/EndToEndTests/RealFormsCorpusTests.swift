@@ -27,9 +27,6 @@ import SurveyDomain
         "surveys/encrypted.xlsx": "the form is encrypted",
         "pyxform/case_insensitivity.xlsx": "ODK entities",
         "surveys/entity_registration.xlsx": "ODK entities",
-        "pyxform/loop.xlsx": "two nodes are named number",
-        "pyxform/simple_loop.xls": "two nodes are named count",
-        "surveys/repeated_names.xlsx": "two nodes are named count",
     ]
     struct Outcome {
         let form: String
@@ -62,7 +59,6 @@ import SurveyDomain
         let reasons: [(String, String)] = [
             ("the form is encrypted", "is encrypted (public_key): its answers would reach the server sealed"),
             ("ODK entities", "declares entities"),
-            ("two nodes are named", "names a node twice in different groups"),
         ]
         return reasons.first { message.contains($0.0) }?.1 ?? "other"
     }

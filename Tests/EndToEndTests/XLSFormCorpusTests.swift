@@ -203,7 +203,6 @@ import SurveyServer
             ("unknown_type", { $0 == "Unknown question type 'integr'." }),
             ("unclosed_group", { $0 == "[row : 2] Unmatched 'begin_group'. No matching 'end_group' was found for the name 'g'." }),
             // Converted by pyxform, then refused by name by the XForm reader.
-            ("corpus/surveys/repeated_names", { $0.contains("two nodes are named count (/data/boys/count and /data/girls/count)") }),
             ("corpus/surveys/encrypted", { $0.hasPrefix("the form is encrypted") }),
         ]
         for (name, matches) in expected {

@@ -35,12 +35,27 @@ import Testing
         #expect(message?.contains("ODK entities (entities:saveto") == true)
     }
 
-    @Test func duplicateNamesAreNamed() {
-        let message = refusal(instance: "<g1><x/></g1><g2><x/></g2>",
-                              body: "<group ref=\"/data/g1\"><input ref=\"/data/g1/x\"><label>X</label></input></group><group ref=\"/data/g2\"><input ref=\"/data/g2/x\"><label>X</label></input></group>")
-        #expect(message == "two nodes are named x (/data/g1/x and /data/g2/x); surveyd needs every name unique in the form")
+    /// A name in two groups: each node's id is its path below the root, a number after it where
+    /// that path is already an id, and its name the element's.
+    @Test func aNameInTwoGroupsTakesItsPathAsId() throws {
+        let body = "<group ref=\"/data/g1\"><input ref=\"/data/g1/x\"><label>X</label></input></group>"
+            + "<group ref=\"/data/g2\"><input ref=\"/data/g2/x\"><label>X</label></input></group>"
+            + "<input ref=\"/data/g1_x\"><label>Y</label></input>"
+        let xml = XFormDocument.make(instance: "<g1><x/></g1><g2><x/></g2><g1_x/>", binds: "", body: body)
+        let definition = try XFormReader.definition(from: Array(xml.utf8))
+        let groups = definition["questions"]?.arrayValue ?? []
+        #expect(groups.map { $0["id"]?.stringValue } == ["g1", "g2", "g1_x"])
+        #expect(groups.map { $0["name"]?.stringValue } == [nil, nil, nil])
+        let xs = groups.prefix(2).map { $0["children"]?.arrayValue?.first }
+        #expect(xs.map { $0?["id"]?.stringValue } == ["g1_x_2", "g2_x"])
+        #expect(xs.map { $0?["name"]?.stringValue } == ["x", "x"])
+        // A bind's surveyd:id that is another node's is refused, naming it.
+        let clash = refusal(instance: "<g1><x/></g1><g2><x/></g2>", binds: "<bind nodeset=\"/data/g2/x\" type=\"string\" surveyd:id=\"g1\"/>",
+                            body: "<group ref=\"/data/g1\"><input ref=\"/data/g1/x\"><label>X</label></input></group>"
+                                + "<group ref=\"/data/g2\"><input ref=\"/data/g2/x\"><label>X</label></input></group>",
+                            root: #" xmlns:surveyd="https://surveyd.dev/xforms""#)
+        #expect(clash == "the bind of /data/g2/x gives the id g1 (surveyd:id), which is not an id or is another node's")
     }
-
 
     @Test func anUnknownBindAttributeIsNamed() {
         let message = refusal(instance: "<p/>", binds: "<bind nodeset=\"/data/p\" type=\"binary\" jr:pixels=\"1024\"/>",
