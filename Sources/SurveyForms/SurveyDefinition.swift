@@ -19,8 +19,13 @@ public struct SurveyDefinition: Sendable, Equatable {
     let answerRules: [AnswerRules]
     /// Nil for a definition that a version-1 reading checks exactly (questions only, no logic).
     let structure: FormStructure?
+    /// The RSA public key of an encrypted form (`encryption.publicKey`): its `nodes` are then the
+    /// envelope ODK apps send in place of the answers (`EncryptedEnvelope`), not the form's.
+    public let publicKey: String?
 
-    init(title: String, nodes: [FormNode], defaultLanguage: String?, formId: String?, languages: [String], structure: FormStructure?) {
+    init(title: String, nodes: [FormNode], defaultLanguage: String?, formId: String?, languages: [String], structure: FormStructure?,
+         publicKey: String? = nil) {
+        self.publicKey = publicKey
         self.title = title
         self.nodes = nodes
         self.defaultLanguage = defaultLanguage
@@ -99,6 +104,8 @@ public struct Question: Sendable, Equatable {
         let type = FileSignature.normalizedType(contentType)
         guard let slash = type.firstIndex(of: "/") else { return false }
         let major = type[..<slash]
+        // Sealed bytes are taken only where a question names their type itself.
+        if type == FileSignature.sealedType { return accept.contains(type) }
         return accept.contains { pattern in
             pattern == type || pattern == "*/*"
                 || (pattern.hasSuffix("/*") && pattern.dropLast(2) == major)
@@ -199,8 +206,29 @@ private struct DefinitionChecker {
             guard errors.isEmpty else { return nil }
             structure = built.structure
         }
+        if let encryption = object[EncryptedEnvelope.key], !encryption.isNull {
+            // The form is checked as any other; its submissions are the envelope.
+            guard let publicKey = publicKey(encryption, "\(path).\(EncryptedEnvelope.key)") else { return nil }
+            guard let envelope = EncryptedEnvelope.parsed else { fail("\(path).\(EncryptedEnvelope.key)", "cannot be carried"); return nil }
+            return SurveyDefinition(title: title, nodes: envelope.nodes, defaultLanguage: defaultLanguage, formId: formId,
+                                    languages: languages, structure: envelope.structure, publicKey: publicKey)
+        }
         return SurveyDefinition(title: title, nodes: nodes, defaultLanguage: defaultLanguage, formId: formId,
                                 languages: languages, structure: structure)
+    }
+
+    /// `{"publicKey": "<base64>"}`: the form's RSA public key as ODK apps read it (base64 of its
+    /// DER encoding, 64 to 8,192 characters).
+    mutating func publicKey(_ v: JSONValue, _ path: String) -> String? {
+        guard let key = v["publicKey"]?.stringValue else { fail("\(path).publicKey", "must be the form's RSA public key in base64"); return nil }
+        let isBase64 = key.utf8.allSatisfy { b in
+            Self.isLetter(b) || Self.isDigit(b) || b == UInt8(ascii: "+") || b == UInt8(ascii: "/") || b == UInt8(ascii: "=")
+        }
+        guard isBase64, (64...8_192).contains(key.utf8.count) else {
+            fail("\(path).publicKey", "must be the form's RSA public key in base64 (64 to 8192 characters of A-Z a-z 0-9 + / =)")
+            return nil
+        }
+        return key
     }
 
     /// `{"villages.csv": {"columns": [...], "rows": [[...], ...]}}`: every row as wide as the columns.
@@ -291,11 +319,20 @@ private struct DefinitionChecker {
     /// name in different groups).
     mutating func elementName(_ o: [String: JSONValue], _ path: String) -> (String?, Bool) {
         guard let v = o["name"], !v.isNull else { return (nil, true) }
-        guard let name = v.stringValue, Self.isValidQuestionId(name) else {
-            fail("\(path).name", "must be a letter followed by up to 63 letters, digits or underscores")
+        guard let name = v.stringValue, Self.isElementName(name) else {
+            fail("\(path).name", "must be an XML name: a letter or _, then up to 254 letters, digits, _, - or .")
             return (nil, false)
         }
         return (name, true)
+    }
+
+    /// An element name as ODK forms write them (`label-test`, `q1.2`): no namespace prefix.
+    static func isElementName(_ s: String) -> Bool {
+        guard let first = s.unicodeScalars.first, (1...255).contains(s.unicodeScalars.count),
+              first.properties.isAlphabetic || first == "_" else { return false }
+        return s.unicodeScalars.allSatisfy { c in
+            c.properties.isAlphabetic || c.properties.numericType != nil || c == "_" || c == "-" || c == "." || c.properties.isDiacritic
+        }
     }
 
     /// A group, a repeat or a note.

@@ -53,21 +53,33 @@ struct XFormNodeBuilder {
                 throw XFormRefusal("the XForm has a <bind> without an absolute nodeset")
             }
             guard self.binds[nodeset] == nil else { throw XFormRefusal("the XForm has two binds for \(nodeset)") }
-            for a in bind.attributes {
-                let known = switch a.namespace {
-                case nil: Self.bindAttributes.contains(a.name)
-                case XMLNamespace.javaRosa: Self.bindJavaRosaAttributes.contains(a.name)
-                case XMLNamespace.surveyd: Self.bindSurveydAttributes.contains(a.name)
-                // What the device does with an answer as it takes it (`orx:max-pixels`, `odk:quality`, …): kept in the XForm.
-                case XMLNamespace.odk, XMLNamespace.openRosa: true
-                default: false
-                }
-                guard known else {
+            for a in bind.attributes where !Self.isServerBindAttribute(a) {
+                // surveyd's own attributes are all known: another one was not written by surveyd.
+                guard a.namespace != XMLNamespace.surveyd else {
                     throw XFormRefusal("the bind of \(nodeset) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry")
                 }
+                warnings.append(Self.keptForDevices("the bind of \(nodeset)", a))
             }
             self.binds[nodeset] = bind
         }
+    }
+
+    /// A bind attribute the server reads; any other (`saveIncomplete`, `jr:noAppErrorString`, a
+    /// `bind::` column of the XLSForm) is the device's, kept in the XForm.
+    private static func isServerBindAttribute(_ a: XMLElement.Attribute) -> Bool {
+        switch a.namespace {
+        case nil: bindAttributes.contains(a.name)
+        case XMLNamespace.javaRosa: bindJavaRosaAttributes.contains(a.name)
+        case XMLNamespace.surveyd: bindSurveydAttributes.contains(a.name)
+        // What the device does with an answer as it takes it (`orx:max-pixels`, `odk:quality`, …).
+        case XMLNamespace.odk, XMLNamespace.openRosa: true
+        default: false
+        }
+    }
+
+    /// The warning for an attribute only ODK apps read.
+    private static func keptForDevices(_ place: String, _ a: XMLElement.Attribute) -> String {
+        "\(place) has \(a.displayName)=\"\(a.value)\", which ODK apps read: surveyd keeps it in the XForm and does not check it."
     }
 
     /// The definition's nodes; every bind and body element must have been used.
@@ -139,7 +151,8 @@ struct XFormNodeBuilder {
         binds[path]?.attribute(Surveyd.type, namespace: XMLNamespace.surveyd) == Surveyd.repeatCountHelper
     }
 
-    /// A node's id is its element's name where that name is the form's only node of that name.
+    /// A node's id is its element's name where that name is the form's only node of that name
+    /// and an id (a letter, then letters, digits, `_`: an XML name may also hold `-` and `.`).
     /// Ids are unique across the whole definition (groups add no level to the answers), so the
     /// nodes sharing a name in different groups (`/data/col1/count`, `/data/col2/count`) each
     /// take their path below the root (`col1_count`, `col2_count`; a number after it if that
@@ -158,13 +171,14 @@ struct XFormNodeBuilder {
                     throw XFormRefusal("the bind of \(path) gives the id \(given) (surveyd:id), which is not an id or is another node's")
                 }
                 ids[path] = given
-            } else if pathsByName[name] == 1, taken.insert(name).inserted {
+            } else if pathsByName[name] == 1, SurveyDefinition.isValidId(name), taken.insert(name).inserted {
                 ids[path] = name
             }
         }
         for path in paths where ids[path] == nil {
-            let steps = path.dropFirst(rootPath.count + 1).split(separator: "/")
-            let base = String(steps.joined(separator: "_").prefix(60))
+            let name = Self.lastStep(path)
+            let steps = pathsByName[name] == 1 ? [name[...]] : path.dropFirst(rootPath.count + 1).split(separator: "/")
+            let base = Self.idLike(steps.joined(separator: "_"))
             var id = base, n = 2
             while !taken.insert(id).inserted {
                 id = "\(base)_\(n)"
@@ -189,6 +203,17 @@ struct XFormNodeBuilder {
         for child in element.children where entered.insert(child.name).inserted && !isMeta(path + "/" + child.name) {
             collectPaths(child, path: path + "/" + child.name, into: &paths, seen: &seen)
         }
+    }
+
+    /// An XML name as an id: every character outside `A-Za-z0-9_` becomes `_` (`label-test` →
+    /// `label_test`), `n_` before one that does not start with a letter, at most 60 characters
+    /// (room for a number after it).
+    private static func idLike(_ name: String) -> String {
+        var id = String(String.UnicodeScalarView(name.unicodeScalars.map { c in
+            c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "_") ? c : "_"
+        }))
+        if !(id.unicodeScalars.first.map { $0.isASCII && $0.properties.isAlphabetic } ?? false) { id = "n_" + id }
+        return String(id.prefix(60))
     }
 
     private static func lastStep(_ path: String) -> String {
@@ -303,8 +328,10 @@ struct XFormNodeBuilder {
                     guard r.element.attribute("count", namespace: XMLNamespace.javaRosa) != nil || a.value.trimmingWhitespace() == "false()" else {
                         throw XFormRefusal("the repeat \(path) has jr:noAddRemove without jr:count; surveyd counts a fixed repeat with repeat_count")
                     }
-                default:
+                case (XMLNamespace.surveyd, _):
                     throw XFormRefusal("the repeat \(path) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry")
+                default:
+                    warnings.append(Self.keptForDevices("the repeat \(path)", a))
                 }
             }
             usedBody.insert(path)
@@ -388,7 +415,8 @@ struct XFormNodeBuilder {
             case (nil, "start") where control.name == "range", (nil, "end") where control.name == "range", (nil, "step") where control.name == "range":
                 continue
             case (XMLNamespace.odk, _), (XMLNamespace.openRosa, _): continue
-            default: throw XFormRefusal("the control of \(path) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry")
+            // Any other (`intent`, a `body::` column of the XLSForm) is how the device shows or fills it.
+            default: warnings.append(Self.keptForDevices("the control of \(path)", a))
             }
         }
         var labelElement: XMLElement?
@@ -467,6 +495,8 @@ struct XFormNodeBuilder {
                 } else {
                     node["constraintMessage"] = .string(a.value)
                 }
+            case _ where !Self.isServerBindAttribute(a):
+                continue // the device's, named in a warning when the binds were read
             default:
                 throw XFormRefusal("the bind of \(path) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry on a \(node["type"]?.stringValue ?? "node")")
             }

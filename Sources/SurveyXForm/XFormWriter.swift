@@ -137,6 +137,8 @@ struct XFormPlan {
     var formId = ""
     var version: String?
     var modelAttributes: [(String, String)] = []
+    /// An encrypted form's RSA public key, written on `<submission>` as pyxform writes it.
+    var publicKey: String?
     /// Default first.
     var languages: [String] = []
     var defaultLanguage: String?
@@ -213,6 +215,7 @@ struct XFormPlanner {
         printer = XPathPrinter(paths: paths)
 
         plan.title = definition["title"]?.stringValue ?? ""
+        plan.publicKey = parsed.publicKey
         let formId = Self.present(definition["formId"])?.stringValue
         plan.formId = formId ?? fallbackFormId
         plan.version = version
@@ -707,6 +710,7 @@ enum XFormRendering {
         for list in plan.lists { try choiceList(list, w) }
         for node in plan.nodes { try binds(node, w) }
         try w.element("bind", [("nodeset", "/\(XFormWriter.root)/meta/instanceID"), ("type", "string"), ("readonly", "true()"), ("jr:preload", "uid")])
+        if let key = plan.publicKey { try w.element("submission", [("base64RsaPublicKey", key), ("method", "post")]) }
         try w.endElement() // model
         try w.endElement() // h:head
         try w.startElement("h:body")

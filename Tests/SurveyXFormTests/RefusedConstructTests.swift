@@ -57,16 +57,35 @@ import Testing
         #expect(clash == "the bind of /data/g2/x gives the id g1 (surveyd:id), which is not an id or is another node's")
     }
 
-    @Test func anUnknownBindAttributeIsNamed() {
-        let message = refusal(instance: "<p/>", binds: "<bind nodeset=\"/data/p\" type=\"binary\" jr:pixels=\"1024\"/>",
-                              body: "<upload ref=\"/data/p\" mediatype=\"image/*\"><label>P</label></upload>")
-        #expect(message == "the bind of /data/p has jr:pixels=\"1024\", which surveyd does not carry")
+    /// An attribute only the device reads (`bind::` and `body::` columns of an XLSForm, `intent`)
+    /// is kept in the XForm and named in a warning; one in surveyd's namespace it does not write
+    /// is refused.
+    @Test func aDeviceAttributeIsKeptWithAWarning() throws {
+        let xml = XFormDocument.make(instance: "<p/>", binds: "<bind nodeset=\"/data/p\" type=\"binary\" jr:pixels=\"1024\" saveIncomplete=\"true()\"/>",
+                                     body: "<upload ref=\"/data/p\" mediatype=\"image/*\" intent=\"org.example.camera\"><label>P</label></upload>")
+        let read = try XFormReader.read(Array(xml.utf8))
+        #expect(read.warnings.contains("the bind of /data/p has jr:pixels=\"1024\", which ODK apps read: surveyd keeps it in the XForm and does not check it."))
+        #expect(read.warnings.contains { $0.hasPrefix("the bind of /data/p has saveIncomplete=\"true()\"") })
+        #expect(read.warnings.contains { $0.hasPrefix("the control of /data/p has intent=\"org.example.camera\"") })
+        let ours = refusal(instance: "<p/>", binds: "<bind nodeset=\"/data/p\" type=\"string\" surveyd:colour=\"red\"/>",
+                           body: "<input ref=\"/data/p\"><label>P</label></input>", root: #" xmlns:surveyd="https://surveyd.dev/xforms""#)
+        #expect(ours == "the bind of /data/p has surveyd:colour=\"red\", which surveyd does not carry")
     }
 
-    @Test func anEncryptedFormIsNamed() {
-        let message = refusal(instance: "<a/>", body: "<input ref=\"/data/a\"><label>A</label></input>",
-                              model: "<submission action=\"https://example.org/submission\" method=\"post\" base64RsaPublicKey=\"MIIB\"/>")
-        #expect(message?.hasPrefix("the form is encrypted") == true, "\(message ?? "accepted")")
+    /// An encrypted form is read with its public key (its submissions are then the envelope), and
+    /// a presentation-only group (no ref) shows its controls, which read as any others.
+    @Test func anEncryptedFormKeepsItsKeyAndARefLessGroupItsControls() throws {
+        let key = String(repeating: "MIIBIjANBgkqhkiG", count: 8)
+        let read = try XFormReader.read(Array(XFormDocument.make(
+            instance: "<a/><b/>", binds: "",
+            body: "<group appearance=\"field-list\"><label>Both</label><input ref=\"/data/a\"><label>A</label></input></group><input ref=\"/data/b\"><label>B</label></input>",
+            model: "<submission action=\"https://example.org/submission\" method=\"post\" base64RsaPublicKey=\"\(key)\"/>").utf8))
+        #expect(read.definition["encryption"]?["publicKey"]?.stringValue == key)
+        #expect(read.definition["questions"]?.arrayValue?.map { $0["id"]?.stringValue } == ["a", "b"])
+        #expect(read.warnings.contains { $0.hasPrefix("The form is encrypted (public_key)") })
+        let parsed = try XFormReader.definition(from: Array(XFormDocument.make(instance: "<a/>", binds: "",
+            body: "<input ref=\"/data/a\"><label>A</label></input>", model: "<submission base64RsaPublicKey=\"\(key)\"/>").utf8))
+        #expect(parsed["encryption"]?["publicKey"]?.stringValue == key)
     }
 
     @Test func aBindWithoutANodeIsRefused() {

@@ -257,6 +257,7 @@ struct OpenRosaService {
         case "png": return "image/png"
         case "pdf": return "application/pdf"
         case "csv": return "text/csv"
+        case "enc": return "application/octet-stream"
         default: return part.contentType
         }
     }
