@@ -19,9 +19,10 @@ public struct SurveyDefinition: Sendable, Equatable {
     let answerRules: [AnswerRules]
     /// Nil for a definition that a version-1 reading checks exactly (questions only, no logic).
     let structure: FormStructure?
-
-    init(title: String, nodes: [FormNode], defaultLanguage: String?, formId: String?, languages: [String], structure: FormStructure?) {
+    init(title: String, nodes: [FormNode], defaultLanguage: String?, formId: String?, languages: [String], structure: FormStructure?,
+         entity: EntityDeclaration? = nil) {
         self.title = title
+        self.entity = entity
         self.nodes = nodes
         self.defaultLanguage = defaultLanguage
         self.formId = formId
@@ -50,6 +51,8 @@ public struct SurveyDefinition: Sendable, Equatable {
 
     /// Every question, inside repeats too.
     let questionById: [String: Question]
+    /// What the form does to an entity list, when it does (`"entity"`).
+    public let entity: EntityDeclaration?
 
     /// A question by id, wherever it is in the tree (inside repeats too).
     public func question(id: String) -> Question? { questionById[id] }
@@ -149,6 +152,9 @@ private struct DefinitionChecker {
     var nodeCount = 0
     /// Read before the nodes: a question's `label` is its text in this language.
     var defaultLanguage: String?
+    /// The file of the entity list the form declares: a select naming it takes any entity's id,
+    /// the list being served by the server rather than published with the version.
+    var entityListFile: String?
 
     mutating func definition(_ json: JSONValue, path: String) -> SurveyDefinition? {
         guard let object = json.objectValue else { fail(path, "must be an object"); return nil }
@@ -172,6 +178,12 @@ private struct DefinitionChecker {
         }
 
         if let tables = object[FormAttachments.lookupTablesKey], !tables.isNull { lookupTables(tables, "\(path).\(FormAttachments.lookupTablesKey)") }
+        // Read before the nodes: a select question may take its choices from the list's file.
+        var entity: EntityDeclaration?
+        if let e = object["entity"], !e.isNull {
+            entity = EntityDeclaration.parse(e, path: "\(path).entity", errors: &errors)
+            entityListFile = entity?.fileName
+        }
 
         var nodes: [FormNode] = []
         var allValid = true
@@ -186,6 +198,21 @@ private struct DefinitionChecker {
         if let defaultLanguage, !languages.isEmpty, !languages.contains(defaultLanguage) {
             fail("\(path).defaultLanguage", "names no language of the labels (\(languages.joined(separator: ", ")))")
         }
+        if let entity, allValid {
+            // An answer saved to a property is one value per submission: a question outside repeats.
+            var outside: Set<String> = []
+            var stack = nodes
+            while let n = stack.popLast() {
+                switch n.kind {
+                case .question(let q): outside.insert(q.id)
+                case .group: stack += n.children
+                case .repeat, .note: break
+                }
+            }
+            for s in entity.saveTo where !outside.contains(s.questionId) {
+                fail("\(path).entity.saveTo.\(s.questionId)", "names no question outside repeats")
+            }
+        }
         guard errors.isEmpty, allValid, let title else { return nil }
         var structure: FormStructure?
         if needsStructure {
@@ -195,7 +222,7 @@ private struct DefinitionChecker {
             structure = built.structure
         }
         return SurveyDefinition(title: title, nodes: nodes, defaultLanguage: defaultLanguage, formId: formId,
-                                languages: languages, structure: structure)
+                                languages: languages, structure: structure, entity: entity)
     }
 
     /// `{"villages.csv": {"columns": [...], "rows": [[...], ...]}}`: every row as wide as the columns.
@@ -472,6 +499,8 @@ private struct DefinitionChecker {
                 if let name = listName.stringValue, let list = choiceLists[name] {
                     options = list
                     index = choiceIndexes[name]
+                } else if let name = listName.stringValue, name == entityListFile {
+                    index = ChoiceIndex.anyName
                 } else if let name = listName.stringValue, FormAttachments.isCSVName(name) {
                     fail("\(path).choiceList", "names the file \(name), whose choices are read when it is attached to the version")
                 } else {

@@ -10,7 +10,7 @@ struct XFormNodeBuilder {
     private var binds: [String: XMLElement] = [:]
     private let body: XFormBody
     private let translations: ItextTranslations
-    private var translator = XPathTranslator(ids: [:])
+    private(set) var translator = XPathTranslator(ids: [:])
     private var usedBinds: Set<String> = []
     private var usedBody: Set<String> = []
     /// Secondary instances read as choice lists, by instance id.
@@ -58,6 +58,7 @@ struct XFormNodeBuilder {
                 case XMLNamespace.surveyd: Self.bindSurveydAttributes.contains(a.name)
                 // What the device does with an answer as it takes it (`orx:max-pixels`, `odk:quality`, …): kept in the XForm.
                 case XMLNamespace.odk, XMLNamespace.openRosa: true
+                case XMLNamespace.entities: a.name == "saveto"  // read by XFormEntities
                 default: false
                 }
                 guard known else {
@@ -152,12 +153,7 @@ struct XFormNodeBuilder {
         var seen: Set<String> = []
         for child in element.children {
             let childPath = path + "/" + child.name
-            if isMeta(childPath) {
-                if child.children.contains(where: { $0.name == "entity" }) {
-                    throw XFormRefusal("the form uses ODK entities (meta/entity); surveyd has no entity lists")
-                }
-                continue
-            }
+            if isMeta(childPath) { continue } // meta/entity is read by XFormEntities
             guard seen.insert(childPath).inserted else { continue }
             if isRepeatCountHelper(childPath) { continue } // read with the repeat whose jr:count names it
             out.append(try node(child, path: childPath))
@@ -388,6 +384,8 @@ struct XFormNodeBuilder {
                 continue // read where the kind of node is decided
             case (XMLNamespace.surveyd, _):
                 continue // read by surveydAttributes
+            case (XMLNamespace.entities, "saveto"):
+                continue // read by XFormEntities
             // The message an app shows for a required answer left empty, and what the device does
             // with an answer as it takes it (`orx:max-pixels`, …): kept in the XForm; the server says `required`.
             case (XMLNamespace.javaRosa, "requiredMsg"), (XMLNamespace.odk, _), (XMLNamespace.openRosa, _):

@@ -25,8 +25,7 @@ import SurveyDomain
         "pyxform/flat_xlsform_test.xlsx": "the form is encrypted",
         "pyxform/xlsform_spec_test.xlsx": "the form is encrypted",
         "surveys/encrypted.xlsx": "the form is encrypted",
-        "pyxform/case_insensitivity.xlsx": "ODK entities",
-        "surveys/entity_registration.xlsx": "ODK entities",
+        "pyxform/case_insensitivity.xlsx": "/data/q3 holds <tag>, which surveyd does not carry",
         "pyxform/loop.xlsx": "two nodes are named number",
         "pyxform/simple_loop.xls": "two nodes are named count",
         "surveys/repeated_names.xlsx": "two nodes are named count",
@@ -61,8 +60,8 @@ import SurveyDomain
     static func reason(_ message: String) -> String {
         let reasons: [(String, String)] = [
             ("the form is encrypted", "is encrypted (public_key): its answers would reach the server sealed"),
-            ("ODK entities", "declares entities"),
             ("two nodes are named", "names a node twice in different groups"),
+            ("holds <tag>", "has an OpenStreetMap question (`osm` with `<tag>`s)"),
         ]
         return reasons.first { message.contains($0.0) }?.1 ?? "other"
     }
