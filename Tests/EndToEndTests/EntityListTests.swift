@@ -1,0 +1,217 @@
+import Foundation
+import FoundationXML
+import Testing
+import SurveyDomain
+@testable import SurveyStorage
+
+/// Entity lists as a field team uses them (Docs/entities.md): a household registration form and
+/// a follow-up visit form (pyxform 4.5.0 XLSForms, `Tests/SurveyXFormTests/Fixtures/make_entity_forms.py`)
+/// published on a real server, filled in and sent through the OpenRosa door as ODK Collect sends
+/// them. What is stored afterwards is read from the database itself.
+@Suite struct EntityListTests {
+    /// Both forms published, with a Collect client.
+    struct Published {
+        let f: Fixture
+        let collect: CollectClient
+        let registration: Version
+        let visit: Version
+
+        struct Version {
+            let surveyId: String
+            let versionId: String
+            let contentHash: String
+            let xform: [UInt8]
+        }
+
+        init() throws {
+            f = try Fixture()
+            collect = CollectClient(f)
+            registration = try Self.publish(f, "household_registration")
+            visit = try Self.publish(f, "household_visit")
+        }
+
+        static func publish(_ f: Fixture, _ name: String) throws -> Version {
+            let s = try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": .string(name)])
+            let surveyId = try #require(s.json?["surveyId"]?.stringValue, "\(s.text)")
+            let v = try f.client.request("POST", "/v1/orgs/\(f.orgId)/surveys/\(surveyId)/versions", token: f.adminToken,
+                                         body: try FormPublishingTests.bytes(name + ".xlsx"), headers: ["Content-Type": FormPublishingTests.xlsx])
+            #expect(v.status == 201, "\(name): \(v.text)")
+            let versionId = try #require(v.json?["surveyVersionId"]?.stringValue)
+            let xform = try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(versionId)/xform", token: f.collectorToken)
+            #expect(xform.status == 200)
+            return Version(surveyId: surveyId, versionId: versionId, contentHash: try #require(v.json?["contentHash"]?.stringValue),
+                           xform: xform.body)
+        }
+
+        /// A filled-in form with its `meta/entity` as Collect writes it: the attributes the
+        /// form's binds computed, and the label.
+        func instance(_ version: Version, _ instanceID: String, values: [(String, String)], entity: [String: String], label: String?) throws -> [UInt8] {
+            let xml = try CollectClient.instance(of: version.xform, instanceID: instanceID, values: values)
+            let document = try XMLDocument(data: Data(xml))
+            let e = try #require(try document.nodes(forXPath: "/*/*[local-name()='meta']/*[local-name()='entity']").first as? XMLElement)
+            for (name, value) in entity {
+                e.removeAttribute(forName: name)
+                e.addAttribute(XMLNode.attribute(withName: name, stringValue: value) as! XMLNode)
+            }
+            if let label {
+                let l = try #require(e.elements(forName: "label").first)
+                l.stringValue = label
+            }
+            return Array(document.xmlData)
+        }
+
+        func register(_ instanceID: String, entityId: String, head: String, members: Int, village: String) throws -> [UInt8] {
+            try instance(registration, instanceID, values: [("head_name", head), ("member_count", String(members)), ("village_name", village)],
+                         entity: ["id": entityId], label: "Household of \(head)")
+        }
+
+        func visit(_ instanceID: String, entityId: String, baseVersion: Int64, members: Int) throws -> [UInt8] {
+            try instance(visit, instanceID, values: [("household", entityId), ("members_now", String(members))],
+                         entity: ["id": entityId, "baseVersion": String(baseVersion)], label: "Household of \(members) people")
+        }
+
+        struct Stored: Equatable {
+            let label: String
+            let properties: [String: String]
+            let version: Int64
+            let conflict: String?
+        }
+
+        /// The entity as the database holds it.
+        func entity(_ id: String) throws -> Stored? {
+            guard let row = try f.server.rows("SELECT label, properties, version, conflict FROM entities WHERE org_id = ? AND entity_id = ?",
+                                               [.text(f.orgId), .text(id)]).first else { return nil }
+            let properties = try JSONParser.parse(Array(try row.string("properties").utf8)).objectValue?.compactMapValues(\.stringValue) ?? [:]
+            return Stored(label: try row.string("label"), properties: properties, version: try row.int("version"),
+                          conflict: try row.optionalString("conflict"))
+        }
+
+        func versions(_ id: String) throws -> Int64 {
+            try f.server.count("SELECT COUNT(*) AS n FROM entity_versions WHERE org_id = ? AND entity_id = ?", [.text(f.orgId), .text(id)])
+        }
+
+        func responses() throws -> Int64 { try f.server.count("SELECT COUNT(*) AS n FROM responses") }
+    }
+
+    static let household = "6f1d2a4e-3b7c-4e21-9a55-0c8d2f6b1a01"
+
+    @Test func publishingCreatesTheListAndServesTheEntityBlock() throws {
+        let p = try Published()
+        // The XForm devices download keeps the entity block, and ODK Validate accepts it.
+        for version in [p.registration, p.visit] {
+            #expect(String(decoding: version.xform, as: UTF8.self).contains("<entity dataset=\"households\""))
+            try ODKValidate.accept(version.xform, label: "entity form")
+        }
+        let list = try #require(try p.f.server.rows("SELECT properties, revision FROM entity_lists WHERE org_id = ? AND name = 'households'",
+                                                    [.text(p.f.orgId)]).first)
+        #expect(try list.string("properties") == #"["head","members","village"]"#)
+        #expect(try list.int("revision") == 1)  // the visit form adds no property
+        // The definition carries the declaration.
+        let version = try p.f.client.get("/v1/orgs/\(p.f.orgId)/survey-versions/\(p.visit.versionId)", token: p.f.adminToken)
+        #expect(version.json?["definition"]?["entity"]?["list"] == "households")
+        #expect(version.json?["definition"]?["entity"]?["saveTo"] == ["members_now": "members"])
+        // Both forms are offered to phones.
+        let ids = try p.collect.formList().forms.map(\.formID).sorted()
+        #expect(ids == ["household_registration", "household_visit"])
+    }
+
+    @Test func aRegistrationCreatesAndAVisitUpdatesOnceHoweverOftenSent() throws {
+        let p = try Published()
+        let create = try p.register("uuid:reg-00000001", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")
+        #expect(try p.collect.submit(create).status == 201)
+        #expect(try p.entity(Self.household) == .init(label: "Household of Ada", properties: ["head": "Ada", "members": "4", "village": "Kisii"],
+                                                      version: 1, conflict: nil))
+        let source = try #require(try p.f.server.rows("""
+            SELECT v.source, v.actor, r.client_submission_id FROM entity_versions v JOIN responses r ON r.response_id = v.response_id
+            WHERE v.entity_id = ? AND v.version = 1
+            """, [.text(Self.household)]).first)
+        #expect(try source.string("source") == "submission")
+        #expect(try source.string("client_submission_id") == "uuid:reg-00000001")
+        #expect(try source.string("actor") == p.f.collectorId)
+
+        let update = try p.visit("uuid:visit-0000001", entityId: Self.household, baseVersion: 1, members: 5)
+        #expect(try p.collect.submit(update).status == 201)
+        let updated = Published.Stored(label: "Household of 5 people", properties: ["head": "Ada", "members": "5", "village": "Kisii"],
+                                       version: 2, conflict: nil)
+        #expect(try p.entity(Self.household) == updated)
+
+        // Sent again (Collect retries after a lost answer): the stored response, nothing applied twice.
+        #expect(try p.collect.submit(update).status == 202)
+        #expect(try p.collect.submit(create).status == 202)
+        #expect(try p.entity(Self.household) == updated)
+        #expect(try p.versions(Self.household) == 2)
+        #expect(try p.responses() == 2)
+    }
+
+    @Test func anExpiredSubscriptionChangesNoEntityUntilRenewed() throws {
+        let p = try Published()
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000002", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")).status == 201)
+        let update = try p.visit("uuid:visit-0000002", entityId: Self.household, baseVersion: 1, members: 6)
+        let another = "0a9b8c7d-1111-4222-8333-944455566677"
+        let create = try p.register("uuid:reg-00000003", entityId: another, head: "Bo", members: 2, village: "Nyeri")
+        let revision = try p.f.server.count("SELECT revision AS n FROM entity_lists WHERE name = 'households'")
+        try p.f.expire()
+        for instance in [update, create] {
+            let refused = try p.collect.submit(instance)
+            #expect(refused.status == 402)
+            #expect(refused.header("surveyd-error-code") == "1001")
+        }
+        #expect(try p.entity(Self.household)?.version == 1)
+        #expect(try p.entity(another) == nil)
+        #expect(try p.versions(Self.household) == 1)
+        #expect(try p.f.server.count("SELECT revision AS n FROM entity_lists WHERE name = 'households'") == revision)
+        #expect(try p.responses() == 1)
+        try p.f.renew()
+        #expect(try p.collect.submit(update).status == 201)
+        #expect(try p.collect.submit(create).status == 201)
+        #expect(try p.collect.submit(update).status == 202)
+        #expect(try p.entity(Self.household)?.properties["members"] == "6")
+        #expect(try p.entity(Self.household)?.version == 2)
+        #expect(try p.entity(another)?.version == 1)
+    }
+
+    @Test func aRefusedSubmissionChangesNoEntity() throws {
+        let p = try Published()
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000004", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")).status == 201)
+        // 422: a required answer missing (the form's rules), and an entity the form does not write.
+        let missing = try p.instance(p.visit, "uuid:visit-0000004", values: [("household", Self.household)],
+                                     entity: ["id": Self.household, "baseVersion": "1"], label: "Household of ? people")
+        #expect(try p.collect.submit(missing).status == 422)
+        let otherList = try p.instance(p.visit, "uuid:visit-0000005", values: [("household", Self.household), ("members_now", "9")],
+                                       entity: ["id": Self.household, "baseVersion": "1", "dataset": "trees"], label: "x")
+        #expect(try p.collect.submit(otherList).status == 422)
+        // 409 through the JSON door: a contentHash that is not the version's.
+        let json: JSONValue = ["clientSubmissionId": "json-visit-0001", "surveyVersionId": .string(p.visit.versionId),
+                               "contentHash": "sha256:0000", "answers": ["household": .string(Self.household), "members_now": 9],
+                               "entity": ["id": .string(Self.household), "update": true, "baseVersion": 1]]
+        #expect(try p.f.client.post("/v1/orgs/\(p.f.orgId)/responses", token: p.f.collectorToken, json).status == 409)
+        #expect(try p.entity(Self.household)?.version == 1)
+        #expect(try p.versions(Self.household) == 1)
+        #expect(try p.responses() == 1)
+    }
+
+    @Test func aStaleBaseVersionAppliesAndMarksTheConflict() throws {
+        let p = try Published()
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000005", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")).status == 201)
+        // Two phones visit version 1 offline. The first to sync applies cleanly.
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000006", entityId: Self.household, baseVersion: 1, members: 5)).status == 201)
+        #expect(try p.entity(Self.household)?.conflict == nil)
+        // The JSON door's update made from version 1 that changes nothing the first changed
+        // (members as version 1 had it, no label): applied, a soft conflict.
+        let soft: JSONValue = ["clientSubmissionId": "json-visit-0002", "surveyVersionId": .string(p.visit.versionId),
+                               "contentHash": .string(p.visit.contentHash), "answers": ["household": .string(Self.household), "members_now": 4],
+                               "entity": ["id": .string(Self.household), "update": true, "baseVersion": 1]]
+        let accepted = try p.f.client.post("/v1/orgs/\(p.f.orgId)/responses", token: p.f.collectorToken, soft)
+        #expect(accepted.status == 201, "\(accepted.text)")
+        #expect(try p.entity(Self.household) == .init(label: "Household of 5 people", properties: ["head": "Ada", "members": "4", "village": "Kisii"],
+                                                      version: 3, conflict: "soft"))
+        // The second phone's visit changed members too: applied (its word is the latest), a hard conflict.
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000007", entityId: Self.household, baseVersion: 1, members: 7)).status == 201)
+        #expect(try p.entity(Self.household) == .init(label: "Household of 7 people", properties: ["head": "Ada", "members": "7", "village": "Kisii"],
+                                                      version: 4, conflict: "hard"))
+        let marks = try p.f.server.rows("SELECT version, base_version, conflict FROM entity_versions WHERE entity_id = ? ORDER BY version",
+                                        [.text(Self.household)])
+        #expect(try marks.map { try $0.optionalString("conflict") } == [nil, nil, "soft", "hard"])
+        #expect(try marks.map { try $0.optionalInt("base_version") } == [nil, 1, 1, 1])
+    }
+}
