@@ -126,3 +126,12 @@ public struct EntityDeclaration: Sendable, Equatable {
         return .object(o)
     }
 }
+
+extension SurveyDefinition {
+    /// The entity list whose CSV the form reads (a select over `<list>.csv` of the list it
+    /// writes): served to phones with the form, from the list's entities.
+    public var entityListRead: String? {
+        guard let entity, questionById.values.contains(where: { $0.choiceIndex === ChoiceIndex.anyName }) else { return nil }
+        return entity.list
+    }
+}

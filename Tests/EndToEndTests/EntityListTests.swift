@@ -91,6 +91,29 @@ import SurveyDomain
         }
 
         func responses() throws -> Int64 { try f.server.count("SELECT COUNT(*) AS n FROM responses") }
+
+        /// The visit form's manifest entry for its entity list, as Collect reads it: type, name,
+        /// hash and the URL it downloads the file from.
+        func listedCSV() throws -> (type: String?, fileName: String, hash: String, url: String) {
+            let form = try #require(try collect.formList().forms.first { $0.formID == "household_visit" })
+            let manifest = try #require(form.manifestURL.flatMap(URL.init(string:)))
+            let reply = try f.client.request("GET", manifest.path, headers: CollectClient.headers)
+            #expect(reply.status == 200)
+            let files = try XMLDocument(data: Data(reply.body)).rootElement()?.elements(forName: "mediaFile") ?? []
+            #expect(files.count == 1)
+            let file = try #require(files.first)
+            func text(_ name: String) -> String { file.elements(forName: name).first?.stringValue ?? "" }
+            return (file.attributes?.first { ($0.localName ?? $0.name) == "type" }?.stringValue, text("filename"), text("hash"), text("downloadUrl"))
+        }
+
+        /// The entity list's CSV as a phone downloads it.
+        func csv() throws -> String {
+            let url = try #require(URL(string: try listedCSV().url))
+            let reply = try f.client.request("GET", url.path, headers: CollectClient.headers)
+            #expect(reply.status == 200)
+            #expect(reply.header("content-type")?.hasPrefix("text/csv") == true)
+            return reply.text
+        }
     }
 
     static let household = "6f1d2a4e-3b7c-4e21-9a55-0c8d2f6b1a01"
@@ -213,5 +236,45 @@ import SurveyDomain
                                         [.text(Self.household)])
         #expect(try marks.map { try $0.optionalString("conflict") } == [nil, nil, "soft", "hard"])
         #expect(try marks.map { try $0.optionalInt("base_version") } == [nil, 1, 1, 1])
+    }
+
+    @Test func theListReachesPhonesAsTheFormsCSVWithAHashThatMovesOnlyWithIt() throws {
+        let p = try Published()
+        // The registration form reads no list: no manifest. The visit form's names the list.
+        #expect(try p.collect.formList().forms.first { $0.formID == "household_registration" }?.manifestURL == nil)
+        let empty = try p.listedCSV()
+        #expect(empty.type == "entityList" && empty.fileName == "households.csv")
+        #expect(empty.hash.hasPrefix("md5:") && empty.hash.count == 36)
+        #expect(try p.csv() == "name,label,__version,__trunkVersion,__branchId,head,members,village\r\n")
+
+        let second = "0a9b8c7d-1111-4222-8333-944455566677"
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000011", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")).status == 201)
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000012", entityId: second, head: "Bo, Jr.", members: 2, village: "Nyeri")).status == 201)
+        let created = try p.listedCSV().hash
+        #expect(created != empty.hash)
+        #expect(try p.listedCSV().hash == created)  // reads change nothing
+        #expect(try p.csv() == """
+            name,label,__version,__trunkVersion,__branchId,head,members,village\r
+            \(second),"Household of Bo, Jr.",1,,,"Bo, Jr.",2,Nyeri\r
+            \(Self.household),Household of Ada,1,,,Ada,4,Kisii\r
+
+            """)
+
+        // Submissions that change no entity leave the hash as it is: a replay, a refusal, an
+        // update of an entity the server does not have, a create of one it has.
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000011", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")).status == 202)
+        let missing = try p.instance(p.visit, "uuid:visit-0000011", values: [("household", Self.household)],
+                                     entity: ["id": Self.household, "baseVersion": "1"], label: "x")
+        #expect(try p.collect.submit(missing).status == 422)
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000012", entityId: "ffffffff-0000-4000-8000-000000000000", baseVersion: 1, members: 3)).status == 201)
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000013", entityId: second, head: "Cy", members: 1, village: "Embu")).status == 201)
+        #expect(try p.listedCSV().hash == created)
+
+        // An update moves it, and the CSV says the new version.
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000013", entityId: Self.household, baseVersion: 1, members: 5)).status == 201)
+        let updated = try p.listedCSV().hash
+        #expect(updated != created)
+        #expect(try p.csv().contains("\(Self.household),Household of 5 people,2,,,Ada,5,Kisii\r\n"))
+        #expect(try p.listedCSV().hash == updated)
     }
 }
