@@ -277,4 +277,56 @@ import SurveyDomain
         #expect(try p.csv().contains("\(Self.household),Household of 5 people,2,,,Ada,5,Kisii\r\n"))
         #expect(try p.listedCSV().hash == updated)
     }
+
+    @Test func theAPIListsEntityListsEntitiesAndTheirVersions() throws {
+        let p = try Published()
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000021", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")).status == 201)
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000021", entityId: Self.household, baseVersion: 1, members: 5)).status == 201)
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000022", entityId: Self.household, baseVersion: 1, members: 7)).status == 201)
+        let base = "/v1/orgs/\(p.f.orgId)/entity-lists"
+        // Any member reads them, the collector too.
+        let lists = try p.f.client.get(base, token: p.f.collectorToken)
+        #expect(lists.status == 200)
+        #expect(lists.json?["items"]?.arrayValue?.map { $0["name"] } == ["households"])
+        #expect(lists.json?["nextCursor"] == .null)
+        let list = try p.f.client.get(base + "/households", token: p.f.reviewerToken)
+        #expect(list.json?["properties"] == ["head", "members", "village"])
+        #expect(list.json?["label"] == "households")
+
+        let entities = try p.f.client.get(base + "/households/entities?limit=1", token: p.f.adminToken)
+        #expect(entities.status == 200)
+        let item = try #require(entities.json?["items"]?.arrayValue?.first)
+        #expect(item["id"] == .string(Self.household))
+        #expect(item["label"] == "Household of 7 people")
+        #expect(item["properties"] == ["head": "Ada", "members": "7", "village": "Kisii"])
+        #expect(item["version"] == 3)
+        #expect(item["conflict"] == "hard")
+        #expect(item["createdBy"] == .string(p.f.collectorId))
+        #expect(item["deletedAt"] == .null)
+        #expect(entities.json?["nextCursor"] == .string(Self.household))
+        #expect(try p.f.client.get(base + "/households/entities?after=\(Self.household)", token: p.f.adminToken).json?["items"] == [])
+        #expect(try p.f.client.get(base + "/households/entities/\(Self.household)", token: p.f.adminToken).json == item)
+
+        let versions = try p.f.client.get(base + "/households/entities/\(Self.household)/versions", token: p.f.adminToken)
+        #expect(versions.status == 200)
+        let items = try #require(versions.json?["items"]?.arrayValue)
+        #expect(items.map { $0["version"] } == [1, 2, 3])
+        #expect(items.map { $0["conflict"] } == [.null, .null, "hard"])
+        #expect(items.map { $0["baseVersion"] } == [.null, 1, 1])
+        #expect(items.map { $0["source"]?["instanceID"] } == ["uuid:reg-00000021", "uuid:visit-0000021", "uuid:visit-0000022"])
+        #expect(items.first?["source"]?["type"] == "submission")
+        #expect(items.last?["diff"] == [["path": "label", "old": "Household of 5 people", "new": "Household of 7 people"],
+                                        ["path": "properties.members", "old": "5", "new": "7"]])
+        #expect(items.first?["diff"]?.arrayValue?.count == 4)  // the label and three properties, from nothing
+
+        // What does not exist is the 404 of nothing.
+        for path in [base + "/trees", base + "/trees/entities", base + "/households/entities/00000000-0000-4000-8000-000000000000",
+                     base + "/households/entities/00000000-0000-4000-8000-000000000000/versions"] {
+            let r = try p.f.client.get(path, token: p.f.adminToken)
+            #expect(r.status == 404 && r.json?["errorCode"] == 1005, "\(path): \(r.status)")
+        }
+        // Reads are never gated.
+        try p.f.expire()
+        #expect(try p.f.client.get(base + "/households/entities", token: p.f.adminToken).status == 200)
+    }
 }

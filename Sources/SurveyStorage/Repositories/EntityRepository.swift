@@ -44,13 +44,16 @@ public struct EntityVersionRecord: Sendable, Equatable {
     /// `submission` or `api`.
     public let source: String
     public let responseId: String?
+    /// The response's `clientSubmissionId` (an ODK app's instanceID), read with it.
+    public let instanceID: String?
     public let actor: String
     public let createdAt: Int64
 
     public init(version: Int64, label: String, properties: [String: String], baseVersion: Int64?, conflict: String?, source: String,
-                responseId: String?, actor: String, createdAt: Int64) {
+                responseId: String?, instanceID: String? = nil, actor: String, createdAt: Int64) {
         self.version = version; self.label = label; self.properties = properties; self.baseVersion = baseVersion
-        self.conflict = conflict; self.source = source; self.responseId = responseId; self.actor = actor; self.createdAt = createdAt
+        self.conflict = conflict; self.source = source; self.responseId = responseId; self.instanceID = instanceID
+        self.actor = actor; self.createdAt = createdAt
     }
 }
 
@@ -73,11 +76,16 @@ extension EntityRecord {
 }
 
 extension EntityVersionRecord {
-    static let columns = "version, label, properties, base_version, conflict, source, response_id, actor, created_at"
+    /// The versions as `v`, their responses as `r` (LEFT JOIN).
+    static let columns = """
+        v.version, v.label, v.properties, v.base_version, v.conflict, v.source, v.response_id, r.client_submission_id, v.actor, v.created_at
+        """
+    static let from = "entity_versions v LEFT JOIN responses r ON r.org_id = v.org_id AND r.response_id = v.response_id"
     init(row: Row) throws {
         self.init(version: try row["version"], label: try row["label"], properties: EntityText.values(try row["properties"]),
                   baseVersion: try row["base_version"], conflict: try row["conflict"], source: try row["source"],
-                  responseId: try row["response_id"], actor: try row["actor"], createdAt: try row["created_at"])
+                  responseId: try row["response_id"], instanceID: try row["client_submission_id"], actor: try row["actor"],
+                  createdAt: try row["created_at"])
     }
 }
 
@@ -103,9 +111,10 @@ enum EntityText {
 }
 
 extension ReadContext {
-    public func entityLists(orgId: String) throws -> [EntityListRecord] {
-        try conn.query("SELECT \(EntityListRecord.columns) FROM entity_lists WHERE org_id = ? ORDER BY name", [.text(orgId)])
-            .map(EntityListRecord.init)
+    /// A page of the organization's lists, in name order after `after`.
+    public func entityLists(orgId: String, after: String? = nil, limit: Int = 500) throws -> [EntityListRecord] {
+        try conn.query("SELECT \(EntityListRecord.columns) FROM entity_lists WHERE org_id = ? AND name > ? ORDER BY name LIMIT ?",
+                       [.text(orgId), .text(after ?? ""), .int(Int64(max(0, limit)))]).map(EntityListRecord.init)
     }
 
     public func entityList(orgId: String, name: String) throws -> EntityListRecord? {
@@ -127,17 +136,18 @@ extension ReadContext {
             """, [.text(orgId), .text(list), .text(after ?? ""), .int(Int64(max(0, limit)))]).map(EntityRecord.init)
     }
 
-    public func entityVersions(orgId: String, list: String, entityId: String) throws -> [EntityVersionRecord] {
+    /// An entity's versions from `after` (exclusive), oldest first.
+    public func entityVersions(orgId: String, list: String, entityId: String, after: Int64 = 0, limit: Int = 500) throws -> [EntityVersionRecord] {
         try conn.query("""
-            SELECT \(EntityVersionRecord.columns) FROM entity_versions
-            WHERE org_id = ? AND list_name = ? AND entity_id = ? ORDER BY version
-            """, [.text(orgId), .text(list), .text(entityId)]).map(EntityVersionRecord.init)
+            SELECT \(EntityVersionRecord.columns) FROM \(EntityVersionRecord.from)
+            WHERE v.org_id = ? AND v.list_name = ? AND v.entity_id = ? AND v.version > ? ORDER BY v.version LIMIT ?
+            """, [.text(orgId), .text(list), .text(entityId), .int(after), .int(Int64(max(0, limit)))]).map(EntityVersionRecord.init)
     }
 
     public func entityVersion(orgId: String, list: String, entityId: String, version: Int64) throws -> EntityVersionRecord? {
         try conn.query("""
-            SELECT \(EntityVersionRecord.columns) FROM entity_versions
-            WHERE org_id = ? AND list_name = ? AND entity_id = ? AND version = ?
+            SELECT \(EntityVersionRecord.columns) FROM \(EntityVersionRecord.from)
+            WHERE v.org_id = ? AND v.list_name = ? AND v.entity_id = ? AND v.version = ?
             """, [.text(orgId), .text(list), .text(entityId), .int(version)]).first.map(EntityVersionRecord.init)
     }
 }
