@@ -15,6 +15,10 @@ struct EntityChange: Sendable {
     let label: String?
     /// The version the phone's update was made from; nil: the entity's current one.
     let baseVersion: Int64?
+    /// A phone's offline updates (Entities 2024.1): the server version its branch started from
+    /// (nil for an entity the phone created), and the branch, whose updates apply in its order.
+    let trunkVersion: Int64?
+    let branchId: String?
     /// Property → value, from the answers the form saves (an unanswered question sets nothing).
     let properties: [String: String]
 
@@ -53,8 +57,9 @@ struct EntityChange: Sendable {
             return Int64(n)
         }
         baseVersion = try version("baseVersion")
-        _ = try version("trunkVersion")
+        trunkVersion = try version("trunkVersion")
         if let b = o["branchId"], !b.isNull, b.stringValue == nil { throw Self.invalid("entity.branchId", "must be a string") }
+        branchId = o["branchId"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
         list = declaration.list
         entityId = id
         self.label = label
@@ -90,30 +95,55 @@ struct EntityChange: Sendable {
     enum Outcome: Sendable, Equatable {
         case created(version: Int64)
         case updated(version: Int64, conflict: String?)
-        /// Nothing changed: a create of an entity that exists, an update of one that does not.
+        /// Kept until what it follows arrives: the entity's create, or its predecessor in its branch.
+        case waiting
+        /// Nothing changed: a create of an entity that exists, an update the form does not make.
         case unchanged
     }
 
-    /// Applies the change in the submission's transaction. An update made from an older version
-    /// than the entity's current one still applies (the latest word wins, as ODK Central does) and
-    /// marks the entity's conflict: `hard` when a property or the label it changes changed since
-    /// its base version, else `soft`; the mark only rises until an admin resolves it.
+    /// Applies the change in the submission's transaction, then every update of the entity that
+    /// was waiting for it. An update made from an older version than the entity's current one
+    /// still applies (the latest word wins, as ODK Central does) and marks the entity's conflict:
+    /// `hard` when a property or the label it changes changed since its base version, else
+    /// `soft`; the mark only rises until an admin resolves it. An update of an entity that does
+    /// not exist yet, or whose predecessor in its phone's branch has not arrived, waits.
     @discardableResult
     func apply(in tx: GatedTransaction, responseId: String, actor: String) throws -> Outcome {
         try tx.declareEntityList(name: list, properties: Array(properties.keys))
+        guard let outcome = try applyNow(in: tx, responseId: responseId, actor: actor) else {
+            try tx.insertWaitingEntityChange(list: list, entityId: entityId, responseId: responseId, change: json, actor: actor)
+            return .waiting
+        }
+        if outcome != .unchanged { try applyWaiting(in: tx) }
+        return outcome
+    }
+
+    /// The change applied, or nil when it must wait.
+    private func applyNow(in tx: GatedTransaction, responseId: String, actor: String) throws -> Outcome? {
         let existing = try tx.lockedEntity(list: list, entityId: entityId)
         guard let existing else {
-            guard create else { return .unchanged }
+            guard create else { return nil }
             let e = EntityRecord(listName: list, entityId: entityId, label: label ?? "", properties: properties, version: 1, conflict: nil,
                                  createdBy: actor, createdAt: tx.now, updatedAt: tx.now)
             try tx.insertEntity(e, source: "submission", responseId: responseId, actor: actor)
             return .created(version: 1)
         }
         guard update else { return .unchanged }
+        // The version this update was made from, as the server numbers it.
+        var base = baseVersion ?? existing.version
+        if let branchId, let sent = baseVersion {
+            // A branch's first update was made from its trunk (an entity the phone created: version 1);
+            // a later one from what its predecessor in the branch produced here.
+            if sent > (trunkVersion ?? 1) {
+                guard let produced = try tx.branchVersion(list: list, entityId: entityId, branchId: branchId, baseVersion: sent - 1) else {
+                    return nil
+                }
+                base = produced
+            }
+        }
         var values = existing.properties
         for (k, v) in properties { values[k] = v }
         let newLabel = label.flatMap { $0.isEmpty ? nil : $0 } ?? existing.label
-        let base = baseVersion ?? existing.version
         var marked: String?
         if base != existing.version {
             marked = try conflict(base: base, current: existing, in: tx)
@@ -122,14 +152,54 @@ struct EntityChange: Sendable {
         guard existing.version < Int64(Int32.max) else { return .unchanged }
         let next = EntityRecord(listName: list, entityId: entityId, label: newLabel, properties: values, version: existing.version + 1,
                                 conflict: conflict, createdBy: existing.createdBy, createdAt: existing.createdAt, updatedAt: tx.now)
-        try tx.updateEntity(next, expectedVersion: existing.version, baseVersion: baseVersion, markedConflict: marked, source: "submission",
-                            responseId: responseId, actor: actor)
+        try tx.updateEntity(next, expectedVersion: existing.version, baseVersion: baseVersion, trunkVersion: trunkVersion, branchId: branchId,
+                            markedConflict: marked, source: "submission", responseId: responseId, actor: actor)
         return .updated(version: next.version, conflict: conflict)
+    }
+
+    /// The waiting updates of this entity that can apply now, each in turn (one may let the next
+    /// apply), in the order they arrived.
+    private func applyWaiting(in tx: GatedTransaction) throws {
+        var progressed = true
+        while progressed {
+            progressed = false
+            for w in try tx.waitingEntityChanges(list: list, entityId: entityId) {
+                guard let change = Self(waiting: w.change, list: list, entityId: entityId),
+                      try change.applyNow(in: tx, responseId: w.responseId, actor: w.actor) != nil else { continue }
+                try tx.deleteWaitingEntityChange(responseId: w.responseId)
+                progressed = true
+                break
+            }
+        }
+    }
+
+    /// What a waiting update keeps of itself.
+    private var json: String {
+        var o: [String: JSONValue] = ["create": .bool(create), "update": .bool(update),
+                                      "properties": .object(properties.mapValues(JSONValue.string))]
+        if let label { o["label"] = .string(label) }
+        if let baseVersion { o["baseVersion"] = .number(Double(baseVersion)) }
+        if let trunkVersion { o["trunkVersion"] = .number(Double(trunkVersion)) }
+        if let branchId { o["branchId"] = .string(branchId) }
+        return String(decoding: CanonicalJSON.encode(.object(o)), as: UTF8.self)
+    }
+
+    private init?(waiting text: String, list: String, entityId: String) {
+        guard let o = (try? JSONParser.parse(Array(text.utf8)))?.objectValue else { return nil }
+        self.list = list
+        self.entityId = entityId
+        create = o["create"]?.boolValue ?? false
+        update = o["update"]?.boolValue ?? false
+        label = o["label"]?.stringValue
+        baseVersion = o["baseVersion"]?.intValue.map(Int64.init)
+        trunkVersion = o["trunkVersion"]?.intValue.map(Int64.init)
+        branchId = o["branchId"]?.stringValue
+        properties = (o["properties"]?.objectValue ?? [:]).compactMapValues(\.stringValue)
     }
 
     /// The conflict a late update marks: what it changes (its values that differ from its base
     /// version's) against what changed since its base version. A base the server has not seen
-    /// (a later one than the entity's, from a phone's own offline versions) is `soft`.
+    /// (a later one than the entity's) is `soft`.
     private func conflict(base: Int64, current: EntityRecord, in tx: GatedTransaction) throws -> String {
         guard base < current.version, let then = try tx.read.entityVersion(orgId: tx.orgId, list: list, entityId: entityId, version: base) else {
             return "soft"

@@ -65,10 +65,19 @@ import SurveyDomain
                          entity: ["id": entityId], label: "Household of \(head)")
         }
 
-        func visit(_ instanceID: String, entityId: String, baseVersion: Int64, members: Int) throws -> [UInt8] {
-            try instance(visit, instanceID, values: [("household", entityId), ("members_now", String(members))],
-                         entity: ["id": entityId, "baseVersion": String(baseVersion)], label: "Household of \(members) people")
+        /// `branch`: the phone's offline branch (`branchId`, and `trunkVersion` unless the phone created the entity).
+        func visit(_ instanceID: String, entityId: String, baseVersion: Int64, members: Int,
+                   branch: (id: String, trunk: Int64?)? = nil) throws -> [UInt8] {
+            var entity = ["id": entityId, "baseVersion": String(baseVersion)]
+            if let branch {
+                entity["branchId"] = branch.id
+                if let trunk = branch.trunk { entity["trunkVersion"] = String(trunk) }
+            }
+            return try instance(visit, instanceID, values: [("household", entityId), ("members_now", String(members))],
+                                entity: entity, label: "Household of \(members) people")
         }
+
+        func waiting() throws -> Int64 { try f.server.count("SELECT COUNT(*) AS n FROM entity_waiting") }
 
         struct Stored: Equatable {
             let label: String
@@ -328,5 +337,57 @@ import SurveyDomain
         // Reads are never gated.
         try p.f.expire()
         #expect(try p.f.client.get(base + "/households/entities", token: p.f.adminToken).status == 200)
+    }
+
+    @Test func anUpdateThatArrivesBeforeItsCreateWaitsAndThenApplies() throws {
+        let p = try Published()
+        // One phone registered a household and visited it offline (its branch starts at the
+        // create: no trunk version); the visit reaches the server first.
+        let branch = (id: "b1f0c3aa-5d2e-4c7b-9e11-3a4b5c6d7e8f", trunk: Int64?.none)
+        let visit = try p.visit("uuid:visit-0000031", entityId: Self.household, baseVersion: 1, members: 6, branch: branch)
+        #expect(try p.collect.submit(visit).status == 201)
+        #expect(try p.entity(Self.household) == nil)
+        #expect(try p.waiting() == 1)
+        #expect(try p.collect.submit(visit).status == 202)  // sent again: still one
+        #expect(try p.waiting() == 1)
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000031", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")).status == 201)
+        #expect(try p.entity(Self.household) == .init(label: "Household of 6 people", properties: ["head": "Ada", "members": "6", "village": "Kisii"],
+                                                      version: 2, conflict: nil))
+        #expect(try p.waiting() == 0)
+    }
+
+    /// A phone's offline visits of an entity it downloaded at version 1 (one branch, trunk 1), with
+    /// and without another phone's visit racing them, in every order they can reach the server:
+    /// the final state is what the phones' order implies, each submission applies once, and a
+    /// conflict is marked exactly when two phones raced (on the same property: hard).
+    @Test func offlineVisitsApplyInThePhonesOrderWhateverOrderTheyArriveIn() throws {
+        let branch = (id: "c2e1d4bb-6e3f-4d8c-8f22-4b5c6d7e8f90", trunk: Int64?.some(1))
+        // Phone A: members 5 (made from version 1), then 6 (made from its own version 2).
+        // Phone B: members 9, made from version 1, online.
+        let arrivals: [[Int]] = [[0, 1], [1, 0], [0, 1, 2], [1, 0, 2], [0, 2, 1], [1, 2, 0], [2, 0, 1], [2, 1, 0]]
+        for order in arrivals {
+            let raced = order.contains(2)
+            let p = try Published()
+            #expect(try p.collect.submit(try p.register("uuid:reg-00000041", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")).status == 201)
+            let sent = [try p.visit("uuid:visit-a-000041", entityId: Self.household, baseVersion: 1, members: 5, branch: branch),
+                        try p.visit("uuid:visit-a-000042", entityId: Self.household, baseVersion: 2, members: 6, branch: branch),
+                        try p.visit("uuid:visit-b-000043", entityId: Self.household, baseVersion: 1, members: 9)]
+            for i in order { #expect(try p.collect.submit(sent[i]).status == 201, "\(order)") }
+            // Phone A's second visit applies after its first, wherever B's falls; the last applied wins.
+            let stored = try #require(try p.entity(Self.household))
+            #expect(stored.version == (raced ? 4 : 3), "\(order)")
+            #expect(try p.waiting() == 0, "\(order)")
+            let applied = try p.f.server.rows("""
+                SELECT r.client_submission_id FROM entity_versions v JOIN responses r ON r.response_id = v.response_id
+                WHERE v.entity_id = ? AND v.version > 1 ORDER BY v.version
+                """, [.text(Self.household)]).map { try $0.string("client_submission_id") }
+            #expect(applied.firstIndex(of: "uuid:visit-a-000041")! < applied.firstIndex(of: "uuid:visit-a-000042")!, "\(order): \(applied)")
+            #expect(stored.properties["members"] == (applied.last == "uuid:visit-b-000043" ? "9" : "6"), "\(order)")
+            // B raced A: whichever of them reached the server second made its change from a stale version.
+            #expect(stored.conflict == (raced ? "hard" : nil), "\(order)")
+            // Sent again, all of it: nothing changes.
+            for i in order { #expect(try p.collect.submit(sent[i]).status == 202) }
+            #expect(try p.entity(Self.household) == stored)
+        }
     }
 }

@@ -196,8 +196,8 @@ extension GatedTransaction {
 
     /// The entity's next version: `e` as it is after the change (its `version` one more than
     /// `expectedVersion`, the one read in this transaction), and the version row saying what made it.
-    public func updateEntity(_ e: EntityRecord, expectedVersion: Int64, baseVersion: Int64?, markedConflict: String?, source: String,
-                             responseId: String?, actor: String) throws {
+    public func updateEntity(_ e: EntityRecord, expectedVersion: Int64, baseVersion: Int64?, trunkVersion: Int64? = nil, branchId: String? = nil,
+                             markedConflict: String?, source: String, responseId: String?, actor: String) throws {
         try context.conn.run("""
             UPDATE entities SET label = ?, properties = ?, version = ?, conflict = ?, updated_at = ?
             WHERE org_id = ? AND list_name = ? AND entity_id = ? AND version = ?
@@ -207,17 +207,47 @@ extension GatedTransaction {
         guard context.conn.changes == 1 else {
             throw ApiError(.internalError, "The entity \(e.entityId) changed while a change of it was applied; nothing was written.")
         }
-        try insertVersion(e, baseVersion: baseVersion, conflict: markedConflict, source: source, responseId: responseId, actor: actor)
+        try insertVersion(e, baseVersion: baseVersion, trunkVersion: trunkVersion, branchId: branchId, conflict: markedConflict, source: source,
+                          responseId: responseId, actor: actor)
         try touchList(e.listName)
     }
 
-    private func insertVersion(_ e: EntityRecord, baseVersion: Int64?, conflict: String?, source: String, responseId: String?, actor: String) throws {
+    private func insertVersion(_ e: EntityRecord, baseVersion: Int64?, trunkVersion: Int64? = nil, branchId: String? = nil, conflict: String?,
+                               source: String, responseId: String?, actor: String) throws {
         try context.conn.run("""
-            INSERT INTO entity_versions(org_id, list_name, entity_id, version, label, properties, base_version, conflict, source,
-                                        response_id, actor, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO entity_versions(org_id, list_name, entity_id, version, label, properties, base_version, trunk_version, branch_id,
+                                        conflict, source, response_id, actor, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(orgId), .text(e.listName), .text(e.entityId), .int(e.version), .text(e.label), .text(EntityText.text(e.properties)),
-                  .optional(baseVersion), .optional(conflict), .text(source), .optional(responseId), .text(actor), .int(now)])
+                  .optional(baseVersion), .optional(trunkVersion), .optional(branchId), .optional(conflict), .text(source), .optional(responseId),
+                  .text(actor), .int(now)])
+    }
+
+    /// The version the update of a phone's branch that was made from `baseVersion` produced here, if it has arrived.
+    public func branchVersion(list: String, entityId: String, branchId: String, baseVersion: Int64) throws -> Int64? {
+        try context.conn.query("""
+            SELECT version FROM entity_versions WHERE org_id = ? AND list_name = ? AND entity_id = ? AND branch_id = ? AND base_version = ?
+            ORDER BY version LIMIT 1
+            """, [.text(orgId), .text(list), .text(entityId), .text(branchId), .int(baseVersion)]).first?.int("version")
+    }
+
+    /// An update kept until what it follows arrives (`change`: its JSON), in the submission's transaction.
+    public func insertWaitingEntityChange(list: String, entityId: String, responseId: String, change: String, actor: String) throws {
+        try context.conn.run("""
+            INSERT INTO entity_waiting(org_id, response_id, list_name, entity_id, change, actor, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, [.text(orgId), .text(responseId), .text(list), .text(entityId), .text(change), .text(actor), .int(now)])
+    }
+
+    /// The updates waiting for an entity, oldest first: (response id, change JSON, actor).
+    public func waitingEntityChanges(list: String, entityId: String) throws -> [(responseId: String, change: String, actor: String)] {
+        try context.conn.query("""
+            SELECT response_id, change, actor FROM entity_waiting WHERE org_id = ? AND list_name = ? AND entity_id = ?
+            ORDER BY received_at, response_id
+            """, [.text(orgId), .text(list), .text(entityId)]).map { (try $0.string("response_id"), try $0.string("change"), try $0.string("actor")) }
+    }
+
+    public func deleteWaitingEntityChange(responseId: String) throws {
+        try context.conn.run("DELETE FROM entity_waiting WHERE org_id = ? AND response_id = ?", [.text(orgId), .text(responseId)])
     }
 
     private func touchList(_ name: String) throws {
