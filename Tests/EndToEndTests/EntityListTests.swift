@@ -390,4 +390,27 @@ import SurveyDomain
             #expect(try p.entity(Self.household) == stored)
         }
     }
+
+    @Test(.enabled(if: !TestEngine.isPostgres, "edits the SQLite file to make violations")) func surveydCheckVerifiesEntitiesAgainstTheirVersions() throws {
+        let p = try Published()
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000051", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")).status == 201)
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000051", entityId: Self.household, baseVersion: 1, members: 5)).status == 201)
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000052", entityId: "ffffffff-0000-4000-8000-000000000000", baseVersion: 1, members: 3)).status == 201)
+        let dir = p.f.server.dataDir
+        let (ok, report) = try MaintenanceTests.surveyd(["check", "--data-dir", dir])
+        #expect(ok == 0, "\(report)")
+        // An entity changed behind its versions' back, and a version whose response is gone.
+        let conn = try Connection(path: dir + "/surveyd.sqlite", readOnly: false)
+        try conn.run("UPDATE entities SET properties = '{\"members\":\"99\"}' WHERE entity_id = ?", [.text(Self.household)])
+        try conn.run("DELETE FROM entity_versions WHERE entity_id = ? AND version = 1", [.text(Self.household)])
+        let (bad, badReport) = try MaintenanceTests.surveyd(["check", "--data-dir", dir])
+        #expect(bad == 1)
+        #expect(badReport.contains("entity households/\(Self.household): version 2 but 1 versions recorded"), "\(badReport)")
+        #expect(badReport.contains("entity households/\(Self.household): not as its version 2 left it"), "\(badReport)")
+        try conn.run("UPDATE entity_versions SET response_id = 'rsp_gone' WHERE entity_id = ?", [.text(Self.household)])
+        try conn.run("UPDATE entity_waiting SET response_id = 'rsp_gone_too'")
+        let (_, gone) = try MaintenanceTests.surveyd(["check", "--data-dir", dir])
+        #expect(gone.contains("entity households/\(Self.household): version 2 names no response"), "\(gone)")
+        #expect(gone.contains("a waiting entity update names no response (rsp_gone_too)"), "\(gone)")
+    }
 }
