@@ -128,7 +128,8 @@ struct EntityChange: Sendable {
             try tx.insertEntity(e, source: "submission", responseId: responseId, actor: actor)
             return .created(version: 1)
         }
-        guard update else { return .unchanged }
+        // A deleted entity takes no change until an admin restores it.
+        guard update, existing.deletedAt == nil else { return .unchanged }
         // The version this update was made from, as the server numbers it.
         var base = baseVersion ?? existing.version
         if let branchId, let sent = baseVersion {

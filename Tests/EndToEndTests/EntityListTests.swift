@@ -245,6 +245,12 @@ import SurveyDomain
                                         [.text(Self.household)])
         #expect(try marks.map { try $0.optionalString("conflict") } == [nil, nil, "soft", "hard"])
         #expect(try marks.map { try $0.optionalInt("base_version") } == [nil, 1, 1, 1])
+        // An admin resolves it: the conflict is cleared, the values kept.
+        let resolved = try p.f.client.request("PATCH", "/v1/orgs/\(p.f.orgId)/entity-lists/households/entities/\(Self.household)",
+                                              token: p.f.adminToken, json: ["resolve": true])
+        #expect(resolved.status == 200, "\(resolved.text)")
+        #expect(try p.entity(Self.household) == .init(label: "Household of 7 people", properties: ["head": "Ada", "members": "7", "village": "Kisii"],
+                                                      version: 5, conflict: nil))
     }
 
     @Test func theListReachesPhonesAsTheFormsCSVWithAHashThatMovesOnlyWithIt() throws {
@@ -412,5 +418,66 @@ import SurveyDomain
         let (_, gone) = try MaintenanceTests.surveyd(["check", "--data-dir", dir])
         #expect(gone.contains("entity households/\(Self.household): version 2 names no response"), "\(gone)")
         #expect(gone.contains("a waiting entity update names no response (rsp_gone_too)"), "\(gone)")
+    }
+
+    @Test func anAdminWritesEntitiesThroughTheAPIGatedAndKeyed() throws {
+        let p = try Published()
+        let base = "/v1/orgs/\(p.f.orgId)/entity-lists/households/entities"
+        let id = "9c8b7a69-5d4e-4f3a-8b2c-1d0e9f8a7b6c"
+        func send(_ method: String, _ path: String, token: String? = nil, _ body: JSONValue? = nil, key: String? = nil) throws -> Reply {
+            try p.f.client.request(method, path, token: token ?? p.f.adminToken, json: body, headers: key.map { ["Idempotency-Key": $0] } ?? [:])
+        }
+        // Create: keyed, replayed, refused by name.
+        let new: JSONValue = ["id": .string(id), "label": "Household of Cy", "properties": ["head": "Cy", "members": 3]]
+        let created = try send("POST", base, new, key: "entity-create-0001")
+        #expect(created.status == 201, "\(created.text)")
+        #expect(created.header("location") == "\(base)/\(id)")
+        #expect(created.json?["properties"] == ["head": "Cy", "members": "3"])
+        let again = try send("POST", base, new, key: "entity-create-0001")
+        #expect(again.status == 200 && again.header("idempotent-replayed") == "true" && again.body == created.body)
+        #expect(try send("POST", base, ["label": "Other"], key: "entity-create-0001").json?["errorCode"] == 1004)
+        #expect(try send("POST", base, new).json?["errorCode"] == 1004)  // the id is taken
+        let unknown = try send("POST", base, ["label": "X", "properties": ["colour": "red"]])
+        #expect(unknown.status == 422 && unknown.json?["errors"]?.arrayValue?.first?["path"] == "properties.colour")
+        #expect(try send("POST", base, token: p.f.collectorToken, new).status == 403)
+        let generated = try send("POST", base, ["label": "No id given"])
+        #expect(generated.status == 201)
+        #expect(generated.json?["id"]?.stringValue?.count == 36)
+
+        // Update: from the version it was made from; stale is 409 / 1021 with the current entity.
+        #expect(try send("PATCH", "\(base)/\(id)", ["label": "x"]).json?["errorCode"] == 1031)
+        let updated = try send("PATCH", "\(base)/\(id)", ["baseVersion": 1, "properties": ["members": "4"]], key: "entity-update-0001")
+        #expect(updated.status == 200, "\(updated.text)")
+        #expect(updated.json?["version"] == 2 && updated.json?["properties"] == ["head": "Cy", "members": "4"])
+        let stale = try send("PATCH", "\(base)/\(id)", ["baseVersion": 1, "properties": ["members": "9"]])
+        #expect(stale.status == 409 && stale.json?["errorCode"] == 1021)
+        #expect(stale.json?["current"]?["version"] == 2)
+        #expect(try send("PATCH", "\(base)/\(id)", ["force": true, "label": "Household of Cy (moved)"]).json?["version"] == 3)
+
+        // Expired: a stale change is still 1021 (step 4), a current one 402, and nothing changes.
+        try p.f.expire()
+        #expect(try send("PATCH", "\(base)/\(id)", ["baseVersion": 1, "label": "y"]).json?["errorCode"] == 1021)
+        let refused = try send("PATCH", "\(base)/\(id)", ["baseVersion": 3, "label": "y"], key: "entity-update-0002")
+        #expect(refused.status == 402 && refused.json?["errorCode"] == 1001)
+        #expect(try send("DELETE", "\(base)/\(id)").status == 402)
+        #expect(try p.entity(id)?.version == 3)
+        try p.f.renew()
+        #expect(try send("PATCH", "\(base)/\(id)", ["baseVersion": 3, "label": "y"], key: "entity-update-0002").status == 200)
+
+        // Delete leaves the list, its CSV and reads; restore brings it back as it was.
+        let hash = try p.listedCSV().hash
+        #expect(try send("DELETE", "\(base)/\(id)", key: "entity-delete-0001").status == 204)
+        #expect(try send("DELETE", "\(base)/\(id)", key: "entity-delete-0001").status == 204)
+        #expect(try send("GET", "\(base)/\(id)").status == 404)
+        #expect(try !p.csv().contains(id))
+        #expect(try p.listedCSV().hash != hash)
+        let restored = try send("POST", "\(base)/\(id)/restore")
+        #expect(restored.status == 200 && restored.json?["label"] == "y" && restored.json?["version"] == 4 && restored.json?["deletedAt"] == .null)
+        #expect(try p.csv().contains(id))
+
+        // Versions say the API made them.
+        let versions = try send("GET", "\(base)/\(id)/versions")
+        #expect(versions.json?["items"]?.arrayValue?.map { $0["source"]?["type"] } == ["api", "api", "api", "api"])
+        #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE target_type = 'entity'") == 7)
     }
 }

@@ -250,6 +250,19 @@ extension GatedTransaction {
         try context.conn.run("DELETE FROM entity_waiting WHERE org_id = ? AND response_id = ?", [.text(orgId), .text(responseId)])
     }
 
+    /// Deletes (a time) or restores (nil) an entity; it leaves or rejoins its list's CSV, so the
+    /// list's revision rises. False when it was already so.
+    @discardableResult
+    public func setEntityDeleted(list: String, entityId: String, at deletedAt: Int64?) throws -> Bool {
+        try context.conn.run("""
+            UPDATE entities SET deleted_at = ?, updated_at = ?
+            WHERE org_id = ? AND list_name = ? AND entity_id = ? AND (deleted_at IS NULL) = ?
+            """, [.optional(deletedAt), .int(now), .text(orgId), .text(list), .text(entityId), .bool(deletedAt != nil)])
+        guard context.conn.changes == 1 else { return false }
+        try touchList(list)
+        return true
+    }
+
     private func touchList(_ name: String) throws {
         try context.conn.run("UPDATE entity_lists SET revision = revision + 1 WHERE org_id = ? AND name = ?", [.text(orgId), .text(name)])
     }
