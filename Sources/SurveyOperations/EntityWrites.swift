@@ -87,7 +87,7 @@ public struct EntityWrites: Sendable {
     }
 
     /// A soft delete (`deleted: true`: the entity leaves the list, its CSV and reads) or a restore.
-    /// Done twice, the second is the same answer and writes nothing more.
+    /// Done twice, the second is the same answer and changes nothing more.
     public func setDeleted(_ deleted: Bool, orgId: String, list: String, entityId: String, by user: UserRecord,
                            key: IdempotencyKey<EntityRecord>? = nil) throws -> KeyedOutcome<EntityRecord> {
         let ops = operations
@@ -95,9 +95,9 @@ public struct EntityWrites: Sendable {
         guard try ops.database.read({ try $0.entity(orgId: orgId, list: list, entityId: entityId) }) != nil else { throw ApiError.notFound() }
         return try ops.keyedWrite(orgId: orgId, caller: user.userId, target: list + "/" + entityId, key: key, prepare: { () }, write: { _, tx in
             guard try tx.lockedEntity(list: list, entityId: entityId) != nil else { throw ApiError.notFound() }
-            if try tx.setEntityDeleted(list: list, entityId: entityId, at: deleted ? tx.now : nil) {
-                try tx.audit(action: deleted ? "entity.delete" : "entity.restore", targetType: "entity", targetId: list + "/" + entityId)
-            }
+            try tx.setEntityDeleted(list: list, entityId: entityId, at: deleted ? tx.now : nil)
+            // Audited even when it was already so: a key kept for it belongs to a write with its entry (`surveyd check`).
+            try tx.audit(action: deleted ? "entity.delete" : "entity.restore", targetType: "entity", targetId: list + "/" + entityId)
             return try Self.stored(list, entityId, tx)
         })
     }

@@ -478,6 +478,12 @@ import SurveyDomain
         // Versions say the API made them.
         let versions = try send("GET", "\(base)/\(id)/versions")
         #expect(versions.json?["items"]?.arrayValue?.map { $0["source"]?["type"] } == ["api", "api", "api", "api"])
-        #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE target_type = 'entity'") == 7)
+        // Restored again under a key of its own: the same answer, and `surveyd check` finds every kept key with its write.
+        #expect(try send("POST", "\(base)/\(id)/restore", key: "entity-restore-0002").json?["version"] == 4)
+        #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE target_type = 'entity'") == 8)
+        if !TestEngine.isPostgres {
+            let (ok, report) = try MaintenanceTests.surveyd(["check", "--data-dir", p.f.server.dataDir])
+            #expect(ok == 0, "\(report)")
+        }
     }
 }
