@@ -254,10 +254,10 @@ extension GatedTransaction {
     /// list's revision rises. False when it was already so.
     @discardableResult
     public func setEntityDeleted(list: String, entityId: String, at deletedAt: Int64?) throws -> Bool {
+        let was = deletedAt == nil ? "deleted_at IS NOT NULL" : "deleted_at IS NULL"
         try context.conn.run("""
-            UPDATE entities SET deleted_at = ?, updated_at = ?
-            WHERE org_id = ? AND list_name = ? AND entity_id = ? AND (deleted_at IS NULL) = ?
-            """, [.optional(deletedAt), .int(now), .text(orgId), .text(list), .text(entityId), .bool(deletedAt != nil)])
+            UPDATE entities SET deleted_at = ?, updated_at = ? WHERE org_id = ? AND list_name = ? AND entity_id = ? AND \(was)
+            """, [.optional(deletedAt), .int(now), .text(orgId), .text(list), .text(entityId)])
         guard context.conn.changes == 1 else { return false }
         try touchList(list)
         return true
