@@ -194,6 +194,13 @@ for op, statuses in [("createTask", ["422"]), ("createToken", ["422"]), ("invite
                      # The changes feed: a cursor of the right shape that this server never sealed
                      # for the organization is 422 / 1002 at `after`.
                      ("listChanges", ["422"]),
+                     # An entity's versions: the cursor is a version number; any other string is
+                     # 422 / 1002 at `after`.
+                     ("listEntityVersions", ["422"]),
+                     # Entity writes: the list's properties (an unknown one is 422 / 1002), an id the
+                     # list already has (409 / 1004), and the entity's version (a stale baseVersion is
+                     # 409 / 1021) are state no schema has.
+                     ("createEntity", ["409", "422"]), ("updateEntity", ["409", "422"]),
                      # Webhooks: a URL whose host is or resolves to a private, loopback, link-local,
                      # CGNAT, multicast or unspecified address (e.g. "http://0") is 422 / 1002, which
                      # needs a DNS answer no schema has.

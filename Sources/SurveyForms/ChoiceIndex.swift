@@ -6,8 +6,15 @@ public final class ChoiceIndex: Sendable, Equatable {
     private let positions: [String: Int]
     /// The later places of a name that comes back (with other columns, for a filter to tell apart).
     private let repeated: [String: [Int]]
+    /// Every name is a choice: the entities of a list, which change after the version is published
+    /// (a phone may name one created offline whose create has not arrived).
+    private let open: Bool
 
-    init(_ options: [Choice]) {
+    /// The index of a list whose choices are not known when the definition is read.
+    static let anyName = ChoiceIndex([], open: true)
+
+    init(_ options: [Choice], open: Bool = false) {
+        self.open = open
         var positions: [String: Int] = [:], repeated: [String: [Int]] = [:]
         positions.reserveCapacity(options.count)
         for (i, o) in options.enumerated() {
@@ -17,7 +24,7 @@ public final class ChoiceIndex: Sendable, Equatable {
         self.repeated = repeated
     }
 
-    public func contains(_ name: String) -> Bool { positions[name] != nil }
+    public func contains(_ name: String) -> Bool { open || positions[name] != nil }
     public func position(of name: String) -> Int? { positions[name] }
     /// Every place of a name, in order (one, unless the name comes back).
     public func positions(of name: String) -> [Int] {
@@ -25,5 +32,5 @@ public final class ChoiceIndex: Sendable, Equatable {
         return [first] + (repeated[name] ?? [])
     }
 
-    public static func == (a: ChoiceIndex, b: ChoiceIndex) -> Bool { a === b || (a.positions == b.positions && a.repeated == b.repeated) }
+    public static func == (a: ChoiceIndex, b: ChoiceIndex) -> Bool { a === b || (a.open == b.open && a.positions == b.positions && a.repeated == b.repeated) }
 }

@@ -55,7 +55,7 @@ public enum FileSignature {
         "video/3gpp": .threeGPP, "audio/3gpp": .threeGPP, "audio/mpeg": .mp3,
         "audio/wav": .wav, "audio/x-wav": .wav, "audio/wave": .wav,
         "audio/ogg": .ogg, "video/ogg": .ogg, "application/ogg": .ogg,
-        "text/plain": .text, "text/csv": .text, sealedType: .sealed,
+        "text/plain": .text, "text/csv": .text, "text/xml": .text, "application/xml": .text, sealedType: .sealed,
     ]
 
     private static let heifBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1"]

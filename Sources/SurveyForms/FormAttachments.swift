@@ -23,8 +23,15 @@ public enum FormAttachments {
     /// The forms of media a label shows: the keys of a `media` object.
     public static let mediaForms: Set<String> = ["image", "big-image", "audio", "video"]
 
+    /// The file of the entity list a definition declares (`entity.list` + `.csv`): named by a
+    /// select as any CSV list is, but served from the list's entities, never published with a version.
+    public static func entityListFile(of definition: JSONValue) -> String? {
+        definition["entity"]?["list"]?.stringValue.map { $0 + ".csv" }
+    }
+
     /// Every file the definition names, each once, in the order met.
     public static func named(in definition: JSONValue) -> [Named] {
+        let served = entityListFile(of: definition)
         var out: [Named] = []
         var seen: Set<String> = []
         func add(_ name: String, _ path: String) {
@@ -50,7 +57,7 @@ public enum FormAttachments {
         while let (node, path) = stack.popLast() {
             guard let o = node.objectValue else { continue }
             media(o, path)
-            if let list = o["choiceList"]?.stringValue, isCSVName(list) { add(list, "\(path).choiceList") }
+            if let list = o["choiceList"]?.stringValue, isCSVName(list), list != served { add(list, "\(path).choiceList") }
             choices(o["choices"], "\(path).choices")
             for key in logicKeys {
                 guard let source = o[key]?.stringValue, let expression = try? Expression(source) else { continue }
@@ -95,6 +102,7 @@ public enum FormAttachments {
         }
         guard errors.isEmpty else { throw ValidationErrors(errors) }
         guard var object = definition.objectValue else { return definition }
+        let served = entityListFile(of: definition)
 
         var tables: [String: CSVTable] = [:]
         func table(_ name: String) -> CSVTable? {
@@ -116,7 +124,7 @@ public enum FormAttachments {
         var read: Set<String> = []
         var stack: [JSONValue] = object["questions"]?.arrayValue ?? []
         while let node = stack.popLast() {
-            if let name = node["choiceList"]?.stringValue, isCSVName(name), listed.insert(name).inserted, let t = table(name) {
+            if let name = node["choiceList"]?.stringValue, isCSVName(name), name != served, listed.insert(name).inserted, let t = table(name) {
                 do { lists[name] = try choices(of: t) } catch {
                     let message = (error as? CSVTable.Refusal)?.message ?? "\(error)"
                     errors.append(FieldError(path: "attachments.\(name)", message: "\(name) cannot be read as choices: \(message)"))

@@ -24,9 +24,10 @@ public struct SurveyDefinition: Sendable, Equatable {
     public let publicKey: String?
 
     init(title: String, nodes: [FormNode], defaultLanguage: String?, formId: String?, languages: [String], structure: FormStructure?,
-         publicKey: String? = nil) {
+         entity: EntityDeclaration? = nil, publicKey: String? = nil) {
         self.publicKey = publicKey
         self.title = title
+        self.entity = entity
         self.nodes = nodes
         self.defaultLanguage = defaultLanguage
         self.formId = formId
@@ -55,6 +56,8 @@ public struct SurveyDefinition: Sendable, Equatable {
 
     /// Every question, inside repeats too.
     let questionById: [String: Question]
+    /// What the form does to an entity list, when it does (`"entity"`).
+    public let entity: EntityDeclaration?
 
     /// A question by id, wherever it is in the tree (inside repeats too).
     public func question(id: String) -> Question? { questionById[id] }
@@ -161,6 +164,9 @@ private struct DefinitionChecker {
     var nodeCount = 0
     /// Read before the nodes: a question's `label` is its text in this language.
     var defaultLanguage: String?
+    /// The file of the entity list the form declares: a select naming it takes any entity's id,
+    /// the list being served by the server rather than published with the version.
+    var entityListFile: String?
 
     mutating func definition(_ json: JSONValue, path: String) -> SurveyDefinition? {
         guard let object = json.objectValue else { fail(path, "must be an object"); return nil }
@@ -184,6 +190,12 @@ private struct DefinitionChecker {
         }
 
         if let tables = object[FormAttachments.lookupTablesKey], !tables.isNull { lookupTables(tables, "\(path).\(FormAttachments.lookupTablesKey)") }
+        // Read before the nodes: a select question may take its choices from the list's file.
+        var entity: EntityDeclaration?
+        if let e = object["entity"], !e.isNull {
+            entity = EntityDeclaration.parse(e, path: "\(path).entity", errors: &errors)
+            entityListFile = entity?.fileName
+        }
 
         var nodes: [FormNode] = []
         var allValid = true
@@ -198,6 +210,21 @@ private struct DefinitionChecker {
         if let defaultLanguage, !languages.isEmpty, !languages.contains(defaultLanguage) {
             fail("\(path).defaultLanguage", "names no language of the labels (\(languages.joined(separator: ", ")))")
         }
+        if let entity, allValid {
+            // An answer saved to a property is one value per submission: a question outside repeats.
+            var outside: Set<String> = []
+            var stack = nodes
+            while let n = stack.popLast() {
+                switch n.kind {
+                case .question(let q): outside.insert(q.id)
+                case .group: stack += n.children
+                case .repeat, .note: break
+                }
+            }
+            for s in entity.saveTo where !outside.contains(s.questionId) {
+                fail("\(path).entity.saveTo.\(s.questionId)", "names no question outside repeats")
+            }
+        }
         guard errors.isEmpty, allValid, let title else { return nil }
         var structure: FormStructure?
         if needsStructure {
@@ -209,12 +236,16 @@ private struct DefinitionChecker {
         if let encryption = object[EncryptedEnvelope.key], !encryption.isNull {
             // The form is checked as any other; its submissions are the envelope.
             guard let publicKey = publicKey(encryption, "\(path).\(EncryptedEnvelope.key)") else { return nil }
+            guard entity == nil else {
+                fail("\(path).\(EncryptedEnvelope.key)", "an encrypted form cannot create or update entities: the server cannot read its sealed answers")
+                return nil
+            }
             guard let envelope = EncryptedEnvelope.parsed else { fail("\(path).\(EncryptedEnvelope.key)", "cannot be carried"); return nil }
             return SurveyDefinition(title: title, nodes: envelope.nodes, defaultLanguage: defaultLanguage, formId: formId,
                                     languages: languages, structure: envelope.structure, publicKey: publicKey)
         }
         return SurveyDefinition(title: title, nodes: nodes, defaultLanguage: defaultLanguage, formId: formId,
-                                languages: languages, structure: structure)
+                                languages: languages, structure: structure, entity: entity)
     }
 
     /// `{"publicKey": "<base64>"}`: the form's RSA public key as ODK apps read it (base64 of its
@@ -537,6 +568,8 @@ private struct DefinitionChecker {
                 if let name = listName.stringValue, let list = choiceLists[name] {
                     options = list
                     index = choiceIndexes[name]
+                } else if let name = listName.stringValue, name == entityListFile {
+                    index = ChoiceIndex.anyName
                 } else if let name = listName.stringValue, FormAttachments.isCSVName(name) {
                     fail("\(path).choiceList", "names the file \(name), whose choices are read when it is attached to the version")
                 } else {

@@ -10,6 +10,8 @@ public struct Submission: Sendable {
     public let fieldTaskId: String?
     /// As sent: checked with the rest of the request (step 4), so a bad one is reported there.
     public let capturedAt: JSONValue?
+    /// What it says it did to an entity (`EntityChange`), as sent; checked in step 4.
+    public let entity: JSONValue?
     /// Every member of the envelope (`answers` aside, or left in and skipped): what the canonical
     /// digest covers with the answers.
     let envelope: [String: JSONValue]
@@ -34,15 +36,16 @@ public struct Submission: Sendable {
 
     /// A submission from a door without JSON bytes of its own.
     public init(clientSubmissionId: String, surveyVersionId: String, contentHash: String, answers: JSONValue,
-                fieldTaskId: String? = nil, capturedAt: Int64? = nil, doorProblems: [FieldError] = []) throws(ApiError) {
+                fieldTaskId: String? = nil, capturedAt: Int64? = nil, entity: JSONValue? = nil, doorProblems: [FieldError] = []) throws(ApiError) {
         var envelope: [String: JSONValue] = ["clientSubmissionId": .string(clientSubmissionId), "surveyVersionId": .string(surveyVersionId),
                                              "contentHash": .string(contentHash)]
         if let fieldTaskId { envelope["fieldTaskId"] = .string(fieldTaskId) }
         if let capturedAt { envelope["capturedAt"] = .string(Timestamp.format(capturedAt)) }
+        if let entity { envelope["entity"] = entity }
         try self.init(envelope: envelope, answers: answers, bytesSHA256: [], doorProblems: doorProblems)
     }
 
-    /// The JSON door's body: `{clientSubmissionId, surveyVersionId, contentHash, answers, fieldTaskId?, capturedAt?}`.
+    /// The JSON door's body: `{clientSubmissionId, surveyVersionId, contentHash, answers, fieldTaskId?, capturedAt?, entity?}`.
     public init(json body: JSONBody, bytes: [UInt8]) throws(ApiError) {
         guard let answers = body.fields["answers"] else {
             _ = try Self.identifier(body)  // an unusable id is reported first, as it always was
@@ -59,6 +62,7 @@ public struct Submission: Sendable {
         surveyVersionId = try body.string("surveyVersionId")
         contentHash = try body.string("contentHash")
         capturedAt = envelope["capturedAt"].flatMap { $0.isNull ? nil : $0 }
+        entity = envelope["entity"].flatMap { $0.isNull ? nil : $0 }
         self.answers = answers
         self.envelope = envelope
         self.bytesSHA256 = bytesSHA256

@@ -97,6 +97,10 @@ public struct Submissions: Sendable {
             ops.metrics.add(.validationRefusals)
             throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors + submission.doorProblems)
         }
+        let entityChange: EntityChange?
+        do { entityChange = try EntityChange(submission.entity, declaration: published.definition.entity, answers: answers) } catch {
+            ops.metrics.add(.validationRefusals); throw error
+        }
         try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: version.surveyVersionId, submitter: user.userId,
                                         staged: submission.stagedUploads, fileNames: submission.fileNames, in: db)
         if let task {
@@ -134,6 +138,8 @@ public struct Submissions: Sendable {
                 answers: answersText, fieldTaskId: fieldTaskId, capturedAt: capturedAt, receivedAt: tx.now,
                 reviewState: reviewState, revision: 1)
             try tx.insertResponse(stored)
+            // The entity it creates or updates, in its transaction: a refused submission changes none.
+            try entityChange?.apply(in: tx, responseId: stored.responseId, actor: submitter)
             if completesTask, let taskId = fieldTaskId {
                 try tx.completeTask(taskId: taskId, responseId: stored.responseId, completedBy: submitter)
             }

@@ -103,6 +103,8 @@ public struct Surveys: Sendable {
             if let formId = p.formId {
                 try Self.refuseFormIdOfAnotherSurvey(formId, orgId: orgId, surveyId: surveyId, source: p.source, in: tx.read, operations: operations)
             }
+            // The entity list the form writes, and the properties it adds, published with it.
+            if let entity = p.parsed.entity { try tx.declareEntityList(name: entity.list, properties: entity.properties) }
             return try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition,
                                   source: p.source, attachments: p.attachments.map { ($0.record(surveyVersionId: p.surveyVersionId), $0.tempPath) },
                                   blobs: blobs)

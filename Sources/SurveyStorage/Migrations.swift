@@ -527,6 +527,62 @@ enum Migrations {
         Migration("survey-state", sql: """
         ALTER TABLE surveys ADD COLUMN state TEXT NOT NULL DEFAULT 'open';
         """),
+        // Entity lists (Docs/entities.md): a list's properties (a JSON array, in the order forms
+        // added them) and its revision, raised by every change of its entities or properties in
+        // the change's own transaction (a phone's manifest hash is made of it); each entity as it
+        // is now (label and properties, a JSON object of strings), and each of its versions with
+        // what made it (a submission: the response; the base version, trunk version and branch a
+        // phone's update was made from); and the updates that wait for their entity's create or
+        // for their predecessor in a phone's branch.
+        Migration("entity-lists", sql: """
+        CREATE TABLE entity_lists (
+            org_id TEXT NOT NULL REFERENCES orgs(org_id), name TEXT NOT NULL, label TEXT NOT NULL,
+            properties TEXT NOT NULL, revision INTEGER NOT NULL, created_at INTEGER NOT NULL,
+            PRIMARY KEY (org_id, name));
+        CREATE TABLE entities (
+            org_id TEXT NOT NULL, list_name TEXT NOT NULL, entity_id TEXT NOT NULL,
+            label TEXT NOT NULL, properties TEXT NOT NULL, version INTEGER NOT NULL, conflict TEXT,
+            created_by TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, deleted_at INTEGER,
+            PRIMARY KEY (org_id, list_name, entity_id),
+            FOREIGN KEY (org_id, list_name) REFERENCES entity_lists(org_id, name));
+        CREATE TABLE entity_versions (
+            org_id TEXT NOT NULL, list_name TEXT NOT NULL, entity_id TEXT NOT NULL, version INTEGER NOT NULL,
+            label TEXT NOT NULL, properties TEXT NOT NULL, base_version INTEGER, trunk_version INTEGER, branch_id TEXT, conflict TEXT,
+            source TEXT NOT NULL, response_id TEXT, actor TEXT NOT NULL, created_at INTEGER NOT NULL,
+            PRIMARY KEY (org_id, list_name, entity_id, version),
+            FOREIGN KEY (org_id, list_name, entity_id) REFERENCES entities(org_id, list_name, entity_id));
+        CREATE INDEX entity_versions_response ON entity_versions(org_id, response_id);
+        CREATE INDEX entity_versions_branch ON entity_versions(org_id, list_name, entity_id, branch_id, base_version);
+        CREATE TABLE entity_waiting (
+            org_id TEXT NOT NULL, response_id TEXT NOT NULL, list_name TEXT NOT NULL, entity_id TEXT NOT NULL,
+            change TEXT NOT NULL, actor TEXT NOT NULL, received_at INTEGER NOT NULL,
+            PRIMARY KEY (org_id, response_id));
+        CREATE INDEX entity_waiting_entity ON entity_waiting(org_id, list_name, entity_id, received_at);
+        """, postgres: """
+        CREATE TABLE entity_lists (
+            org_id TEXT NOT NULL REFERENCES orgs(org_id), name TEXT NOT NULL, label TEXT NOT NULL,
+            properties TEXT NOT NULL, revision BIGINT NOT NULL, created_at BIGINT NOT NULL,
+            PRIMARY KEY (org_id, name));
+        CREATE TABLE entities (
+            org_id TEXT NOT NULL, list_name TEXT NOT NULL, entity_id TEXT NOT NULL,
+            label TEXT NOT NULL, properties TEXT NOT NULL, version BIGINT NOT NULL, conflict TEXT,
+            created_by TEXT NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, deleted_at BIGINT,
+            PRIMARY KEY (org_id, list_name, entity_id),
+            FOREIGN KEY (org_id, list_name) REFERENCES entity_lists(org_id, name));
+        CREATE TABLE entity_versions (
+            org_id TEXT NOT NULL, list_name TEXT NOT NULL, entity_id TEXT NOT NULL, version BIGINT NOT NULL,
+            label TEXT NOT NULL, properties TEXT NOT NULL, base_version BIGINT, trunk_version BIGINT, branch_id TEXT, conflict TEXT,
+            source TEXT NOT NULL, response_id TEXT, actor TEXT NOT NULL, created_at BIGINT NOT NULL,
+            PRIMARY KEY (org_id, list_name, entity_id, version),
+            FOREIGN KEY (org_id, list_name, entity_id) REFERENCES entities(org_id, list_name, entity_id));
+        CREATE INDEX entity_versions_response ON entity_versions(org_id, response_id);
+        CREATE INDEX entity_versions_branch ON entity_versions(org_id, list_name, entity_id, branch_id, base_version);
+        CREATE TABLE entity_waiting (
+            org_id TEXT NOT NULL, response_id TEXT NOT NULL, list_name TEXT NOT NULL, entity_id TEXT NOT NULL,
+            change TEXT NOT NULL, actor TEXT NOT NULL, received_at BIGINT NOT NULL,
+            PRIMARY KEY (org_id, response_id));
+        CREATE INDEX entity_waiting_entity ON entity_waiting(org_id, list_name, entity_id, received_at);
+        """),
     ]
 
 

@@ -99,10 +99,12 @@ public final class Outbox: Sendable {
 
     /// Captures one response (and its files) for the signed-in person, committed in one
     /// transaction. `answers` is the JSON object of answers; each attachment's answer is set to
-    /// `{"clientUploadId": ...}` here. Returns the response's command (its id is the `clientSubmissionId`).
+    /// `{"clientUploadId": ...}` here. `entity`: what the response does to an entity of the form's
+    /// list (`{"id", "create": true, "label"}` or `{"id", "update": true, "baseVersion"}`), sent with
+    /// it and applied with it. Returns the response's command (its id is the `clientSubmissionId`).
     @discardableResult
     public func captureResponse(title: String = "", surveyVersionId: String, contentHash: String, answers: [String: any Sendable],
-                                attachments: [Attachment] = [], fieldTaskId: String? = nil,
+                                attachments: [Attachment] = [], fieldTaskId: String? = nil, entity: [String: any Sendable]? = nil,
                                 clientSubmissionId: String = UUID().uuidString.lowercased()) throws -> OutboxCommand {
         let owner = try requireOwner()
         let now = configuration.now()
@@ -127,6 +129,7 @@ public final class Outbox: Sendable {
                                                     "contentHash": contentHash, "answers": answers,
                                                     "capturedAt": ISO8601DateFormatter().string(from: now)]
             if let fieldTaskId { envelope["fieldTaskId"] = fieldTaskId }
+            if let entity { envelope["entity"] = entity }
             let response = newCommand(id: clientSubmissionId, owner: owner, kind: .response, title: title, method: "POST",
                                       path: "/v1/orgs/\(owner.organization)/responses",
                                       headers: ["Content-Type": "application/json"], body: try jsonBytes(envelope),

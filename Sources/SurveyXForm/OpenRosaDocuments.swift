@@ -37,9 +37,11 @@ public enum OpenRosaDocuments {
         /// Hex MD5 of the bytes at `downloadURL`.
         public let md5: String
         public let downloadURL: String
+        /// `entityList` for an entity list's CSV (Collect then checks it for updates).
+        public let type: String?
 
-        public init(fileName: String, md5: String, downloadURL: String) {
-            self.fileName = fileName; self.md5 = md5; self.downloadURL = downloadURL
+        public init(fileName: String, md5: String, downloadURL: String, type: String? = nil) {
+            self.fileName = fileName; self.md5 = md5; self.downloadURL = downloadURL; self.type = type
         }
     }
 
@@ -53,6 +55,7 @@ public enum OpenRosaDocuments {
             try w.attribute("xmlns", "http://openrosa.org/xforms/xformsManifest")
             for file in files {
                 try w.startElement("mediaFile")
+                if let type = file.type { try w.attribute("type", type) }
                 try w.element("filename", text: file.fileName)
                 try w.element("hash", text: "md5:" + file.md5)
                 try w.element("downloadUrl", text: file.downloadURL)

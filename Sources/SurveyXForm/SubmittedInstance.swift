@@ -11,6 +11,10 @@ public struct SubmittedInstance: Sendable {
     public let version: String?
     /// `meta/instanceID` (`uuid:…`): the submission's id, whichever door it arrives at.
     public let instanceID: String?
+    /// `meta/entity` as the JSON door's `entity` (`{dataset, id, create?, update?, baseVersion?,
+    /// trunkVersion?, branchId?, label?}`), when the instance has one: what the device did to an
+    /// entity, its conditions already evaluated.
+    public let entity: JSONValue?
     private let root: XMLElement
 
     public init(xml: [UInt8]) throws(XFormRefusal) {
@@ -20,7 +24,32 @@ public struct SubmittedInstance: Sendable {
         }
         formId = id
         version = root.attribute("version")?.trimmingWhitespace()
-        instanceID = root.children.first { $0.name == "meta" }?.children.first { $0.name == "instanceID" }?.text.trimmingWhitespace()
+        let meta = root.children.first { $0.name == "meta" }
+        instanceID = meta?.children.first { $0.name == "instanceID" }?.text.trimmingWhitespace()
+        entity = meta?.children.first { $0.name == "entity" }.map(Self.entity)
+    }
+
+    /// ODK writes a flag as `1` / `true` (`0`, `false` or empty: not), a version as its number.
+    private static func entity(_ e: XMLElement) -> JSONValue {
+        var o: [String: JSONValue] = [:]
+        for a in e.attributes where a.namespace == nil {
+            let value = a.value.trimmingWhitespace()
+            switch a.name {
+            case "create", "update":
+                if value == "1" || value == "true" { o[a.name] = true } else if value != "0" && value != "false" && !value.isEmpty {
+                    o[a.name] = .string(value)  // neither: refused by name with the submission
+                }
+            case "baseVersion", "trunkVersion":
+                guard !value.isEmpty else { continue }
+                o[a.name] = number(value, fraction: false).map(JSONValue.number) ?? .string(value)
+            case "dataset", "id", "branchId":
+                if !value.isEmpty { o[a.name] = .string(value) }
+            default:
+                continue
+            }
+        }
+        if let label = e.children.first(where: { $0.name == "label" }) { o["label"] = .string(label.text) }
+        return .object(o)
     }
 
     /// The answers as the JSON API takes them (`Docs/odk-collect.md`): groups unwrap, a repeat's

@@ -10,7 +10,7 @@ struct XFormNodeBuilder {
     private var binds: [String: XMLElement] = [:]
     private let body: XFormBody
     private let translations: ItextTranslations
-    private var translator = XPathTranslator(ids: [:])
+    private(set) var translator = XPathTranslator(ids: [:])
     /// Every node's id by its path (`assignIds`).
     private var ids: [String: String] = [:]
     private var usedBinds: Set<String> = []
@@ -64,6 +64,9 @@ struct XFormNodeBuilder {
         }
     }
 
+    /// The `upload` of an OpenStreetMap question.
+    private static let osmMediatype = "osm/*"
+
     /// A bind attribute the server reads; any other (`saveIncomplete`, `jr:noAppErrorString`, a
     /// `bind::` column of the XLSForm) is the device's, kept in the XForm.
     private static func isServerBindAttribute(_ a: XMLElement.Attribute) -> Bool {
@@ -73,6 +76,7 @@ struct XFormNodeBuilder {
         case XMLNamespace.surveyd: bindSurveydAttributes.contains(a.name)
         // What the device does with an answer as it takes it (`orx:max-pixels`, `odk:quality`, …).
         case XMLNamespace.odk, XMLNamespace.openRosa: true
+        case XMLNamespace.entities: a.name == "saveto"  // read by XFormEntities
         default: false
         }
     }
@@ -226,12 +230,7 @@ struct XFormNodeBuilder {
         var seen: Set<String> = []
         for child in element.children {
             let childPath = path + "/" + child.name
-            if isMeta(childPath) {
-                if child.children.contains(where: { $0.name == "entity" }) {
-                    throw XFormRefusal("the form uses ODK entities (meta/entity); surveyd has no entity lists")
-                }
-                continue
-            }
+            if isMeta(childPath) { continue } // meta/entity is read by XFormEntities
             guard seen.insert(childPath).inserted else { continue }
             if isRepeatCountHelper(childPath) { continue } // read with the repeat whose jr:count names it
             out.append(try node(child, path: childPath))
@@ -382,7 +381,9 @@ struct XFormNodeBuilder {
         case ("upload", "binary"):
             q["type"] = "file"
             let mediatype = control.attribute("mediatype")?.trimmingWhitespace() ?? "*/*"
-            q["accept"] = .array([.string(mediatype.isEmpty ? "*/*" : mediatype)])
+            // An OpenStreetMap question (pyxform's `osm`): the device's mapping app sends the
+            // features as an OSM XML file.
+            q["accept"] = mediatype == Self.osmMediatype ? ["text/xml", "application/xml"] : .array([.string(mediatype.isEmpty ? "*/*" : mediatype)])
         // acknowledge: "OK" once acknowledged.
         case ("trigger", "string"):
             q["type"] = "select_one"
@@ -431,6 +432,9 @@ struct XFormNodeBuilder {
                 if hint != .string("") { q["hint"] = hint } // a hint that is only guidance
             case (XMLNamespace.xforms, "hint"):
                 _ = try text(child, what: "the hint of \(path)", path: path) // a note's: shown on the device
+            // The OSM tags the mapping app asks for: the device's.
+            case (XMLNamespace.xforms, "tag") where control.attribute("mediatype")?.trimmingWhitespace() == Self.osmMediatype:
+                continue
             case (XMLNamespace.xforms, "item") where (q["type"] == "select_one" || q["type"] == "select_multiple") && control.name != "trigger",
                  (XMLNamespace.xforms, "itemset") where (q["type"] == "select_one" || q["type"] == "select_multiple") && control.name != "trigger":
                 continue
@@ -467,6 +471,8 @@ struct XFormNodeBuilder {
                 continue // read where the kind of node is decided
             case (XMLNamespace.surveyd, _):
                 continue // read by surveydAttributes
+            case (XMLNamespace.entities, "saveto"):
+                continue // read by XFormEntities
             // The message an app shows for a required answer left empty, and what the device does
             // with an answer as it takes it (`orx:max-pixels`, …): kept in the XForm; the server says `required`.
             case (XMLNamespace.javaRosa, "requiredMsg"), (XMLNamespace.odk, _), (XMLNamespace.openRosa, _):

@@ -17,7 +17,7 @@ public enum XFormReader {
     public static func read(_ xml: [UInt8]) throws(XFormRefusal) -> (definition: JSONValue, warnings: [String]) {
         var warnings: [String] = []
         let root = try XMLDocumentReader.parse(xml)
-        try refuseEntities(root)
+        try refuseEntityConstructs(root)
         guard root.name == "html", root.namespace == XMLNamespace.xhtml else {
             throw XFormRefusal("the document's root is <\(root.displayName)>, not the <h:html> of an XForm")
         }
@@ -71,6 +71,9 @@ public enum XFormReader {
         if let language = translations.defaultLanguage { definition["defaultLanguage"] = .string(language) }
         try readSurveydModel(model, into: &definition, translations: translations)
         if let encryption { definition[EncryptedEnvelope.key] = encryption }
+        if let entity = try XFormEntities.declaration(data: data, model: model, binds: binds, translator: builder.translator, warnings: &warnings) {
+            definition["entity"] = entity
+        }
         let json = JSONValue.object(definition)
         // A CSV file no question's choices come from is there for pulldata.
         let named = Set(FormAttachments.named(in: json).map(\.fileName))
@@ -137,16 +140,18 @@ public enum XFormReader {
         return (data.attribute("id"), data.attribute("version"))
     }
 
-    /// ODK entities (`entities:` namespace, `saveto`) create and update shared lists; surveyd has none.
+    /// The entities namespace names two attributes surveyd reads (`XFormEntities`): the model's
+    /// `entities-version` and a bind's `saveto`; anything else in it is refused by name.
     /// Iterative, with an explicit stack.
-    private static func refuseEntities(_ root: XMLElement) throws(XFormRefusal) {
+    private static func refuseEntityConstructs(_ root: XMLElement) throws(XFormRefusal) {
         var stack = [root]
         while let element = stack.popLast() {
             if element.namespace == XMLNamespace.entities {
-                throw XFormRefusal("the form uses ODK entities (<\(element.displayName)>); surveyd has no entity lists")
+                throw XFormRefusal("the form has <\(element.displayName)>, which surveyd does not read")
             }
-            if let a = element.attributes.first(where: { $0.namespace == XMLNamespace.entities }) {
-                throw XFormRefusal("the form uses ODK entities (\(a.displayName) on <\(element.displayName)>); surveyd has no entity lists")
+            for a in element.attributes where a.namespace == XMLNamespace.entities {
+                let read = (element.name == "model" && a.name == "entities-version") || (element.name == "bind" && a.name == "saveto")
+                if !read { throw XFormRefusal("the form has \(a.displayName) on <\(element.displayName)>, which surveyd does not read") }
             }
             stack += element.children
         }

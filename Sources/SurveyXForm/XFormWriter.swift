@@ -36,6 +36,8 @@ public enum XFormWriter {
             let problems = error.errors.prefix(3).map(\.description).joined(separator: "; ")
             throw Unwritable("the definition is not valid: \(problems)")
         }
+        // Publish such a form as an XLSForm or XForm: its XForm, entity block included, is kept as sent.
+        if parsed.entity != nil { throw Unwritable("an XForm written of a JSON definition does not carry its entity declaration") }
         var planner = XFormPlanner(definition: definition, parsed: parsed)
         let plan = try planner.plan(fallbackFormId: formId, version: version)
         do {

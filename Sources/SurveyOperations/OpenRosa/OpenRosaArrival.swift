@@ -36,7 +36,8 @@ public struct OpenRosaArrival: Sendable {
         let definition = try operations.definitions.definition(of: version)
         let (answers, files, problems) = parsed.answers(for: definition) { OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: $0) }
         var submission = try Submission(clientSubmissionId: instanceID, surveyVersionId: version.surveyVersionId,
-                                        contentHash: version.contentHash, answers: answers, doorProblems: problems)
+                                        contentHash: version.contentHash, answers: answers, entity: parsed.entity,
+                                        doorProblems: problems)
         for file in files { submission.fileNames[OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: file.fileName)] = file.fileName }
         return OpenRosaArrival(instanceID: instanceID, version: version, submission: submission, files: files)
     }

@@ -18,6 +18,8 @@ public struct OpenRosaForms: Sendable {
         public let xform: VersionFiles.XForm
         /// The files the app downloads with the form (its manifest's).
         public let attachments: [VersionAttachmentRecord]
+        /// The entity list the form reads, served in its manifest too.
+        public let entityList: String?
     }
 
     /// Every open survey of the organization with a published version whose definition has an
@@ -36,7 +38,8 @@ public struct OpenRosaForms: Sendable {
                   let survey = try db.survey(orgId: orgId, surveyId: surveyId), survey.state == .open,
                   case let files = try files(of: version, in: db), let xform = files.xform else { continue }
             if let formId, xform.formId != formId { continue }
-            out.append(Listed(survey: survey, version: version, xform: xform, attachments: files.attachments))
+            out.append(Listed(survey: survey, version: version, xform: xform, attachments: files.attachments,
+                              entityList: try operations.definitions.definition(of: version).entityListRead))
         }
         return out
     }
@@ -52,6 +55,20 @@ public struct OpenRosaForms: Sendable {
     public func attachments(in db: ReadContext, orgId: String, surveyVersionId: String) throws -> [VersionAttachmentRecord]? {
         guard try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId) != nil else { return nil }
         return try db.versionAttachments(orgId: orgId, surveyVersionId: surveyVersionId)
+    }
+
+    /// The entity list one version of the organization reads (`SurveyDefinition.entityListRead`),
+    /// as it is in `db`; nil when the version reads none or does not exist.
+    public func entityList(in db: ReadContext, orgId: String, surveyVersionId: String) throws -> EntityListRecord? {
+        guard let version = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId),
+              let name = try operations.definitions.definition(of: version).entityListRead else { return nil }
+        return try db.entityList(orgId: orgId, name: name)
+    }
+
+    /// An entity list's manifest hash: it names the list's revision, which every change of an
+    /// entity or a property raises, so a phone downloads the CSV again exactly when it changed.
+    public static func entityListMD5(orgId: String, _ list: EntityListRecord) -> String {
+        Digest.md5Hex(Array("entity-list\n\(orgId)\n\(list.name)\n\(list.revision)".utf8))
     }
 
     /// The version whose XForm has this id and version: the latest published with that pair.

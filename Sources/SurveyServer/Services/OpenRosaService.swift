@@ -3,6 +3,7 @@ import SurveyDomain
 import SurveyHTTP
 import SurveyOperations
 import SurveyStorage
+import SurveyExports
 import SurveyXForm
 
 /// The OpenRosa door (`Docs/odk-collect.md`): what ODK Collect, KoboCollect and Enketo call at
@@ -67,7 +68,7 @@ struct OpenRosaService {
         let body = try OpenRosaDocuments.formList(listed.map { form in
             OpenRosaDocuments.ListedForm(formId: form.xform.formId ?? "", name: OpenRosaDocuments.carried(form.survey.title), version: form.xform.version,
                                          md5: form.xform.md5, downloadURL: "\(base)/forms/\(form.version.surveyVersionId)/form.xml",
-                                         manifestURL: form.attachments.isEmpty ? nil : "\(base)/forms/\(form.version.surveyVersionId)/manifest")
+                                         manifestURL: form.attachments.isEmpty && form.entityList == nil ? nil : "\(base)/forms/\(form.version.surveyVersionId)/manifest")
         })
         return Self.document(200, body)
     }
@@ -82,26 +83,45 @@ struct OpenRosaService {
         return Self.document(200, xform)
     }
 
-    /// The files an app downloads with a form: each by name, `md5:` hash and absolute URL.
+    /// The files an app downloads with a form: each by name, `md5:` hash and absolute URL; the
+    /// entity list it reads as `type="entityList"`, its hash changing exactly when the list does.
     func manifest(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId"), surveyVersionId = request.parameter("surveyVersionId")
-        let attachments = try services.database.read { db in
+        let forms = services.operations.openRosaForms
+        let (attachments, list) = try services.database.read { db in
             try admitCollector(request, in: db)
-            return try services.operations.openRosaForms.attachments(in: db, orgId: orgId, surveyVersionId: surveyVersionId)
+            return (try forms.attachments(in: db, orgId: orgId, surveyVersionId: surveyVersionId),
+                    try forms.entityList(in: db, orgId: orgId, surveyVersionId: surveyVersionId))
         }
         guard let attachments else { throw ApiError(.notFound, "This form is not published here: refresh the list of blank forms.") }
         let base = request.origin + "/v1/key/\(request.parameter("token"))/orgs/\(orgId)/forms/\(surveyVersionId)/attachments/"
-        return Self.document(200, try OpenRosaDocuments.manifest(attachments.map { a in
+        var files = attachments.map { a in
             OpenRosaDocuments.MediaFile(fileName: a.fileName, md5: a.md5, downloadURL: base + Self.pathSegment(a.fileName))
-        }))
+        }
+        if let list {
+            let name = list.name + ".csv"
+            files.append(OpenRosaDocuments.MediaFile(fileName: name, md5: OpenRosaForms.entityListMD5(orgId: orgId, list),
+                                                     downloadURL: base + Self.pathSegment(name), type: "entityList"))
+        }
+        return Self.document(200, try OpenRosaDocuments.manifest(files))
     }
 
-    /// One file of a form's manifest, byte for byte.
+    /// One file of a form's manifest, byte for byte; the entity list the form reads, streamed
+    /// from one snapshot of its entities (memory stays flat however many there are).
     func attachment(_ request: HTTPRequest) throws -> HTTPResponse {
-        let orgId = request.parameter("orgId"), surveyVersionId = request.parameter("surveyVersionId")
-        let found = try services.database.read { db in
+        let orgId = request.parameter("orgId"), surveyVersionId = request.parameter("surveyVersionId"), fileName = request.parameter("fileName")
+        let forms = services.operations.openRosaForms
+        let (found, list) = try services.database.read { db in
             try admitCollector(request, in: db)
-            return try db.versionAttachment(orgId: orgId, surveyVersionId: surveyVersionId, fileName: request.parameter("fileName"))
+            let list = try forms.entityList(in: db, orgId: orgId, surveyVersionId: surveyVersionId)
+            if let list, fileName == list.name + ".csv" { return (nil as VersionAttachmentRecord?, list as EntityListRecord?) }
+            return (try db.versionAttachment(orgId: orgId, surveyVersionId: surveyVersionId, fileName: fileName), nil)
+        }
+        if let list {
+            let snapshot = try services.database.snapshot()
+            let csv: EntityListCSV
+            do { csv = try EntityListCSV(snapshot: snapshot, orgId: orgId, list: list.name) } catch { snapshot.close(); throw error }
+            return .stream(ExportStream(csv), headers: [Self.headers[0], ("Content-Type", "text/csv; charset=utf-8")])
         }
         guard let found else { throw ApiError(.notFound, "This form has no such file: refresh the list of blank forms.") }
         return try SurveyService.attachmentResponse(found, blobs: services.operations.blobs, headers: [Self.headers[0]])
@@ -257,6 +277,7 @@ struct OpenRosaService {
         case "png": return "image/png"
         case "pdf": return "application/pdf"
         case "csv": return "text/csv"
+        case "osm", "xml": return "text/xml"
         case "enc": return "application/octet-stream"
         default: return part.contentType
         }

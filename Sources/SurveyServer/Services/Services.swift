@@ -30,6 +30,7 @@ struct Services: Sendable {
         UploadService(services: self).register(into: &router)
         ResumableUploadService(services: self, busy: uploadLocks).register(into: &router)
         TaskService(services: self).register(into: &router)
+        EntityListService(services: self).register(into: &router)
         ReviewService(services: self).register(into: &router)
         ChangesService(services: self).register(into: &router)
         ExportService(services: self).register(into: &router)

@@ -225,6 +225,41 @@ public enum IntegrityCheck {
         }
         if expired > 0 { r.notes.append("\(expired) unfinished resumable upload(s) past their expiry (removed by the next sweep)") }
 
+        // 7. Entities agree with their versions: versions 1…n each recorded, the entity as its
+        //    latest version left it, every version a submission made tied to its response, and
+        //    every waiting update to the response it came with.
+        let entities = Int64(try conn.query("SELECT COUNT(*) AS n FROM entities").first?.int("n") ?? 0)
+        progress.begin("entities", total: entities, unit: .rows)
+        try forEachRow(conn, """
+            SELECT e.list_name, e.entity_id, e.version,
+                (SELECT COUNT(*) FROM entity_versions v WHERE v.org_id = e.org_id AND v.list_name = e.list_name AND v.entity_id = e.entity_id
+                   AND v.version BETWEEN 1 AND e.version) AS recorded,
+                (SELECT COUNT(*) FROM entity_versions v WHERE v.org_id = e.org_id AND v.list_name = e.list_name AND v.entity_id = e.entity_id) AS versions,
+                (SELECT COUNT(*) FROM entity_versions v WHERE v.org_id = e.org_id AND v.list_name = e.list_name AND v.entity_id = e.entity_id
+                   AND v.version = e.version AND v.label = e.label AND v.properties = e.properties) AS latest
+            FROM entities e
+            """) { e in
+            progress.advance()
+            let name = "entity \(try e.string("list_name"))/\(try e.string("entity_id"))", version = try e.int("version")
+            if try e.int("recorded") != version || e.int("versions") != version {
+                r.violations.append("\(name): version \(version) but \(try e.int("versions")) versions recorded")
+            }
+            if try e.int("latest") != 1 { r.violations.append("\(name): not as its version \(version) left it") }
+        }
+        progress.end()
+        for v in try conn.query("""
+            SELECT v.list_name, v.entity_id, v.version FROM entity_versions v
+            WHERE v.source = 'submission' AND NOT EXISTS (SELECT 1 FROM responses r WHERE r.org_id = v.org_id AND r.response_id = v.response_id)
+            """) {
+            r.violations.append("entity \(try v.string("list_name"))/\(try v.string("entity_id")): version \(try v.int("version")) names no response")
+        }
+        for w in try conn.query("""
+            SELECT w.response_id FROM entity_waiting w
+            WHERE NOT EXISTS (SELECT 1 FROM responses r WHERE r.org_id = w.org_id AND r.response_id = w.response_id)
+            """) {
+            r.violations.append("a waiting entity update names no response (\(try w.string("response_id")))")
+        }
+
         r.counts.append(("blob files", blobFiles))
         return r
     }

@@ -20,7 +20,7 @@ public enum MigrateToPostgres {
         "orgs", "users", "tokens", "audit", "surveys", "survey_versions", "survey_version_sources", "survey_version_attachments", "responses", "uploads",
         "resumable_uploads", "tasks",
         "idempotency_keys", "invitations", "console_sessions", "webhooks", "webhook_deliveries", "webhook_snapshots", "webhook_identity",
-        "export_cursor_key",
+        "export_cursor_key", "entity_lists", "entities", "entity_versions", "entity_waiting",
     ]
 
     /// The one-row tables a fresh schema fills with its own random values; a copy brings the source's.

@@ -1,0 +1,44 @@
+import SurveyDomain
+import SurveyStorage
+
+/// An entity list as the CSV ODK apps read (`select_one_from_file households.csv`, Docs/entities.md):
+/// `name` (the entity's id), `label`, `__version`, `__trunkVersion`, `__branchId`, then the list's
+/// properties in the order forms added them; one line per entity that is not deleted, in id
+/// order. Read from one snapshot through a cursor and written a chunk at a time, so memory stays
+/// flat however long the list. Values are written as stored (no formula guard: phones read them
+/// as data, and an entity id must come back exactly).
+public final class EntityListCSV: ExportProducer {
+    private let snapshot: Snapshot
+    private let cursor: RowCursor
+    private let properties: [String]
+    private var header: [String]?
+
+    /// Reads the list in `snapshot` (closed with the producer). 404 when the list does not exist.
+    public init(snapshot: Snapshot, orgId: String, list: String) throws {
+        self.snapshot = snapshot
+        guard let record = try snapshot.read.entityList(orgId: orgId, name: list) else { throw ApiError.notFound() }
+        properties = record.properties
+        header = ["name", "label", "__version", "__trunkVersion", "__branchId"] + record.properties
+        cursor = try snapshot.rows("""
+            SELECT entity_id, label, version, properties FROM entities
+            WHERE org_id = ? AND list_name = ? AND deleted_at IS NULL ORDER BY entity_id
+            """, [.text(orgId), .text(list)])
+    }
+
+    public func produce(into out: inout [UInt8]) throws -> Bool {
+        if let header {
+            CSVEncoder.line(header, into: &out)
+            self.header = nil
+        }
+        while out.count < chunk {
+            guard let row = try cursor.next() else { close(); return false }
+            let values = try JSONParser.parse(Array(try row.string("properties").utf8)).objectValue ?? [:]
+            var fields = [try row.string("entity_id"), try row.string("label"), String(try row.int("version")), "", ""]
+            for p in properties { fields.append(values[p]?.stringValue ?? "") }
+            CSVEncoder.line(fields, into: &out)
+        }
+        return true
+    }
+
+    public func close() { snapshot.close() }
+}

@@ -1,0 +1,148 @@
+import SurveyDomain
+import SurveyStorage
+
+/// An admin's writes of entities through the API (Docs/entities.md): create, update (with the
+/// version it was made from), delete and restore. Gated like every write, keyed by
+/// `Idempotency-Key`, each with its audit entry; a refusal writes nothing.
+public struct EntityWrites: Sendable {
+    let operations: Operations
+
+    public struct NewEntity: Sendable {
+        public let id: String?
+        public let label: String
+        public let properties: [String: String]
+        public init(id: String?, label: String, properties: [String: String]) { self.id = id; self.label = label; self.properties = properties }
+    }
+
+    public struct Change: Sendable {
+        public let baseVersion: Int64?
+        public let label: String?
+        public let properties: [String: String]
+        public let force: Bool
+        public let resolve: Bool
+        public init(baseVersion: Int64?, label: String?, properties: [String: String], force: Bool, resolve: Bool) {
+            self.baseVersion = baseVersion; self.label = label; self.properties = properties; self.force = force; self.resolve = resolve
+        }
+    }
+
+    public func create(orgId: String, list: String, by user: UserRecord, key: IdempotencyKey<EntityRecord>? = nil,
+                       _ request: () throws -> NewEntity) throws -> KeyedOutcome<EntityRecord> {
+        let ops = operations
+        try ops.member(user, of: orgId, withAnyOf: [.admin])
+        let record = try ops.database.read { try $0.entityList(orgId: orgId, name: list) }
+        guard let record else { throw ApiError.notFound() }
+        return try ops.keyedWrite(orgId: orgId, caller: user.userId, target: list, key: key, prepare: { () throws -> EntityRecord in
+            let new = try request()
+            if let id = new.id, !ClientIdentifier.isValid(id) {
+                throw ApiError(.invalidIdentifier, "id must be 8–128 characters of A-Z a-z 0-9 _ - : . (a UUID).")
+            }
+            try Self.check(label: new.label, required: true, properties: new.properties, of: record)
+            let id = new.id ?? Self.newId()
+            if try ops.database.read({ try $0.entity(orgId: orgId, list: list, entityId: id) }) != nil { throw Self.exists(id) }
+            let now = ops.clock.nowMillis()
+            return EntityRecord(listName: list, entityId: id, label: new.label, properties: new.properties, version: 1, conflict: nil,
+                                createdBy: user.userId, createdAt: now, updatedAt: now)
+        }, write: { [actor = user.userId] e, tx in
+            // Checked again in turn: a submission may have created it since.
+            guard try tx.lockedEntity(list: list, entityId: e.entityId) == nil else { throw Self.exists(e.entityId) }
+            try tx.insertEntity(e, source: "api", responseId: nil, actor: actor)
+            try tx.audit(action: "entity.create", targetType: "entity", targetId: list + "/" + e.entityId)
+            return try Self.stored(list, e.entityId, tx)
+        })
+    }
+
+    /// Given properties replace their values, the others are kept. A `baseVersion` that is not
+    /// the entity's version is 409 / 1021 with the current entity, unless `force`; `resolve`
+    /// clears the conflict.
+    public func update(orgId: String, list: String, entityId: String, by user: UserRecord, key: IdempotencyKey<EntityRecord>? = nil,
+                       _ request: () throws -> Change) throws -> KeyedOutcome<EntityRecord> {
+        let ops = operations
+        try ops.member(user, of: orgId, withAnyOf: [.admin])
+        let (record, found) = try ops.database.read { db in
+            (try db.entityList(orgId: orgId, name: list), try db.entity(orgId: orgId, list: list, entityId: entityId))
+        }
+        guard let record, let found, found.deletedAt == nil else { throw ApiError.notFound() }
+        return try ops.keyedWrite(orgId: orgId, caller: user.userId, target: list + "/" + entityId, key: key, prepare: { () throws -> Change in
+            let change = try request()
+            guard change.baseVersion != nil || change.force || change.resolve else {
+                throw ApiError.malformed("baseVersion is required (the version the change was made from), unless force or resolve is true.")
+            }
+            try Self.check(label: change.label, required: false, properties: change.properties, of: record)
+            // Step 4: a stale version is reported as itself, never as 1001.
+            try Self.checkVersion(change, found)
+            return change
+        }, write: { [actor = user.userId] change, tx in
+            guard let current = try tx.lockedEntity(list: list, entityId: entityId), current.deletedAt == nil else { throw ApiError.notFound() }
+            try Self.checkVersion(change, current)
+            var values = current.properties
+            for (k, v) in change.properties { values[k] = v }
+            let next = EntityRecord(listName: list, entityId: entityId, label: change.label ?? current.label, properties: values,
+                                    version: current.version + 1, conflict: change.resolve ? nil : current.conflict, createdBy: current.createdBy,
+                                    createdAt: current.createdAt, updatedAt: tx.now)
+            try tx.updateEntity(next, expectedVersion: current.version, baseVersion: change.baseVersion, markedConflict: nil, source: "api",
+                                responseId: nil, actor: actor)
+            try tx.audit(action: "entity.update", targetType: "entity", targetId: list + "/" + entityId)
+            return try Self.stored(list, entityId, tx)
+        })
+    }
+
+    /// A soft delete (`deleted: true`: the entity leaves the list, its CSV and reads) or a restore.
+    /// Done twice, the second is the same answer and changes nothing more.
+    public func setDeleted(_ deleted: Bool, orgId: String, list: String, entityId: String, by user: UserRecord,
+                           key: IdempotencyKey<EntityRecord>? = nil) throws -> KeyedOutcome<EntityRecord> {
+        let ops = operations
+        try ops.member(user, of: orgId, withAnyOf: [.admin])
+        guard try ops.database.read({ try $0.entity(orgId: orgId, list: list, entityId: entityId) }) != nil else { throw ApiError.notFound() }
+        return try ops.keyedWrite(orgId: orgId, caller: user.userId, target: list + "/" + entityId, key: key, prepare: { () }, write: { _, tx in
+            guard try tx.lockedEntity(list: list, entityId: entityId) != nil else { throw ApiError.notFound() }
+            try tx.setEntityDeleted(list: list, entityId: entityId, at: deleted ? tx.now : nil)
+            // Audited even when it was already so: a key kept for it belongs to a write with its entry (`surveyd check`).
+            try tx.audit(action: deleted ? "entity.delete" : "entity.restore", targetType: "entity", targetId: list + "/" + entityId)
+            return try Self.stored(list, entityId, tx)
+        })
+    }
+
+    /// A version-4 UUID, as phones make entity ids.
+    static func newId() -> String {
+        var b = Digest.randomBytes(16)
+        b[6] = (b[6] & 0x0F) | 0x40
+        b[8] = (b[8] & 0x3F) | 0x80
+        let u = Array(Hex.encode(b).utf8)
+        func s(_ r: Range<Int>) -> String { String(decoding: u[r], as: UTF8.self) }
+        return "\(s(0..<8))-\(s(8..<12))-\(s(12..<16))-\(s(16..<20))-\(s(20..<32))"
+    }
+
+    private static func stored(_ list: String, _ entityId: String, _ tx: GatedTransaction) throws -> EntityRecord {
+        guard let e = try tx.read.entity(orgId: tx.orgId, list: list, entityId: entityId) else { throw ApiError(.internalError) }
+        return e
+    }
+
+    private static func exists(_ id: String) -> ApiError {
+        ApiError(.idempotencyConflict, "The list already has an entity \(id); update it instead.")
+    }
+
+    private static func checkVersion(_ change: Change, _ current: EntityRecord) throws {
+        guard !change.force, let base = change.baseVersion, base != current.version else { return }
+        throw ApiError(.staleRevision, "The entity is at version \(current.version), not \(base): read it again and make the change from there.",
+                       extra: ["current": current.document])
+    }
+
+    /// A label (1–2,000 characters; required on create) and properties the list has.
+    private static func check(label: String?, required: Bool, properties: [String: String], of list: EntityListRecord) throws {
+        var errors: [FieldError] = []
+        if let label {
+            if label.isEmpty || label.count > 2000 { errors.append(FieldError(path: "label", message: "1 to 2000 characters")) }
+        } else if required {
+            errors.append(FieldError(path: "label", message: "required"))
+        }
+        let known = Set(list.properties)
+        for name in properties.keys.sorted() where !known.contains(name) {
+            errors.append(FieldError(path: "properties.\(name)", message: "the list \(list.name) has no property \(name)"))
+        }
+        guard errors.isEmpty else { throw ApiError(.validationFailed, "The entity is not valid.", errors: errors) }
+    }
+}
+
+extension Operations {
+    public var entityWrites: EntityWrites { EntityWrites(operations: self) }
+}

@@ -1,0 +1,129 @@
+import SurveyDomain
+import SurveyHTTP
+import SurveyOperations
+import SurveyStorage
+
+/// The API's reads of entity lists and entities (`EntityLists`, Docs/entities.md); never gated.
+struct EntityListService {
+    let services: Services
+
+    static let base = "/v1/orgs/{orgId}/entity-lists"
+
+    func register(into router: inout Router) {
+        services.route(&router, "GET", Self.base, .member(anyOf: []), lists)
+        services.route(&router, "GET", Self.base + "/{name}", .member(anyOf: []), list)
+        services.route(&router, "GET", Self.base + "/{name}/entities", .member(anyOf: []), entities)
+        services.route(&router, "GET", Self.base + "/{name}/entities/{entityId}", .member(anyOf: []), entity)
+        services.route(&router, "GET", Self.base + "/{name}/entities/{entityId}/versions", .member(anyOf: []), versions)
+        registerWrites(into: &router)
+    }
+
+    func lists(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let page = try Page(request)
+        let rows = try services.operations.entityLists.lists(try context.member(), orgId: context.orgId, after: page.after, limit: page.limit)
+        return .json(200, page.render(rows, id: \.name, item: \.document))
+    }
+
+    func list(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        .json(200, try services.operations.entityLists.list(try context.member(), orgId: context.orgId, name: request.parameter("name")).document)
+    }
+
+    func entities(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let page = try Page(request)
+        let rows = try services.operations.entityLists.entities(try context.member(), orgId: context.orgId, list: request.parameter("name"),
+                                                                after: page.after, limit: page.limit)
+        return .json(200, page.render(rows, id: \.entityId, item: \.document))
+    }
+
+    func entity(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        .json(200, try services.operations.entityLists.entity(try context.member(), orgId: context.orgId, list: request.parameter("name"),
+                                                               entityId: request.parameter("entityId")).document)
+    }
+
+    /// Oldest first; the cursor is the last version listed.
+    func versions(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let page = try Page(request)
+        guard let after = page.after.map({ Int64($0) }) ?? 0, after >= 0 else {
+            throw ApiError(.validationFailed, "The query is not valid.", errors: [FieldError(path: "after", message: "is not a cursor of this list")])
+        }
+        let rows = try services.operations.entityLists.versions(try context.member(), orgId: context.orgId, list: request.parameter("name"),
+                                                                entityId: request.parameter("entityId"), after: after, limit: page.limit)
+        return .json(200, page.render(rows, id: { String($0.version.version) }, item: { $0.version.document(after: $0.previous) }))
+    }
+}
+
+/// The API's writes of entities (`EntityWrites`): admins only, gated, keyed by `Idempotency-Key`.
+extension EntityListService {
+    func registerWrites(into router: inout Router) {
+        let admins = Access.member(anyOf: [.admin])
+        services.route(&router, "POST", Self.base + "/{name}/entities", admins, create)
+        services.route(&router, "PATCH", Self.base + "/{name}/entities/{entityId}", admins, update)
+        services.route(&router, "DELETE", Self.base + "/{name}/entities/{entityId}", admins, delete)
+        services.route(&router, "POST", Self.base + "/{name}/entities/{entityId}/restore", admins, restore)
+    }
+
+    func create(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = context.orgId, list = request.parameter("name")
+        let render: @Sendable (EntityRecord) -> HTTPResponse = {
+            HTTPResponse.created("/v1/orgs/\(orgId)/entity-lists/\(list)/entities/\($0.entityId)", $0.document)
+        }
+        let keyed = KeyedAnswer(request, render)
+        let outcome = try services.operations.entityWrites.create(orgId: orgId, list: list, by: try context.member(), key: keyed.key) {
+            let body = try JSONBody(request.body)
+            return EntityWrites.NewEntity(id: try body.optionalString("id"), label: try body.string("label"),
+                                          properties: try Self.properties(body))
+        }
+        return try keyed.answer(outcome)
+    }
+
+    func update(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let keyed = KeyedAnswer(request) { (e: EntityRecord) in HTTPResponse.json(200, e.document) }
+        let outcome = try services.operations.entityWrites.update(orgId: context.orgId, list: request.parameter("name"),
+                                                                  entityId: request.parameter("entityId"), by: try context.member(), key: keyed.key) {
+            let body = try JSONBody(request.body)
+            var baseVersion: Int64?
+            if let v = body.fields["baseVersion"], !v.isNull {
+                guard let n = v.intValue, n >= 1 else { throw ApiError.malformed("baseVersion must be a version: an integer of at least 1.") }
+                baseVersion = Int64(n)
+            }
+            return EntityWrites.Change(baseVersion: baseVersion, label: try body.optionalString("label"), properties: try Self.properties(body),
+                                       force: try Self.flag(body, "force"), resolve: try Self.flag(body, "resolve"))
+        }
+        return try keyed.answer(outcome)
+    }
+
+    func delete(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let keyed = KeyedAnswer(request) { (_: EntityRecord) in HTTPResponse(status: 204) }
+        return try keyed.answer(try services.operations.entityWrites.setDeleted(true, orgId: context.orgId, list: request.parameter("name"),
+                                                                               entityId: request.parameter("entityId"), by: try context.member(),
+                                                                               key: keyed.key))
+    }
+
+    func restore(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let keyed = KeyedAnswer(request) { (e: EntityRecord) in HTTPResponse.json(200, e.document) }
+        return try keyed.answer(try services.operations.entityWrites.setDeleted(false, orgId: context.orgId, list: request.parameter("name"),
+                                                                               entityId: request.parameter("entityId"), by: try context.member(),
+                                                                               key: keyed.key))
+    }
+
+    /// `properties`: an object of strings (a number is its text, as ODK Central takes it).
+    static func properties(_ body: JSONBody) throws -> [String: String] {
+        guard let v = body.fields["properties"], !v.isNull else { return [:] }
+        guard let o = v.objectValue else { throw ApiError.malformed("properties must be an object of property names to strings.") }
+        var out: [String: String] = [:]
+        for (k, value) in o {
+            switch value {
+            case .string(let s): out[k] = s
+            case .number(let d): out[k] = CanonicalJSON.number(d)
+            default: throw ApiError.malformed("properties.\(k) must be a string.")
+            }
+        }
+        return out
+    }
+
+    static func flag(_ body: JSONBody, _ key: String) throws -> Bool {
+        guard let v = body.fields[key], !v.isNull else { return false }
+        guard let b = v.boolValue else { throw ApiError.malformed("\(key) must be a boolean.") }
+        return b
+    }
+}
