@@ -211,7 +211,7 @@ for op, statuses in [("createTask", ["422"]), ("createToken", ["422"]), ("invite
 # `$select`, `$expand`, `$skiptoken`, `$format`), whose grammar no schema describes. A
 # schema-valid one the feed cannot read is 400, and one it reads but does not implement is 501
 # with OData's error body (never a silently wrong result): both documented on the operation.
-for op in ["odataEntitySet", "odataServiceDocument", "odataMetadata"]:
+for op in ["odataEntitySet", "odataServiceDocument", "odataMetadata", "entityListODataEntitySet", "entityListODataServiceDocument", "entityListODataMetadata"]:
     lines += ["[[operations]]", f"include-operation-id = {q(op)}",
               "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "400", "401", "403", "404", "429", "501"]),
               "checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"])]

@@ -37,6 +37,7 @@ struct Services: Sendable {
         WebhookService(services: self).register(into: &router)
         OpenRosaService(services: self).register(into: &router)
         ODataService(services: self).register(into: &router)
+        EntityListODataService(services: self).register(into: &router)
     }
 
     /// Step 1 from a request's `Authorization` header.

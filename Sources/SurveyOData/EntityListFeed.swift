@@ -1,0 +1,140 @@
+import SurveyDomain
+import SurveyStorage
+import SurveyXForm
+
+/// An entity list's OData service (`/v1/orgs/{orgId}/entity-lists/{name}.svc`): one entity set,
+/// `Entities`, a row per entity that is not deleted — `__id` (the entity's id), `label`,
+/// `__system` (`createdAt`, `creatorId`, `updatedAt`, `version`, `conflict`) and each property of
+/// the list as text — in id order, a page at a time with `@odata.nextLink`. Power BI and Excel
+/// read it as they read a survey's `Submissions`.
+public struct EntityListFeed: Sendable {
+    public static let setName = "Entities"
+    static let typeName = "Entity"
+    static let systemType = "EntitySystem"
+    static let namespace = "surveyd.entities"
+    static let containerName = "EntityList"
+    static let systemProperties: [(String, ODataModel.EdmType)] = [
+        ("createdAt", .dateTimeOffset), ("creatorId", .string), ("updatedAt", .dateTimeOffset), ("version", .int64), ("conflict", .string),
+    ]
+
+    public let list: EntityListRecord
+
+    public init(list: EntityListRecord) { self.list = list }
+
+    /// Each property's name in the feed: the list's own where OData can name it (a letter or `_`,
+    /// then letters, digits, `_`), else with `_` for each other character (`village-name` →
+    /// `village_name`); a name taken twice, or one the row's own members use, gets a number after it.
+    public var propertyNames: [(property: String, odata: String)] {
+        var taken: Set<String> = ["__id", "label", "__system"]
+        return list.properties.map { property in
+            var base = String(String.UnicodeScalarView(property.unicodeScalars.map { c in
+                c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "_") ? c : "_"
+            }))
+            if !(base.unicodeScalars.first.map { $0.isASCII && ($0.properties.isAlphabetic || $0 == "_") } ?? false) { base = "_" + base }
+            var name = base, n = 2
+            while !taken.insert(name).inserted {
+                name = "\(base)_\(n)"
+                n += 1
+            }
+            return (property, name)
+        }
+    }
+
+    /// `{"@odata.context", "value": [Entities]}`.
+    public static func serviceDocument(serviceRoot: String) -> [UInt8] {
+        CanonicalJSON.encode([
+            "@odata.context": .string(serviceRoot + "/$metadata"),
+            "value": [["name": .string(setName), "kind": "EntitySet", "url": .string(setName)]],
+        ])
+    }
+
+    /// The CSDL document: the `__system` complex type, the entity type (key `__id`) and its set.
+    public func metadata() throws -> [UInt8] {
+        do {
+            let w = try XMLTextWriter()
+            try w.startDocument()
+            try w.startElement("edmx:Edmx")
+            try w.attribute("xmlns:edmx", ODataDocuments.edmx)
+            try w.attribute("Version", "4.0")
+            try w.startElement("edmx:DataServices")
+            try w.startElement("Schema")
+            try w.attribute("xmlns", ODataDocuments.edm)
+            try w.attribute("Namespace", Self.namespace)
+            try w.startElement("ComplexType")
+            try w.attribute("Name", Self.systemType)
+            for (name, type) in Self.systemProperties { try w.element("Property", [("Name", name), ("Type", type.rawValue)]) }
+            try w.endElement()
+            try w.startElement("EntityType")
+            try w.attribute("Name", Self.typeName)
+            try w.startElement("Key")
+            try w.element("PropertyRef", [("Name", "__id")])
+            try w.endElement()
+            try w.element("Property", [("Name", "__id"), ("Type", ODataModel.EdmType.string.rawValue), ("Nullable", "false")])
+            try w.element("Property", [("Name", "label"), ("Type", ODataModel.EdmType.string.rawValue), ("Nullable", "false")])
+            try w.element("Property", [("Name", "__system"), ("Type", Self.namespace + "." + Self.systemType), ("Nullable", "false")])
+            for (_, name) in propertyNames { try w.element("Property", [("Name", name), ("Type", ODataModel.EdmType.string.rawValue)]) }
+            try w.endElement()
+            try w.startElement("EntityContainer")
+            try w.attribute("Name", Self.containerName)
+            try w.element("EntitySet", [("Name", Self.setName), ("EntityType", Self.namespace + "." + Self.typeName)])
+            try w.endElement()
+            try w.endElement()
+            try w.endElement()
+            try w.endElement()
+            return try w.finish()
+        } catch {
+            throw ApiError(.internalError, "The OData metadata could not be written: \(error.message).")
+        }
+    }
+
+    /// The options a request may carry: `$top`, `$count`, `$skiptoken` (the last id of the page
+    /// before); any other `$` option is 501, never ignored.
+    public struct Query: Sendable {
+        public let top: Int?
+        public let count: Bool
+        public let after: String?
+
+        public init(_ options: [String: String]) throws(ODataError) {
+            var top: Int?, count = false, after: String?
+            for (key, value) in options.sorted(by: { $0.key < $1.key }) where key.hasPrefix("$") {
+                switch key {
+                case "$top":
+                    guard let n = Int(value), n >= 0 else { throw ODataError.bad("$top must be a whole number of 0 or more.") }
+                    top = n
+                case "$count":
+                    guard value == "true" || value == "false" else { throw ODataError.bad("$count must be true or false.") }
+                    count = value == "true"
+                case "$skiptoken":
+                    guard !value.isEmpty, value.utf8.count <= 128 else { throw ODataError.bad("This $skiptoken is not one the feed wrote.") }
+                    after = value
+                case "$format" where value == "json" || value.hasPrefix("application/json"):
+                    continue
+                default:
+                    throw ODataError.unsupported("\(key) is not supported on an entity list's feed: it offers $top, $count and server-driven paging (@odata.nextLink).")
+                }
+            }
+            self.top = top; self.count = count; self.after = after
+        }
+    }
+
+    /// A page's JSON: `@odata.context`, `@odata.count` when asked, `value`, `@odata.nextLink`.
+    public func body(_ entities: [EntityRecord], count: Int?, serviceRoot: String, nextLink: String?) -> [UInt8] {
+        let properties = propertyNames
+        var rows: [JSONValue] = []
+        rows.reserveCapacity(entities.count)
+        for e in entities {
+            var row: [String: JSONValue] = [
+                "__id": .string(e.entityId), "label": .string(e.label),
+                "__system": ["createdAt": .string(Timestamp.format(e.createdAt)), "creatorId": .string(e.createdBy),
+                             "updatedAt": .string(Timestamp.format(e.updatedAt)), "version": .number(Double(e.version)),
+                             "conflict": e.conflict.map(JSONValue.string) ?? .null],
+            ]
+            for (property, name) in properties { row[name] = e.properties[property].map(JSONValue.string) ?? .null }
+            rows.append(.object(row))
+        }
+        var document: [String: JSONValue] = ["@odata.context": .string(serviceRoot + "/$metadata#" + Self.setName), "value": .array(rows)]
+        if let count { document["@odata.count"] = .number(Double(count)) }
+        if let nextLink { document["@odata.nextLink"] = .string(nextLink) }
+        return CanonicalJSON.encode(.object(document))
+    }
+}
