@@ -87,20 +87,39 @@ public struct EntityListFeed: Sendable {
         }
     }
 
-    /// The options a request may carry: `$top`, `$count`, `$skiptoken` (the last id of the page
-    /// before); any other `$` option is 501, never ignored.
+    /// A property path's type in `Entities` (what `$filter` may name).
+    public func resolve(_ path: [String]) -> ODataModel.Resolved? {
+        let properties = Set(propertyNames.map(\.odata))
+        switch path.count {
+        case 1 where path[0] == "__id" || path[0] == "label" || properties.contains(path[0]): return .primitive(.string)
+        case 1 where path[0] == "__system": return .complex
+        case 2 where path[0] == "__system": return Self.systemProperties.first { $0.0 == path[1] }.map { .primitive($0.1) }
+        default: return nil
+        }
+    }
+
+    /// The options a request may carry: `$top`, `$skip`, `$count`, `$filter` (as a survey's
+    /// feed reads it, over `__id`, `label`, `__system/…` and the properties), `$skiptoken` (the
+    /// last id of the page before); any other `$` option is 501, never ignored.
     public struct Query: Sendable {
         public let top: Int?
+        public let skip: Int
         public let count: Bool
+        public let filter: ODataFilter?
         public let after: String?
 
-        public init(_ options: [String: String]) throws(ODataError) {
-            var top: Int?, count = false, after: String?
+        public init(_ options: [String: String], feed: EntityListFeed) throws(ODataError) {
+            var top: Int?, skip = 0, count = false, after: String?, filter: ODataFilter?
             for (key, value) in options.sorted(by: { $0.key < $1.key }) where key.hasPrefix("$") {
                 switch key {
                 case "$top":
                     guard let n = Int(value), n >= 0 else { throw ODataError.bad("$top must be a whole number of 0 or more.") }
                     top = n
+                case "$skip":
+                    guard let n = Int(value), n >= 0 else { throw ODataError.bad("$skip must be a whole number of 0 or more.") }
+                    skip = n
+                case "$filter":
+                    filter = try ODataFilter(value) { feed.resolve($0) }
                 case "$count":
                     guard value == "true" || value == "false" else { throw ODataError.bad("$count must be true or false.") }
                     count = value == "true"
@@ -110,28 +129,27 @@ public struct EntityListFeed: Sendable {
                 case "$format" where value == "json" || value.hasPrefix("application/json"):
                     continue
                 default:
-                    throw ODataError.unsupported("\(key) is not supported on an entity list's feed: it offers $top, $count and server-driven paging (@odata.nextLink).")
+                    throw ODataError.unsupported("\(key) is not supported on an entity list's feed: it offers $filter, $top, $skip, $count and server-driven paging (@odata.nextLink).")
                 }
             }
-            self.top = top; self.count = count; self.after = after
+            self.top = top; self.skip = skip; self.count = count; self.filter = filter; self.after = after
         }
     }
 
+    /// An entity's row as the feed writes it (and `$filter` reads it).
+    public func row(_ e: EntityRecord, properties: [(property: String, odata: String)]) -> JSONValue {
+        var row: [String: JSONValue] = [
+            "__id": .string(e.entityId), "label": .string(e.label),
+            "__system": ["createdAt": .string(Timestamp.format(e.createdAt)), "creatorId": .string(e.createdBy),
+                         "updatedAt": .string(Timestamp.format(e.updatedAt)), "version": .number(Double(e.version)),
+                         "conflict": e.conflict.map(JSONValue.string) ?? .null],
+        ]
+        for (property, name) in properties { row[name] = e.properties[property].map(JSONValue.string) ?? .null }
+        return .object(row)
+    }
+
     /// A page's JSON: `@odata.context`, `@odata.count` when asked, `value`, `@odata.nextLink`.
-    public func body(_ entities: [EntityRecord], count: Int?, serviceRoot: String, nextLink: String?) -> [UInt8] {
-        let properties = propertyNames
-        var rows: [JSONValue] = []
-        rows.reserveCapacity(entities.count)
-        for e in entities {
-            var row: [String: JSONValue] = [
-                "__id": .string(e.entityId), "label": .string(e.label),
-                "__system": ["createdAt": .string(Timestamp.format(e.createdAt)), "creatorId": .string(e.createdBy),
-                             "updatedAt": .string(Timestamp.format(e.updatedAt)), "version": .number(Double(e.version)),
-                             "conflict": e.conflict.map(JSONValue.string) ?? .null],
-            ]
-            for (property, name) in properties { row[name] = e.properties[property].map(JSONValue.string) ?? .null }
-            rows.append(.object(row))
-        }
+    public func body(_ rows: [JSONValue], count: Int?, serviceRoot: String, nextLink: String?) -> [UInt8] {
         var document: [String: JSONValue] = ["@odata.context": .string(serviceRoot + "/$metadata#" + Self.setName), "value": .array(rows)]
         if let count { document["@odata.count"] = .number(Double(count)) }
         if let nextLink { document["@odata.nextLink"] = .string(nextLink) }

@@ -49,10 +49,15 @@ public struct ODataFilter: Sendable {
 
     /// Parses `text` for `table` of `model` (400 or 501 on what it cannot evaluate).
     public init(_ text: String, model: ODataModel, table: Int) throws(ODataError) {
+        try self.init(text) { model.resolve($0, in: table) }
+    }
+
+    /// Parses `text` for a table whose properties `resolve` types (an entity list's `Entities`).
+    public init(_ text: String, resolve: @escaping @Sendable ([String]) -> ODataModel.Resolved?) throws(ODataError) {
         guard text.utf8.count <= Self.maxLength else {
             throw .unsupported("$filter is longer than this server evaluates (\(Self.maxLength) characters).")
         }
-        var parser = Parser(tokens: try Lexer.tokens(text), model: model, table: table)
+        var parser = Parser(tokens: try Lexer.tokens(text), resolve: resolve)
         root = try parser.parseAll()
     }
 
@@ -216,14 +221,14 @@ public struct ODataFilter: Sendable {
 
     struct Parser {
         let tokens: [Token]
-        let model: ODataModel
-        let table: Int
+        /// A property path's type, nil when the table has no such property.
+        let resolve: ([String]) -> ODataModel.Resolved?
         var at = 0
         var depth = 0
         var terms = 0
 
-        init(tokens: [Token], model: ODataModel, table: Int) {
-            self.tokens = tokens; self.model = model; self.table = table
+        init(tokens: [Token], resolve: @escaping ([String]) -> ODataModel.Resolved?) {
+            self.tokens = tokens; self.resolve = resolve
         }
 
         var peek: Token? { at < tokens.count ? tokens[at] : nil }
@@ -357,7 +362,7 @@ public struct ODataFilter: Sendable {
                     path.append(next)
                 }
                 if path.contains(where: { $0.contains(".") }) { throw .unsupported("$filter: qualified names (\(path.joined(separator: "/"))) are not supported.") }
-                switch model.resolve(path, in: table) {
+                switch resolve(path) {
                 case .primitive(let type)?:
                     let k: Kind
                     switch type {

@@ -69,9 +69,17 @@ import SurveyDomain
         }
         #expect(topped.count == 3)
 
+        // $filter over the label, __system and the properties; $skip; counted as filtered.
+        let one = try f.client.get(root + "/Entities?$filter=label%20eq%20'Household%202'&$count=true", token: f.reviewerToken)
+        #expect(one.json?["value"]?.arrayValue?.compactMap { $0["head"]?.stringValue } == ["Head 2"] && one.json?["@odata.count"] == 1, "\(one.text)")
+        let some = try f.client.get(root + "/Entities?$filter=__system/version%20eq%201%20and%20head%20ne%20'Head%201'&$skip=2", token: f.reviewerToken)
+        #expect(some.json?["value"]?.arrayValue?.compactMap { $0["head"]?.stringValue } == ["Head 5", "Head 6", "Head 7"], "\(some.text)")
+        let unknown = try f.client.get(root + "/Entities?$filter=colour%20eq%20'red'", token: f.reviewerToken)
+        #expect(unknown.status == 400, "\(unknown.text)")
+
         // Not supported: 501 with OData's error body; a list that is not there: 404.
-        let filtered = try f.client.get(root + "/Entities?$filter=label%20eq%20'x'", token: f.reviewerToken)
-        #expect(filtered.status == 501 && filtered.json?["error"]?["message"]?.stringValue?.contains("$filter") == true, "\(filtered.text)")
+        let ordered = try f.client.get(root + "/Entities?$orderby=label", token: f.reviewerToken)
+        #expect(ordered.status == 501 && ordered.json?["error"]?["message"]?.stringValue?.contains("$orderby") == true, "\(ordered.text)")
         #expect(try f.client.get("/v1/orgs/\(f.orgId)/entity-lists/trees.svc/Entities", token: f.reviewerToken).status == 404)
 
         // Basic with an API token reads the same; no credentials: 401 with the Basic challenge.

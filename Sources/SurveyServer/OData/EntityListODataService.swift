@@ -49,34 +49,68 @@ struct EntityListODataService {
     }
 
     /// A page of `Entities` in id order, from one snapshot: the list, its rows and their count.
+    /// A `$filter` or `$skip` reads the list in id order until the page is full (and, for
+    /// `$count`, to its end): bounded by the list's size, never held whole.
     func entitySet(_ admission: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let name = request.parameter("table")
         guard name == EntityListFeed.setName else {
             if name.hasPrefix(EntityListFeed.setName + "(") {
-                throw ODataError.unsupported("Addressing one entity by its key (\(name)) is not supported; read the list's entity with GET …/entity-lists/{name}/entities/{id}.")
+                throw ODataError.unsupported("Addressing one entity by its key (\(name)) is not supported; use $filter=__id eq '…'.")
             }
             throw ApiError.notFound()
         }
-        let query = try EntityListFeed.Query(request.query)
         let (size, applied) = ODataService.pageSize(request.header("prefer"))
-        let limit = min(size, query.top ?? Int.max)
-        let (feed, entities, count) = try services.database.read { db in
-            let list = try list(admission, request, in: db)
-            let rows = try db.entities(orgId: admission.orgId, list: list.name, after: query.after, limit: limit + 1)
-            return (EntityListFeed(list: list), rows, query.count ? try db.entityCount(orgId: admission.orgId, list: list.name) : nil)
+        let orgId = admission.orgId
+        let (feed, rows, more, count) = try services.database.read { db in
+            let feed = EntityListFeed(list: try list(admission, request, in: db))
+            let query = try EntityListFeed.Query(request.query, feed: feed)
+            let properties = feed.propertyNames
+            let limit = min(size, query.top ?? Int.max)
+            var rows: [JSONValue] = [], more = false, toSkip = query.skip, after = query.after
+            // Read in batches until the page is full and one more match shows there is a next page.
+            scan: while true {
+                let batch = try db.entities(orgId: orgId, list: feed.list.name, after: after, limit: Self.batch)
+                for e in batch {
+                    let row = feed.row(e, properties: properties)
+                    guard query.filter?.matches(row) ?? true else { continue }
+                    if toSkip > 0 { toSkip -= 1; continue }
+                    if rows.count == limit { more = true; break scan }
+                    rows.append(row)
+                }
+                guard batch.count == Self.batch, let last = batch.last else { break }
+                after = last.entityId
+            }
+            var count: Int?
+            if query.count {
+                count = query.filter == nil ? try db.entityCount(orgId: orgId, list: feed.list.name) : try Self.matching(feed, query, db, orgId)
+            }
+            return (feed, rows, more && limit < (query.top ?? Int.max), count)
         }
-        let page = Array(entities.prefix(limit))
-        // More rows than the page holds, and `$top` (if any) not reached by it: a next page.
         var next: String?
-        if entities.count > limit, limit < (query.top ?? Int.max) || query.top == nil, let last = page.last {
+        if more, let last = rows.last?["__id"]?.stringValue {
             var q = request.query
-            q["$skiptoken"] = last.entityId
-            if let top = query.top { q["$top"] = String(top - page.count) }
+            q["$skiptoken"] = last
+            q["$skip"] = nil  // skipped on the first page
+            if let top = Int(q["$top"] ?? "") { q["$top"] = String(top - rows.count) }
             next = serviceRoot(request) + "/" + name + "?" + ODataService.encode(q)
         }
-        var response = ODataService.answer(feed.body(page, count: count, serviceRoot: serviceRoot(request), nextLink: next),
-                                           ODataService.jsonType)
+        var response = ODataService.answer(feed.body(rows, count: count, serviceRoot: serviceRoot(request), nextLink: next), ODataService.jsonType)
         if applied { response.headers.append(("Preference-Applied", "odata.maxpagesize=\(size)")) }
         return response
+    }
+
+    /// Entities read a batch at a time.
+    static let batch = 1_000
+
+    /// How many entities of the whole list match the filter (`@odata.count`).
+    static func matching(_ feed: EntityListFeed, _ query: EntityListFeed.Query, _ db: ReadContext, _ orgId: String) throws -> Int {
+        let properties = feed.propertyNames
+        var n = 0, after: String?
+        while true {
+            let batch = try db.entities(orgId: orgId, list: feed.list.name, after: after, limit: batch)
+            n += batch.count { query.filter?.matches(feed.row($0, properties: properties)) ?? true }
+            guard batch.count == Self.batch, let last = batch.last else { return n }
+            after = last.entityId
+        }
     }
 }
