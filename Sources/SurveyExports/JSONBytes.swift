@@ -41,6 +41,13 @@ struct JSONBytes {
     /// text holds a byte a CSV field must be quoted for (comma, quote, CR, LF) — found in the
     /// same pass, so a text cell is read once.
     mutating func string(into out: inout [UInt8], quoting: inout Bool) -> Bool {
+        var escaped = false
+        return string(into: &out, quoting: &quoting, escaped: &escaped)
+    }
+
+    /// The same, with `escaped` set when the string held an escape (its decoded text is then not
+    /// its JSON form).
+    mutating func string(into out: inout [UInt8], quoting: inout Bool, escaped: inout Bool) -> Bool {
         guard take(UInt8(ascii: "\"")) else { return false }
         var run = offset
         while offset < bytes.count {
@@ -65,6 +72,7 @@ struct JSONBytes {
                 continue
             }
             out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<offset]))
+            escaped = true
             offset += 1
             guard offset < bytes.count else { return false }
             let e = bytes[offset]
