@@ -13,6 +13,8 @@ import SurveyStorage
 /// their own responses). Reads only: never gated, not audited per page.
 struct ODataService {
     let services: Services
+    /// Where plain pages are written, after their snapshot is closed.
+    let writers = FeedWriters()
 
     static let root = "/v1/orgs/{orgId}/surveys/{surveyId}.svc"
     static let challenge = ("WWW-Authenticate", "Basic realm=\"surveyd\"")
@@ -95,7 +97,15 @@ struct ODataService {
         guard let table = model.table(named: name) else { throw ApiError.notFound() }
         let query = try ODataQuery(request.query, model: model, table: table)
         let (size, applied) = Self.pageSize(request.header("prefer"))
-        let page = try ODataFeed(model: model, source: source, table: table, query: query).page(size: size)
+        let feed = ODataFeed(model: model, source: source, table: table, query: query)
+        let page: ODataFeed.Page
+        if let plain = try feed.plainPage(size: size) {
+            // The rows are read; writing them needs no snapshot.
+            source.close()
+            page = try writers.run { try plain.write() }
+        } else {
+            page = try feed.page(size: size)
+        }
         let root = serviceRoot(request)
         let next = page.next.map { token in
             var q = request.query
