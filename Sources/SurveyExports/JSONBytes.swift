@@ -49,6 +49,11 @@ struct JSONBytes {
     /// its JSON form).
     mutating func string(into out: inout [UInt8], quoting: inout Bool, escaped: inout Bool) -> Bool {
         guard take(UInt8(ascii: "\"")) else { return false }
+        return stringBody(into: &out, quoting: &quoting, escaped: &escaped)
+    }
+
+    /// A string's inside from `offset` to its closing quote, decoded into `out`.
+    private mutating func stringBody(into out: inout [UInt8], quoting: inout Bool, escaped: inout Bool) -> Bool {
         var run = offset
         while offset < bytes.count {
             skipPlain()
@@ -183,21 +188,57 @@ struct JSONBytes {
         return bytes[start..<offset]
     }
 
+    /// Past a string, checked as `string(into:)` checks it but copied nowhere (skipped values
+    /// are most of what a repeat's rows or a response's row pass over).
+    mutating func skipString() -> Bool {
+        guard take(UInt8(ascii: "\"")) else { return false }
+        while offset < bytes.count {
+            skipPlain()
+            guard offset < bytes.count else { break }
+            switch bytes[offset] {
+            case UInt8(ascii: "\""):
+                offset += 1
+                return true
+            case 0..<0x20:
+                return false
+            case UInt8(ascii: "\\"):
+                offset += 1
+                guard offset < bytes.count else { return false }
+                let e = bytes[offset]
+                offset += 1
+                switch e {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"),
+                     UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    continue
+                case UInt8(ascii: "u"):
+                    // The rest is read by the decoding reader, which checks a \u escape in full
+                    // (surrogate pairs too); a string with one is rare.
+                    offset -= 2
+                    var sink: [UInt8] = []
+                    var quoting = false, escaped = false
+                    return stringBody(into: &sink, quoting: &quoting, escaped: &escaped)
+                default: return false
+                }
+            default:
+                offset += 1  // a comma
+            }
+        }
+        return false
+    }
+
     /// Past one value of any kind.
     mutating func skipValue() -> Bool {
         guard let b = peek else { return false }
         switch b {
         case UInt8(ascii: "\""):
-            var sink: [UInt8] = []
-            return string(into: &sink)
+            return skipString()
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             let close = b == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
             offset += 1
             if take(close) { return true }
             repeat {
                 if b == UInt8(ascii: "{") {
-                    var sink: [UInt8] = []
-                    guard string(into: &sink), take(UInt8(ascii: ":")) else { return false }
+                    guard skipString(), take(UInt8(ascii: ":")) else { return false }
                 }
                 guard skipValue() else { return false }
             } while take(UInt8(ascii: ","))

@@ -23,7 +23,19 @@ struct ODataRowWriter {
         let property: Property
     }
 
-    private let members: [Member]
+    /// What writing a row does, in order: the members worked out once into constant bytes
+    /// (braces, commas, keys: ranges of `literals`) and values (trivial: a row costs no
+    /// reference counting).
+    private enum Step {
+        case literal(Int, Int)
+        case id
+        case parentId
+        case system
+        case value(Int, ODataModel.EdmType)
+    }
+
+    private let steps: [Step]
+    private let literals: [UInt8]
     /// A response's row: its `__system` counts the files its answers name.
     private let countsFiles: Bool
     private let wkt: Bool
@@ -53,7 +65,35 @@ struct ODataRowWriter {
         all.append(("__id", .id))
         if let parentKey = t.parentKey { all.append((parentKey, .parentId)) } else { all.append(("__system", .system)) }
         guard let ordered = Self.ordered(all) else { return nil }
-        self.members = ordered
+        var steps: [Step] = [], literals: [UInt8] = []
+        func literal(_ bytes: [UInt8]) {
+            if case .literal(let a, _)? = steps.last {
+                steps.removeLast()
+                literals += bytes
+                steps.append(.literal(a, literals.count))
+            } else {
+                let a = literals.count
+                literals += bytes
+                steps.append(.literal(a, literals.count))
+            }
+        }
+        func compile(_ members: [Member]) {
+            literal([UInt8(ascii: "{")])
+            for (i, m) in members.enumerated() {
+                literal((i > 0 ? [UInt8(ascii: ",")] : []) + m.key)
+                switch m.property {
+                case .id: steps.append(.id)
+                case .parentId: steps.append(.parentId)
+                case .system: steps.append(.system)
+                case .value(let q, let type): steps.append(.value(q, type))
+                case .group(let inner): compile(inner)
+                }
+            }
+            literal([UInt8(ascii: "}")])
+        }
+        compile(ordered)
+        self.steps = steps
+        self.literals = literals
         countsFiles = t.parentKey == nil
         self.wkt = wkt
         cells = StoredCells(questions: questions, choices: nil)
@@ -101,7 +141,7 @@ struct ODataRowWriter {
         }
         guard read else { return false }
         let mark = out.count
-        guard object(members, stored, keys, files: files, into: &out) else {
+        guard object(stored, keys, files: files, into: &out) else {
             out.removeSubrange(mark...)
             return false
         }
@@ -110,21 +150,19 @@ struct ODataRowWriter {
 
     private static let emptyObject = Array("{}".utf8)
 
-    private func object(_ members: [Member], _ stored: ExportedResponse, _ keys: RowKeys, files: Int, into out: inout [UInt8]) -> Bool {
-        out.append(UInt8(ascii: "{"))
-        for (i, m) in members.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            out += m.key
-            switch m.property {
-            case .id: CanonicalJSON.encode(.string(keys.id), into: &out)
-            case .parentId: CanonicalJSON.encode(.string(keys.parentId), into: &out)
-            case .system: system(stored, keys, files: files, into: &out)
-            case .value(let q, let type): guard value(q, type, into: &out) else { return false }
-            case .group(let inner): guard object(inner, stored, keys, files: files, into: &out) else { return false }
+    private func object(_ stored: ExportedResponse, _ keys: RowKeys, files: Int, into out: inout [UInt8]) -> Bool {
+        literals.withUnsafeBufferPointer { literals in
+            for step in steps {
+                switch step {
+                case .literal(let a, let b): out.append(contentsOf: UnsafeBufferPointer(rebasing: literals[a..<b]))
+                case .id: CanonicalJSON.encode(.string(keys.id), into: &out)
+                case .parentId: CanonicalJSON.encode(.string(keys.parentId), into: &out)
+                case .system: system(stored, keys, files: files, into: &out)
+                case .value(let q, let type): guard value(q, type, into: &out) else { return false }
+                }
             }
+            return true
         }
-        out.append(UInt8(ascii: "}"))
-        return true
     }
 
     /// `__system`, its members in canonical order.

@@ -13,8 +13,8 @@ import SurveyStorage
 /// their own responses). Reads only: never gated, not audited per page.
 struct ODataService {
     let services: Services
-    /// Where plain pages are written, after their snapshot is closed.
-    let writers = FeedWriters()
+    /// Where pages are read and written.
+    let workers = FeedWorkers()
 
     static let root = "/v1/orgs/{orgId}/surveys/{surveyId}.svc"
     static let challenge = ("WWW-Authenticate", "Basic realm=\"surveyd\"")
@@ -88,6 +88,11 @@ struct ODataService {
     }
 
     func entitySet(_ admission: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        try workers.run { try readPage(admission, request) }
+    }
+
+    /// An entity set's page, on one of the feed's workers.
+    private func readPage(_ admission: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let (source, model) = try open(admission, request)
         defer { source.close() }
         let name = request.parameter("table")
@@ -102,7 +107,7 @@ struct ODataService {
         if let plain = try feed.plainPage(size: size) {
             // The rows are read; writing them needs no snapshot.
             source.close()
-            page = try writers.run { try plain.write() }
+            page = try plain.write()
         } else {
             page = try feed.page(size: size)
         }

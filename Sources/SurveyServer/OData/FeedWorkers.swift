@@ -3,13 +3,14 @@ import Foundation
 import Glibc
 #endif
 
-/// The threads that write the OData feed's pages, below everything else's CPU priority (nice
-/// `niceness`), at most `limit` pages at once. A feed is a bulk read that clients (Power BI,
-/// Excel, scripts) refresh in a loop, as fast as pages come; four of them took two thirds of
-/// the CPU that submissions had alone (Docs/performance.md). Here they take what collection
-/// leaves, and all of it when nothing else runs. A request's own thread waits for its page.
-/// (A thread lowers its own priority once, as it starts: raising it again needs privileges.)
-final class FeedWriters: @unchecked Sendable {
+/// The threads that read and write the OData feed's pages, below everything else's CPU
+/// priority (nice `niceness`), at most `limit` pages at once. A feed is a bulk read that clients
+/// (Power BI, Excel, scripts) refresh in a loop, as fast as pages come; four of them took two
+/// thirds of the CPU that submissions had alone (Docs/performance.md). Here they take what
+/// collection leaves, and all of it when nothing else runs; a page waiting for its turn holds
+/// no snapshot. A request's own thread waits for its page. (A thread lowers its own priority
+/// once, as it starts: raising it again needs privileges.)
+final class FeedWorkers: @unchecked Sendable {
     // @unchecked: every field is guarded by `cond`.
     private let cond = NSCondition()
     private var work: [() -> Void] = []
