@@ -42,9 +42,11 @@ public struct StoredCells {
     private let slots: [Slot]
     private let ids: [[UInt8]]
     private let byId: [String: Int]
-    /// The slot met at each key position in the last object: the next object's keys are nearly
-    /// always the same, so a byte comparison usually replaces a hash lookup.
+    /// The slot met at each key position in the last object (-1: a key that is no question's,
+    /// such as a repeat's, kept in `unknown`): the next object's keys are nearly always the
+    /// same, so a byte comparison usually replaces a hash lookup.
     private var predicted: [Int] = []
+    private var unknown: [[UInt8]] = []
     /// Every cell of the last object read, in order.
     public private(set) var spans: [Span]
     /// A geopoint's `altitude` (not an export cell; the feed's third coordinate), by question index.
@@ -122,17 +124,27 @@ public struct StoredCells {
 
     /// The slot of the key just read, guessed from the last object first.
     private mutating func slot(at position: Int, _ key: Slice<UnsafeBufferPointer<UInt8>>) -> Int? {
-        if position < predicted.count, predicted[position] >= 0 {
+        if position < predicted.count {
             let guess = predicted[position]
-            let same = ids[guess].withUnsafeBufferPointer { id in
-                id.count == key.count && (id.isEmpty || memcmp(id.baseAddress!, key.base.baseAddress! + key.startIndex, id.count) == 0)
-            }
-            if same { return guess }
+            if guess >= 0 ? Self.same(ids[guess], key) : Self.same(unknown[position], key) { return guess >= 0 ? guess : nil }
         }
         let found = byId[String(decoding: key, as: UTF8.self)]
-        if position >= predicted.count { predicted += Array(repeating: -1, count: position - predicted.count + 1) }
+        if position >= predicted.count {
+            predicted += Array(repeating: -1, count: position - predicted.count + 1)
+            unknown += Array(repeating: [], count: position - unknown.count + 1)
+        }
         predicted[position] = found ?? -1
+        unknown[position] = found == nil ? Array(key) : []
         return found
+    }
+
+    private static func same(_ a: [UInt8], _ key: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        guard a.count == key.count else { return false }
+        guard !a.isEmpty else { return true }
+        return a.withUnsafeBufferPointer { a in
+            guard let x = a.baseAddress, let y = key.base.baseAddress else { return false }
+            return memcmp(x, y + key.startIndex, a.count) == 0
+        }
     }
 
     private mutating func value(_ p: inout JSONBytes, _ index: Int, file: ((String, String) -> String)?) -> Bool {
