@@ -3,13 +3,14 @@ import Foundation
 import Glibc
 #endif
 
-/// The threads that read and write the OData feed's pages, below everything else's CPU
-/// priority (nice `niceness`), at most `limit` pages at once. A feed is a bulk read that clients
-/// (Power BI, Excel, scripts) refresh in a loop, as fast as pages come; four of them took two
-/// thirds of the CPU that submissions had alone (Docs/performance.md). Here they take what
-/// collection leaves, and all of it when nothing else runs; a page waiting for its turn holds
-/// no snapshot. A request's own thread waits for its page. (A thread lowers its own priority
-/// once, as it starts: raising it again needs privileges.)
+/// The threads that read and write the OData feed's pages: at most `limit` pages at once (half
+/// the cores), each below everything else's CPU priority (nice `niceness`). A feed is a bulk
+/// read that clients (Power BI, Excel, scripts) refresh in a loop, as fast as pages come; four
+/// of them, a page each at once, left new submissions a third of their rate on two cores, and
+/// with the pages' snapshots overlapping the WAL could never start over (Docs/performance.md).
+/// Here feeds take what collection leaves, all of it when nothing else runs, and a page waiting
+/// for its turn holds no snapshot. A request's own thread waits for its page. (A thread lowers
+/// its own priority once, as it starts: raising it again needs privileges.)
 final class FeedWorkers: @unchecked Sendable {
     // @unchecked: every field is guarded by `cond`.
     private let cond = NSCondition()
@@ -20,7 +21,7 @@ final class FeedWorkers: @unchecked Sendable {
     private let niceness: Int32
     private let idleSeconds: Double
 
-    init(limit: Int = 2, niceness: Int32 = 10, idleSeconds: Double = 10) {
+    init(limit: Int = ProcessInfo.processInfo.activeProcessorCount / 2, niceness: Int32 = 19, idleSeconds: Double = 10) {
         self.limit = max(1, limit)
         self.niceness = niceness
         self.idleSeconds = idleSeconds
