@@ -5,7 +5,8 @@ import SurveyStorage
 
 /// One page of one table of a survey's feed, read from one snapshot (`FeedSource`): rows built
 /// from the export's cells (`ExportColumns.cells(of:)`), filtered, ordered, skipped, cut to the
-/// page, with `@odata.count` and `@odata.nextLink`.
+/// page, with `@odata.count` and `@odata.nextLink`. A plain read (no `$filter`, `$orderby`,
+/// `$select` or `$expand`) writes the same rows from the stored bytes instead (`plainPage`).
 ///
 /// Order: without `$orderby`, the responses' order of arrival (response ids are time-ordered),
 /// a repeat's rows in their order within it — read in that order with a keyset, page after page.
