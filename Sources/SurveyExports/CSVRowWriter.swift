@@ -29,12 +29,17 @@ struct CSVRowWriter {
             return
         }
         metadata(r, versionNumber, submitterName, into: &out)
-        for span in cells.spans {
-            out.append(UInt8(ascii: ","))
-            switch span.kind {
-            case .empty: break
-            case .number: number(span, into: &out)
-            case .text: text(span, into: &out)
+        // The whole line from the cells' buffers in place: no slice (and reference count) per cell.
+        cells.bytes.withUnsafeBufferPointer { bytes in
+            cells.spans.withUnsafeBufferPointer { spans in
+                for span in spans {
+                    out.append(UInt8(ascii: ","))
+                    switch span.kind {
+                    case .empty: break
+                    case .number: Self.number(bytes[span.start..<span.end], into: &out)
+                    case .text: Self.text(bytes[span.start..<span.end], quoting: span.quoting, into: &out)
+                    }
+                }
             }
         }
         out += [13, 10]
@@ -61,21 +66,21 @@ struct CSVRowWriter {
 
     /// A number cell as `CSVEncoder` writes it: the stored literal when it is already in that
     /// form (nearly always), else the value printed again.
-    private func number(_ span: StoredCells.Span, into out: inout [UInt8]) {
-        if cells.printsAsWritten(span) {
-            out += cells.bytes(of: span)
-        } else if let d = cells.double(span) {
+    private static func number(_ literal: Slice<UnsafeBufferPointer<UInt8>>, into out: inout [UInt8]) {
+        if StoredCells.printsAsWritten(literal) {
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: literal))
+        } else if let d = Double(String(decoding: literal, as: UTF8.self)) {
             CSVEncoder.number(d, into: &out)
         }
     }
 
-    /// A text cell as CSV writes one: quoted when it must be, a leading `'` against formulas.
-    private func text(_ span: StoredCells.Span, into out: inout [UInt8]) {
-        guard span.end > span.start else { return }
-        let text = cells.bytes(of: span)
-        let formula = CSVEncoder.startsFormula(text[text.startIndex])
-        let quoted = span.quoting ?? text.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 10 || $0 == 13 }
-        guard formula || quoted else { out += text; return }
+    /// A text cell as CSV writes one: quoted when it must be (`quoting`: nil when not known
+    /// yet), a leading `'` against formulas.
+    private static func text(_ text: Slice<UnsafeBufferPointer<UInt8>>, quoting: Bool?, into out: inout [UInt8]) {
+        guard let first = text.first else { return }
+        let formula = CSVEncoder.startsFormula(first)
+        let quoted = quoting ?? text.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 10 || $0 == 13 }
+        guard formula || quoted else { out.append(contentsOf: UnsafeBufferPointer(rebasing: text)); return }
         if quoted { out.append(UInt8(ascii: "\"")) }
         if formula { out.append(UInt8(ascii: "'")) }
         if quoted {
@@ -85,7 +90,7 @@ struct CSVRowWriter {
             }
             out.append(UInt8(ascii: "\""))
         } else {
-            out += text
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: text))
         }
     }
 }

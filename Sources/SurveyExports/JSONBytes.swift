@@ -49,11 +49,6 @@ struct JSONBytes {
     /// its JSON form).
     mutating func string(into out: inout [UInt8], quoting: inout Bool, escaped: inout Bool) -> Bool {
         guard take(UInt8(ascii: "\"")) else { return false }
-        return stringBody(into: &out, quoting: &quoting, escaped: &escaped)
-    }
-
-    /// A string's inside from `offset` to its closing quote, decoded into `out`.
-    private mutating func stringBody(into out: inout [UInt8], quoting: inout Bool, escaped: inout Bool) -> Bool {
         var run = offset
         while offset < bytes.count {
             skipPlain()
@@ -191,7 +186,9 @@ struct JSONBytes {
     /// Past a string, checked as `string(into:)` checks it but copied nowhere (skipped values
     /// are most of what a repeat's rows or a response's row pass over).
     mutating func skipString() -> Bool {
-        guard take(UInt8(ascii: "\"")) else { return false }
+        guard peek == UInt8(ascii: "\"") else { return false }
+        let start = offset
+        offset += 1
         while offset < bytes.count {
             skipPlain()
             guard offset < bytes.count else { break }
@@ -211,12 +208,11 @@ struct JSONBytes {
                      UInt8(ascii: "r"), UInt8(ascii: "t"):
                     continue
                 case UInt8(ascii: "u"):
-                    // The rest is read by the decoding reader, which checks a \u escape in full
+                    // Read again by the decoding reader, which checks a \u escape in full
                     // (surrogate pairs too); a string with one is rare.
-                    offset -= 2
+                    offset = start
                     var sink: [UInt8] = []
-                    var quoting = false, escaped = false
-                    return stringBody(into: &sink, quoting: &quoting, escaped: &escaped)
+                    return string(into: &sink)
                 default: return false
                 }
             default:

@@ -12,15 +12,20 @@ public struct StoredCells {
     public enum Kind: UInt8, Sendable { case empty, text, number }
 
     public struct Span: Sendable {
-        public var kind: Kind
         /// The cell's bytes in `bytes`: a text cell's text (escapes decoded), a number's literal.
         public var start: Int, end: Int
+        public var kind: Kind
         /// A text cell: whether it holds a byte a CSV field is quoted for (comma, quote, CR, LF);
         /// nil when not looked for yet.
         var quoting: Bool?
         /// A text cell whose bytes are not already a JSON string's inside (an escape was
         /// decoded, or it is another value's JSON text): JSON writes it escaped.
         public var escaped: Bool
+
+        // The offsets first: 24 bytes a cell, where the kind first took 32 (a row resets them all).
+        init(kind: Kind, start: Int, end: Int, quoting: Bool?, escaped: Bool) {
+            self.start = start; self.end = end; self.kind = kind; self.quoting = quoting; self.escaped = escaped
+        }
 
         static let empty = Span(kind: .empty, start: 0, end: 0, quoting: false, escaped: false)
         static let one = Span(kind: .number, start: 1, end: 2, quoting: false, escaped: false)
@@ -39,6 +44,7 @@ public struct StoredCells {
     /// The questions read, in order; a question's cells start at `firstCell[index]`.
     public let questions: [Question]
     public let firstCell: [Int]
+    private let hasGeopoint: Bool
     private let slots: [Slot]
     private let ids: [[UInt8]]
     private let byId: [String: Int]
@@ -85,6 +91,7 @@ public struct StoredCells {
         }
         self.slots = slots
         self.firstCell = firstCell
+        hasGeopoint = questions.contains { $0.type == .geopoint }
         ids = questions.map { Array($0.id.utf8) }
         byId = Dictionary(questions.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
         spans = Array(repeating: .empty, count: column)
@@ -97,7 +104,7 @@ public struct StoredCells {
         bytes.removeAll(keepingCapacity: true)
         bytes += [0, UInt8(ascii: "1"), UInt8(ascii: "0")]  // the split columns' 1 and 0 (Span.one, Span.zero)
         for i in spans.indices { spans[i] = .empty }
-        for i in altitudes.indices { altitudes[i] = .empty }
+        if hasGeopoint { for i in altitudes.indices { altitudes[i] = .empty } }
         var p = JSONBytes(json)
         guard p.take(UInt8(ascii: "{")) else { return false }
         if p.take(UInt8(ascii: "}")) { return p.atEnd }
@@ -234,7 +241,7 @@ public struct StoredCells {
 
     private mutating func number(_ n: Slice<UnsafeBufferPointer<UInt8>>) -> Span {
         let a = bytes.count
-        bytes.append(contentsOf: n)
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: n))
         return Span(kind: .number, start: a, end: bytes.count, quoting: false, escaped: false)
     }
 
