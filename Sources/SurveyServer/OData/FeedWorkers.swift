@@ -45,8 +45,10 @@ final class FeedWorkers: @unchecked Sendable {
 
     private func loop() {
         Thread.current.name = "surveyd-feed"
-        // Linux: PRIO_PROCESS with 0 is the calling thread alone.
+        #if os(Linux)
+        // Linux: PRIO_PROCESS with 0 is the calling thread alone (elsewhere it would be the process).
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
+        #endif
         cond.lock()
         while true {
             if !work.isEmpty {
