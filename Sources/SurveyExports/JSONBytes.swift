@@ -41,6 +41,13 @@ struct JSONBytes {
     /// text holds a byte a CSV field must be quoted for (comma, quote, CR, LF) — found in the
     /// same pass, so a text cell is read once.
     mutating func string(into out: inout [UInt8], quoting: inout Bool) -> Bool {
+        var escaped = false
+        return string(into: &out, quoting: &quoting, escaped: &escaped)
+    }
+
+    /// The same, with `escaped` set when the string held an escape (its decoded text is then not
+    /// its JSON form).
+    mutating func string(into out: inout [UInt8], quoting: inout Bool, escaped: inout Bool) -> Bool {
         guard take(UInt8(ascii: "\"")) else { return false }
         var run = offset
         while offset < bytes.count {
@@ -65,6 +72,7 @@ struct JSONBytes {
                 continue
             }
             out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<offset]))
+            escaped = true
             offset += 1
             guard offset < bytes.count else { return false }
             let e = bytes[offset]
@@ -175,21 +183,58 @@ struct JSONBytes {
         return bytes[start..<offset]
     }
 
+    /// Past a string, checked as `string(into:)` checks it but copied nowhere (skipped values
+    /// are most of what a repeat's rows or a response's row pass over).
+    mutating func skipString() -> Bool {
+        guard peek == UInt8(ascii: "\"") else { return false }
+        let start = offset
+        offset += 1
+        while offset < bytes.count {
+            skipPlain()
+            guard offset < bytes.count else { break }
+            switch bytes[offset] {
+            case UInt8(ascii: "\""):
+                offset += 1
+                return true
+            case 0..<0x20:
+                return false
+            case UInt8(ascii: "\\"):
+                offset += 1
+                guard offset < bytes.count else { return false }
+                let e = bytes[offset]
+                offset += 1
+                switch e {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"),
+                     UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    continue
+                case UInt8(ascii: "u"):
+                    // Read again by the decoding reader, which checks a \u escape in full
+                    // (surrogate pairs too); a string with one is rare.
+                    offset = start
+                    var sink: [UInt8] = []
+                    return string(into: &sink)
+                default: return false
+                }
+            default:
+                offset += 1  // a comma
+            }
+        }
+        return false
+    }
+
     /// Past one value of any kind.
     mutating func skipValue() -> Bool {
         guard let b = peek else { return false }
         switch b {
         case UInt8(ascii: "\""):
-            var sink: [UInt8] = []
-            return string(into: &sink)
+            return skipString()
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             let close = b == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
             offset += 1
             if take(close) { return true }
             repeat {
                 if b == UInt8(ascii: "{") {
-                    var sink: [UInt8] = []
-                    guard string(into: &sink), take(UInt8(ascii: ":")) else { return false }
+                    guard skipString(), take(UInt8(ascii: ":")) else { return false }
                 }
                 guard skipValue() else { return false }
             } while take(UInt8(ascii: ","))

@@ -5,7 +5,8 @@ import SurveyStorage
 
 /// One page of one table of a survey's feed, read from one snapshot (`FeedSource`): rows built
 /// from the export's cells (`ExportColumns.cells(of:)`), filtered, ordered, skipped, cut to the
-/// page, with `@odata.count` and `@odata.nextLink`.
+/// page, with `@odata.count` and `@odata.nextLink`. A plain read (no `$filter`, `$orderby`,
+/// `$select` or `$expand`) writes the same rows from the stored bytes instead (`plainPage`).
 ///
 /// Order: without `$orderby`, the responses' order of arrival (response ids are time-ordered),
 /// a repeat's rows in their order within it — read in that order with a keyset, page after page.
@@ -29,42 +30,71 @@ public struct ODataFeed {
     }
 
     public struct Page: Sendable {
-        public var rows: [JSONValue]
+        /// The rows' canonical JSON, separated by commas (the inside of `value`).
+        public var rows: [UInt8] = []
+        public var rowCount = 0
         public var count: Int?
         /// The `$skiptoken` of the next page, nil after the last.
         public var next: String?
     }
 
-    /// The JSON body: `@odata.context`, `@odata.count`, `@odata.nextLink`, `value`.
+    /// The JSON body: `@odata.context`, `@odata.count`, `@odata.nextLink`, `value` — canonical
+    /// JSON, so the link comes before the rows.
     public static func body(_ page: Page, setName: String, serviceRoot: String, nextLink: String?) -> [UInt8] {
-        var doc: [String: JSONValue] = ["@odata.context": .string(serviceRoot + "/$metadata#" + setName), "value": .array(page.rows)]
-        if let c = page.count { doc["@odata.count"] = .number(Double(c)) }
-        if let nextLink { doc["@odata.nextLink"] = .string(nextLink) }
-        return CanonicalJSON.encode(.object(doc))
+        var out: [UInt8] = []
+        out.reserveCapacity(page.rows.count + 1024)
+        out += #"{"@odata.context":"#.utf8
+        CanonicalJSON.encode(.string(serviceRoot + "/$metadata#" + setName), into: &out)
+        if let c = page.count {
+            out += #","@odata.count":"#.utf8
+            CanonicalJSON.encode(.number(Double(c)), into: &out)
+        }
+        if let nextLink {
+            out += #","@odata.nextLink":"#.utf8
+            CanonicalJSON.encode(.string(nextLink), into: &out)
+        }
+        out += #","value":["#.utf8
+        out += page.rows
+        out += "]}".utf8
+        return out
     }
 
+    /// The page, read and written at once (`plainPage` and `write`, or the general path).
     public func page(size: Int) throws -> Page {
-        let token = query.skipToken
-        let delivered = token?.delivered ?? 0
-        let skip = token == nil ? query.skip : 0
-        let limit = max(0, min(size, query.top.map { $0 - delivered } ?? Int.max))
-        var page = Page(rows: [], count: nil, next: nil)
+        if let plain = try plainPage(size: size) { return try plain.write() }
+        let (delivered, skip, limit) = window(size: size)
+        var page = Page()
         if query.count { page.count = try count() }
         guard limit > 0 else { return page }
-        var kept: [(row: JSONValue, position: SkipToken)]
+        let kept: [(row: JSONValue, position: SkipToken)]
         let more: Bool
         if query.orderBy.isEmpty {
-            (kept, more) = try arrivalOrder(after: token, skip: skip, limit: limit)
+            (kept, more) = try arrivalOrder(after: query.skipToken, skip: skip, limit: limit)
         } else {
-            (kept, more) = try ordered(after: token, skip: skip, limit: limit)
+            (kept, more) = try ordered(after: query.skipToken, skip: skip, limit: limit)
         }
-        page.rows = kept.map { select(expanded($0.row, position: $0.position)) }
-        // `$top` reached: the rows past it are not this query's.
-        let topReached = query.top.map { delivered + kept.count >= $0 } ?? false
-        if more, !topReached, let last = kept.last?.position {
-            page.next = SkipToken(keys: last.keys, responseId: last.responseId, ordinal: last.ordinal, delivered: delivered + kept.count).encoded
+        for (i, k) in kept.enumerated() {
+            if i > 0 { page.rows.append(UInt8(ascii: ",")) }
+            CanonicalJSON.encode(select(expanded(k.row, position: k.position)), into: &page.rows)
         }
+        page.rowCount = kept.count
+        finish(&page, last: kept.last?.position, more: more, delivered: delivered)
         return page
+    }
+
+    /// The rows already delivered (by earlier pages), the rows to skip, and how many this page may hold.
+    func window(size: Int) -> (delivered: Int, skip: Int, limit: Int) {
+        let delivered = query.skipToken?.delivered ?? 0
+        return (delivered, query.skipToken == nil ? query.skip : 0, max(0, min(size, query.top.map { $0 - delivered } ?? Int.max)))
+    }
+
+    /// The next page's `$skiptoken`, after the row at `last`.
+    func finish(_ page: inout Page, last: SkipToken?, more: Bool, delivered: Int) {
+        // `$top` reached: the rows past it are not this query's.
+        let topReached = query.top.map { delivered + page.rowCount >= $0 } ?? false
+        if more, !topReached, let last {
+            page.next = SkipToken(keys: last.keys, responseId: last.responseId, ordinal: last.ordinal, delivered: delivered + page.rowCount).encoded
+        }
     }
 
     // MARK: - Reading rows

@@ -13,6 +13,8 @@ import SurveyStorage
 /// their own responses). Reads only: never gated, not audited per page.
 struct ODataService {
     let services: Services
+    /// Where pages are read and written.
+    let workers = FeedWorkers()
 
     static let root = "/v1/orgs/{orgId}/surveys/{surveyId}.svc"
     static let challenge = ("WWW-Authenticate", "Basic realm=\"surveyd\"")
@@ -86,6 +88,11 @@ struct ODataService {
     }
 
     func entitySet(_ admission: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        try workers.run { try readPage(admission, request) }
+    }
+
+    /// An entity set's page, on one of the feed's workers.
+    private func readPage(_ admission: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let (source, model) = try open(admission, request)
         defer { source.close() }
         let name = request.parameter("table")
@@ -95,7 +102,15 @@ struct ODataService {
         guard let table = model.table(named: name) else { throw ApiError.notFound() }
         let query = try ODataQuery(request.query, model: model, table: table)
         let (size, applied) = Self.pageSize(request.header("prefer"))
-        let page = try ODataFeed(model: model, source: source, table: table, query: query).page(size: size)
+        let feed = ODataFeed(model: model, source: source, table: table, query: query)
+        let page: ODataFeed.Page
+        if let plain = try feed.plainPage(size: size) {
+            // The rows are read; writing them needs no snapshot.
+            source.close()
+            page = try plain.write()
+        } else {
+            page = try feed.page(size: size)
+        }
         let root = serviceRoot(request)
         let next = page.next.map { token in
             var q = request.query
