@@ -13,19 +13,8 @@ struct EntityListODataService {
     static let root = "/v1/orgs/{orgId}/entity-lists/{listName}.svc"
 
     func register(into router: inout Router) {
-        let routes: [(String, @Sendable (Admission, HTTPRequest) throws -> HTTPResponse)] = [
-            (Self.root, serviceDocument), (Self.root + "/$metadata", metadata), (Self.root + "/{table}", entitySet),
-        ]
-        for (pattern, handler) in routes {
-            let service = self
-            router.add("GET", pattern, access: FeedReads.access, runs: .blocking, needsClientAddress: true) { request in
-                do {
-                    return try handler(try ODataService(services: service.services).admit(request.head), request)
-                } catch let e as ODataError {
-                    return ODataService.error(e)
-                }
-            }
-        }
+        ODataService(services: services).addFeed(root: Self.root, serviceDocument: serviceDocument, metadata: metadata,
+                                                  entitySet: entitySet, into: &router)
     }
 
     private func serviceRoot(_ request: HTTPRequest) -> String {

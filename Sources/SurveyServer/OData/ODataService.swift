@@ -20,12 +20,18 @@ struct ODataService {
     static let challenge = ("WWW-Authenticate", "Basic realm=\"surveyd\"")
     static let jsonType = "application/json;odata.metadata=minimal"
 
+    typealias Handler = @Sendable (Admission, HTTPRequest) throws -> HTTPResponse
+
     func register(into router: inout Router) {
-        // Blocking: a password is checked with Argon2, and a page may read many responses.
-        let routes: [(String, @Sendable (Admission, HTTPRequest) throws -> HTTPResponse)] = [
-            (Self.root, serviceDocument), (Self.root + "/$metadata", metadata), (Self.root + "/{table}", entitySet),
-        ]
-        for (pattern, handler) in routes {
+        addFeed(root: Self.root, serviceDocument: serviceDocument, metadata: metadata, entitySet: entitySet, into: &router)
+    }
+
+    /// A feed's three routes under `root` (a survey's or an entity list's): each admitted as
+    /// every feed is, an `ODataError` answered in OData's shape. Blocking: a password is checked
+    /// with Argon2, and a page may read many rows.
+    func addFeed(root: String, serviceDocument: @escaping Handler, metadata: @escaping Handler, entitySet: @escaping Handler,
+                 into router: inout Router) {
+        for (pattern, handler) in [(root, serviceDocument), (root + "/$metadata", metadata), (root + "/{table}", entitySet)] {
             let service = self
             router.add("GET", pattern, access: FeedReads.access, runs: .blocking, needsClientAddress: true) { request in
                 do {
