@@ -321,6 +321,20 @@ import SurveyDomain
         #expect(entities.json?["nextCursor"] == .string(Self.household))
         #expect(try p.f.client.get(base + "/households/entities?after=\(Self.household)", token: p.f.adminToken).json?["items"] == [])
         #expect(try p.f.client.get(base + "/households/entities/\(Self.household)", token: p.f.adminToken).json == item)
+        // Filters: the conflict mark, changes after a time, a text in the label (either case).
+        func count(_ query: String) throws -> Int? {
+            try p.f.client.get(base + "/households/entities?" + query, token: p.f.adminToken).json?["items"]?.arrayValue?.count
+        }
+        #expect(try count("conflict=hard") == 1)
+        #expect(try count("conflict=soft") == 0)
+        #expect(try count("search=OF%207") == 1)
+        #expect(try count("search=%25") == 0)  // a literal %, in no label
+        #expect(try count("search=of%207&conflict=hard") == 1)
+        #expect(try count("updatedAfter=2000-01-01T00:00:00Z") == 1)
+        #expect(try count("updatedAfter=2100-01-01T00:00:00Z") == 0)
+        let bad = try p.f.client.get(base + "/households/entities?conflict=yes&updatedAfter=soon", token: p.f.adminToken)
+        #expect(bad.status == 422)
+        #expect(bad.json?["errors"]?.arrayValue?.compactMap { $0["path"]?.stringValue } == ["conflict", "updatedAfter"])
 
         let versions = try p.f.client.get(base + "/households/entities/\(Self.household)/versions", token: p.f.adminToken)
         #expect(versions.status == 200)

@@ -31,8 +31,27 @@ struct EntityListService {
     func entities(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let page = try Page(request)
         let rows = try services.operations.entityLists.entities(try context.member(), orgId: context.orgId, list: request.parameter("name"),
-                                                                after: page.after, limit: page.limit)
+                                                                after: page.after, limit: page.limit, filter: try Self.filter(request))
         return .json(200, page.render(rows, id: \.entityId, item: \.document))
+    }
+
+    /// `conflict=soft|hard`, `updatedAfter=<RFC 3339>` (strictly after), `search=<text>`.
+    static func filter(_ request: HTTPRequest) throws -> EntityFilter {
+        var filter = EntityFilter()
+        var errors: [FieldError] = []
+        if let c = request.query["conflict"], !c.isEmpty {
+            if c == "soft" || c == "hard" { filter.conflict = c } else { errors.append(FieldError(path: "conflict", message: "must be soft or hard")) }
+        }
+        if let t = request.query["updatedAfter"], !t.isEmpty {
+            if let ms = Timestamp.parse(t) { filter.updatedAfter = ms } else {
+                errors.append(FieldError(path: "updatedAfter", message: "must be a date and time (RFC 3339)"))
+            }
+        }
+        if let q = request.query["search"], !q.isEmpty {
+            if q.count > 200 { errors.append(FieldError(path: "search", message: "at most 200 characters")) } else { filter.search = q }
+        }
+        guard errors.isEmpty else { throw ApiError(.validationFailed, "The query is not valid.", errors: errors) }
+        return filter
     }
 
     func entity(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
