@@ -124,6 +124,13 @@ png = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
 upload_id = "conformance-upload-" + uuid.uuid4().hex[:12]
 call("PUT", f"/v1/orgs/{org}/uploads/{upload_id}", everyone["token"], raw=png,
      headers={"Content-Type": "image/png", "Survey-Version-Id": version, "Question-Id": file_questions[0]})
+# An entity list (a form that writes it) with two entities, for the entity operations to reach past 404.
+points = call("POST", f"/v1/orgs/{org}/surveys", E["ADMIN"], {"title": "Conformance water points"})
+call("POST", f"/v1/orgs/{org}/surveys/{points['surveyId']}/versions", E["ADMIN"], {"definition": {
+    "title": "Water points", "questions": [{"id": "point", "type": "text", "label": "Name"}, {"id": "flow", "type": "integer", "label": "Flow"}],
+    "entity": {"list": "conformance_points", "create": True, "saveTo": {"point": "point_name", "flow": "flow"}}}}, expect=(201,))
+entity_ids = [call("POST", f"/v1/orgs/{org}/entity-lists/conformance_points/entities", E["ADMIN"],
+                   {"label": f"Point {i}", "properties": {"point_name": f"Point {i}", "flow": "12"}}, expect=(201,))["id"] for i in (1, 2)]
 deliveries = call("GET", f"/v1/orgs/{org}/webhooks/{hook['webhookId']}/deliveries", E["ADMIN"])["items"]
 if not deliveries:
     sys.exit("conformance seed: the seeded writes recorded no webhook delivery")
@@ -155,6 +162,7 @@ lines += dictionary("victims", [victim["userId"]]) + dictionary("tokens", [victi
 lines += dictionary("tasks", [task["taskId"]]) + dictionary("uploads", [upload_id]) + dictionary("questions", file_questions)
 lines += dictionary("webhooks", [hook["webhookId"]]) + dictionary("doomedWebhooks", [doomed["webhookId"]])
 lines += dictionary("deliveries", [d["deliveryId"] for d in deliveries])
+lines += dictionary("entityLists", ["conformance_points"]) + dictionary("entities", entity_ids)
 # Receivers whose host never resolves: most generated webhooks point there rather than at random hosts.
 lines += dictionary("receivers", ["https://hooks.invalid/surveyd", "http://hooks.invalid:8080/in?source=surveyd"])
 # Fresh client ids and keys: without them most generated writes reuse an example's id with
@@ -169,7 +177,7 @@ for key, name, p in [("path.surveyId", "surveys", 0.5), ("path.surveyVersionId",
                      ("body.assigneeUserId", "assignees", 0.6), ("body.fieldTaskId", "tasks", 0.3),
                      ("body.clientSubmissionId", "fresh", 0.8), ("header.Idempotency-Key", "fresh", 0.6),
                      ("query.surveyVersionId", "versions", 0.5), ("query.fieldTaskId", "tasks", 0.5), ("query.submittedBy", "assignees", 0.5),
-                     ("path.webhookId", "webhooks", 0.6), ("path.deliveryId", "deliveries", 0.6), ("body.url", "receivers", 0.7)]:
+                     ("path.webhookId", "webhooks", 0.6), ("path.name", "entityLists", 0.7), ("path.entityId", "entities", 0.6), ("path.deliveryId", "deliveries", 0.6), ("body.url", "receivers", 0.7)]:
     lines.append(f'"{key}" = {{ dictionary = "{name}", probability = {p} }}')
 # --checks all: the answers a schema cannot predict, each with its reason (Docs/architecture.md).
 # tus demands 412 (not 400) for a missing or unsupported Tus-Resumable header, and 413 is the

@@ -39,10 +39,11 @@ struct EntityListService {
     static func filter(_ request: HTTPRequest) throws -> EntityFilter {
         var filter = EntityFilter()
         var errors: [FieldError] = []
-        if let c = request.query["conflict"], !c.isEmpty {
+        // Given, each must be what it says (empty too).
+        if let c = request.query["conflict"] {
             if c == "soft" || c == "hard" { filter.conflict = c } else { errors.append(FieldError(path: "conflict", message: "must be soft or hard")) }
         }
-        if let t = request.query["updatedAfter"], !t.isEmpty {
+        if let t = request.query["updatedAfter"] {
             if let ms = Timestamp.parse(t) { filter.updatedAfter = ms } else {
                 errors.append(FieldError(path: "updatedAfter", message: "must be a date and time (RFC 3339)"))
             }
