@@ -500,4 +500,28 @@ import SurveyDomain
             #expect(ok == 0, "\(report)")
         }
     }
+
+    @Test func anAdminCreatesAListThatAFormThenWritesTo() throws {
+        let f = try Fixture()
+        let lists = "/v1/orgs/\(f.orgId)/entity-lists"
+        let new: JSONValue = ["name": "households", "label": "Households of the district", "properties": ["head", "district"]]
+        let created = try f.client.post(lists, token: f.adminToken, new, headers: ["Idempotency-Key": "entity-list-0001"])
+        #expect(created.status == 201, "\(created.text)")
+        #expect(created.header("location") == "\(lists)/households")
+        #expect(created.json?["properties"] == ["head", "district"])
+        #expect(try f.client.post(lists, token: f.adminToken, new, headers: ["Idempotency-Key": "entity-list-0001"]).status == 200)
+        #expect(try f.client.post(lists, token: f.adminToken, new).json?["errorCode"] == 1004)
+        let bad = try f.client.post(lists, token: f.adminToken, ["name": "1st list", "properties": ["label", "ok"]])
+        #expect(bad.status == 422)
+        #expect(bad.json?["errors"]?.arrayValue?.compactMap { $0["path"]?.stringValue } == ["name", "properties[0]"])
+        #expect(try f.client.post(lists, token: f.collectorToken, ["name": "trees"]).status == 403)
+        try f.expire()
+        #expect(try f.client.post(lists, token: f.adminToken, ["name": "trees"]).status == 402)
+        try f.renew()
+        // A form that writes the list adds its own properties after the list's.
+        _ = try Published.publish(f, "household_registration")
+        let list = try f.client.get(lists + "/households", token: f.adminToken)
+        #expect(list.json?["properties"] == ["head", "district", "members", "village"])
+        #expect(list.json?["label"] == "Households of the district")
+    }
 }

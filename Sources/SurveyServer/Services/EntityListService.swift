@@ -76,10 +76,28 @@ struct EntityListService {
 extension EntityListService {
     func registerWrites(into router: inout Router) {
         let admins = Access.member(anyOf: [.admin])
+        services.route(&router, "POST", Self.base, admins, createList)
         services.route(&router, "POST", Self.base + "/{name}/entities", admins, create)
         services.route(&router, "PATCH", Self.base + "/{name}/entities/{entityId}", admins, update)
         services.route(&router, "DELETE", Self.base + "/{name}/entities/{entityId}", admins, delete)
         services.route(&router, "POST", Self.base + "/{name}/entities/{entityId}/restore", admins, restore)
+    }
+
+    func createList(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = context.orgId
+        let keyed = KeyedAnswer(request) { (l: EntityListRecord) in HTTPResponse.created("/v1/orgs/\(orgId)/entity-lists/\(l.name)", l.document) }
+        let outcome = try services.operations.entityWrites.createList(orgId: orgId, by: try context.member(), key: keyed.key) {
+            let body = try JSONBody(request.body)
+            var properties: [String] = []
+            if let v = body.fields["properties"], !v.isNull {
+                guard let items = v.arrayValue, items.allSatisfy({ $0.stringValue != nil }) else {
+                    throw ApiError.malformed("properties must be an array of property names.")
+                }
+                properties = items.compactMap(\.stringValue)
+            }
+            return EntityWrites.NewList(name: try body.string("name"), label: try body.optionalString("label"), properties: properties)
+        }
+        return try keyed.answer(outcome)
     }
 
     func create(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {

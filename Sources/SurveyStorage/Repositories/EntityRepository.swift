@@ -181,6 +181,13 @@ extension ReadContext {
 }
 
 extension GatedTransaction {
+    /// A new list with its label and properties, in the order given.
+    public func createEntityList(name: String, label: String, properties: [String]) throws {
+        try context.conn.run("""
+            INSERT INTO entity_lists(org_id, name, label, properties, revision, created_at) VALUES (?, ?, ?, ?, 1, ?)
+            """, [.text(orgId), .text(name), .text(label), .text(EntityText.text(properties)), .int(now)])
+    }
+
     /// The list with `properties` added where it lacks them (created when it is new); its
     /// revision rises when it changes, so phones fetch its CSV (a new column) again.
     @discardableResult
