@@ -84,7 +84,7 @@ public struct EntityWrites: Sendable {
             // Checked again in turn: a submission may have created it since.
             guard try tx.lockedEntity(list: list, entityId: e.entityId) == nil else { throw Self.exists(e.entityId) }
             try tx.insertEntity(e, source: "api", responseId: nil, actor: actor)
-            try tx.audit(action: "entity.create", targetType: "entity", targetId: list + "/" + e.entityId)
+            try EntityChange.audit(tx, "entity.create", list: list, entityId: e.entityId, version: 1)
             return try Self.stored(list, e.entityId, tx)
         })
     }
@@ -119,7 +119,7 @@ public struct EntityWrites: Sendable {
                                     createdAt: current.createdAt, updatedAt: tx.now)
             try tx.updateEntity(next, expectedVersion: current.version, baseVersion: change.baseVersion, markedConflict: nil, source: "api",
                                 responseId: nil, actor: actor)
-            try tx.audit(action: "entity.update", targetType: "entity", targetId: list + "/" + entityId)
+            try EntityChange.audit(tx, "entity.update", list: list, entityId: entityId, version: next.version)
             return try Self.stored(list, entityId, tx)
         })
     }

@@ -23,8 +23,8 @@ import SurveyDomain
             let xform: [UInt8]
         }
 
-        init() throws {
-            f = try Fixture()
+        init(server: TestServer? = nil) throws {
+            f = try Fixture(server: server)
             collect = CollectClient(f)
             registration = try Self.publish(f, "household_registration")
             visit = try Self.publish(f, "household_visit")
@@ -523,5 +523,29 @@ import SurveyDomain
         let list = try f.client.get(lists + "/households", token: f.adminToken)
         #expect(list.json?["properties"] == ["head", "district", "members", "village"])
         #expect(list.json?["label"] == "Households of the district")
+    }
+
+    @Test func entityChangesAreWebhookEvents() throws {
+        let receiver = try WebhookReceiver()
+        let p = try Published(server: try TestServer { $0.webhooksAllowPrivate = true })
+        let hook = try p.f.client.post("/v1/orgs/\(p.f.orgId)/webhooks", token: p.f.adminToken,
+                                       ["url": .string(receiver.url()), "events": ["entity.created", "entity.updated", "entity.conflict"]])
+        #expect(hook.status == 201, "\(hook.text)")
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000061", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")).status == 201)
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000061", entityId: Self.household, baseVersion: 1, members: 5)).status == 201)
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000062", entityId: Self.household, baseVersion: 1, members: 7)).status == 201)
+        #expect(receiver.wait { $0.count >= 4 }, "\(receiver.calls.map(\.type))")
+        let calls = receiver.calls
+        #expect(calls.map(\.type) == ["entity.created", "entity.updated", "entity.updated", "entity.conflict"])
+        let created = try #require(calls.first?.json?["data"])
+        #expect(created["list"] == "households" && created["id"] == .string(Self.household) && created["version"] == 1)
+        #expect(created["source"]?["instanceID"] == "uuid:reg-00000061")
+        let conflict = try #require(calls.last?.json?["data"])
+        #expect(conflict["version"] == 3 && conflict["conflict"] == "hard")
+        #expect(conflict["diff"]?.arrayValue?.contains(["path": "properties.members", "old": "5", "new": "7"]) == true)
+        // A replay sends nothing more.
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000062", entityId: Self.household, baseVersion: 1, members: 7)).status == 202)
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(receiver.calls.count == 4)
     }
 }
