@@ -348,6 +348,11 @@ import SurveyDomain
                                         ["path": "properties.members", "old": "5", "new": "7"]])
         #expect(items.first?["diff"]?.arrayValue?.count == 4)  // the label and three properties, from nothing
 
+        // The CSV phones get, through the API too.
+        let csv = try p.f.client.get(base + "/households/entities.csv", token: p.f.reviewerToken)
+        #expect(csv.status == 200 && csv.header("content-type")?.hasPrefix("text/csv") == true)
+        #expect(csv.text == "name,label,__version,__trunkVersion,__branchId,head,members,village\r\n\(Self.household),Household of 7 people,3,,,Ada,7,Kisii\r\n")
+        #expect(try p.f.client.get(base + "/trees/entities.csv", token: p.f.adminToken).status == 404)
         // What does not exist is the 404 of nothing.
         for path in [base + "/trees", base + "/trees/entities", base + "/households/entities/00000000-0000-4000-8000-000000000000",
                      base + "/households/entities/00000000-0000-4000-8000-000000000000/versions"] {

@@ -2,6 +2,7 @@ import SurveyDomain
 import SurveyHTTP
 import SurveyOperations
 import SurveyStorage
+import SurveyExports
 
 /// The API's reads of entity lists and entities (`EntityLists`, Docs/entities.md); never gated.
 struct EntityListService {
@@ -13,6 +14,7 @@ struct EntityListService {
         services.route(&router, "GET", Self.base, .member(anyOf: []), lists)
         services.route(&router, "GET", Self.base + "/{name}", .member(anyOf: []), list)
         services.route(&router, "GET", Self.base + "/{name}/entities", .member(anyOf: []), entities)
+        services.route(&router, "GET", Self.base + "/{name}/entities.csv", .member(anyOf: []), csv)
         services.route(&router, "GET", Self.base + "/{name}/entities/{entityId}", .member(anyOf: []), entity)
         services.route(&router, "GET", Self.base + "/{name}/entities/{entityId}/versions", .member(anyOf: []), versions)
         registerWrites(into: &router)
@@ -48,11 +50,19 @@ struct EntityListService {
                 errors.append(FieldError(path: "updatedAfter", message: "must be a date and time (RFC 3339)"))
             }
         }
-        if let q = request.query["search"], !q.isEmpty {
-            if q.count > 200 { errors.append(FieldError(path: "search", message: "at most 200 characters")) } else { filter.search = q }
-        }
+        if let q = request.query["search"], !q.isEmpty { filter.search = q }  // as long as a request line may be
         guard errors.isEmpty else { throw ApiError(.validationFailed, "The query is not valid.", errors: errors) }
         return filter
+    }
+
+    /// The CSV phones get, streamed from one snapshot.
+    func csv(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let list = try services.operations.entityLists.list(try context.member(), orgId: context.orgId, name: request.parameter("name"))
+        let snapshot = try services.database.snapshot()
+        let producer: EntityListCSV
+        do { producer = try EntityListCSV(snapshot: snapshot, orgId: context.orgId, list: list.name) } catch { snapshot.close(); throw error }
+        return .stream(ExportStream(producer), headers: [("Content-Type", "text/csv; charset=utf-8"),
+                                                        ("Content-Disposition", "attachment; filename=\"\(list.name).csv\"")])
     }
 
     func entity(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
@@ -121,7 +131,9 @@ extension EntityListService {
             let body = try JSONBody(request.body)
             var baseVersion: Int64?
             if let v = body.fields["baseVersion"], !v.isNull {
-                guard let n = v.intValue, n >= 1 else { throw ApiError.malformed("baseVersion must be a version: an integer of at least 1.") }
+                guard let n = v.intValue, n >= 1, n <= Int(Int32.max) else {
+                    throw ApiError.malformed("baseVersion must be a version: an integer from 1 to 2147483647.")
+                }
                 baseVersion = Int64(n)
             }
             return EntityWrites.Change(baseVersion: baseVersion, label: try body.optionalString("label"), properties: try Self.properties(body),
