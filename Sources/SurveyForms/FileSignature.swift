@@ -38,10 +38,15 @@ public enum FileSignature {
             // An ID3v2 tag, or an MPEG audio frame header (11 set sync bits: FF Ex / FF Fx).
             return starts(p, Array("ID3".utf8)) || (p.count >= 2 && p[0] == 0xFF && p[1] & 0xE0 == 0xE0)
         case .text: return isText(p, cutAllowed: p.count < totalSize)
+        case .sealed: return true // ciphertext: any bytes at all
         }
     }
 
-    private enum Kind { case jpeg, png, gif, webp, heif, pdf, mp4, threeGPP, mp3, wav, ogg, text }
+    private enum Kind { case jpeg, png, gif, webp, heif, pdf, mp4, threeGPP, mp3, wav, ogg, text, sealed }
+
+    /// Bytes no signature describes: an encrypted form's sealed files (`<name>.enc`). Taken only by
+    /// a question that names this type itself, never through `*/*` (`Question.accepts`).
+    public static let sealedType = "application/octet-stream"
 
     private static let kinds: [String: Kind] = [
         "image/jpeg": .jpeg, "image/png": .png, "image/gif": .gif, "image/webp": .webp,
@@ -50,7 +55,7 @@ public enum FileSignature {
         "video/3gpp": .threeGPP, "audio/3gpp": .threeGPP, "audio/mpeg": .mp3,
         "audio/wav": .wav, "audio/x-wav": .wav, "audio/wave": .wav,
         "audio/ogg": .ogg, "video/ogg": .ogg, "application/ogg": .ogg,
-        "text/plain": .text, "text/csv": .text,
+        "text/plain": .text, "text/csv": .text, "text/xml": .text, "application/xml": .text, sealedType: .sealed,
     ]
 
     private static let heifBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1"]

@@ -12,11 +12,24 @@ public struct FormNode: Sendable, Equatable {
     }
 
     public let id: String
+    /// The element an XForm and an OpenRosa instance name the node by: the id, unless two nodes
+    /// of the form share a name in different groups (`col1/count`, `col2/count`), where the ids
+    /// tell them apart and the name stays the form's own.
+    public let name: String
     public let kind: Kind
     public let label: LocalizedText?
     /// The node is shown (and may be answered) only while this is true, and its ancestors' too.
     public let relevant: Logic?
     public let children: [FormNode]
+
+    init(id: String, name: String? = nil, kind: Kind, label: LocalizedText?, relevant: Logic?, children: [FormNode]) {
+        self.id = id
+        self.name = name ?? id
+        self.kind = kind
+        self.label = label
+        self.relevant = relevant
+        self.children = children
+    }
 
     public var question: Question? {
         if case .question(let q) = kind { return q }

@@ -19,8 +19,13 @@ public struct SurveyDefinition: Sendable, Equatable {
     let answerRules: [AnswerRules]
     /// Nil for a definition that a version-1 reading checks exactly (questions only, no logic).
     let structure: FormStructure?
+    /// The RSA public key of an encrypted form (`encryption.publicKey`): its `nodes` are then the
+    /// envelope ODK apps send in place of the answers (`EncryptedEnvelope`), not the form's.
+    public let publicKey: String?
+
     init(title: String, nodes: [FormNode], defaultLanguage: String?, formId: String?, languages: [String], structure: FormStructure?,
-         entity: EntityDeclaration? = nil) {
+         entity: EntityDeclaration? = nil, publicKey: String? = nil) {
+        self.publicKey = publicKey
         self.title = title
         self.entity = entity
         self.nodes = nodes
@@ -102,11 +107,18 @@ public struct Question: Sendable, Equatable {
         let type = FileSignature.normalizedType(contentType)
         guard let slash = type.firstIndex(of: "/") else { return false }
         let major = type[..<slash]
+        // Sealed bytes are taken only where a question names their type itself.
+        if type == FileSignature.sealedType { return accept.contains(type) }
         return accept.contains { pattern in
             pattern == type || pattern == "*/*"
                 || (pattern.hasSuffix("/*") && pattern.dropLast(2) == major)
         }
     }
+}
+
+extension SurveyDefinition {
+    /// A node's id: a letter followed by up to 63 letters, digits or underscores.
+    public static func isValidId(_ s: String) -> Bool { DefinitionChecker.isValidQuestionId(s) }
 }
 
 /// Walks a definition collecting `FieldError`s rather than stopping at the first.
@@ -221,8 +233,33 @@ private struct DefinitionChecker {
             guard errors.isEmpty else { return nil }
             structure = built.structure
         }
+        if let encryption = object[EncryptedEnvelope.key], !encryption.isNull {
+            // The form is checked as any other; its submissions are the envelope.
+            guard let publicKey = publicKey(encryption, "\(path).\(EncryptedEnvelope.key)") else { return nil }
+            guard entity == nil else {
+                fail("\(path).\(EncryptedEnvelope.key)", "an encrypted form cannot create or update entities: the server cannot read its sealed answers")
+                return nil
+            }
+            guard let envelope = EncryptedEnvelope.parsed else { fail("\(path).\(EncryptedEnvelope.key)", "cannot be carried"); return nil }
+            return SurveyDefinition(title: title, nodes: envelope.nodes, defaultLanguage: defaultLanguage, formId: formId,
+                                    languages: languages, structure: envelope.structure, publicKey: publicKey)
+        }
         return SurveyDefinition(title: title, nodes: nodes, defaultLanguage: defaultLanguage, formId: formId,
                                 languages: languages, structure: structure, entity: entity)
+    }
+
+    /// `{"publicKey": "<base64>"}`: the form's RSA public key as ODK apps read it (base64 of its
+    /// DER encoding, 64 to 8,192 characters).
+    mutating func publicKey(_ v: JSONValue, _ path: String) -> String? {
+        guard let key = v["publicKey"]?.stringValue else { fail("\(path).publicKey", "must be the form's RSA public key in base64"); return nil }
+        let isBase64 = key.utf8.allSatisfy { b in
+            Self.isLetter(b) || Self.isDigit(b) || b == UInt8(ascii: "+") || b == UInt8(ascii: "/") || b == UInt8(ascii: "=")
+        }
+        guard isBase64, (64...8_192).contains(key.utf8.count) else {
+            fail("\(path).publicKey", "must be the form's RSA public key in base64 (64 to 8192 characters of A-Z a-z 0-9 + / =)")
+            return nil
+        }
+        return key
     }
 
     /// `{"villages.csv": {"columns": [...], "rows": [[...], ...]}}`: every row as wide as the columns.
@@ -270,6 +307,7 @@ private struct DefinitionChecker {
     mutating func nodes(_ items: [JSONValue], path: String) -> ([FormNode], Bool) {
         var out: [FormNode] = []
         var allValid = true
+        var siblingNames: [String: (index: Int, explicit: Bool)] = [:]
         for (i, item) in items.enumerated() {
             let nodePath = "\(path)[\(i)]"
             nodeCount += 1
@@ -279,6 +317,16 @@ private struct DefinitionChecker {
             if let id = item["id"]?.stringValue, Self.isValidQuestionId(id), !seenIds.insert(id).inserted {
                 fail("\(nodePath).id", "duplicate id \"\(id)\"")
             }
+            // Siblings are sibling elements of an XForm instance: a name given in place of the id
+            // must not repeat one of theirs (the same id twice is reported above).
+            let explicit = item["name"]?.stringValue
+            if let name = explicit ?? item["id"]?.stringValue {
+                if let other = siblingNames[name], explicit != nil || other.explicit {
+                    fail("\(nodePath).name", "names the element \(name), as \(path)[\(other.index)] does; two nodes in one group need different names")
+                } else if siblingNames[name] == nil {
+                    siblingNames[name] = (i, explicit != nil)
+                }
+            }
         }
         return (out, allValid)
     }
@@ -286,19 +334,40 @@ private struct DefinitionChecker {
     mutating func node(_ json: JSONValue, path: String) -> FormNode? {
         guard let o = json.objectValue else { fail(path, "must be an object"); return nil }
         let mediaValid = media(o, path)
+        let (name, nameValid) = elementName(o, path)
         switch o["type"]?.stringValue {
         case "group", "repeat", "note":
-            let node = structural(o, path: path)
-            return mediaValid ? node : nil
+            let node = structural(o, name: name, path: path)
+            return mediaValid && nameValid ? node : nil
         default:
-            guard let q = question(json, path: path), mediaValid else { return nil }
+            guard let q = question(json, path: path), mediaValid, nameValid else { return nil }
             let relevant = logic(o, "relevant", path)
-            return FormNode(id: q.id, kind: .question(q), label: q.labels, relevant: relevant ?? nil, children: [])
+            return FormNode(id: q.id, name: name, kind: .question(q), label: q.labels, relevant: relevant ?? nil, children: [])
+        }
+    }
+
+    /// `name`: the element an XForm names the node by, where it is not the id (two nodes of one
+    /// name in different groups).
+    mutating func elementName(_ o: [String: JSONValue], _ path: String) -> (String?, Bool) {
+        guard let v = o["name"], !v.isNull else { return (nil, true) }
+        guard let name = v.stringValue, Self.isElementName(name) else {
+            fail("\(path).name", "must be an XML name: a letter or _, then up to 254 letters, digits, _, - or .")
+            return (nil, false)
+        }
+        return (name, true)
+    }
+
+    /// An element name as ODK forms write them (`label-test`, `q1.2`): no namespace prefix.
+    static func isElementName(_ s: String) -> Bool {
+        guard let first = s.unicodeScalars.first, (1...255).contains(s.unicodeScalars.count),
+              first.properties.isAlphabetic || first == "_" else { return false }
+        return s.unicodeScalars.allSatisfy { c in
+            c.properties.isAlphabetic || c.properties.numericType != nil || c == "_" || c == "-" || c == "." || c.properties.isDiacritic
         }
     }
 
     /// A group, a repeat or a note.
-    mutating func structural(_ o: [String: JSONValue], path: String) -> FormNode? {
+    mutating func structural(_ o: [String: JSONValue], name: String?, path: String) -> FormNode? {
         needsStructure = true
         let before = errors.count
         let type = o["type"]?.stringValue ?? ""
@@ -332,7 +401,7 @@ private struct DefinitionChecker {
             kind = .repeat(RepeatCounts(minCount: minCount, maxCount: maxCount, repeatCount: logic(o, "repeatCount", path) ?? nil))
         }
         guard errors.count == before, let id else { return nil }
-        return FormNode(id: id, kind: kind, label: label ?? nil, relevant: relevant ?? nil, children: children)
+        return FormNode(id: id, name: name, kind: kind, label: label ?? nil, relevant: relevant ?? nil, children: children)
     }
 
     /// `media` of a node or a choice: files keyed by image, big-image, audio or video, each a

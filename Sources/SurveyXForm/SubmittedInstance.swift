@@ -129,11 +129,12 @@ public struct SubmittedInstance: Sendable {
         let byName = ElementsByName(elements)
         // By index: a node is read in place, never copied with its question and children.
         for n in nodes.indices {
-            let id = nodes[n].id
+            // Elements are found by the node's name, answers keyed by its id.
+            let id = nodes[n].id, name = nodes[n].name
             switch nodes[n].kind {
             case .group:
                 // A group's element holds its children at the answers' own level.
-                for i in byName.indices(id) {
+                for i in byName.indices(name) {
                     consumed[i] = true
                     let children = elements[i].children
                     var inner = Array(repeating: false, count: children.count)
@@ -144,20 +145,20 @@ public struct SubmittedInstance: Sendable {
                 }
             case .repeat:
                 var items: [JSONValue] = []
-                for i in byName.indices(id) {
+                for i in byName.indices(name) {
                     consumed[i] = true
                     items.append(.object(object(elements[i].children, nodes: nodes[n].children, top: false, path: "\(path).\(id)[\(items.count)]",
                                                 &reading)))
                 }
                 if !items.isEmpty { out[id] = .array(items) }
             case .note:
-                for i in byName.indices(id) { consumed[i] = true }
+                for i in byName.indices(name) { consumed[i] = true }
             case .question:
-                guard let i = byName.first(id) else { continue }
+                guard let i = byName.first(name) else { continue }
                 consumed[i] = true
                 // A question appears once; a second element of its name is an answer of no node.
                 if let second = byName.second(after: i) {
-                    for k in byName.indices(id) { consumed[k] = true }
+                    for k in byName.indices(name) { consumed[k] = true }
                     out[id] = .string(elements[i].text + " " + elements[second].text)
                     continue
                 }

@@ -42,8 +42,12 @@ struct XFormBody {
             case _ where Self.questionControls.contains(element.name):
                 try control(element)
             case "group":
+                // A group without ref only shows its controls together (a field list, a table);
+                // its controls name their nodes, and the XForm keeps it for the devices.
                 guard let ref = element.attribute("ref") else {
-                    throw XFormRefusal("the body has a <group> without ref (a presentation-only group); surveyd's groups are nodes of the form")
+                    try collect(element.children.filter { !($0.namespace == XMLNamespace.xforms && ["label", "hint"].contains($0.name)) },
+                                enclosingGroup: enclosingGroup)
+                    continue
                 }
                 let path = try normalized(ref, of: element)
                 guard groups[path] == nil else { throw XFormRefusal("the body has two groups for \(path)") }

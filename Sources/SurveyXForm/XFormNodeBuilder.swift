@@ -11,6 +11,8 @@ struct XFormNodeBuilder {
     private let body: XFormBody
     private let translations: ItextTranslations
     private(set) var translator = XPathTranslator(ids: [:])
+    /// Every node's id by its path (`assignIds`).
+    private var ids: [String: String] = [:]
     private var usedBinds: Set<String> = []
     private var usedBody: Set<String> = []
     /// Secondary instances read as choice lists, by instance id.
@@ -29,7 +31,7 @@ struct XFormNodeBuilder {
     private static let bindJavaRosaAttributes: Set<String> = ["constraintMsg", "preload", "preloadParams", "requiredMsg"]
     /// What `XFormWriter` keeps of a definition that an XForm has no place for (`Surveyd`).
     private static let bindSurveydAttributes: Set<String> = ["type", "label", "hint", "appearance", "minimum", "maximum", "maxLength",
-                                                             "maxBytes", "accept", "minCount", "maxCount", "required", "readonly", "default", "constraint"]
+                                                             "maxBytes", "accept", "minCount", "maxCount", "required", "readonly", "default", "constraint", "id"]
 
     /// The model's actions (`setvalue`, `odk:setgeopoint`, `odk:recordaudio`), checked with the body's.
     private let modelActions: [XMLElement]
@@ -51,29 +53,42 @@ struct XFormNodeBuilder {
                 throw XFormRefusal("the XForm has a <bind> without an absolute nodeset")
             }
             guard self.binds[nodeset] == nil else { throw XFormRefusal("the XForm has two binds for \(nodeset)") }
-            for a in bind.attributes {
-                let known = switch a.namespace {
-                case nil: Self.bindAttributes.contains(a.name)
-                case XMLNamespace.javaRosa: Self.bindJavaRosaAttributes.contains(a.name)
-                case XMLNamespace.surveyd: Self.bindSurveydAttributes.contains(a.name)
-                // What the device does with an answer as it takes it (`orx:max-pixels`, `odk:quality`, …): kept in the XForm.
-                case XMLNamespace.odk, XMLNamespace.openRosa: true
-                case XMLNamespace.entities: a.name == "saveto"  // read by XFormEntities
-                default: false
-                }
-                guard known else {
+            for a in bind.attributes where !Self.isServerBindAttribute(a) {
+                // surveyd's own attributes are all known: another one was not written by surveyd.
+                guard a.namespace != XMLNamespace.surveyd else {
                     throw XFormRefusal("the bind of \(nodeset) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry")
                 }
+                warnings.append(Self.keptForDevices("the bind of \(nodeset)", a))
             }
             self.binds[nodeset] = bind
         }
     }
 
+    /// The `upload` of an OpenStreetMap question.
+    private static let osmMediatype = "osm/*"
+
+    /// A bind attribute the server reads; any other (`saveIncomplete`, `jr:noAppErrorString`, a
+    /// `bind::` column of the XLSForm) is the device's, kept in the XForm.
+    private static func isServerBindAttribute(_ a: XMLElement.Attribute) -> Bool {
+        switch a.namespace {
+        case nil: bindAttributes.contains(a.name)
+        case XMLNamespace.javaRosa: bindJavaRosaAttributes.contains(a.name)
+        case XMLNamespace.surveyd: bindSurveydAttributes.contains(a.name)
+        // What the device does with an answer as it takes it (`orx:max-pixels`, `odk:quality`, …).
+        case XMLNamespace.odk, XMLNamespace.openRosa: true
+        case XMLNamespace.entities: a.name == "saveto"  // read by XFormEntities
+        default: false
+        }
+    }
+
+    /// The warning for an attribute only ODK apps read.
+    private static func keptForDevices(_ place: String, _ a: XMLElement.Attribute) -> String {
+        "\(place) has \(a.displayName)=\"\(a.value)\", which ODK apps read: surveyd keeps it in the XForm and does not check it."
+    }
+
     /// The definition's nodes; every bind and body element must have been used.
     mutating func nodes() throws(XFormRefusal) -> [JSONValue] {
-        var ids: [String: String] = [:]
-        var pathById: [String: String] = [:]
-        try assignIds(data, path: rootPath, ids: &ids, pathById: &pathById)
+        ids = try assignIds()
         translator = XPathTranslator(ids: ids)
         try checkActions(ids: ids)
         let nodes = try children(of: data, path: rootPath)
@@ -126,6 +141,12 @@ struct XFormNodeBuilder {
         }
     }
 
+    /// `id`, and `name` where the element's name is not the id.
+    private func identity(_ element: XMLElement, path: String) -> [String: JSONValue] {
+        let id = ids[path] ?? element.name
+        return id == element.name ? ["id": .string(id)] : ["id": .string(id), "name": .string(element.name)]
+    }
+
     private func isMeta(_ path: String) -> Bool { path == rootPath + "/meta" || path.hasPrefix(rootPath + "/meta/") }
 
     /// The node `XFormWriter` adds for a repeat count that is not one path (`jr:count` takes a
@@ -134,18 +155,74 @@ struct XFormNodeBuilder {
         binds[path]?.attribute(Surveyd.type, namespace: XMLNamespace.surveyd) == Surveyd.repeatCountHelper
     }
 
-    /// Ids are element names; the definition needs them unique across the whole form.
-    private func assignIds(_ element: XMLElement, path: String, ids: inout [String: String], pathById: inout [String: String]) throws(XFormRefusal) {
+    /// A node's id is its element's name where that name is the form's only node of that name
+    /// and an id (a letter, then letters, digits, `_`: an XML name may also hold `-` and `.`).
+    /// Ids are unique across the whole definition (groups add no level to the answers), so the
+    /// nodes sharing a name in different groups (`/data/col1/count`, `/data/col2/count`) each
+    /// take their path below the root (`col1_count`, `col2_count`; a number after it if that
+    /// is taken) and keep the name as their element's; `surveyd:id` on a bind (what
+    /// `XFormWriter` writes for such a node) gives the id back.
+    private func assignIds() throws(XFormRefusal) -> [String: String] {
+        var paths: [String] = []
+        var pathsByName: [String: Int] = [:]
+        collectPaths(data, path: rootPath, into: &paths, seen: &pathsByName)
+        var ids: [String: String] = [:]
+        var taken: Set<String> = []
+        for path in paths {
+            let name = Self.lastStep(path)
+            if let given = binds[path]?.attribute(Surveyd.id, namespace: XMLNamespace.surveyd)?.trimmingWhitespace() {
+                guard SurveyDefinition.isValidId(given), taken.insert(given).inserted else {
+                    throw XFormRefusal("the bind of \(path) gives the id \(given) (surveyd:id), which is not an id or is another node's")
+                }
+                ids[path] = given
+            } else if pathsByName[name] == 1, SurveyDefinition.isValidId(name), taken.insert(name).inserted {
+                ids[path] = name
+            }
+        }
+        for path in paths where ids[path] == nil {
+            let name = Self.lastStep(path)
+            let steps = pathsByName[name] == 1 ? [name[...]] : path.dropFirst(rootPath.count + 1).split(separator: "/")
+            let base = Self.idLike(steps.joined(separator: "_"))
+            var id = base, n = 2
+            while !taken.insert(id).inserted {
+                id = "\(base)_\(n)"
+                n += 1
+            }
+            ids[path] = id
+        }
+        return ids
+    }
+
+    /// Every node's path below `element` in document order, once (a repeat's template and its
+    /// copies share a path), with how many paths end in each name.
+    private func collectPaths(_ element: XMLElement, path: String, into paths: inout [String], seen: inout [String: Int]) {
+        var here: Set<String> = []
         for child in element.children {
             let childPath = path + "/" + child.name
-            guard !isMeta(childPath), ids[childPath] == nil else { continue } // a repeat's template and its copies share a path
-            if let other = pathById[child.name] {
-                throw XFormRefusal("two nodes are named \(child.name) (\(other) and \(childPath)); surveyd needs every name unique in the form")
-            }
-            ids[childPath] = child.name
-            pathById[child.name] = childPath
-            try assignIds(child, path: childPath, ids: &ids, pathById: &pathById)
+            guard !isMeta(childPath), here.insert(child.name).inserted else { continue }
+            paths.append(childPath)
+            seen[child.name, default: 0] += 1
         }
+        var entered: Set<String> = []
+        for child in element.children where entered.insert(child.name).inserted && !isMeta(path + "/" + child.name) {
+            collectPaths(child, path: path + "/" + child.name, into: &paths, seen: &seen)
+        }
+    }
+
+    /// An XML name as an id: every character outside `A-Za-z0-9_` becomes `_` (`label-test` →
+    /// `label_test`), `n_` before one that does not start with a letter, at most 60 characters
+    /// (room for a number after it).
+    private static func idLike(_ name: String) -> String {
+        var id = String(String.UnicodeScalarView(name.unicodeScalars.map { c in
+            c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "_") ? c : "_"
+        }))
+        if !(id.unicodeScalars.first.map { $0.isASCII && $0.properties.isAlphabetic } ?? false) { id = "n_" + id }
+        return String(id.prefix(60))
+    }
+
+    private static func lastStep(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
     }
 
     private mutating func children(of element: XMLElement, path: String) throws(XFormRefusal) -> [JSONValue] {
@@ -185,7 +262,9 @@ struct XFormNodeBuilder {
         if let declared, declared != "calculate" {
             throw XFormRefusal("\(path) has no control in the body, so it is a calculation, yet its bind says surveyd:type=\"\(declared)\"")
         }
-        var q: [String: JSONValue] = ["id": .string(element.name), "type": "calculate", "label": .string(element.name)]
+        var q = identity(element, path: path)
+        q["type"] = "calculate"
+        q["label"] = .string(element.name)
         if let calculation = bind.attribute("calculate") {
             do {
                 q["calculation"] = .string(try translator.translate(calculation, context: .node(path: path), what: "the calculation of \(path)"))
@@ -206,7 +285,8 @@ struct XFormNodeBuilder {
     /// action sets. A question of the type its bind says (a `string` is a `calculate` without a
     /// calculation; `binary`, a recording, a file), labelled by its id, its value taken as sent.
     private func deviceValue(_ element: XMLElement, path: String, type: String) throws(XFormRefusal) -> JSONValue {
-        var q: [String: JSONValue] = ["id": .string(element.name), "label": .string(element.name)]
+        var q = identity(element, path: path)
+        q["label"] = .string(element.name)
         switch type {
         case "string": q["type"] = "calculate"
         case "int": q["type"] = "integer"
@@ -227,7 +307,7 @@ struct XFormNodeBuilder {
         guard body.controls[path] == nil else {
             throw XFormRefusal("\(path) holds other nodes, yet the body shows it as a question")
         }
-        var node: [String: JSONValue] = ["id": .string(element.name)]
+        var node = identity(element, path: path)
         var label: XMLElement?
         if let r = body.repeats[path] {
             node["type"] = "repeat"
@@ -247,8 +327,10 @@ struct XFormNodeBuilder {
                     guard r.element.attribute("count", namespace: XMLNamespace.javaRosa) != nil || a.value.trimmingWhitespace() == "false()" else {
                         throw XFormRefusal("the repeat \(path) has jr:noAddRemove without jr:count; surveyd counts a fixed repeat with repeat_count")
                     }
-                default:
+                case (XMLNamespace.surveyd, _):
                     throw XFormRefusal("the repeat \(path) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry")
+                default:
+                    warnings.append(Self.keptForDevices("the repeat \(path)", a))
                 }
             }
             usedBody.insert(path)
@@ -273,14 +355,13 @@ struct XFormNodeBuilder {
     }
 
     private mutating func question(_ control: XMLElement, element: XMLElement, path: String, bind: XMLElement?) throws(XFormRefusal) -> JSONValue {
-        let id = element.name
         let bindType = bind?.attribute("type").map { t in t.hasPrefix("xsd:") ? String(t.dropFirst(4)) : t } ?? "string"
         let readonly = bind?.attribute("readonly")?.trimmingWhitespace()
         let declared = bind?.attribute(Surveyd.type, namespace: XMLNamespace.surveyd)
         if bind?.attribute("calculate") != nil {
             throw XFormRefusal("\(path) is shown in the body and has a calculation; surveyd calculates only in calculate questions")
         }
-        var q: [String: JSONValue] = ["id": .string(id)]
+        var q = identity(element, path: path)
         var allowed: Set<String> = ["relevant", "required", "constraint", "readonly"]
         switch (control.name, bindType) {
         // pyxform's note; a read-only text with a value of its own stays a question.
@@ -300,7 +381,9 @@ struct XFormNodeBuilder {
         case ("upload", "binary"):
             q["type"] = "file"
             let mediatype = control.attribute("mediatype")?.trimmingWhitespace() ?? "*/*"
-            q["accept"] = .array([.string(mediatype.isEmpty ? "*/*" : mediatype)])
+            // An OpenStreetMap question (pyxform's `osm`): the device's mapping app sends the
+            // features as an OSM XML file.
+            q["accept"] = mediatype == Self.osmMediatype ? ["text/xml", "application/xml"] : .array([.string(mediatype.isEmpty ? "*/*" : mediatype)])
         // acknowledge: "OK" once acknowledged.
         case ("trigger", "string"):
             q["type"] = "select_one"
@@ -333,7 +416,8 @@ struct XFormNodeBuilder {
             case (nil, "start") where control.name == "range", (nil, "end") where control.name == "range", (nil, "step") where control.name == "range":
                 continue
             case (XMLNamespace.odk, _), (XMLNamespace.openRosa, _): continue
-            default: throw XFormRefusal("the control of \(path) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry")
+            // Any other (`intent`, a `body::` column of the XLSForm) is how the device shows or fills it.
+            default: warnings.append(Self.keptForDevices("the control of \(path)", a))
             }
         }
         var labelElement: XMLElement?
@@ -348,6 +432,9 @@ struct XFormNodeBuilder {
                 if hint != .string("") { q["hint"] = hint } // a hint that is only guidance
             case (XMLNamespace.xforms, "hint"):
                 _ = try text(child, what: "the hint of \(path)", path: path) // a note's: shown on the device
+            // The OSM tags the mapping app asks for: the device's.
+            case (XMLNamespace.xforms, "tag") where control.attribute("mediatype")?.trimmingWhitespace() == Self.osmMediatype:
+                continue
             case (XMLNamespace.xforms, "item") where (q["type"] == "select_one" || q["type"] == "select_multiple") && control.name != "trigger",
                  (XMLNamespace.xforms, "itemset") where (q["type"] == "select_one" || q["type"] == "select_multiple") && control.name != "trigger":
                 continue
@@ -414,6 +501,8 @@ struct XFormNodeBuilder {
                 } else {
                     node["constraintMessage"] = .string(a.value)
                 }
+            case _ where !Self.isServerBindAttribute(a):
+                continue // the device's, named in a warning when the binds were read
             default:
                 throw XFormRefusal("the bind of \(path) has \(a.displayName)=\"\(a.value)\", which surveyd does not carry on a \(node["type"]?.stringValue ?? "node")")
             }
@@ -465,6 +554,8 @@ struct XFormNodeBuilder {
             switch (a.name, kind) {
             case (Surveyd.type, _):
                 continue // read where the kind of node is decided
+            case (Surveyd.id, _):
+                continue // read with every node's id (`assignIds`)
             case ("required", _) where isQuestion && a.value == "false" && bind.attribute("required") == nil:
                 node["required"] = false
             case ("required", _) where isQuestion && a.value == Surveyd.expression && bind.attribute("required") != nil,

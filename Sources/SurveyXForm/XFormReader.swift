@@ -32,6 +32,7 @@ public enum XFormReader {
         var instances: [XMLElement] = []
         var binds: [XMLElement] = []
         var actions: [XMLElement] = []
+        var encryption: JSONValue?
         for element in model.children {
             switch (element.namespace, element.name) {
             case (XMLNamespace.xforms, "itext"):
@@ -42,8 +43,10 @@ public enum XFormReader {
             case _ where XFormActions.isAction(element):
                 actions.append(element)
             case (XMLNamespace.xforms, "submission"):
-                if element.attribute("base64RsaPublicKey") != nil {
-                    throw XFormRefusal("the form is encrypted (<submission base64RsaPublicKey=…>, the settings' public_key): its answers would reach surveyd sealed, so no rule of the form could be checked; publish it without public_key")
+                if let key = element.attribute("base64RsaPublicKey") {
+                    // Whitespace inside the key (a long key wrapped in the settings sheet) is no part of it.
+                    encryption = ["publicKey": .string(String(key.unicodeScalars.filter { !$0.properties.isWhitespace }))]
+                    warnings.append("The form is encrypted (public_key): ODK apps seal each submission with its public key, so surveyd stores what they send — the answers sealed in submission.xml.enc, their files sealed, and the key they are sealed with — exactly once, and checks none of the form's rules. Decrypt them with your private key after export.")
                 }
                 let action = element.attribute("action")?.trimmingWhitespace() ?? ""
                 warnings.append(action.isEmpty
@@ -67,6 +70,7 @@ public enum XFormReader {
         if !builder.choiceLists.isEmpty { definition["choiceLists"] = .object(builder.choiceLists) }
         if let language = translations.defaultLanguage { definition["defaultLanguage"] = .string(language) }
         try readSurveydModel(model, into: &definition, translations: translations)
+        if let encryption { definition[EncryptedEnvelope.key] = encryption }
         if let entity = try XFormEntities.declaration(data: data, model: model, binds: binds, translator: builder.translator, warnings: &warnings) {
             definition["entity"] = entity
         }

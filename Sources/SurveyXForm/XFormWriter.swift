@@ -71,6 +71,8 @@ enum Surveyd {
     /// `maxLength`, so that ODK apps check them as they are typed): the definition's own
     /// constraint, "" when it has none.
     static let constraint = "constraint"
+    /// On a bind: the definition's id of a node whose element has another name (`name`).
+    static let id = "id"
 }
 
 /// A definition's XForm, decided before any byte is written (the itext comes first in the
@@ -111,6 +113,12 @@ struct XFormPlan {
             self.path = path
             self.kind = kind
         }
+
+        /// The element's name: the last step of its path (the id, unless the definition names it).
+        var name: Substring {
+            guard let slash = path.lastIndex(of: "/") else { return path[...] }
+            return path[path.index(after: slash)...]
+        }
     }
 
     struct Column {
@@ -131,6 +139,8 @@ struct XFormPlan {
     var formId = ""
     var version: String?
     var modelAttributes: [(String, String)] = []
+    /// An encrypted form's RSA public key, written on `<submission>` as pyxform writes it.
+    var publicKey: String?
     /// Default first.
     var languages: [String] = []
     var defaultLanguage: String?
@@ -207,6 +217,7 @@ struct XFormPlanner {
         printer = XPathPrinter(paths: paths)
 
         plan.title = definition["title"]?.stringValue ?? ""
+        plan.publicKey = parsed.publicKey
         let formId = Self.present(definition["formId"])?.stringValue
         plan.formId = formId ?? fallbackFormId
         plan.version = version
@@ -276,20 +287,27 @@ struct XFormPlanner {
     private mutating func collectPaths(_ items: [JSONValue], parent: String, into paths: inout [String: String], topLevel: Bool) throws(Unwritable) {
         for item in items {
             guard let id = item["id"]?.stringValue else { continue }
-            if topLevel && id == "meta" {
+            let name = Self.elementName(item, id: id)
+            if topLevel && name == "meta" {
                 throw Unwritable("the definition has a node named meta at its top level, where an XForm keeps its metadata (meta/instanceID)")
             }
-            paths[id] = parent + "/" + id
+            paths[id] = parent + "/" + name
             ids.insert(id)
-            if let children = Self.present(item["children"])?.arrayValue { try collectPaths(children, parent: parent + "/" + id, into: &paths, topLevel: false) }
+            ids.insert(name)
+            if let children = Self.present(item["children"])?.arrayValue { try collectPaths(children, parent: parent + "/" + name, into: &paths, topLevel: false) }
         }
+    }
+
+    /// The element a node is written as: its `name`, else its id.
+    private static func elementName(_ item: JSONValue, id: String) -> String {
+        present(item["name"])?.stringValue ?? id
     }
 
     private mutating func nodes(_ items: [JSONValue], parent: String, insideRepeat: Bool) throws(Unwritable) -> [XFormPlan.Node] {
         var out: [XFormPlan.Node] = []
         for item in items {
             guard let o = item.objectValue, let id = o["id"]?.stringValue else { continue }
-            let path = parent + "/" + id
+            let path = parent + "/" + Self.elementName(item, id: id)
             switch o["type"]?.stringValue {
             case "group", "repeat":
                 let isRepeat = o["type"]?.stringValue == "repeat"
@@ -694,6 +712,7 @@ enum XFormRendering {
         for list in plan.lists { try choiceList(list, w) }
         for node in plan.nodes { try binds(node, w) }
         try w.element("bind", [("nodeset", "/\(XFormWriter.root)/meta/instanceID"), ("type", "string"), ("readonly", "true()"), ("jr:preload", "uid")])
+        if let key = plan.publicKey { try w.element("submission", [("base64RsaPublicKey", key), ("method", "post")]) }
         try w.endElement() // model
         try w.endElement() // h:head
         try w.startElement("h:body")
@@ -737,23 +756,23 @@ enum XFormRendering {
     private static func instance(_ node: XFormPlan.Node, _ w: XMLTextWriter, mode: InstanceMode) throws(XMLTextWriter.Failure) {
         switch node.kind {
         case .group:
-            try w.startElement(node.id)
+            try w.startElement(String(node.name))
             for child in node.children { try instance(child, w, mode: mode) }
             try w.endElement()
         case .repeat:
             if mode != .copy {
-                try w.startElement(node.id)
+                try w.startElement(String(node.name))
                 try w.attribute("jr:template", "")
                 for child in node.children { try instance(child, w, mode: .template) }
                 try w.endElement()
             }
             if mode != .template {
-                try w.startElement(node.id)
+                try w.startElement(String(node.name))
                 for child in node.children { try instance(child, w, mode: .copy) }
                 try w.endElement()
             }
         case .question, .note, .helper:
-            try w.element(node.id, node.instanceAttributes, text: node.value)
+            try w.element(String(node.name), node.instanceAttributes, text: node.value)
         }
     }
 
@@ -781,7 +800,9 @@ enum XFormRendering {
     }
 
     private static func binds(_ node: XFormPlan.Node, _ w: XMLTextWriter) throws(XMLTextWriter.Failure) {
-        if !node.bind.isEmpty { try w.element("bind", [("nodeset", node.path)] + node.bind) }
+        // A node whose element is not its id keeps its id for the way back (`XFormReader`).
+        let id: [(String, String)] = node.kind != .helper && String(node.name) != node.id ? [("surveyd:\(Surveyd.id)", node.id)] : []
+        if !node.bind.isEmpty || !id.isEmpty { try w.element("bind", [("nodeset", node.path)] + node.bind + id) }
         for child in node.children { try binds(child, w) }
     }
 

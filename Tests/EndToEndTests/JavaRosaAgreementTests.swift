@@ -80,6 +80,8 @@ import SurveyDomain
         ("corpus/surveys/every_widget.xlsx", .fixture("corpus/surveys/every_widget.xlsx", contentType: xlsx)),
         ("corpus/surveys/cascading_duplicates.xlsx", .fixture("corpus/surveys/cascading_duplicates.xlsx", contentType: xlsx)),
         ("corpus/surveys/osm_buildings.xlsx", .fixture("corpus/surveys/osm_buildings.xlsx", contentType: xlsx)),
+        ("corpus/surveys/repeated_names.xlsx", .fixture("corpus/surveys/repeated_names.xlsx", contentType: xlsx)),
+        ("corpus/pyxform/simple_loop.xls", .fixture("corpus/pyxform/simple_loop.xls", contentType: FormPublishingTests.xls)),
         ("corpus/pyxform/choice_filter_test.xlsx", .fixture("corpus/pyxform/choice_filter_test.xlsx", contentType: xlsx)),
         ("corpus/pyxform/calculate.xls", .fixture("corpus/pyxform/calculate.xls", contentType: FormPublishingTests.xls)),
         ("corpus/pyxform/hidden.xls", .fixture("corpus/pyxform/hidden.xls", contentType: FormPublishingTests.xls)),
@@ -124,7 +126,7 @@ import SurveyDomain
             let f = try Fixture(server: server.server)
             let collect = CollectClient(f)
             #expect(try collect.probe().status == 204)
-            let (xform, media) = try publishAndDownload(f, name, source)
+            let (xform, media, definition) = try publishAndDownload(f, name, source)
             try judge.load(name, xform: xform, files: media)
             let (instancesBefore, validBefore, disagreementsBefore) = (instances, valid, disagreements.count)
             defer {
@@ -150,7 +152,9 @@ import SurveyDomain
                 if instance.label.hasPrefix("#"), let kind = instance.label.split(separator: ": ").dropFirst().first { kinds.insert(String(kind)) }
                 let agrees: Bool
                 if let first = verdict.failures.first {
-                    agrees = reply.status == 422 && reply.header("surveyd-error-code") == "1002" && Self.names(message, first.path)
+                    // JavaRosa names the answer by the form's names; the door by the definition's ids.
+                    let path = Self.answerPath(of: first.question, in: definition) ?? first.path
+                    agrees = reply.status == 422 && reply.header("surveyd-error-code") == "1002" && Self.names(message, path)
                 } else {
                     agrees = reply.status == 201
                 }
@@ -176,7 +180,7 @@ import SurveyDomain
     /// The form published to a survey of its own as its test publishes it, then the form as Collect
     /// gets it: found in the form list by its formID, downloaded from its `downloadUrl`, its files
     /// from its manifest.
-    func publishAndDownload(_ f: Fixture, _ name: String, _ source: Source) throws -> ([UInt8], [(name: String, bytes: [UInt8])]) {
+    func publishAndDownload(_ f: Fixture, _ name: String, _ source: Source) throws -> ([UInt8], [(name: String, bytes: [UInt8])], JSONValue) {
         let s = try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": .string(name)])
         let surveyId = try #require(s.json?["surveyId"]?.stringValue, "\(s.text)")
         let versions = "/v1/orgs/\(f.orgId)/surveys/\(surveyId)/versions"
@@ -214,7 +218,32 @@ import SurveyDomain
         let media = try collect.mediaFiles(listed)
         #expect(media.map(\.name).sorted() == sent.map(\.name).sorted(), "\(name): the manifest lists \(media.map(\.name))")
         for file in sent { #expect(media.first { $0.name == file.name }?.bytes == file.bytes, "\(name): \(file.name)") }
-        return (download.body, media)
+        return (download.body, media, published.json?["definition"] ?? .null)
+    }
+
+    /// The answer's path the door names for the question at `xpath` (`/data/boys/count`,
+    /// `/data/people[2]/age`), found by the elements' names in the published definition (a
+    /// node's `name`, else its id): groups unwrap, a node is its id, a repeat's instance counted
+    /// from 0 (`boys_count`, `people[1].age`). Nil where the definition has no such node.
+    static func answerPath(of xpath: String, in definition: JSONValue) -> String? {
+        var nodes = definition["questions"]?.arrayValue ?? []
+        var steps: [String] = []
+        for step in xpath.split(separator: "/").dropFirst() {
+            var name = String(step), index: Int?
+            if let open = step.firstIndex(of: "["), step.hasSuffix("]") {
+                name = String(step[..<open])
+                index = Int(step[step.index(after: open)..<step.index(before: step.endIndex)])
+            }
+            guard let node = nodes.first(where: { ($0["name"]?.stringValue ?? $0["id"]?.stringValue) == name }),
+                  let id = node["id"]?.stringValue else { return nil }
+            switch node["type"]?.stringValue {
+            case "group": break
+            case "repeat": steps.append(index.map { "\(id)[\($0 - 1)]" } ?? id)
+            default: steps.append(id)
+            }
+            nodes = node["children"]?.arrayValue ?? []
+        }
+        return steps.joined(separator: ".")
     }
 
     static let path = #"[A-Za-z_][A-Za-z0-9_.\-]*(?:\[\d+\])?(?:\.[A-Za-z_][A-Za-z0-9_\-]*(?:\[\d+\])?)*"#

@@ -116,16 +116,35 @@ private func matches(_ type: String, _ prefix: [UInt8], size: Int? = nil) -> Boo
     }
 
     @Test func unknownTypesNeverMatch() {
-        for type in ["image/tiff", "application/octet-stream", "video/quicktime", "image/*", "", "jpeg", "text/html"] {
+        for type in ["image/tiff", "video/quicktime", "image/*", "", "jpeg", "text/html"] {
             #expect(!matches(type, Self.jpeg), "\(type)")
             #expect(!matches(type, bytes("hello")), "\(type)")
         }
-        #expect(FileSignature.knownTypes.count == 22)
+        #expect(FileSignature.knownTypes.count == 25)
+    }
+
+    /// An encrypted form's sealed files are any bytes at all, empty too.
+    @Test func sealedBytesAlwaysMatchTheirOwnType() {
+        for prefix in [Self.jpeg, bytes("hello"), [0x00, 0xFF, 0x13], []] {
+            #expect(matches(FileSignature.sealedType, prefix))
+        }
+    }
+
+    /// `*/*` never takes sealed bytes: only a question naming their type does.
+    @Test func sealedBytesAreTakenOnlyWhereNamed() throws {
+        let definition = try SurveyDefinition.parse([
+            "title": "Files",
+            "questions": [["id": "any", "type": "file", "label": "Any", "accept": ["*/*"]],
+                          ["id": "sealed", "type": "file", "label": "Sealed", "accept": ["application/octet-stream"]]],
+        ])
+        #expect(definition.question(id: "any")?.accepts(contentType: "application/octet-stream") == false)
+        #expect(definition.question(id: "any")?.accepts(contentType: "image/png") == true)
+        #expect(definition.question(id: "sealed")?.accepts(contentType: "application/octet-stream") == true)
     }
 
     @Test func emptyFilesAreOnlyText() {
-        for type in FileSignature.knownTypes {
-            let isText = type.hasPrefix("text/")
+        for type in FileSignature.knownTypes where type != FileSignature.sealedType {
+            let isText = type.hasPrefix("text/") || type == "application/xml"
             #expect(FileSignature.matches(contentType: type, prefix: [], totalSize: 0) == isText, "\(type)")
         }
     }

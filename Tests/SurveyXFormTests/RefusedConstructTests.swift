@@ -35,23 +35,57 @@ import Testing
         #expect(message == "the form names ODK entities (entities:entities-version or entities:saveto) but its meta has no <entity>")
     }
 
-    @Test func duplicateNamesAreNamed() {
-        let message = refusal(instance: "<g1><x/></g1><g2><x/></g2>",
-                              body: "<group ref=\"/data/g1\"><input ref=\"/data/g1/x\"><label>X</label></input></group><group ref=\"/data/g2\"><input ref=\"/data/g2/x\"><label>X</label></input></group>")
-        #expect(message == "two nodes are named x (/data/g1/x and /data/g2/x); surveyd needs every name unique in the form")
+    /// A name in two groups: each node's id is its path below the root, a number after it where
+    /// that path is already an id, and its name the element's.
+    @Test func aNameInTwoGroupsTakesItsPathAsId() throws {
+        let body = "<group ref=\"/data/g1\"><input ref=\"/data/g1/x\"><label>X</label></input></group>"
+            + "<group ref=\"/data/g2\"><input ref=\"/data/g2/x\"><label>X</label></input></group>"
+            + "<input ref=\"/data/g1_x\"><label>Y</label></input>"
+        let xml = XFormDocument.make(instance: "<g1><x/></g1><g2><x/></g2><g1_x/>", binds: "", body: body)
+        let definition = try XFormReader.definition(from: Array(xml.utf8))
+        let groups = definition["questions"]?.arrayValue ?? []
+        #expect(groups.map { $0["id"]?.stringValue } == ["g1", "g2", "g1_x"])
+        #expect(groups.map { $0["name"]?.stringValue } == [nil, nil, nil])
+        let xs = groups.prefix(2).map { $0["children"]?.arrayValue?.first }
+        #expect(xs.map { $0?["id"]?.stringValue } == ["g1_x_2", "g2_x"])
+        #expect(xs.map { $0?["name"]?.stringValue } == ["x", "x"])
+        // A bind's surveyd:id that is another node's is refused, naming it.
+        let clash = refusal(instance: "<g1><x/></g1><g2><x/></g2>", binds: "<bind nodeset=\"/data/g2/x\" type=\"string\" surveyd:id=\"g1\"/>",
+                            body: "<group ref=\"/data/g1\"><input ref=\"/data/g1/x\"><label>X</label></input></group>"
+                                + "<group ref=\"/data/g2\"><input ref=\"/data/g2/x\"><label>X</label></input></group>",
+                            root: #" xmlns:surveyd="https://surveyd.dev/xforms""#)
+        #expect(clash == "the bind of /data/g2/x gives the id g1 (surveyd:id), which is not an id or is another node's")
     }
 
-
-    @Test func anUnknownBindAttributeIsNamed() {
-        let message = refusal(instance: "<p/>", binds: "<bind nodeset=\"/data/p\" type=\"binary\" jr:pixels=\"1024\"/>",
-                              body: "<upload ref=\"/data/p\" mediatype=\"image/*\"><label>P</label></upload>")
-        #expect(message == "the bind of /data/p has jr:pixels=\"1024\", which surveyd does not carry")
+    /// An attribute only the device reads (`bind::` and `body::` columns of an XLSForm, `intent`)
+    /// is kept in the XForm and named in a warning; one in surveyd's namespace it does not write
+    /// is refused.
+    @Test func aDeviceAttributeIsKeptWithAWarning() throws {
+        let xml = XFormDocument.make(instance: "<p/>", binds: "<bind nodeset=\"/data/p\" type=\"binary\" jr:pixels=\"1024\" saveIncomplete=\"true()\"/>",
+                                     body: "<upload ref=\"/data/p\" mediatype=\"image/*\" intent=\"org.example.camera\"><label>P</label></upload>")
+        let read = try XFormReader.read(Array(xml.utf8))
+        #expect(read.warnings.contains("the bind of /data/p has jr:pixels=\"1024\", which ODK apps read: surveyd keeps it in the XForm and does not check it."))
+        #expect(read.warnings.contains { $0.hasPrefix("the bind of /data/p has saveIncomplete=\"true()\"") })
+        #expect(read.warnings.contains { $0.hasPrefix("the control of /data/p has intent=\"org.example.camera\"") })
+        let ours = refusal(instance: "<p/>", binds: "<bind nodeset=\"/data/p\" type=\"string\" surveyd:colour=\"red\"/>",
+                           body: "<input ref=\"/data/p\"><label>P</label></input>", root: #" xmlns:surveyd="https://surveyd.dev/xforms""#)
+        #expect(ours == "the bind of /data/p has surveyd:colour=\"red\", which surveyd does not carry")
     }
 
-    @Test func anEncryptedFormIsNamed() {
-        let message = refusal(instance: "<a/>", body: "<input ref=\"/data/a\"><label>A</label></input>",
-                              model: "<submission action=\"https://example.org/submission\" method=\"post\" base64RsaPublicKey=\"MIIB\"/>")
-        #expect(message?.hasPrefix("the form is encrypted") == true, "\(message ?? "accepted")")
+    /// An encrypted form is read with its public key (its submissions are then the envelope), and
+    /// a presentation-only group (no ref) shows its controls, which read as any others.
+    @Test func anEncryptedFormKeepsItsKeyAndARefLessGroupItsControls() throws {
+        let key = String(repeating: "MIIBIjANBgkqhkiG", count: 8)
+        let read = try XFormReader.read(Array(XFormDocument.make(
+            instance: "<a/><b/>", binds: "",
+            body: "<group appearance=\"field-list\"><label>Both</label><input ref=\"/data/a\"><label>A</label></input></group><input ref=\"/data/b\"><label>B</label></input>",
+            model: "<submission action=\"https://example.org/submission\" method=\"post\" base64RsaPublicKey=\"\(key)\"/>").utf8))
+        #expect(read.definition["encryption"]?["publicKey"]?.stringValue == key)
+        #expect(read.definition["questions"]?.arrayValue?.map { $0["id"]?.stringValue } == ["a", "b"])
+        #expect(read.warnings.contains { $0.hasPrefix("The form is encrypted (public_key)") })
+        let parsed = try XFormReader.definition(from: Array(XFormDocument.make(instance: "<a/>", binds: "",
+            body: "<input ref=\"/data/a\"><label>A</label></input>", model: "<submission base64RsaPublicKey=\"\(key)\"/>").utf8))
+        #expect(parsed["encryption"]?["publicKey"]?.stringValue == key)
     }
 
     @Test func aBindWithoutANodeIsRefused() {

@@ -277,6 +277,8 @@ struct OpenRosaService {
         case "png": return "image/png"
         case "pdf": return "application/pdf"
         case "csv": return "text/csv"
+        case "osm", "xml": return "text/xml"
+        case "enc": return "application/octet-stream"
         default: return part.contentType
         }
     }
