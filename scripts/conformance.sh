@@ -124,6 +124,13 @@ png = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
 upload_id = "conformance-upload-" + uuid.uuid4().hex[:12]
 call("PUT", f"/v1/orgs/{org}/uploads/{upload_id}", everyone["token"], raw=png,
      headers={"Content-Type": "image/png", "Survey-Version-Id": version, "Question-Id": file_questions[0]})
+# An entity list (a form that writes it) with two entities, for the entity operations to reach past 404.
+points = call("POST", f"/v1/orgs/{org}/surveys", E["ADMIN"], {"title": "Conformance water points"})
+call("POST", f"/v1/orgs/{org}/surveys/{points['surveyId']}/versions", E["ADMIN"], {"definition": {
+    "title": "Water points", "questions": [{"id": "point", "type": "text", "label": "Name"}, {"id": "flow", "type": "integer", "label": "Flow"}],
+    "entity": {"list": "conformance_points", "create": True, "saveTo": {"point": "point_name", "flow": "flow"}}}}, expect=(201,))
+entity_ids = [call("POST", f"/v1/orgs/{org}/entity-lists/conformance_points/entities", E["ADMIN"],
+                   {"label": f"Point {i}", "properties": {"point_name": f"Point {i}", "flow": "12"}}, expect=(201,))["id"] for i in (1, 2)]
 deliveries = call("GET", f"/v1/orgs/{org}/webhooks/{hook['webhookId']}/deliveries", E["ADMIN"])["items"]
 if not deliveries:
     sys.exit("conformance seed: the seeded writes recorded no webhook delivery")
@@ -155,6 +162,7 @@ lines += dictionary("victims", [victim["userId"]]) + dictionary("tokens", [victi
 lines += dictionary("tasks", [task["taskId"]]) + dictionary("uploads", [upload_id]) + dictionary("questions", file_questions)
 lines += dictionary("webhooks", [hook["webhookId"]]) + dictionary("doomedWebhooks", [doomed["webhookId"]])
 lines += dictionary("deliveries", [d["deliveryId"] for d in deliveries])
+lines += dictionary("entityLists", ["conformance_points"]) + dictionary("entities", entity_ids)
 # Receivers whose host never resolves: most generated webhooks point there rather than at random hosts.
 lines += dictionary("receivers", ["https://hooks.invalid/surveyd", "http://hooks.invalid:8080/in?source=surveyd"])
 # Fresh client ids and keys: without them most generated writes reuse an example's id with
@@ -169,7 +177,7 @@ for key, name, p in [("path.surveyId", "surveys", 0.5), ("path.surveyVersionId",
                      ("body.assigneeUserId", "assignees", 0.6), ("body.fieldTaskId", "tasks", 0.3),
                      ("body.clientSubmissionId", "fresh", 0.8), ("header.Idempotency-Key", "fresh", 0.6),
                      ("query.surveyVersionId", "versions", 0.5), ("query.fieldTaskId", "tasks", 0.5), ("query.submittedBy", "assignees", 0.5),
-                     ("path.webhookId", "webhooks", 0.6), ("path.deliveryId", "deliveries", 0.6), ("body.url", "receivers", 0.7)]:
+                     ("path.webhookId", "webhooks", 0.6), ("path.name", "entityLists", 0.7), ("path.entityId", "entities", 0.6), ("path.deliveryId", "deliveries", 0.6), ("body.url", "receivers", 0.7)]:
     lines.append(f'"{key}" = {{ dictionary = "{name}", probability = {p} }}')
 # --checks all: the answers a schema cannot predict, each with its reason (Docs/architecture.md).
 # tus demands 412 (not 400) for a missing or unsupported Tus-Resumable header, and 413 is the
@@ -201,6 +209,9 @@ for op, statuses in [("createTask", ["422"]), ("createToken", ["422"]), ("invite
                      # list already has (409 / 1004), and the entity's version (a stale baseVersion is
                      # 409 / 1021) are state no schema has.
                      ("createEntity", ["409", "422"]), ("updateEntity", ["409", "422"]),
+                     # A list name the organization has is 409 / 1004; a reserved property name
+                     # (`name`, `label`, `__…`) 422 / 1002.
+                     ("createEntityList", ["409", "422"]),
                      # Webhooks: a URL whose host is or resolves to a private, loopback, link-local,
                      # CGNAT, multicast or unspecified address (e.g. "http://0") is 422 / 1002, which
                      # needs a DNS answer no schema has.
@@ -215,6 +226,10 @@ for op in ["odataEntitySet", "odataServiceDocument", "odataMetadata", "entityLis
     lines += ["[[operations]]", f"include-operation-id = {q(op)}",
               "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "400", "401", "403", "404", "429", "501"]),
               "checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"])]
+# deleteEntity is a soft delete that restoreEntity undoes, and keyed: a DELETE whose key was used
+# before is the stored 204 again and changes nothing (the contract's replay), so an entity restored
+# since is still there. Reading it afterwards is not a use after free.
+lines += ["[[operations]]", 'include-operation-id = "deleteEntity"', "checks.use_after_free.enabled = false"]
 # deleteWebhook aims at its own webhook, so that the one every other webhook operation aims at stays.
 lines += ["[[operations]]", 'include-operation-id = "deleteWebhook"',
           'parameters = { "path.webhookId" = { dictionary = "doomedWebhooks", probability = 0.5 } }']

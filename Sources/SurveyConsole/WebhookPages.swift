@@ -15,6 +15,8 @@ struct WebhookPages: Sendable {
         ("response.accepted", "A response is accepted"), ("response.resubmitted", "A returned response is resubmitted"),
         ("response.review", "A response is reviewed (started, returned, approved, rejected)"),
         ("upload.completed", "A file upload completes"), ("task.completed", "A field task is completed"),
+        ("entity.created", "An entity is created"), ("entity.updated", "An entity is updated"),
+        ("entity.conflict", "An update marks an entity's conflict"),
     ]
 
     func list(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {

@@ -126,6 +126,7 @@ struct EntityChange: Sendable {
             let e = EntityRecord(listName: list, entityId: entityId, label: label ?? "", properties: properties, version: 1, conflict: nil,
                                  createdBy: actor, createdAt: tx.now, updatedAt: tx.now)
             try tx.insertEntity(e, source: "submission", responseId: responseId, actor: actor)
+            try Self.audit(tx, "entity.create", list: list, entityId: entityId, version: 1)
             return .created(version: 1)
         }
         // A deleted entity takes no change until an admin restores it.
@@ -155,6 +156,8 @@ struct EntityChange: Sendable {
                                 conflict: conflict, createdBy: existing.createdBy, createdAt: existing.createdAt, updatedAt: tx.now)
         try tx.updateEntity(next, expectedVersion: existing.version, baseVersion: baseVersion, trunkVersion: trunkVersion, branchId: branchId,
                             markedConflict: marked, source: "submission", responseId: responseId, actor: actor)
+        try Self.audit(tx, "entity.update", list: list, entityId: entityId, version: next.version)
+        if marked != nil { try Self.audit(tx, "entity.conflict", list: list, entityId: entityId, version: next.version) }
         return .updated(version: next.version, conflict: conflict)
     }
 
@@ -211,6 +214,12 @@ struct EntityChange: Sendable {
         for k in then.properties.keys where current.properties[k] == nil { since.insert("properties." + k) }
         if current.label != then.label { since.insert("label") }
         return changes.isDisjoint(with: since) ? "soft" : "hard"
+    }
+
+    /// The audit entry of an entity's change (`entity.create`, `entity.update`, `entity.conflict`:
+    /// webhook events), its revision the version the change made.
+    static func audit(_ tx: GatedTransaction, _ action: String, list: String, entityId: String, version: Int64) throws {
+        try tx.audit(action: action, targetType: "entity", targetId: list + "/" + entityId, revision: version)
     }
 
     /// null < soft < hard.

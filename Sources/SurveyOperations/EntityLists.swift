@@ -17,11 +17,12 @@ public struct EntityLists: Sendable {
         return list
     }
 
-    public func entities(_ user: UserRecord, orgId: String, list: String, after: String?, limit: Int) throws -> [EntityRecord] {
+    public func entities(_ user: UserRecord, orgId: String, list: String, after: String?, limit: Int,
+                         filter: EntityFilter = EntityFilter()) throws -> [EntityRecord] {
         try operations.member(user, of: orgId)
         return try operations.database.read { db in
             guard try db.entityList(orgId: orgId, name: list) != nil else { throw ApiError.notFound() }
-            return try db.entities(orgId: orgId, list: list, after: after, limit: limit)
+            return try db.entities(orgId: orgId, list: list, after: after, limit: limit, filter: filter)
         }
     }
 

@@ -25,6 +25,44 @@ public struct EntityWrites: Sendable {
         }
     }
 
+    public struct NewList: Sendable {
+        public let name: String
+        public let label: String?
+        public let properties: [String]
+        public init(name: String, label: String?, properties: [String]) { self.name = name; self.label = label; self.properties = properties }
+    }
+
+    /// A new entity list (forms that write to it create it too, when they are published). A name
+    /// the organization has is 409 / 1004.
+    public func createList(orgId: String, by user: UserRecord, key: IdempotencyKey<EntityListRecord>? = nil,
+                           _ request: () throws -> NewList) throws -> KeyedOutcome<EntityListRecord> {
+        let ops = operations
+        try ops.member(user, of: orgId, withAnyOf: [.admin])
+        return try ops.keyedWrite(orgId: orgId, caller: user.userId, target: "", key: key, prepare: { () throws -> NewList in
+            let new = try request()
+            var errors: [FieldError] = []
+            if !EntityDeclaration.isName(new.name) { errors.append(FieldError(path: "name", message: "must be an XML name (letters, digits, _ - ., not starting with a digit)")) }
+            if let label = new.label, label.isEmpty || label.count > 2000 { errors.append(FieldError(path: "label", message: "1 to 2000 characters")) }
+            for (i, p) in new.properties.enumerated() where !EntityDeclaration.isName(p) || EntityDeclaration.isReservedProperty(p) {
+                errors.append(FieldError(path: "properties[\(i)]", message: "must be a property name: an XML name, not name, label or one starting with __"))
+            }
+            if Set(new.properties).count != new.properties.count { errors.append(FieldError(path: "properties", message: "names a property twice")) }
+            guard errors.isEmpty else { throw ApiError(.validationFailed, "The entity list is not valid.", errors: errors) }
+            if try ops.database.read({ try $0.entityList(orgId: orgId, name: new.name) }) != nil { throw Self.listExists(new.name) }
+            return new
+        }, write: { new, tx in
+            guard try tx.read.entityList(orgId: orgId, name: new.name) == nil else { throw Self.listExists(new.name) }
+            try tx.createEntityList(name: new.name, label: new.label ?? new.name, properties: new.properties)
+            try tx.audit(action: "entityList.create", targetType: "entityList", targetId: new.name)
+            guard let stored = try tx.read.entityList(orgId: orgId, name: new.name) else { throw ApiError(.internalError) }
+            return stored
+        })
+    }
+
+    private static func listExists(_ name: String) -> ApiError {
+        ApiError(.idempotencyConflict, "The organization already has an entity list \(name).")
+    }
+
     public func create(orgId: String, list: String, by user: UserRecord, key: IdempotencyKey<EntityRecord>? = nil,
                        _ request: () throws -> NewEntity) throws -> KeyedOutcome<EntityRecord> {
         let ops = operations
@@ -46,7 +84,7 @@ public struct EntityWrites: Sendable {
             // Checked again in turn: a submission may have created it since.
             guard try tx.lockedEntity(list: list, entityId: e.entityId) == nil else { throw Self.exists(e.entityId) }
             try tx.insertEntity(e, source: "api", responseId: nil, actor: actor)
-            try tx.audit(action: "entity.create", targetType: "entity", targetId: list + "/" + e.entityId)
+            try EntityChange.audit(tx, "entity.create", list: list, entityId: e.entityId, version: 1)
             return try Self.stored(list, e.entityId, tx)
         })
     }
@@ -81,7 +119,7 @@ public struct EntityWrites: Sendable {
                                     createdAt: current.createdAt, updatedAt: tx.now)
             try tx.updateEntity(next, expectedVersion: current.version, baseVersion: change.baseVersion, markedConflict: nil, source: "api",
                                 responseId: nil, actor: actor)
-            try tx.audit(action: "entity.update", targetType: "entity", targetId: list + "/" + entityId)
+            try EntityChange.audit(tx, "entity.update", list: list, entityId: entityId, version: next.version)
             return try Self.stored(list, entityId, tx)
         })
     }

@@ -23,8 +23,8 @@ import SurveyDomain
             let xform: [UInt8]
         }
 
-        init() throws {
-            f = try Fixture()
+        init(server: TestServer? = nil) throws {
+            f = try Fixture(server: server)
             collect = CollectClient(f)
             registration = try Self.publish(f, "household_registration")
             visit = try Self.publish(f, "household_visit")
@@ -321,6 +321,20 @@ import SurveyDomain
         #expect(entities.json?["nextCursor"] == .string(Self.household))
         #expect(try p.f.client.get(base + "/households/entities?after=\(Self.household)", token: p.f.adminToken).json?["items"] == [])
         #expect(try p.f.client.get(base + "/households/entities/\(Self.household)", token: p.f.adminToken).json == item)
+        // Filters: the conflict mark, changes after a time, a text in the label (either case).
+        func count(_ query: String) throws -> Int? {
+            try p.f.client.get(base + "/households/entities?" + query, token: p.f.adminToken).json?["items"]?.arrayValue?.count
+        }
+        #expect(try count("conflict=hard") == 1)
+        #expect(try count("conflict=soft") == 0)
+        #expect(try count("search=OF%207") == 1)
+        #expect(try count("search=%25") == 0)  // a literal %, in no label
+        #expect(try count("search=of%207&conflict=hard") == 1)
+        #expect(try count("updatedAfter=2000-01-01T00:00:00Z") == 1)
+        #expect(try count("updatedAfter=2100-01-01T00:00:00Z") == 0)
+        let bad = try p.f.client.get(base + "/households/entities?conflict=yes&updatedAfter=soon", token: p.f.adminToken)
+        #expect(bad.status == 422)
+        #expect(bad.json?["errors"]?.arrayValue?.compactMap { $0["path"]?.stringValue } == ["conflict", "updatedAfter"])
 
         let versions = try p.f.client.get(base + "/households/entities/\(Self.household)/versions", token: p.f.adminToken)
         #expect(versions.status == 200)
@@ -334,6 +348,11 @@ import SurveyDomain
                                         ["path": "properties.members", "old": "5", "new": "7"]])
         #expect(items.first?["diff"]?.arrayValue?.count == 4)  // the label and three properties, from nothing
 
+        // The CSV phones get, through the API too.
+        let csv = try p.f.client.get(base + "/households/entities.csv", token: p.f.reviewerToken)
+        #expect(csv.status == 200 && csv.header("content-type")?.hasPrefix("text/csv") == true)
+        #expect(csv.text == "name,label,__version,__trunkVersion,__branchId,head,members,village\r\n\(Self.household),Household of 7 people,3,,,Ada,7,Kisii\r\n")
+        #expect(try p.f.client.get(base + "/trees/entities.csv", token: p.f.adminToken).status == 404)
         // What does not exist is the 404 of nothing.
         for path in [base + "/trees", base + "/trees/entities", base + "/households/entities/00000000-0000-4000-8000-000000000000",
                      base + "/households/entities/00000000-0000-4000-8000-000000000000/versions"] {
@@ -485,5 +504,53 @@ import SurveyDomain
             let (ok, report) = try MaintenanceTests.surveyd(["check", "--data-dir", p.f.server.dataDir])
             #expect(ok == 0, "\(report)")
         }
+    }
+
+    @Test func anAdminCreatesAListThatAFormThenWritesTo() throws {
+        let f = try Fixture()
+        let lists = "/v1/orgs/\(f.orgId)/entity-lists"
+        let new: JSONValue = ["name": "households", "label": "Households of the district", "properties": ["head", "district"]]
+        let created = try f.client.post(lists, token: f.adminToken, new, headers: ["Idempotency-Key": "entity-list-0001"])
+        #expect(created.status == 201, "\(created.text)")
+        #expect(created.header("location") == "\(lists)/households")
+        #expect(created.json?["properties"] == ["head", "district"])
+        #expect(try f.client.post(lists, token: f.adminToken, new, headers: ["Idempotency-Key": "entity-list-0001"]).status == 200)
+        #expect(try f.client.post(lists, token: f.adminToken, new).json?["errorCode"] == 1004)
+        let bad = try f.client.post(lists, token: f.adminToken, ["name": "1st list", "properties": ["label", "ok"]])
+        #expect(bad.status == 422)
+        #expect(bad.json?["errors"]?.arrayValue?.compactMap { $0["path"]?.stringValue } == ["name", "properties[0]"])
+        #expect(try f.client.post(lists, token: f.collectorToken, ["name": "trees"]).status == 403)
+        try f.expire()
+        #expect(try f.client.post(lists, token: f.adminToken, ["name": "trees"]).status == 402)
+        try f.renew()
+        // A form that writes the list adds its own properties after the list's.
+        _ = try Published.publish(f, "household_registration")
+        let list = try f.client.get(lists + "/households", token: f.adminToken)
+        #expect(list.json?["properties"] == ["head", "district", "members", "village"])
+        #expect(list.json?["label"] == "Households of the district")
+    }
+
+    @Test func entityChangesAreWebhookEvents() throws {
+        let receiver = try WebhookReceiver()
+        let p = try Published(server: try TestServer { $0.webhooksAllowPrivate = true })
+        let hook = try p.f.client.post("/v1/orgs/\(p.f.orgId)/webhooks", token: p.f.adminToken,
+                                       ["url": .string(receiver.url()), "events": ["entity.created", "entity.updated", "entity.conflict"]])
+        #expect(hook.status == 201, "\(hook.text)")
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000061", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")).status == 201)
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000061", entityId: Self.household, baseVersion: 1, members: 5)).status == 201)
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000062", entityId: Self.household, baseVersion: 1, members: 7)).status == 201)
+        #expect(receiver.wait { $0.count >= 4 }, "\(receiver.calls.map(\.type))")
+        let calls = receiver.calls
+        #expect(calls.map(\.type) == ["entity.created", "entity.updated", "entity.updated", "entity.conflict"])
+        let created = try #require(calls.first?.json?["data"])
+        #expect(created["list"] == "households" && created["id"] == .string(Self.household) && created["version"] == 1)
+        #expect(created["source"]?["instanceID"] == "uuid:reg-00000061")
+        let conflict = try #require(calls.last?.json?["data"])
+        #expect(conflict["version"] == 3 && conflict["conflict"] == "hard")
+        #expect(conflict["diff"]?.arrayValue?.contains(["path": "properties.members", "old": "5", "new": "7"]) == true)
+        // A replay sends nothing more.
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000062", entityId: Self.household, baseVersion: 1, members: 7)).status == 202)
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(receiver.calls.count == 4)
     }
 }

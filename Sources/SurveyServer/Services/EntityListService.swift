@@ -2,6 +2,7 @@ import SurveyDomain
 import SurveyHTTP
 import SurveyOperations
 import SurveyStorage
+import SurveyExports
 
 /// The API's reads of entity lists and entities (`EntityLists`, Docs/entities.md); never gated.
 struct EntityListService {
@@ -13,6 +14,7 @@ struct EntityListService {
         services.route(&router, "GET", Self.base, .member(anyOf: []), lists)
         services.route(&router, "GET", Self.base + "/{name}", .member(anyOf: []), list)
         services.route(&router, "GET", Self.base + "/{name}/entities", .member(anyOf: []), entities)
+        services.route(&router, "GET", Self.base + "/{name}/entities.csv", .member(anyOf: []), csv)
         services.route(&router, "GET", Self.base + "/{name}/entities/{entityId}", .member(anyOf: []), entity)
         services.route(&router, "GET", Self.base + "/{name}/entities/{entityId}/versions", .member(anyOf: []), versions)
         registerWrites(into: &router)
@@ -31,8 +33,36 @@ struct EntityListService {
     func entities(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let page = try Page(request)
         let rows = try services.operations.entityLists.entities(try context.member(), orgId: context.orgId, list: request.parameter("name"),
-                                                                after: page.after, limit: page.limit)
+                                                                after: page.after, limit: page.limit, filter: try Self.filter(request))
         return .json(200, page.render(rows, id: \.entityId, item: \.document))
+    }
+
+    /// `conflict=soft|hard`, `updatedAfter=<RFC 3339>` (strictly after), `search=<text>`.
+    static func filter(_ request: HTTPRequest) throws -> EntityFilter {
+        var filter = EntityFilter()
+        var errors: [FieldError] = []
+        // Given, each must be what it says (empty too).
+        if let c = request.query["conflict"] {
+            if c == "soft" || c == "hard" { filter.conflict = c } else { errors.append(FieldError(path: "conflict", message: "must be soft or hard")) }
+        }
+        if let t = request.query["updatedAfter"] {
+            if let ms = Timestamp.parse(t) { filter.updatedAfter = ms } else {
+                errors.append(FieldError(path: "updatedAfter", message: "must be a date and time (RFC 3339)"))
+            }
+        }
+        if let q = request.query["search"], !q.isEmpty { filter.search = q }  // as long as a request line may be
+        guard errors.isEmpty else { throw ApiError(.validationFailed, "The query is not valid.", errors: errors) }
+        return filter
+    }
+
+    /// The CSV phones get, streamed from one snapshot.
+    func csv(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let list = try services.operations.entityLists.list(try context.member(), orgId: context.orgId, name: request.parameter("name"))
+        let snapshot = try services.database.snapshot()
+        let producer: EntityListCSV
+        do { producer = try EntityListCSV(snapshot: snapshot, orgId: context.orgId, list: list.name) } catch { snapshot.close(); throw error }
+        return .stream(ExportStream(producer), headers: [("Content-Type", "text/csv; charset=utf-8"),
+                                                        ("Content-Disposition", "attachment; filename=\"\(list.name).csv\"")])
     }
 
     func entity(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
@@ -56,10 +86,28 @@ struct EntityListService {
 extension EntityListService {
     func registerWrites(into router: inout Router) {
         let admins = Access.member(anyOf: [.admin])
+        services.route(&router, "POST", Self.base, admins, createList)
         services.route(&router, "POST", Self.base + "/{name}/entities", admins, create)
         services.route(&router, "PATCH", Self.base + "/{name}/entities/{entityId}", admins, update)
         services.route(&router, "DELETE", Self.base + "/{name}/entities/{entityId}", admins, delete)
         services.route(&router, "POST", Self.base + "/{name}/entities/{entityId}/restore", admins, restore)
+    }
+
+    func createList(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = context.orgId
+        let keyed = KeyedAnswer(request) { (l: EntityListRecord) in HTTPResponse.created("/v1/orgs/\(orgId)/entity-lists/\(l.name)", l.document) }
+        let outcome = try services.operations.entityWrites.createList(orgId: orgId, by: try context.member(), key: keyed.key) {
+            let body = try JSONBody(request.body)
+            var properties: [String] = []
+            if let v = body.fields["properties"], !v.isNull {
+                guard let items = v.arrayValue, items.allSatisfy({ $0.stringValue != nil }) else {
+                    throw ApiError.malformed("properties must be an array of property names.")
+                }
+                properties = items.compactMap(\.stringValue)
+            }
+            return EntityWrites.NewList(name: try body.string("name"), label: try body.optionalString("label"), properties: properties)
+        }
+        return try keyed.answer(outcome)
     }
 
     func create(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
@@ -83,7 +131,9 @@ extension EntityListService {
             let body = try JSONBody(request.body)
             var baseVersion: Int64?
             if let v = body.fields["baseVersion"], !v.isNull {
-                guard let n = v.intValue, n >= 1 else { throw ApiError.malformed("baseVersion must be a version: an integer of at least 1.") }
+                guard let n = v.intValue, n >= 1, n <= Int(Int32.max) else {
+                    throw ApiError.malformed("baseVersion must be a version: an integer from 1 to 2147483647.")
+                }
                 baseVersion = Int64(n)
             }
             return EntityWrites.Change(baseVersion: baseVersion, label: try body.optionalString("label"), properties: try Self.properties(body),

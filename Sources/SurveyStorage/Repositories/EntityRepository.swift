@@ -89,6 +89,17 @@ extension EntityVersionRecord {
     }
 }
 
+/// What a listing of entities is narrowed to: a conflict mark, changes strictly after a time, a
+/// text in the label (either case).
+public struct EntityFilter: Sendable, Equatable {
+    public var conflict: String?
+    public var updatedAfter: Int64?
+    public var search: String?
+    public init(conflict: String? = nil, updatedAfter: Int64? = nil, search: String? = nil) {
+        self.conflict = conflict; self.updatedAfter = updatedAfter; self.search = search
+    }
+}
+
 /// The JSON text the tables keep properties in: canonical, so equal values are equal text.
 enum EntityText {
     static func names(_ text: String) -> [String] {
@@ -128,12 +139,29 @@ extension ReadContext {
                        [.text(orgId), .text(list), .text(entityId)]).first.map(EntityRecord.init)
     }
 
-    /// A page of a list's entities that are not deleted, in id order after `after`.
-    public func entities(orgId: String, list: String, after: String?, limit: Int) throws -> [EntityRecord] {
-        try conn.query("""
+    /// A page of a list's entities that are not deleted, in id order after `after`, narrowed by
+    /// `filter`.
+    public func entities(orgId: String, list: String, after: String?, limit: Int, filter: EntityFilter = EntityFilter()) throws -> [EntityRecord] {
+        var sql = """
             SELECT \(EntityRecord.columns) FROM entities
-            WHERE org_id = ? AND list_name = ? AND deleted_at IS NULL AND entity_id > ? ORDER BY entity_id LIMIT ?
-            """, [.text(orgId), .text(list), .text(after ?? ""), .int(Int64(max(0, limit)))]).map(EntityRecord.init)
+            WHERE org_id = ? AND list_name = ? AND deleted_at IS NULL AND entity_id > ?
+            """
+        var args: [SQLValue] = [.text(orgId), .text(list), .text(after ?? "")]
+        if let conflict = filter.conflict { sql += " AND conflict = ?"; args.append(.text(conflict)) }
+        if let updatedAfter = filter.updatedAfter { sql += " AND updated_at > ?"; args.append(.int(updatedAfter)) }
+        if let search = filter.search, !search.isEmpty {
+            // A substring of the label, either case; `%`, `_` and `\` in it are themselves.
+            var pattern = "%"
+            for c in search.lowercased() {
+                if c == "%" || c == "_" || c == "\\" { pattern.append("\\") }
+                pattern.append(c)
+            }
+            sql += " AND lower(label) LIKE ? ESCAPE '\\'"
+            args.append(.text(pattern + "%"))
+        }
+        sql += " ORDER BY entity_id LIMIT ?"
+        args.append(.int(Int64(max(0, limit))))
+        return try conn.query(sql, args).map(EntityRecord.init)
     }
 
     /// An entity's versions from `after` (exclusive), oldest first.
@@ -153,6 +181,13 @@ extension ReadContext {
 }
 
 extension GatedTransaction {
+    /// A new list with its label and properties, in the order given.
+    public func createEntityList(name: String, label: String, properties: [String]) throws {
+        try context.conn.run("""
+            INSERT INTO entity_lists(org_id, name, label, properties, revision, created_at) VALUES (?, ?, ?, ?, 1, ?)
+            """, [.text(orgId), .text(name), .text(label), .text(EntityText.text(properties)), .int(now)])
+    }
+
     /// The list with `properties` added where it lacks them (created when it is new); its
     /// revision rises when it changes, so phones fetch its CSV (a new column) again.
     @discardableResult

@@ -41,6 +41,7 @@ public struct WebhookRecord: Sendable, Equatable {
         "response.accept": "response.accepted", "response.resubmit": "response.resubmitted",
         "review.startReview": "response.review", "review.returnForCorrection": "response.review", "review.approve": "response.review",
         "review.reject": "response.review", "upload.commit": "upload.completed", "task.complete": "task.completed",
+        "entity.create": "entity.created", "entity.update": "entity.updated", "entity.conflict": "entity.conflict",
     ]
 
     /// The audit actions this webhook listens to.
@@ -260,6 +261,16 @@ extension ReadContext {
         case "task.complete":
             guard let t = try task(orgId: orgId, taskId: e.targetId) else { return nil }
             data = CanonicalJSON.encode(t.document)
+        case "entity.create", "entity.update", "entity.conflict":
+            // The version the change made (versions never change), with its list and id.
+            let parts = e.targetId.split(separator: "/", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let version = e.revision,
+                  let v = try entityVersion(orgId: orgId, list: parts[0], entityId: parts[1], version: version) else { return nil }
+            let previous = version > 1 ? try entityVersion(orgId: orgId, list: parts[0], entityId: parts[1], version: version - 1) : nil
+            guard case .object(var o) = v.document(after: previous) else { return nil }
+            o["list"] = .string(parts[0])
+            o["id"] = .string(parts[1])
+            data = CanonicalJSON.encode(.object(o))
         default:
             guard let revision = e.revision else { return nil }
             var review: [String: JSONValue]?
