@@ -209,7 +209,9 @@ import SurveyStorage
         let w = try World()
         var before: [String] = []
         for i in 0..<30 { before.append(try w.submit(String(format: "odata-page-%04d", i), ["size": .number(Double(i))]) ) }
-        // Responses keep arriving from another thread, and between every two pages.
+        // Responses keep arriving from another thread (20 a second, steadily: a read includes what
+        // arrives while it pages, so arrivals faster than a low-priority reader pages would never
+        // let it end), and between every two pages.
         let stop = Mutex(false)
         let arrived = Mutex(0)
         let writer = Thread {
@@ -218,6 +220,7 @@ import SurveyStorage
                 _ = try? w.submit(String(format: "odata-late-%04d", n), ["size": 1000])
                 n += 1
                 arrived.withLock { $0 = n }
+                Thread.sleep(forTimeInterval: 0.05)
             }
         }
         writer.start()

@@ -31,7 +31,10 @@ import Testing
                 .map { $0.trimmingCharacters(in: .newlines) })
         }
         let writers: Set<String> = TestEngine.isPostgres ? ["surveyd-pgw0", "surveyd-pgw1"] : ["surveyd-writer"]
-        // A writer names itself when its thread starts, which may be just after the server answers.
+        // A writer names itself when its thread starts, which may be just after the server answers
+        // (under load, well after): a survey and a version are written through the server first, so
+        // its writer has run.
+        _ = try server.seed()
         var seen = try names()
         let deadline = Date().addingTimeInterval(10)
         while !writers.isSubset(of: seen) && Date() < deadline {
