@@ -39,6 +39,9 @@ struct CentralService {
         router.add("GET", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}", access: readers) { request in
             CentralRefusal.answer { try submission(request) }
         }
+        router.add("GET", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}/attachments", access: readers) { request in
+            CentralRefusal.answer { try attachments(request) }
+        }
     }
 
     var operations: Operations { services.operations }
@@ -163,13 +166,30 @@ struct CentralService {
     }
 
     func submission(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (_, r) = try visibleSubmission(request)
+        return .json(200, CentralJSON.submission(r, submitterId: try actorIds(of: [r])[r.submitter] ?? 0))
+    }
+
+    func attachments(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (_, r) = try visibleSubmission(request)
+        guard let version = try services.database.read({ try $0.surveyVersion(orgId: r.orgId, surveyVersionId: r.surveyVersionId) }) else {
+            throw ApiError.notFound()
+        }
+        if CentralAttachments.namesFiles(r, definition: try operations.definitions.definition(of: version)) {
+            throw CentralAttachments.notOffered(r)
+        }
+        return .json(200, .array([]))
+    }
+
+    /// The path's submission (by its first instanceID) of the path's form, visible to the caller.
+    private func visibleSubmission(_ request: HTTPRequest) throws -> (OpenRosaForms.Listed, ResponseRecord) {
         let (user, org) = try admitMember(request)
         let form = try listedForm(request, orgId: org.orgId)
         let instanceId = request.parameter("instanceId")
         guard ClientIdentifier.isValid(instanceId) else { throw ApiError.notFound() }
         let r = try operations.visibleResponse(user, orgId: org.orgId, clientSubmissionId: instanceId)
         guard r.surveyId == form.survey.surveyId else { throw ApiError.notFound() }
-        return .json(200, CentralJSON.submission(r, submitterId: try actorIds(of: [r])[r.submitter] ?? 0))
+        return (form, r)
     }
 
     private func actorIds(of rows: [ResponseRecord]) throws -> [String: Int64] {
