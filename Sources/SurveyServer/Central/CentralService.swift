@@ -103,6 +103,9 @@ struct CentralService {
     }
 
     func form(_ request: HTTPRequest) throws -> HTTPResponse {
+        // `{xmlFormId}.svc` (the OData service) and `{xmlFormId}.xml` fit this route's pattern.
+        let id = request.parameter("xmlFormId")
+        if id.hasSuffix(".svc") || id.hasSuffix(".xml") { throw CentralRefusal.notOffered(request.head.path) }
         let (_, org) = try admit(request, .memberOrOperator(anyOf: []))
         return .json(200, CentralJSON.form(try listedForm(request, orgId: org.orgId), projectId: org.projectId))
     }
