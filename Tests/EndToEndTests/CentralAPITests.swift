@@ -142,7 +142,7 @@ import Testing
         let w = try World()
         let c = w.f.client
         let p = w.projectId
-        for (method, path) in [("GET", "/v1/projects/\(p)/datasets"), ("POST", "/v1/projects"), ("DELETE", "/v1/projects/\(p)"),
+        for (method, path) in [("GET", "/v1/projects/\(p)/datasets"), ("PATCH", "/v1/projects/\(p)/forms/\(w.xmlFormId)/draft"),
                                ("GET", "/v1/users"), ("GET", "/v1/roles"), ("POST", "/v1/projects/\(p)/app-users"),
                                ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId).svc"), ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId)/submissions.csv"),
                                ("GET", "/v1/config/analytics"), ("GET", "/v1/audits")] {
@@ -153,6 +153,12 @@ import Testing
             #expect(r.json?["detail"]?.stringValue?.contains("Docs/central-api.md") == true, "\(path)")
         }
         #expect(try c.get("/v1/projects/\(p)/datasets", token: w.f.adminToken).json?["detail"]?.stringValue?.contains("/entity-lists") == true)
+        // A method a served path does not take stays HTTP's 405 with Allow, saying what is offered.
+        for (method, path) in [("POST", "/v1/projects"), ("DELETE", "/v1/projects/\(p)")] {
+            let r = try c.request(method, path, token: w.f.adminToken)
+            #expect(r.status == 405 && r.header("allow") == "GET" && r.json?["code"]?.doubleValue == 405.1005, "\(method) \(path): \(r.status)")
+            #expect(r.json?["detail"]?.stringValue?.contains("POST /v1/orgs") == true)
+        }
         // surveyd's own paths keep their 404.
         #expect(try c.get("/v1/orgs/\(w.f.orgId)/nothing-here", token: w.f.adminToken).status == 404)
     }

@@ -38,11 +38,15 @@ enum CentralRefusal {
         }
     }
 
-    /// The server's own refusals under Central's paths: no route, or a method no route takes,
-    /// is a route of Central this door does not offer (never a 404 a script would read as "the
-    /// thing is missing"); anything else keeps its code.
+    /// The server's own refusals under Central's paths: a path no route takes is a route of
+    /// Central this door does not offer (501 / 1050, never a 404 a script would read as "the
+    /// thing is missing"). A method the path's routes do not take stays HTTP's 405 with `Allow`
+    /// (as everywhere in surveyd), its sentence saying what is offered; anything else keeps its code.
     static func routerRefusal(_ error: ApiError, status: Int, path: String) -> HTTPResponse {
-        guard error.code == .notFound, status == 404 || status == 405 else { return problem(error, status: status) }
+        guard error.code == .notFound else { return problem(error, status: status) }
+        if status == 405 {
+            return problem(ApiError(.notFound, "This method is not offered on this path of ODK Central's API (Allow lists those that are). " + instead(path)), status: 405)
+        }
         return problem(notOffered(path))
     }
 
