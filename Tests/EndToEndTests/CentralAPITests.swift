@@ -163,6 +163,26 @@ import Testing
         #expect(try c.get("/v1/orgs/\(w.f.orgId)/nothing-here", token: w.f.adminToken).status == 404)
     }
 
+    /// One key for every door: a form ODK Collect sent is the same submission when a script
+    /// sends it again through Central's API, and the other way round.
+    @Test func anInstanceIdIsOneKeyForTheOpenRosaDoorAndCentrals() throws {
+        let w = try World()
+        let collect = CollectClient(w.f)
+        let first = "uuid:0c3a1d7e-2222-4000-8000-000000000001"
+        #expect(try collect.submit(w.instance(first)).status == 201)
+        let again = try w.submit(w.instance(first), token: w.f.collectorToken)
+        #expect(again.status == 200 && again.header("idempotent-replayed") == "true" && again.json?["instanceId"]?.stringValue == first)
+        let second = "uuid:0c3a1d7e-2222-4000-8000-000000000002"
+        #expect(try w.submit(w.instance(second), token: w.f.collectorToken).status == 200)
+        #expect(try collect.submit(w.instance(second)).status == 202)
+        // Other content under a used instanceID, through either door: refused, nothing changes.
+        let traces = try w.traces()
+        #expect(try w.submit(w.instance(first, size: "9"), token: w.f.collectorToken).status == 409)
+        #expect(try collect.submit(w.instance(second, size: "9")).status == 409)
+        #expect(try w.traces() == traces)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM responses") == 2)
+    }
+
     @Test func aRefusedCentralSubmissionLeavesNothingAndTheSameCallAfterRenewalStoresOnce() throws {
         let w = try World()
         let collector = w.f.collectorToken
