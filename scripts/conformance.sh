@@ -14,6 +14,7 @@
 #   CONFORMANCE_PASSES="admin"                 # which passes: admin all operator (default: all three)
 #   CONFORMANCE_EXCLUDE='^tus'                 # temporarily skip operationIds matching a regex
 #                                              # (e.g. while a route is being built); default none
+#   CONFORMANCE_INCLUDE='^central'             # run only the operationIds matching a regex
 #
 # Passes (each with its own token; all against one server):
 #   admin     the demo's admin token, every operation (the baseline)
@@ -32,6 +33,7 @@ VENV="${CONFORMANCE_VENV:-$ROOT/.build/venv}"
 EXAMPLES="${CONFORMANCE_EXAMPLES:-100}"
 PASSES="${CONFORMANCE_PASSES:-admin all operator}"
 EXCLUDE="${CONFORMANCE_EXCLUDE:-}"
+INCLUDE="${CONFORMANCE_INCLUDE:-}"
 REPORT_DIR="${CONFORMANCE_REPORT_DIR:-$ROOT/.build/conformance}"
 mkdir -p "$REPORT_DIR"
 
@@ -168,7 +170,8 @@ lines += dictionary("receivers", ["https://hooks.invalid/surveyd", "http://hooks
 # Fresh client ids and keys: without them most generated writes reuse an example's id with
 # another body and stop at 1004, never reaching validation or the write itself.
 lines += dictionary("fresh", [str(uuid.uuid4()) for _ in range(500)])
-lines += ["[parameters]", f'"path.orgId" = {q(org)}']
+lines += dictionary("xmlFormIds", [survey_id]) + dictionary("instanceIds", [r1["clientSubmissionId"], r2["clientSubmissionId"]])
+lines += ["[parameters]", f'"path.orgId" = {q(org)}', '"path.projectId" = 1']
 for key, name, p in [("path.surveyId", "surveys", 0.5), ("path.surveyVersionId", "versions", 0.5), ("path.responseId", "responses", 0.6),
                      ("path.userId", "victims", 0.5), ("path.tokenId", "tokens", 0.3), ("path.taskId", "tasks", 0.5),
                      ("path.clientUploadId", "uploads", 0.4), ("query.clientSubmissionId", "csids", 0.4),
@@ -177,6 +180,7 @@ for key, name, p in [("path.surveyId", "surveys", 0.5), ("path.surveyVersionId",
                      ("body.assigneeUserId", "assignees", 0.6), ("body.fieldTaskId", "tasks", 0.3),
                      ("body.clientSubmissionId", "fresh", 0.8), ("header.Idempotency-Key", "fresh", 0.6),
                      ("query.surveyVersionId", "versions", 0.5), ("query.fieldTaskId", "tasks", 0.5), ("query.submittedBy", "assignees", 0.5),
+                     ("path.xmlFormId", "xmlFormIds", 0.7), ("path.instanceId", "instanceIds", 0.6),
                      ("path.webhookId", "webhooks", 0.6), ("path.name", "entityLists", 0.7), ("path.entityId", "entities", 0.6), ("path.deliveryId", "deliveries", 0.6), ("body.url", "receivers", 0.7)]:
     lines.append(f'"{key}" = {{ dictionary = "{name}", probability = {p} }}')
 # --checks all: the answers a schema cannot predict, each with its reason (Docs/architecture.md).
@@ -230,6 +234,21 @@ for op in ["odataEntitySet", "odataServiceDocument", "odataMetadata", "entityLis
 # before is the stored 204 again and changes nothing (the contract's replay), so an entity restored
 # since is still there. Reading it afterwards is not a use after free.
 lines += ["[[operations]]", 'include-operation-id = "deleteEntity"', "checks.use_after_free.enabled = false"]
+# ODK Central's API: its ids come from this server (project 1 is the demo organization; a form
+# is named by its XForm's id, which for a JSON survey is the survey id; an instanceID is a
+# clientSubmissionId). Signing in with a schema-valid email and password that are no user's is
+# 401 / 1007, and the attempts that follow are throttled (429 / 1030), as the console's; an
+# instance XML that schema-valid strings almost never make is refused by the XML rules (400 /
+# 1031), its form (404) or its answers (422) — the state and grammar no schema describes.
+lines += ["[[operations]]", 'include-operation-id = "centralCreateSession"',
+          "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "429"])]
+lines += ["[[operations]]", 'include-operation-id = "centralCreateSubmission"',
+          "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "400", "401", "403", "404", "409", "422", "429", "501"])]
+lines += ["[[operations]]", 'include-operation-id = "centralListSubmissionAttachments"',
+          "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "501"]),
+          "checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"])]
+lines += ["[[operations]]", 'include-operation-id = "centralGetForm"',
+          "checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"])]
 # deleteWebhook aims at its own webhook, so that the one every other webhook operation aims at stays.
 lines += ["[[operations]]", 'include-operation-id = "deleteWebhook"',
           'parameters = { "path.webhookId" = { dictionary = "doomedWebhooks", probability = 0.5 } }']
@@ -250,6 +269,7 @@ run_pass() {
   echo "conformance: pass '$name'" >&2
   local filters=()
   [ -n "$EXCLUDE" ] && filters+=(--exclude-operation-id-regex "$EXCLUDE")
+  [ -n "$INCLUDE" ] && filters+=(--include-operation-id-regex "$INCLUDE")
   # From the scratch dir: schemathesis keeps a cache (.schemathesis/) in its working directory.
   if ! (cd "$WORK" && SCHEMATHESIS_HOOKS="$ROOT/scripts/conformance_hooks.py" "$VENV/bin/schemathesis" --config-file "$WORK/schemathesis.toml" run "$WORK/spec/openapi.json" \
       --url "$BASE" -H "Authorization: Bearer $token" \

@@ -41,3 +41,12 @@ if ! "$ODATA_VENV/bin/pip" show python-odata 2>/dev/null | grep -qx "Version: 0.
   python3 -m venv "$ODATA_VENV"
   "$ODATA_VENV/bin/pip" install -q --disable-pip-version-check python-odata==0.8.1 odata-query==0.10.0
 fi
+
+# pyodk, ODK's own Python client for ODK Central's API, which the tests run against surveyd's
+# Central door (Tests/Central/test_pyodk.py) as a team's scripts would.
+CENTRAL_VENV="$(cd "$(dirname "$0")/.." && pwd)/.build/venv-central"
+if ! "$CENTRAL_VENV/bin/pip" show pyodk 2>/dev/null | grep -qx "Version: 1.3.0"; then
+  echo "setup: installing pyodk 1.3.0 into $CENTRAL_VENV" >&2
+  python3 -m venv "$CENTRAL_VENV"
+  "$CENTRAL_VENV/bin/pip" install -q --disable-pip-version-check pyodk==1.3.0
+fi

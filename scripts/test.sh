@@ -5,7 +5,8 @@
 #      every answer they see; then the end-to-end suite again on PostgreSQL 15 (a throwaway
 #      cluster on a Unix socket, a database of its own for every test server);
 #      every XForm a test is served is checked by ODK Validate (JavaRosa, as ODK Collect parses it);
-#   2b. the OData feed read by clients no one here wrote (python-odata, odata-query; a few seconds);
+#   2b. the OData feed read by clients no one here wrote (python-odata, odata-query; a few seconds),
+#       and ODK Central's API driven by pyodk 1.3.0;
 #   3. every recorded answer validated against Schemas/ (JSON Schema 2020-12);
 #   4. conformance: schemathesis over every operation of Schemas/openapi.json on a seeded server;
 #   5. every curl example in README.md and Docs/ run against a demo server;
@@ -25,6 +26,8 @@ SURVEYD_RECORD_RESPONSES="$PWD/.build/responses.jsonl" swift test --skip-build
 echo "ODK Validate accepted $(cut -d' ' -f1 .build/odk-validate-accepted.log | sort -u | wc -l) distinct XForms"
 # The OData feed read by python-odata and odata-query (a demo server of its own).
 .build/venv-odata/bin/python Tests/OData/test_odata.py
+# ODK Central's API driven by pyodk, ODK's own client (a demo server of its own).
+.build/venv-central/bin/python Tests/Central/test_pyodk.py
 PG_DIR="$(mktemp -d /tmp/surveyd-pg.XXXXXX)"
 trap './scripts/pg_cluster.sh stop "$PG_DIR"' EXIT
 SURVEYD_TEST_POSTGRES="$(PG_CLUSTER_OPTIONS="-c track_commit_timestamp=on" ./scripts/pg_cluster.sh start "$PG_DIR" 54329)" swift test --skip-build --filter EndToEndTests

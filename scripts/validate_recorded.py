@@ -44,6 +44,10 @@ METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 
 
+
+# ODK Central's top-level paths (Sources/SurveyServer/Central/CentralRefusal.swift).
+CENTRAL_PREFIXES = ("/v1/projects", "/v1/users", "/v1/sessions", "/v1/roles", "/v1/assignments", "/v1/config", "/v1/audits", "/v1/backup")
+
 def format_checker():
     checker = jsonschema.FormatChecker()
 
@@ -182,6 +186,10 @@ def check(spec, rec):
     if template is None:
         if status == 404:
             return None, status, problem_only("unknown route")
+        # ODK Central's API: a route of Central's that surveyd does not offer is 501 / 1050
+        # (Docs/central-api.md), a problem document like any other refusal.
+        if status == 501 and path.startswith(CENTRAL_PREFIXES):
+            return None, status, problem_only("a Central route not offered")
         return None, status, [f"no operation matches {path} (status {status})"]
     item = spec.doc["paths"][template]
     op = item.get(method)

@@ -32,7 +32,7 @@ struct OperatorPages: Sendable {
     private func orgsPage(_ v: Console.Visitor, frame: Pages.Frame, status: Int = 200, secrets: [[String: TemplateValue]] = []) -> HTTPResponse {
         let orgs = (try? operations.allOrganizations(by: v.caller)) ?? []
         let rows: [[String: TemplateValue]] = orgs.map { o in
-            ["name": .text(o.name), "orgId": .text(o.orgId), "state": .text(operations.gate.isExpired(o) ? "expired" : "active"),
+            ["name": .text(o.name), "orgId": .text(o.orgId), "projectId": .text(String(o.projectId)), "state": .text(operations.gate.isExpired(o) ? "expired" : "active"),
              "expiresAt": .text(Pages.time(o.expiresAt)), "renewUrl": .text("/console/operator/orgs/\(o.orgId)/renew"),
              "endUrl": .text(operations.gate.isExpired(o) ? "" : "/console/operator/orgs/\(o.orgId)/end")]
         }

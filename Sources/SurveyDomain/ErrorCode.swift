@@ -23,6 +23,7 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
     case malformedRequest = 1031
     case invalidIdentifier = 1032
     case storageUnavailable = 1040
+    case notOffered = 1050
     case internalError = 1099
 
     public var name: String {
@@ -48,6 +49,7 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
         case .malformedRequest: "MalformedRequest"
         case .invalidIdentifier: "InvalidIdentifier"
         case .storageUnavailable: "StorageUnavailable"
+        case .notOffered: "NotOffered"
         case .internalError: "InternalError"
         }
     }
@@ -83,6 +85,7 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
         case .malformedRequest: "The request could not be understood"
         case .invalidIdentifier: "A client id or key breaks the identifier format"
         case .storageUnavailable: "Storage is unavailable; nothing was written"
+        case .notOffered: "surveyd does not offer this route of ODK Central's API"
         case .internalError: "Internal error; nothing partial was written"
         }
     }

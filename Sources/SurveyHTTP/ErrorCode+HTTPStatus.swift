@@ -17,6 +17,7 @@ extension ErrorCode {
         case .malformedRequest, .invalidIdentifier: 400
         case .storageUnavailable: 503
         case .internalError: 500
+        case .notOffered: 501
         }
     }
 }

@@ -19,6 +19,11 @@ extension Operations {
     func authenticate(tokenHash hash: [UInt8]?, in db: ReadContext) throws -> Caller {
         guard let hash else { throw ApiError(.unauthenticated, "A bearer token is required.") }
         guard let found = try db.tokenOwner(hash: hash), Digest.constantTimeEqual(found.storedHash, hash) else {
+            // Not an API token: a session of ODK Central's API (`POST /v1/sessions`) is a bearer
+            // token on every API too, its user read afresh.
+            if let session = try db.apiSession(hash: hash, now: clock.nowMillis()) {
+                return .user(session.user, tokenId: CentralSessions.tokenId)
+            }
             throw ApiError(.unauthenticated, "The token is unknown or revoked.")
         }
         if found.owner.isOperator { return .operatorToken(tokenId: found.owner.tokenId) }

@@ -81,5 +81,6 @@ public struct Operations: Sendable {
     public var invitations: Invitations { Invitations(operations: self) }
     public var reviewQueue: ReviewQueue { ReviewQueue(operations: self) }
     public var consoleSessions: ConsoleSessions { ConsoleSessions(operations: self) }
+    public var centralSessions: CentralSessions { CentralSessions(operations: self) }
     public var webhooks: Webhooks { Webhooks(operations: self) }
 }

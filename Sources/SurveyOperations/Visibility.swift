@@ -12,6 +12,14 @@ extension Operations {
         return r
     }
 
+    /// The same by the submission's `clientSubmissionId` (ODK Central's instanceId).
+    public func visibleResponse(_ user: UserRecord, orgId: String, clientSubmissionId: String) throws -> ResponseRecord {
+        try member(user, of: orgId)
+        guard let r = try database.read({ try $0.response(orgId: orgId, clientSubmissionId: clientSubmissionId) }),
+              seesAll(user) || r.submitter == user.userId else { throw ApiError.notFound() }
+        return r
+    }
+
     /// Admins and reviewers see every task; a collector only those assigned to them.
     public func visibleTask(_ user: UserRecord, orgId: String, taskId: String) throws -> TaskRecord {
         try member(user, of: orgId)
@@ -68,11 +76,13 @@ extension Operations {
     }
 
     /// Responses a user may see: all of the organization's for reviewers and admins, a collector's own.
-    public func visibleResponses(_ user: UserRecord, orgId: String, reviewState: ReviewState?, after: String?, limit: Int) throws -> [ResponseRecord] {
+    public func visibleResponses(_ user: UserRecord, orgId: String, reviewState: ReviewState?, after: String?, limit: Int,
+                                 surveyId: String? = nil) throws -> [ResponseRecord] {
         try member(user, of: orgId)
         let onlyOwn = !seesAll(user)
         return try database.read {
-            try $0.responses(orgId: orgId, submitter: onlyOwn ? user.userId : nil, reviewState: reviewState, after: after, limit: limit)
+            try $0.responses(orgId: orgId, submitter: onlyOwn ? user.userId : nil, reviewState: reviewState, after: after, limit: limit,
+                             surveyId: surveyId)
         }
     }
 

@@ -583,6 +583,49 @@ enum Migrations {
             PRIMARY KEY (org_id, response_id));
         CREATE INDEX entity_waiting_entity ON entity_waiting(org_id, list_name, entity_id, received_at);
         """),
+        // Integer ids for ODK Central's API (Docs/central-api.md): a project is an organization,
+        // an actor is a user. Server-wide, 1, 2, 3 … in creation order, never reused or changed:
+        // the rows that exist get theirs here (ties in created_at broken by the text id), and
+        // `integer_ids` holds the last one given, raised in the creating transaction.
+        Migration("integer-ids", sql: """
+        ALTER TABLE orgs ADD COLUMN project_id INTEGER;
+        UPDATE orgs SET project_id = (SELECT COUNT(*) FROM orgs o WHERE o.created_at < orgs.created_at
+            OR (o.created_at = orgs.created_at AND o.org_id <= orgs.org_id));
+        CREATE UNIQUE INDEX orgs_project_id ON orgs(project_id);
+        ALTER TABLE users ADD COLUMN actor_id INTEGER;
+        UPDATE users SET actor_id = (SELECT COUNT(*) FROM users x WHERE x.created_at < users.created_at
+            OR (x.created_at = users.created_at AND x.user_id <= users.user_id));
+        CREATE UNIQUE INDEX users_actor_id ON users(actor_id);
+        CREATE TABLE integer_ids (kind TEXT PRIMARY KEY, last INTEGER NOT NULL);
+        INSERT INTO integer_ids(kind, last) VALUES ('project', (SELECT COALESCE(MAX(project_id), 0) FROM orgs));
+        INSERT INTO integer_ids(kind, last) VALUES ('actor', (SELECT COALESCE(MAX(actor_id), 0) FROM users));
+        """, postgres: """
+        ALTER TABLE orgs ADD COLUMN project_id BIGINT;
+        UPDATE orgs SET project_id = (SELECT COUNT(*) FROM orgs o WHERE o.created_at < orgs.created_at
+            OR (o.created_at = orgs.created_at AND o.org_id <= orgs.org_id));
+        CREATE UNIQUE INDEX orgs_project_id ON orgs(project_id);
+        ALTER TABLE users ADD COLUMN actor_id BIGINT;
+        UPDATE users SET actor_id = (SELECT COUNT(*) FROM users x WHERE x.created_at < users.created_at
+            OR (x.created_at = users.created_at AND x.user_id <= users.user_id));
+        CREATE UNIQUE INDEX users_actor_id ON users(actor_id);
+        CREATE TABLE integer_ids (kind TEXT PRIMARY KEY, last BIGINT NOT NULL);
+        INSERT INTO integer_ids(kind, last) VALUES ('project', (SELECT COALESCE(MAX(project_id), 0) FROM orgs));
+        INSERT INTO integer_ids(kind, last) VALUES ('actor', (SELECT COALESCE(MAX(actor_id), 0) FROM users));
+        """),
+        // Sessions of ODK Central's API (`POST /v1/sessions`): a bearer token of a console user,
+        // stored as its SHA-256, ending at `expires_at`, at sign-out, when the user's password
+        // changes or the user is deactivated.
+        Migration("api-sessions", sql: """
+        CREATE TABLE api_sessions (
+            session_hash BLOB PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id),
+            csrf_token TEXT NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+        CREATE INDEX api_sessions_user ON api_sessions(user_id);
+        """, postgres: """
+        CREATE TABLE api_sessions (
+            session_hash BYTEA PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id),
+            csrf_token TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL);
+        CREATE INDEX api_sessions_user ON api_sessions(user_id);
+        """),
     ]
 
 

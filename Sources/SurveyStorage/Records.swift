@@ -7,12 +7,23 @@ public struct OrgRecord: Sendable, Equatable {
     public let name: String
     public let expiresAt: Int64
     public let createdAt: Int64
+    /// Its id as a project of ODK Central's API: an integer, server-wide, never reused.
+    public let projectId: Int64
+
+    public init(orgId: String, name: String, expiresAt: Int64, createdAt: Int64, projectId: Int64) {
+        self.orgId = orgId
+        self.name = name
+        self.expiresAt = expiresAt
+        self.createdAt = createdAt
+        self.projectId = projectId
+    }
 }
 
 extension OrgRecord {
-    static let columns = "org_id, name, expires_at, created_at"
+    static let columns = "org_id, name, expires_at, created_at, project_id"
     init(row: Row) throws {
-        self.init(orgId: try row["org_id"], name: try row["name"], expiresAt: try row["expires_at"], createdAt: try row["created_at"])
+        self.init(orgId: try row["org_id"], name: try row["name"], expiresAt: try row["expires_at"], createdAt: try row["created_at"],
+                  projectId: try row["project_id"])
     }
 }
 
@@ -22,14 +33,17 @@ public struct UserRecord: Sendable, Equatable {
     public let name: String
     public let roles: [String]
     public let active: Bool
+    /// Its id as an actor of ODK Central's API: an integer, server-wide, never reused.
+    public let actorId: Int64
 }
 
 extension UserRecord {
     /// The users table as `u` (it is joined with tokens, sessions and invitations).
-    static let columns = "u.user_id, u.org_id, u.name, u.roles, u.active"
+    static let columns = "u.user_id, u.org_id, u.name, u.roles, u.active, u.actor_id"
     init(row: Row) throws {
         self.init(userId: try row["user_id"], orgId: try row["org_id"], name: try row["name"],
-                  roles: try row.string("roles").split(separator: ",").map(String.init), active: try row["active"])
+                  roles: try row.string("roles").split(separator: ",").map(String.init), active: try row["active"],
+                  actorId: try row["actor_id"])
     }
 }
 

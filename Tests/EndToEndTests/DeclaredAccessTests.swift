@@ -9,11 +9,12 @@ import SurveyDomain
 @Suite struct DeclaredAccessTests {
     typealias World = InProcessOrderOfChecksTests.World
 
-    /// The pattern with `{orgId}` as the world's organization and every other parameter unknown.
-    static func path(_ pattern: String, org: String) -> String {
+    /// The pattern with `{orgId}` (and ODK Central's `{projectId}`) as the world's organization
+    /// and every other parameter unknown.
+    static func path(_ pattern: String, org: String, project: String = "unknown-0001") -> String {
         pattern.split(separator: "/", omittingEmptySubsequences: false).map { s in
             // `{surveyId}.svc`: a parameter keeps its literal suffix.
-            s == "{orgId}" ? org : s.hasPrefix("{") ? "unknown-0001" + s[s.index(after: s.firstIndex(of: "}")!)...] : String(s)
+            s == "{orgId}" ? org : s == "{projectId}" ? project : s.hasPrefix("{") ? "unknown-0001" + s[s.index(after: s.firstIndex(of: "}")!)...] : String(s)
         }.joined(separator: "/")
     }
 
@@ -31,7 +32,7 @@ import SurveyDomain
             #expect(known.contains(r.access) || r.access.hasPrefix("member") || r.access.hasPrefix("operator, or member"), "\(r.method) \(r.pattern): \(r.access)")
             // Whatever names an organization admits by it.
             // (tus discovery, OPTIONS, tells anyone what the server supports.)
-            if r.pattern.contains("{orgId}") && !r.pattern.hasPrefix("/console/operator/") && r.method != "OPTIONS" {
+            if (r.pattern.contains("{orgId}") || r.pattern.contains("{projectId}")) && !r.pattern.hasPrefix("/console/operator/") && r.method != "OPTIONS" {
                 #expect(r.access.contains("member"), "\(r.method) \(r.pattern) is \(r.access)")
             }
         }
@@ -40,7 +41,9 @@ import SurveyDomain
                          "GET /console", "GET /console/assets/console.css", "GET /console/sign-in", "POST /console/sign-in",
                          // The map's scripts and images (Leaflet, as Debian packages it): static, as the stylesheet.
                          "GET /console/assets/map.js", "GET /console/assets/leaflet/{file}", "GET /console/assets/leaflet/images/{file}",
-                         "GET /console/invitations/{invitationSecret}", "POST /console/invitations/{invitationSecret}"])
+                         "GET /console/invitations/{invitationSecret}", "POST /console/invitations/{invitationSecret}",
+                         // ODK Central's sign-in with a console user's email and password, throttled as the console's.
+                         "POST /v1/sessions"])
     }
 
     /// The API's routes: no token is 1007; a user of another organization gets the 404 of
@@ -50,7 +53,7 @@ import SurveyDomain
         let before = try w.traces()
         let tus = ["tus-resumable": "1.0.0"]
         for r in w.app.declaredRoutes where !r.pattern.hasPrefix("/console") && !r.pattern.hasPrefix("/v1/key/") && r.access != "anyone" {
-            let path = Self.path(r.pattern, org: w.org)
+            let path = Self.path(r.pattern, org: w.org, project: w.project)
             let what = "\(r.method) \(r.pattern) (\(r.access))"
             let anonymous = w.app.respond(method: r.method, path: path, headers: tus)
             #expect(anonymous.status == 401 && Self.code(anonymous) == 1007, "\(what) without a token: \(anonymous.status)")

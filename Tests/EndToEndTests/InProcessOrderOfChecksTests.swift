@@ -15,7 +15,8 @@ import SurveyDomain
         let dir = NSTemporaryDirectory() + "surveyd-inproc-" + UUID().uuidString
         let clock = ManualClock()
         let app: App
-        var org = "", admin = "", collector = "", reviewer = "", stranger = "", version = "", hash = ""
+        /// `project`: the organization's integer id in ODK Central's paths.
+        var org = "", project = "", admin = "", collector = "", reviewer = "", stranger = "", version = "", hash = ""
 
         init() throws {
             var config = try TestEngine.configuration(dataDir: dir)
@@ -29,7 +30,9 @@ import SurveyDomain
                 return json
             }
             let expires = JSONValue.string(Timestamp.format(clock.nowMillis() + 86_400_000))
-            org = try post("/v1/orgs", op, ["name": "A", "expiresAt": expires])["orgId"]!.stringValue!
+            let created = try post("/v1/orgs", op, ["name": "A", "expiresAt": expires])
+            org = created["orgId"]!.stringValue!
+            project = String(created["projectId"]!.intValue!)
             let other = try post("/v1/orgs", op, ["name": "B", "expiresAt": expires])["orgId"]!.stringValue!
             admin = try post("/v1/orgs/\(org)/users", op, ["name": "Ada", "roles": ["admin"]])["token"]!.stringValue!
             collector = try post("/v1/orgs/\(org)/users", admin, ["name": "Cole", "roles": ["collector"]])["token"]!.stringValue!

@@ -48,6 +48,43 @@ final class TempDir {
         #expect(try conn.query("SELECT request_body FROM responses").first?.blob("request_body") == body)
     }
 
+    /// Organizations and users that exist before the integer ids get theirs in creation order
+    /// (a tie broken by the text id), and the next ones continue the sequence, never reusing one.
+    @Test func existingRowsGetIntegerIdsInCreationOrderAndNewOnesContinue() throws {
+        let dir = TempDir()
+        let conn = try Connection(path: dir.db, readOnly: false)
+        try conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+        let before = try #require(Migrations.steps.firstIndex { $0.name == "integer-ids" })
+        for (i, step) in Migrations.steps[..<before].enumerated() {
+            if let sql = step.sql(for: .sqlite) { try conn.execute(sql) }
+            try conn.run("INSERT INTO schema_migrations VALUES (?, ?, 0)", [.int(Int64(i + 1)), .text(step.name)])
+        }
+        for (org, at) in [("org_b", 20), ("org_a", 30), ("org_c", 10), ("org_0", 30)] {
+            try conn.run("INSERT INTO orgs(org_id, name, expires_at, created_at) VALUES (?, ?, 0, ?)", [.text(org), .text(org), .int(Int64(at))])
+        }
+        for (user, at) in [("usr_2", 5), ("usr_1", 7), ("usr_3", 5)] {
+            try conn.run("INSERT INTO users(user_id, org_id, name, roles, created_at) VALUES (?, 'org_a', ?, 'admin', ?)", [.text(user), .text(user), .int(Int64(at))])
+        }
+        let db = try Database(.init(path: dir.db))
+        defer { db.close() }
+        let projects = try db.read { db in try ["org_c", "org_b", "org_0", "org_a"].map { try db.org($0)?.projectId } }
+        #expect(projects == [1, 2, 3, 4])
+        let actors = try db.read { db in try ["usr_2", "usr_3", "usr_1"].map { try db.user($0)?.actorId } }
+        #expect(actors == [1, 2, 3])
+        let next = try db.securityWrite(orgId: "org_d", actor: "test") { tx in try tx.createOrg(orgId: "org_d", name: "D", expiresAt: 1) }
+        #expect(next.projectId == 5)
+        let user = try db.securityWrite(orgId: "org_d", actor: "test") { tx in try tx.createUser(userId: "usr_4", orgId: "org_d", name: "U", roles: ["admin"]) }
+        #expect(user.actorId == 4)
+        // A creation that rolls back gives its number back: none is skipped or used twice.
+        #expect(throws: (any Error).self) {
+            try db.securityWrite(orgId: "org_d", actor: "test") { tx in
+                _ = try tx.createOrg(orgId: "org_e", name: "E", expiresAt: 1)
+                throw ApiError(.internalError, "rolled back")
+            }
+        }
+        #expect(try db.securityWrite(orgId: "org_f", actor: "test") { tx in try tx.createOrg(orgId: "org_f", name: "F", expiresAt: 1) }.projectId == 6)
+    }
+
     @Test func reopeningRunsNothingTwiceAndKeepsData() throws {
         let dir = TempDir()
         let first = try Database(.init(path: dir.db))

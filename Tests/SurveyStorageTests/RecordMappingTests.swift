@@ -21,7 +21,7 @@ import SurveyDomain
             try tx.createOrg(orgId: "org_1", name: "Field\u{0}team", expiresAt: now + 86_400_000)
         }
         #expect(try db.read { try $0.org("org_1") } == org)
-        #expect(org == OrgRecord(orgId: "org_1", name: "Field\u{0}team", expiresAt: now + 86_400_000, createdAt: now))
+        #expect(org == OrgRecord(orgId: "org_1", name: "Field\u{0}team", expiresAt: now + 86_400_000, createdAt: now, projectId: 1))
 
         let user = try db.securityWrite(orgId: "org_1", actor: "op") { tx in
             try tx.createUser(userId: "usr_1", orgId: "org_1", name: "Cole", roles: ["collector", "reviewer"])

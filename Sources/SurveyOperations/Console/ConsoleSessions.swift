@@ -26,6 +26,13 @@ public struct ConsoleSessions: Sendable {
     /// Email and password. An unknown email, a wrong password, a deactivated user and a user
     /// without a password all answer the same, after the same work.
     public func signIn(email raw: String, password: String, from address: String) throws -> Started {
+        let user = try verify(email: raw, password: password, from: address)
+        return try start(.user(user, tokenId: "console"), userId: user.userId, tokenId: nil)
+    }
+
+    /// The user of this email and password, counted by the sign-in throttle: every sign-in by
+    /// password (the console's, ODK Central API's sessions) runs this one check.
+    public func verify(email raw: String, password: String, from address: String) throws -> UserRecord {
         let email = raw.trimmingCharacters(in: .whitespaces).lowercased()
         let keys = ["account:" + email, "address:" + address]
         // Counted before the password is checked: concurrent guesses cannot all get in.
@@ -42,7 +49,7 @@ public struct ConsoleSessions: Sendable {
         }
         guard let account, account.passwordHash != nil, verified, account.user.active else { throw Self.wrong }
         operations.throttle.succeeded(attempt)
-        return try start(.user(account.user, tokenId: "console"), userId: account.user.userId, tokenId: nil)
+        return account.user
     }
 
     /// An API token (operators, and anyone who has one).

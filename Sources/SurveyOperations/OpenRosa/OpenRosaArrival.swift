@@ -7,13 +7,15 @@ import SurveyXForm
 /// that version and question before the submission runs).
 public struct OpenRosaArrival: Sendable {
     public let instanceID: String
+    /// The form id on the instance's root element.
+    public let formId: String
     public let version: SurveyVersionRecord
     public let submission: Submission
     public let files: [SubmittedInstance.NamedFile]
 
     /// The same arrival with the files its POST carried, to be stored with the response.
     public func with(_ staged: [StagedUpload]) -> OpenRosaArrival {
-        OpenRosaArrival(instanceID: instanceID, version: version, submission: submission.with(staged), files: files)
+        OpenRosaArrival(instanceID: instanceID, formId: formId, version: version, submission: submission.with(staged), files: files)
     }
 
     /// Reads `instance` (the `xml_submission_file` part): 400 for what is not a submission, 1032
@@ -39,6 +41,6 @@ public struct OpenRosaArrival: Sendable {
                                         contentHash: version.contentHash, answers: answers, entity: parsed.entity,
                                         doorProblems: problems)
         for file in files { submission.fileNames[OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: file.fileName)] = file.fileName }
-        return OpenRosaArrival(instanceID: instanceID, version: version, submission: submission, files: files)
+        return OpenRosaArrival(instanceID: instanceID, formId: parsed.formId, version: version, submission: submission, files: files)
     }
 }

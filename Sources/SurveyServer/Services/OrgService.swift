@@ -21,7 +21,8 @@ struct OrgService {
     }
 
     static func orgJSON(_ org: OrgRecord, now: Int64) -> JSONValue {
-        ["orgId": .string(org.orgId), "name": .string(org.name), "subscription": subscription(org, now: now)]
+        ["orgId": .string(org.orgId), "projectId": .number(Double(org.projectId)), "name": .string(org.name),
+         "subscription": subscription(org, now: now)]
     }
 
     func createOrg(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {

@@ -38,6 +38,7 @@ struct Services: Sendable {
         OpenRosaService(services: self).register(into: &router)
         ODataService(services: self).register(into: &router)
         EntityListODataService(services: self).register(into: &router)
+        CentralService(services: self).register(into: &router)
     }
 
     /// Step 1 from a request's `Authorization` header.

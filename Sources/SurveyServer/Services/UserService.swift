@@ -36,7 +36,7 @@ struct UserService {
     }
 
     static func userJSON(_ u: UserRecord) -> [String: JSONValue] {
-        ["userId": .string(u.userId), "name": .string(u.name), "roles": .array(u.roles.map { .string($0) }), "active": .bool(u.active)]
+        ["userId": .string(u.userId), "actorId": .number(Double(u.actorId)), "name": .string(u.name), "roles": .array(u.roles.map { .string($0) }), "active": .bool(u.active)]
     }
 
     func createUser(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {

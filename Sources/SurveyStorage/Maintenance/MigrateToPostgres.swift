@@ -21,10 +21,12 @@ public enum MigrateToPostgres {
         "resumable_uploads", "tasks",
         "idempotency_keys", "invitations", "console_sessions", "webhooks", "webhook_deliveries", "webhook_snapshots", "webhook_identity",
         "export_cursor_key", "entity_lists", "entities", "entity_versions", "entity_waiting",
+        "integer_ids", "api_sessions",
     ]
 
-    /// The one-row tables a fresh schema fills with its own random values; a copy brings the source's.
-    static let ownKeys = ["webhook_identity", "export_cursor_key"]
+    /// The tables a fresh schema fills with its own values (random keys, id counters at 0); a copy
+    /// brings the source's.
+    static let ownKeys = ["webhook_identity", "export_cursor_key", "integer_ids"]
 
     /// `progress` hears of the rows, then the files, then the check, as they go.
     public static func run(dataDir: String, to url: String, progress: ProgressReport = .quiet()) throws -> Summary {

@@ -99,6 +99,7 @@ extension SecurityTransaction {
         guard context.conn.changes == 1 else { return false }
         try context.conn.run("UPDATE users SET password_hash = ? WHERE user_id = ?", [.text(passwordHash), .text(userId)])
         try context.conn.run("DELETE FROM console_sessions WHERE user_id = ?", [.text(userId)])
+        try context.conn.run("DELETE FROM api_sessions WHERE user_id = ?", [.text(userId)])
         try audit(action: "user.password", targetType: "user", targetId: userId)
         return true
     }

@@ -12,14 +12,36 @@ extension ReadContext {
     }
 
     private static let orgById = "SELECT \(OrgRecord.columns) FROM orgs WHERE org_id = ?"
+
+    /// The organization that is this project of ODK Central's API.
+    public func org(projectId: Int64) throws -> OrgRecord? {
+        try conn.query("SELECT \(OrgRecord.columns) FROM orgs WHERE project_id = ?", [.int(projectId)]).first.map(OrgRecord.init)
+    }
+
+    /// Every organization, in project id order (what an operator reads as Central's projects).
+    public func orgsByProjectId() throws -> [OrgRecord] {
+        try conn.query("SELECT \(OrgRecord.columns) FROM orgs ORDER BY project_id").map(OrgRecord.init)
+    }
 }
 
 extension SecurityTransaction {
+    /// The next integer id of `kind` (`project`, `actor`). The counter's row is updated first, so
+    /// concurrent creators (PostgreSQL, several processes) wait for each other; a rolled-back
+    /// creation gives its number back, a committed one keeps it for ever.
+    func nextIntegerId(_ kind: String) throws -> Int64 {
+        try context.conn.run("UPDATE integer_ids SET last = last + 1 WHERE kind = ?", [.text(kind)])
+        guard let row = try context.conn.query("SELECT last FROM integer_ids WHERE kind = ?", [.text(kind)]).first else {
+            throw ApiError(.internalError, "The integer id counter '\(kind)' is missing.")
+        }
+        return try row.int("last")
+    }
+
     public func createOrg(orgId: String, name: String, expiresAt: Int64) throws -> OrgRecord {
-        try context.conn.run("INSERT INTO orgs(org_id, name, expires_at, created_at) VALUES (?, ?, ?, ?)",
-                             [.text(orgId), .text(name), .int(expiresAt), .int(now)])
+        let projectId = try nextIntegerId("project")
+        try context.conn.run("INSERT INTO orgs(org_id, name, expires_at, created_at, project_id) VALUES (?, ?, ?, ?, ?)",
+                             [.text(orgId), .text(name), .int(expiresAt), .int(now), .int(projectId)])
         try audit(action: "org.create", targetType: "org", targetId: orgId, detail: "expiresAt=\(Timestamp.format(expiresAt))")
-        return OrgRecord(orgId: orgId, name: name, expiresAt: expiresAt, createdAt: now)
+        return OrgRecord(orgId: orgId, name: name, expiresAt: expiresAt, createdAt: now, projectId: projectId)
     }
 
     /// Renews or ends the subscription. Returns nil when the organization does not exist.

@@ -19,9 +19,11 @@ extension ReadContext {
     private static let responseByClientId = "SELECT \(ResponseRecord.columns) FROM responses WHERE org_id = ? AND client_submission_id = ?"
 
     /// A page in response-id order (ids are time-ordered), optionally one submitter's, one state's.
-    public func responses(orgId: String, submitter: String?, reviewState: ReviewState?, after: String?, limit: Int) throws -> [ResponseRecord] {
+    public func responses(orgId: String, submitter: String?, reviewState: ReviewState?, after: String?, limit: Int,
+                          surveyId: String? = nil) throws -> [ResponseRecord] {
         var sql = "SELECT \(ResponseRecord.columns) FROM responses WHERE org_id = ? AND response_id > ?"
         var args: [SQLValue] = [.text(orgId), .text(after ?? "")]
+        if let surveyId { sql += " AND survey_id = ?"; args.append(.text(surveyId)) }
         if let submitter { sql += " AND submitter = ?"; args.append(.text(submitter)) }
         if let reviewState { sql += " AND review_state = ?"; args.append(.text(reviewState.rawValue)) }
         sql += " ORDER BY response_id LIMIT ?"

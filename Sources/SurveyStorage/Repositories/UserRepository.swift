@@ -6,6 +6,11 @@ extension ReadContext {
         try conn.query("SELECT \(UserRecord.columns) FROM users u WHERE u.org_id = ? ORDER BY u.user_id", [.text(orgId)]).map(UserRecord.init)
     }
 
+    /// When the user was created (ODK Central's actor shows it).
+    public func userCreatedAt(_ userId: String) throws -> Int64? {
+        try conn.query("SELECT created_at FROM users WHERE user_id = ?", [.text(userId)]).first?.int("created_at")
+    }
+
     public func user(_ userId: String) throws -> UserRecord? {
         try conn.query("SELECT \(UserRecord.columns) FROM users u WHERE u.user_id = ?", [.text(userId)]).first.map(UserRecord.init)
     }
@@ -41,10 +46,11 @@ extension ReadContext {
 
 extension SecurityTransaction {
     public func createUser(userId: String, orgId: String, name: String, roles: [String]) throws -> UserRecord {
-        try context.conn.run("INSERT INTO users(user_id, org_id, name, roles, active, created_at) VALUES (?, ?, ?, ?, 1, ?)",
-                             [.text(userId), .text(orgId), .text(name), .text(roles.joined(separator: ",")), .int(now)])
+        let actorId = try nextIntegerId("actor")
+        try context.conn.run("INSERT INTO users(user_id, org_id, name, roles, active, created_at, actor_id) VALUES (?, ?, ?, ?, 1, ?, ?)",
+                             [.text(userId), .text(orgId), .text(name), .text(roles.joined(separator: ",")), .int(now), .int(actorId)])
         try audit(action: "user.create", targetType: "user", targetId: userId, detail: "roles=\(roles.joined(separator: ","))")
-        return UserRecord(userId: userId, orgId: orgId, name: name, roles: roles, active: true)
+        return UserRecord(userId: userId, orgId: orgId, name: name, roles: roles, active: true, actorId: actorId)
     }
 
     public func createToken(tokenId: String, hash: [UInt8], userId: String?) throws {
@@ -69,6 +75,7 @@ extension SecurityTransaction {
         try context.conn.run("UPDATE users SET active = 0 WHERE user_id = ?", [.text(userId)])
         try context.conn.run("UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [.int(now), .text(userId)])
         try context.conn.run("DELETE FROM console_sessions WHERE user_id = ?", [.text(userId)])
+        try context.conn.run("DELETE FROM api_sessions WHERE user_id = ?", [.text(userId)])
         try audit(action: "user.deactivate", targetType: "user", targetId: userId)
     }
 

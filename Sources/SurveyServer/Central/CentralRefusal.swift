@@ -1,0 +1,71 @@
+import SurveyDomain
+import SurveyForms
+import SurveyHTTP
+
+/// How ODK Central's API refuses: surveyd's problem document with Central's `message` (the
+/// detail) and numeric `code` added, so pyodk's `PyODKError` and `is_central_error` work as on
+/// Central while surveyd's own clients read the same members as everywhere.
+enum CentralRefusal {
+    /// Central's top-level paths: anything under them that the door does not offer is 501 / 1050.
+    static let prefixes = ["/v1/projects", "/v1/users", "/v1/sessions", "/v1/roles", "/v1/assignments", "/v1/config", "/v1/audits", "/v1/backup"]
+
+    static func answer(_ handler: () throws -> HTTPResponse) -> HTTPResponse {
+        do { return try handler() } catch let e as ApiError {
+            return problem(e)
+        } catch {
+            return problem(ApiError(.internalError, "The server could not answer; nothing partial was written. Try again later."))
+        }
+    }
+
+    static func problem(_ error: ApiError, status: Int? = nil, headers: [(String, String)] = []) -> HTTPResponse {
+        let status = status ?? error.code.httpStatus
+        var e = error
+        e.extra["message"] = .string(error.detail)
+        e.extra["code"] = .number(centralCode(error.code, status: status))
+        return .problem(e, status: status, headers: headers)
+    }
+
+    /// Central's code for a refusal: its own where Central has one for the case, else
+    /// `<status>.<errorCode>`.
+    static func centralCode(_ code: ErrorCode, status: Int) -> Double {
+        switch code {
+        case .unauthenticated: 401.2
+        case .forbidden: 403.1
+        case .notFound where status == 404: 404.1
+        case .malformedRequest, .invalidIdentifier: 400.1
+        case .idempotencyConflict: 409.3
+        default: Double("\(status).\(code.rawValue)") ?? Double(status)
+        }
+    }
+
+    /// The server's own refusals under Central's paths: a path no route takes is a route of
+    /// Central this door does not offer (501 / 1050, never a 404 a script would read as "the
+    /// thing is missing"). A method the path's routes do not take stays HTTP's 405 with `Allow`
+    /// (as everywhere in surveyd), its sentence saying what is offered; anything else keeps its code.
+    static func routerRefusal(_ error: ApiError, status: Int, path: String) -> HTTPResponse {
+        guard error.code == .notFound else { return problem(error, status: status) }
+        if status == 405 {
+            return problem(ApiError(.notFound, "This method is not offered on this path of ODK Central's API (Allow lists those that are). " + instead(path)), status: 405)
+        }
+        return problem(notOffered(path))
+    }
+
+    static func notOffered(_ path: String) -> ApiError {
+        ApiError(.notOffered, "surveyd does not offer this route of ODK Central's API. " + instead(path)
+                 + " Docs/central-api.md lists the Central routes surveyd offers.")
+    }
+
+    /// What surveyd offers instead of the route at `path`, in a sentence.
+    static func instead(_ path: String) -> String {
+        if path.contains(".svc") { return "A survey's OData feed is /v1/orgs/{orgId}/surveys/{surveyId}.svc, an entity list's /v1/orgs/{orgId}/entity-lists/{name}.svc." }
+        if path.contains("/datasets") { return "Entity lists and their entities are at /v1/orgs/{orgId}/entity-lists (Docs/entities.md)." }
+        if path.contains("/app-users") || path.hasPrefix("/v1/users") || path.hasPrefix("/v1/roles") || path.hasPrefix("/v1/assignments") {
+            return "Users, their roles and their tokens are managed at /v1/orgs/{orgId}/users, or on the console's users page."
+        }
+        if path.contains("submissions.csv") { return "Exports are at /v1/orgs/{orgId}/surveys/{surveyId}/responses.csv, .xlsx, .geojson and .zip." }
+        if path.contains("/submissions") { return "Responses are read and reviewed at /v1/orgs/{orgId}/responses." }
+        if path.contains("/forms") { return "Surveys are published at /v1/orgs/{orgId}/surveys and /v1/orgs/{orgId}/surveys/{surveyId}/versions." }
+        if path.hasPrefix("/v1/projects") { return "An operator creates organizations (projects) with POST /v1/orgs." }
+        return "Site-wide administration is the operator's: the admin commands and /v1/orgs."
+    }
+}

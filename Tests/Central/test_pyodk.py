@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""ODK Central's API read and written by pyodk 1.3.0, a client no one here wrote.
+
+A fresh `surveyd serve --demo` (port and data dir of its own). A collector with a console
+password (invited by the API, the password set on the invitation page) is pyodk's user; pyodk's
+config is a TOML file with `base_url` = the server, as a team moving from Central writes it.
+Then, through pyodk alone:
+
+1. `projects.list()` and `forms.list()`: the organization as project 1, the demo survey as a form;
+2. `submissions.create(xml=…)`, `submissions.list()`, `submissions.get(…)`: the submission is
+   stored once (read back through surveyd's own API), a resend is the same submission;
+3. with the subscription expired (the operator's API), `submissions.create` raises PyODKError
+   with 402 / 1001 in its text and nothing is stored; after renewal the same call stores it
+   once;
+4. a wrong password raises (401, nothing stored), and a Central route surveyd does not offer
+   raises with 501 / 1050 (`is_central_error`).
+
+Run with the venv scripts/setup.sh makes: `.build/venv-central/bin/python Tests/Central/test_pyodk.py`.
+Exits 1 on any failure.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import requests
+from pyodk.client import Client
+from pyodk.errors import PyODKError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FAILURES = []
+EMAIL = "cole@example.org"
+PASSWORD = "a long enough password"
+
+
+def check(ok, what):
+    if not ok:
+        FAILURES.append(what)
+        print("FAIL:", what)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Server:
+    def __init__(self):
+        binary = os.environ.get("SURVEYD_BIN") or os.path.join(ROOT, ".build", "debug", "surveyd")
+        self.dir = tempfile.mkdtemp(prefix="surveyd-central-")
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.out = open(os.path.join(self.dir, "stdout.log"), "w+")
+        self.proc = subprocess.Popen([binary, "serve", "--demo", "--port", self.url.rsplit(":", 1)[1], "--data-dir",
+                                      os.path.join(self.dir, "data")], stdout=self.out, stderr=subprocess.STDOUT)
+        self.env = {}
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            m = re.search(r"export (ORG=\S+.*)$", open(self.out.name).read(), re.M)
+            if m:
+                self.env = dict(p.partition("=")[::2] for p in m.group(1).split())
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError("surveyd exited: " + open(self.out.name).read())
+            time.sleep(0.1)
+        raise RuntimeError("surveyd --demo printed no export line in 30 s")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=15)
+
+
+def set_expiry(base, e, delta):
+    at = (datetime.now(timezone.utc) + delta).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    r = requests.put(f"{base}/v1/orgs/{e['ORG']}/subscription", json={"expiresAt": at},
+                     headers={"Authorization": "Bearer " + e["OP"], "Idempotency-Key": "py-central-" + uuid.uuid4().hex})
+    check(r.status_code == 200, f"set the subscription's expiry: {r.status_code} {r.text[:200]}")
+
+
+def console_collector(base, e):
+    """A collector with an email and a console password: what pyodk signs in as."""
+    admin = {"Authorization": "Bearer " + e["ADMIN"]}
+    u = requests.post(f"{base}/v1/orgs/{e['ORG']}/users", json={"name": "Cole Console", "roles": ["collector"]}, headers=admin)
+    check(u.status_code == 201, f"create the collector: {u.status_code} {u.text[:200]}")
+    user = u.json()
+    check(isinstance(user.get("actorId"), int) and user["actorId"] >= 1, f"the new user has an integer actorId: {user}")
+    inv = requests.post(f"{base}/v1/orgs/{e['ORG']}/users/{user['userId']}/invitations", json={"email": EMAIL}, headers=admin)
+    check(inv.status_code == 201, f"invite: {inv.status_code} {inv.text[:200]}")
+    path = inv.json()["invitationUrl"].split("/console/", 1)[1]
+    s = requests.post(f"{base}/console/{path}", data={"password": PASSWORD}, headers={"Origin": base})
+    check(s.status_code == 200, f"set the password: {s.status_code}")
+    return user
+
+
+def instance(form_id, version, instance_id, size):
+    return (f'<data id="{form_id}" version="{version}"><household_size>{size}</household_size>'
+            f"<water_source>piped</water_source><notes>from pyodk</notes><location/><photo/>"
+            f"<meta><instanceID>{instance_id}</instanceID></meta></data>")
+
+
+def stored(base, e, instance_id):
+    """The responses surveyd stores under this instanceID, read through its own API."""
+    r = requests.get(f"{base}/v1/orgs/{e['ORG']}/responses", params={"limit": "200"}, headers={"Authorization": "Bearer " + e["ADMIN"]})
+    return [x for x in r.json()["items"] if x["clientSubmissionId"] == instance_id]
+
+
+def client(server, d, password=PASSWORD):
+    config = os.path.join(d, f"pyodk-{uuid.uuid4().hex}.toml")
+    with open(config, "w") as f:
+        f.write(f'[central]\nbase_url = "{server.url}"\nusername = "{EMAIL}"\npassword = "{password}"\ndefault_project_id = 1\n')
+    return Client(config_path=config, cache_path=os.path.join(d, f"cache-{uuid.uuid4().hex}.toml"))
+
+
+def main():
+    server = Server()
+    e, base = server.env, server.url
+    try:
+        user = console_collector(base, e)
+        c = client(server, server.dir)
+
+        projects = c.projects.list()
+        check([(p.id, p.name) for p in projects] == [(1, "Demo Field Team")], f"projects.list: {projects}")
+        forms = c.forms.list()
+        check(len(forms) == 1 and forms[0].projectId == 1 and forms[0].state == "open", f"forms.list: {forms}")
+        form = forms[0]
+
+        first = "uuid:" + str(uuid.uuid4())
+        made = c.submissions.create(xml=instance(form.xmlFormId, form.version, first, 3), form_id=form.xmlFormId)
+        check(made.instanceId == first and made.submitterId == user["actorId"], f"submissions.create: {made}")
+        check(len(stored(base, e, first)) == 1, "the submission is stored once")
+        again = c.submissions.create(xml=instance(form.xmlFormId, form.version, first, 3), form_id=form.xmlFormId)
+        check(again.instanceId == first and len(stored(base, e, first)) == 1, "a resend is the same submission, stored once")
+        listed = c.submissions.list(form_id=form.xmlFormId)
+        check([s.instanceId for s in listed] == [first], f"submissions.list: {listed}")
+        got = c.submissions.get(form_id=form.xmlFormId, instance_id=first)
+        check(got.instanceId == first and got.reviewState is None, f"submissions.get: {got}")
+
+        # Expired: pyodk raises with surveyd's 402 / 1001 in its text; nothing is stored.
+        set_expiry(base, e, timedelta(minutes=-1))
+        later = "uuid:" + str(uuid.uuid4())
+        try:
+            c.submissions.create(xml=instance(form.xmlFormId, form.version, later, 5), form_id=form.xmlFormId)
+            check(False, "an expired subscription refuses the submission")
+        except PyODKError as err:
+            check("Status: 402" in str(err) and "1001" in str(err) and err.is_central_error("402.1001"), f"402 / 1001: {err}")
+        check(stored(base, e, later) == [], "nothing is stored while the subscription is expired")
+        # Reads are never gated.
+        check(len(c.submissions.list(form_id=form.xmlFormId)) == 1, "submissions.list while expired")
+        set_expiry(base, e, timedelta(days=1))
+        retried = c.submissions.create(xml=instance(form.xmlFormId, form.version, later, 5), form_id=form.xmlFormId)
+        check(retried.instanceId == later and len(stored(base, e, later)) == 1, "after renewal the same call stores it once")
+
+        # The same instanceID with other content is a conflict (409.3), and changes nothing.
+        try:
+            c.submissions.create(xml=instance(form.xmlFormId, form.version, later, 7), form_id=form.xmlFormId)
+            check(False, "other content under a used instanceID is refused")
+        except PyODKError as err:
+            check(err.is_central_error("409.3"), f"409.3: {err}")
+        check([x["answers"].get("household_size") for x in stored(base, e, later)] == [5], "the stored submission is unchanged")
+
+        # A wrong password: pyodk raises at sign-in (401.2), and signs in nothing.
+        try:
+            client(server, server.dir, password="not the password at all").projects.list()
+            check(False, "a wrong password is refused")
+        except PyODKError as err:
+            check("401" in str(err), f"a wrong password: {err}")
+
+        # A Central route surveyd does not offer: 501 / 1050 naming what it offers instead.
+        try:
+            c.entity_lists.list()
+            check(False, "datasets are not offered through this door yet")
+        except PyODKError as err:
+            check("Status: 501" in str(err) and "1050" in str(err) and "entity-lists" in str(err), f"501 / 1050: {err}")
+    finally:
+        server.stop()
+    if FAILURES:
+        print(f"{len(FAILURES)} failure(s)")
+        sys.exit(1)
+    print("pyodk against surveyd: every check passed")
+
+
+if __name__ == "__main__":
+    main()
