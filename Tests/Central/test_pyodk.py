@@ -19,13 +19,7 @@ Run with the venv scripts/setup.sh makes: `.build/venv-central/bin/python Tests/
 Exits 1 on any failure.
 """
 import os
-import re
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -34,6 +28,8 @@ from pyodk.client import Client
 from pyodk.errors import PyODKError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "Tests", "Support"))
+from demo_server import Server  # noqa: E402  (a path of this repository)
 FAILURES = []
 EMAIL = "cole@example.org"
 PASSWORD = "a long enough password"
@@ -43,40 +39,6 @@ def check(ok, what):
     if not ok:
         FAILURES.append(what)
         print("FAIL:", what)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Server:
-    def __init__(self):
-        binary = os.environ.get("SURVEYD_BIN") or os.path.join(ROOT, ".build", "debug", "surveyd")
-        self.dir = tempfile.mkdtemp(prefix="surveyd-central-")
-        self.url = f"http://127.0.0.1:{free_port()}"
-        self.out = open(os.path.join(self.dir, "stdout.log"), "w+")
-        self.proc = subprocess.Popen([binary, "serve", "--demo", "--port", self.url.rsplit(":", 1)[1], "--data-dir",
-                                      os.path.join(self.dir, "data")], stdout=self.out, stderr=subprocess.STDOUT)
-        self.env = {}
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            m = re.search(r"export (ORG=\S+.*)$", open(self.out.name).read(), re.M)
-            if m:
-                self.env = dict(p.partition("=")[::2] for p in m.group(1).split())
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError("surveyd exited: " + open(self.out.name).read())
-            time.sleep(0.1)
-        raise RuntimeError("surveyd --demo printed no export line in 30 s")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=15)
 
 
 def set_expiry(base, e, delta):
@@ -121,7 +83,7 @@ def client(server, d, password=PASSWORD):
 
 
 def main():
-    server = Server()
+    server = Server(prefix="surveyd-central-")
     e, base = server.env, server.url
     try:
         user = console_collector(base, e)
