@@ -39,6 +39,9 @@ struct CentralService {
         router.add("GET", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}", access: readers) { request in
             CentralRefusal.answer { try submission(request) }
         }
+        router.add("PATCH", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}", access: readers) { request in
+            CentralRefusal.answer { try review(request) }
+        }
         router.add("GET", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}/attachments", access: readers) { request in
             CentralRefusal.answer { try attachments(request) }
         }
@@ -171,6 +174,21 @@ struct CentralService {
     func submission(_ request: HTTPRequest) throws -> HTTPResponse {
         let (_, r) = try visibleSubmission(request)
         return .json(200, CentralJSON.submission(r, submitterId: try actorIds(of: [r])[r.submitter] ?? 0))
+    }
+
+    /// Central's review state set through surveyd's review steps (`CentralReviews`).
+    func review(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (user, org) = try admitMember(request)
+        let (_, r) = try visibleSubmission(request)
+        let outcome = try operations.centralReviews.setState(orgId: org.orgId, responseId: r.responseId, by: user) {
+            try JSONBody(request.body).optionalString("reviewState")
+        }
+        let updated: ResponseRecord
+        switch outcome {
+        case .unchanged(let x), .written(let x): updated = x
+        }
+        return .json(200, CentralJSON.submission(updated, submitterId: try actorIds(of: [updated])[updated.submitter] ?? 0))
+            .logging(["responseId": updated.responseId])
     }
 
     func attachments(_ request: HTTPRequest) throws -> HTTPResponse {
