@@ -12,7 +12,9 @@ Then, through pyodk alone:
 3. with the subscription expired (the operator's API), `submissions.create` raises PyODKError
    with 402 / 1001 in its text and nothing is stored; after renewal the same call stores it
    once;
-4. a wrong password raises (401, nothing stored), and a Central route surveyd does not offer
+4. `submissions.review(…, review_state="approved")` reaches surveyd's `approved` through its
+   review steps (refused with 402 while expired, nothing changed);
+5. a wrong password raises (401, nothing stored), and a Central route surveyd does not offer
    raises with 501 / 1050 (`is_central_error`).
 
 Run with the venv scripts/setup.sh makes: `.build/venv-central/bin/python Tests/Central/test_pyodk.py`.
@@ -87,9 +89,9 @@ def set_expiry(base, e, delta):
 
 
 def console_collector(base, e):
-    """A collector with an email and a console password: what pyodk signs in as."""
+    """A collector and reviewer with an email and a console password: what pyodk signs in as."""
     admin = {"Authorization": "Bearer " + e["ADMIN"]}
-    u = requests.post(f"{base}/v1/orgs/{e['ORG']}/users", json={"name": "Cole Console", "roles": ["collector"]}, headers=admin)
+    u = requests.post(f"{base}/v1/orgs/{e['ORG']}/users", json={"name": "Cole Console", "roles": ["collector", "reviewer"]}, headers=admin)
     check(u.status_code == 201, f"create the collector: {u.status_code} {u.text[:200]}")
     user = u.json()
     check(isinstance(user.get("actorId"), int) and user["actorId"] >= 1, f"the new user has an integer actorId: {user}")
@@ -166,6 +168,21 @@ def main():
         except PyODKError as err:
             check(err.is_central_error("409.3"), f"409.3: {err}")
         check([x["answers"].get("household_size") for x in stored(base, e, later)] == [5], "the stored submission is unchanged")
+
+        # Review: refused while expired (nothing changes), then approved through surveyd's steps.
+        def review_state(instance_id):
+            return [x["reviewState"] for x in stored(base, e, instance_id)]
+        set_expiry(base, e, timedelta(minutes=-1))
+        try:
+            c.submissions.review(instance_id=first, review_state="approved", form_id=form.xmlFormId)
+            check(False, "an expired subscription refuses the review")
+        except PyODKError as err:
+            check(err.is_central_error("402.1001"), f"review while expired: {err}")
+        check(review_state(first) == ["submitted"], f"the review state is unchanged while expired: {review_state(first)}")
+        set_expiry(base, e, timedelta(days=1))
+        c.submissions.review(instance_id=first, review_state="approved", form_id=form.xmlFormId)
+        check(review_state(first) == ["approved"], f"submissions.review approved it: {review_state(first)}")
+        check(c.submissions.get(form_id=form.xmlFormId, instance_id=first).reviewState == "approved", "Central's reviewState reads approved")
 
         # A wrong password: pyodk raises at sign-in (401.2), and signs in nothing.
         try:
