@@ -266,7 +266,10 @@ import Testing
         try w.f.renew()
         let stored = try w.submit(w.instance(id), token: collector)
         #expect(stored.status == 200 && stored.json?["instanceId"]?.stringValue == id && stored.json?["reviewState"] == .null)
+        // A resend is the stored submission, answered even while the subscription has expired.
+        try w.f.expire()
         let again = try w.submit(w.instance(id), token: collector)
+        try w.f.renew()
         #expect(again.status == 200 && again.header("idempotent-replayed") == "true" && again.json == stored.json)
         #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM responses WHERE client_submission_id = ?", [.text(id)]) == 1)
         // Other content under the same instanceID: 409 / 409.3, nothing changes.
