@@ -6,7 +6,8 @@ password (invited by the API, the password set on the invitation page) is pyodk'
 config is a TOML file with `base_url` = the server, as a team moving from Central writes it.
 Then, through pyodk alone:
 
-1. `projects.list()` and `forms.list()`: the organization as project 1, the demo survey as a form;
+1. `projects.list()`, `forms.list()` and `forms.get_xml()`: the organization as project 1, the demo
+   survey as a form, its XForm;
 2. `submissions.create(xml=…)`, `submissions.list()`, `submissions.get(…)`: the submission is
    stored once (read back through surveyd's own API), a resend is the same submission;
 3. with the subscription expired (the operator's API), `submissions.create` raises PyODKError
@@ -20,6 +21,7 @@ Then, through pyodk alone:
 Run with the venv scripts/setup.sh makes: `.build/venv-central/bin/python Tests/Central/test_pyodk.py`.
 Exits 1 on any failure.
 """
+import hashlib
 import os
 import re
 import signal
@@ -134,6 +136,8 @@ def main():
         forms = c.forms.list()
         check(len(forms) == 1 and forms[0].projectId == 1 and forms[0].state == "open", f"forms.list: {forms}")
         form = forms[0]
+        xml = c.forms.get_xml(form_id=form.xmlFormId)
+        check(f'id="{form.xmlFormId}"' in xml and hashlib.md5(xml.encode()).hexdigest() == form.hash, "forms.get_xml: the XForm whose MD5 is the form's hash")
 
         first = "uuid:" + str(uuid.uuid4())
         made = c.submissions.create(xml=instance(form.xmlFormId, form.version, first, 3), form_id=form.xmlFormId)

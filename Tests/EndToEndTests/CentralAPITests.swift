@@ -88,6 +88,21 @@ import Testing
         }
     }
 
+    /// A form as Central's: its XForm's id and version, the MD5 of the XForm served, and the XForm
+    /// itself (`….xml`) the very bytes the OpenRosa door and the JSON API serve.
+    @Test func aFormIsTheSurveysXFormAsEveryDoorServesIt() throws {
+        let w = try World()
+        let c = w.f.client
+        let xform = try c.get("/v1/orgs/\(w.f.orgId)/survey-versions/\(w.survey.versionId)/xform", token: w.f.adminToken)
+        let served = try c.get("/v1/projects/\(w.projectId)/forms/\(w.xmlFormId).xml", token: w.f.collectorToken)
+        #expect(served.status == 200 && served.header("content-type") == "application/xml" && served.body == xform.body && !served.body.isEmpty)
+        let form = try c.get("/v1/projects/\(w.projectId)/forms/\(w.xmlFormId)", token: w.f.collectorToken)
+        #expect(form.json?["hash"]?.stringValue == Digest.md5Hex(served.body) && form.json?["projectId"]?.intValue == w.projectId)
+        #expect(form.json?["xmlFormId"]?.stringValue == w.xmlFormId && form.json?["state"]?.stringValue == "open")
+        #expect(try c.get("/v1/projects/\(w.projectId)/forms/unknown_form.xml", token: w.f.collectorToken).status == 404)
+        #expect(try c.get("/v1/projects/\(w.projectId)/forms/\(w.xmlFormId).xml", token: nil).status == 401)
+    }
+
     @Test func aSessionIsTheConsoleUsersBearerTokenUntilSignOut() throws {
         let w = try World()
         let c = w.f.client
