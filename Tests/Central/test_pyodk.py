@@ -24,6 +24,7 @@ Exits 1 on any failure.
 import hashlib
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -81,6 +82,9 @@ class Server:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             self.proc.wait(timeout=15)
+        # The server's log stays for a failing run to be read; a passing run leaves nothing.
+        if not FAILURES:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def set_expiry(base, e, delta):
