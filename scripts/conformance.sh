@@ -249,6 +249,8 @@ lines += ["[[operations]]", 'include-operation-id = "centralCreateSession"',
           "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "429"])]
 lines += ["[[operations]]", 'include-operation-id = "centralCreateSubmission"',
           "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "400", "401", "403", "404", "409", "422", "429", "501"])]
+lines += ["[[operations]]", 'include-operation-id = "centralSetReviewState"',
+          "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "409", "429"])]
 lines += ["[[operations]]", 'include-operation-id = "centralListSubmissionAttachments"',
           "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "501"]),
           "checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"])]

@@ -82,5 +82,6 @@ public struct Operations: Sendable {
     public var reviewQueue: ReviewQueue { ReviewQueue(operations: self) }
     public var consoleSessions: ConsoleSessions { ConsoleSessions(operations: self) }
     public var centralSessions: CentralSessions { CentralSessions(operations: self) }
+    public var centralReviews: CentralReviews { CentralReviews(operations: self) }
     public var webhooks: Webhooks { Webhooks(operations: self) }
 }

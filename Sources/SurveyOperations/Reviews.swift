@@ -135,7 +135,7 @@ public struct Reviews: Sendable {
 
     /// Inside the gated transaction: the guarded update (1021 if the revision moved meanwhile),
     /// its audit entry, and the task completion when approved.
-    @Sendable private static func apply(_ step: Step, _ tx: GatedTransaction) throws -> ResponseRecord {
+    @Sendable static func apply(_ step: Step, _ tx: GatedTransaction) throws -> ResponseRecord {
         let updated = try tx.applyReview(responseId: step.responseId, expectedRevision: step.expectedRevision, from: step.from,
                                          to: step.to, action: step.auditAction, comment: step.comment, answers: step.answers)
         if step.to == .approved, let taskId = updated.fieldTaskId {

@@ -6,19 +6,24 @@ password (invited by the API, the password set on the invitation page) is pyodk'
 config is a TOML file with `base_url` = the server, as a team moving from Central writes it.
 Then, through pyodk alone:
 
-1. `projects.list()` and `forms.list()`: the organization as project 1, the demo survey as a form;
+1. `projects.list()`, `forms.list()` and `forms.get_xml()`: the organization as project 1, the demo
+   survey as a form, its XForm;
 2. `submissions.create(xml=…)`, `submissions.list()`, `submissions.get(…)`: the submission is
    stored once (read back through surveyd's own API), a resend is the same submission;
 3. with the subscription expired (the operator's API), `submissions.create` raises PyODKError
    with 402 / 1001 in its text and nothing is stored; after renewal the same call stores it
    once;
-4. a wrong password raises (401, nothing stored), and a Central route surveyd does not offer
+4. `submissions.review(…, review_state="approved")` reaches surveyd's `approved` through its
+   review steps (refused with 402 while expired, nothing changed);
+5. a wrong password raises (401, nothing stored), and a Central route surveyd does not offer
    raises with 501 / 1050 (`is_central_error`).
 
 Run with the venv scripts/setup.sh makes: `.build/venv-central/bin/python Tests/Central/test_pyodk.py`.
 Exits 1 on any failure.
 """
+import hashlib
 import os
+import shutil
 import sys
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -49,9 +54,9 @@ def set_expiry(base, e, delta):
 
 
 def console_collector(base, e):
-    """A collector with an email and a console password: what pyodk signs in as."""
+    """A collector and reviewer with an email and a console password: what pyodk signs in as."""
     admin = {"Authorization": "Bearer " + e["ADMIN"]}
-    u = requests.post(f"{base}/v1/orgs/{e['ORG']}/users", json={"name": "Cole Console", "roles": ["collector"]}, headers=admin)
+    u = requests.post(f"{base}/v1/orgs/{e['ORG']}/users", json={"name": "Cole Console", "roles": ["collector", "reviewer"]}, headers=admin)
     check(u.status_code == 201, f"create the collector: {u.status_code} {u.text[:200]}")
     user = u.json()
     check(isinstance(user.get("actorId"), int) and user["actorId"] >= 1, f"the new user has an integer actorId: {user}")
@@ -94,6 +99,8 @@ def main():
         forms = c.forms.list()
         check(len(forms) == 1 and forms[0].projectId == 1 and forms[0].state == "open", f"forms.list: {forms}")
         form = forms[0]
+        xml = c.forms.get_xml(form_id=form.xmlFormId)
+        check(f'id="{form.xmlFormId}"' in xml and hashlib.md5(xml.encode()).hexdigest() == form.hash, "forms.get_xml: the XForm whose MD5 is the form's hash")
 
         first = "uuid:" + str(uuid.uuid4())
         made = c.submissions.create(xml=instance(form.xmlFormId, form.version, first, 3), form_id=form.xmlFormId)
@@ -128,6 +135,21 @@ def main():
         except PyODKError as err:
             check(err.is_central_error("409.3"), f"409.3: {err}")
         check([x["answers"].get("household_size") for x in stored(base, e, later)] == [5], "the stored submission is unchanged")
+
+        # Review: refused while expired (nothing changes), then approved through surveyd's steps.
+        def review_state(instance_id):
+            return [x["reviewState"] for x in stored(base, e, instance_id)]
+        set_expiry(base, e, timedelta(minutes=-1))
+        try:
+            c.submissions.review(instance_id=first, review_state="approved", form_id=form.xmlFormId)
+            check(False, "an expired subscription refuses the review")
+        except PyODKError as err:
+            check(err.is_central_error("402.1001"), f"review while expired: {err}")
+        check(review_state(first) == ["submitted"], f"the review state is unchanged while expired: {review_state(first)}")
+        set_expiry(base, e, timedelta(days=1))
+        c.submissions.review(instance_id=first, review_state="approved", form_id=form.xmlFormId)
+        check(review_state(first) == ["approved"], f"submissions.review approved it: {review_state(first)}")
+        check(c.submissions.get(form_id=form.xmlFormId, instance_id=first).reviewState == "approved", "Central's reviewState reads approved")
 
         # A wrong password: pyodk raises at sign-in (401.2), and signs in nothing.
         try:

@@ -18,9 +18,9 @@ import Testing
         static let email = "cole@example.org"
         static let password = "correct horse battery"
 
-        init() throws {
+        init(reviewRequired: Bool = false) throws {
             f = try Fixture()
-            survey = try f.publishSurvey()
+            survey = try f.publishSurvey(reviewRequired: reviewRequired)
             let projects = try f.client.get("/v1/projects", token: f.adminToken)
             guard projects.status == 200, let id = projects.json?.arrayValue?.first?["id"]?.intValue else {
                 throw TestFailure("projects: \(projects.status) \(projects.text)")
@@ -86,6 +86,21 @@ import Testing
             #expect(r.status == 404 && r.json?["errorCode"]?.intValue == 1005 && r.json?["code"]?.doubleValue == 404.1, "\(path)")
             #expect(r.json?["detail"] == other.json?["detail"])
         }
+    }
+
+    /// A form as Central's: its XForm's id and version, the MD5 of the XForm served, and the XForm
+    /// itself (`….xml`) the very bytes the OpenRosa door and the JSON API serve.
+    @Test func aFormIsTheSurveysXFormAsEveryDoorServesIt() throws {
+        let w = try World()
+        let c = w.f.client
+        let xform = try c.get("/v1/orgs/\(w.f.orgId)/survey-versions/\(w.survey.versionId)/xform", token: w.f.adminToken)
+        let served = try c.get("/v1/projects/\(w.projectId)/forms/\(w.xmlFormId).xml", token: w.f.collectorToken)
+        #expect(served.status == 200 && served.header("content-type") == "application/xml" && served.body == xform.body && !served.body.isEmpty)
+        let form = try c.get("/v1/projects/\(w.projectId)/forms/\(w.xmlFormId)", token: w.f.collectorToken)
+        #expect(form.json?["hash"]?.stringValue == Digest.md5Hex(served.body) && form.json?["projectId"]?.intValue == w.projectId)
+        #expect(form.json?["xmlFormId"]?.stringValue == w.xmlFormId && form.json?["state"]?.stringValue == "open")
+        #expect(try c.get("/v1/projects/\(w.projectId)/forms/unknown_form.xml", token: w.f.collectorToken).status == 404)
+        #expect(try c.get("/v1/projects/\(w.projectId)/forms/\(w.xmlFormId).xml", token: nil).status == 401)
     }
 
     @Test func aSessionIsTheConsoleUsersBearerTokenUntilSignOut() throws {
@@ -183,6 +198,58 @@ import Testing
         #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM responses") == 2)
     }
 
+    /// `PATCH {reviewState}` reaches Central's state through surveyd's steps in one transaction,
+    /// each audited; the state it is already in writes nothing; every refusal leaves nothing.
+    @Test func aReviewStateIsSetThroughSurveydsStepsInOneTransaction() throws {
+        let w = try World(reviewRequired: true)
+        let c = w.f.client
+        let ids = ["uuid:0c3a1d7e-3333-4000-8000-000000000001", "uuid:0c3a1d7e-3333-4000-8000-000000000002"]
+        for id in ids { #expect(try w.submit(w.instance(id), token: w.f.collectorToken).status == 200) }
+        func patch(_ id: String, _ state: JSONValue, token: String) throws -> Reply {
+            try c.request("PATCH", "/v1/projects/\(w.projectId)/forms/\(w.xmlFormId)/submissions/\(id)", token: token, json: ["reviewState": state])
+        }
+        func row(_ id: String) throws -> (String, Int64) {
+            let r = try w.f.server.rows("SELECT review_state, revision FROM responses WHERE client_submission_id = ?", [.text(id)]).first
+            return (try r?.string("review_state") ?? "", try r?.int("revision") ?? 0)
+        }
+        let before = try w.traces()
+        // Refusals first: a collector (1006), a state a review does not set (1031), expired (1001).
+        #expect(try patch(ids[0], "approved", token: w.f.collectorToken).status == 403)
+        for bad: JSONValue in [.null, "edited", "submitted", 3] {
+            let r = try patch(ids[0], bad, token: w.f.reviewerToken)
+            #expect(r.status == 400 && r.json?["code"]?.doubleValue == 400.1, "\(bad): \(r.status)")
+        }
+        try w.f.expire()
+        let whileExpired = try w.traces()
+        let expired = try patch(ids[0], "approved", token: w.f.reviewerToken)
+        #expect(expired.status == 402 && expired.json?["code"]?.doubleValue == 402.1001)
+        #expect(try w.traces() == whileExpired)
+        try w.f.renew()
+        let responsesNow = try w.traces().first
+        #expect(try row(ids[0]) == ("submitted", 1))
+        #expect(before.first == responsesNow)
+        // submitted → approved: startReview and approve, two audit entries, one answer.
+        let approved = try patch(ids[0], "approved", token: w.f.reviewerToken)
+        #expect(approved.status == 200 && approved.json?["reviewState"]?.stringValue == "approved")
+        #expect(approved.json?["surveydReviewState"]?.stringValue == "approved" && approved.json?["instanceId"]?.stringValue == ids[0])
+        #expect(try row(ids[0]) == ("approved", 3))
+        let auditAfter = try w.f.server.count("SELECT COUNT(*) AS n FROM audit")
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action IN ('review.startReview', 'review.approve')") == 2)
+        // The state it is already in: 200, nothing written.
+        #expect(try patch(ids[0], "approved", token: w.f.reviewerToken).status == 200)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit") == auditAfter)
+        #expect(try row(ids[0]) == ("approved", 3))
+        // Any other move from a decided state is 1020 (409.1020), nothing changes.
+        let moved = try patch(ids[0], "hasIssues", token: w.f.reviewerToken)
+        #expect(moved.status == 409 && moved.json?["code"]?.doubleValue == 409.102 && moved.json?["errorCode"]?.intValue == 1020)
+        #expect(try row(ids[0]) == ("approved", 3))
+        // hasIssues is surveyd's return for correction, with the comment the table names.
+        let returned = try patch(ids[1], "hasIssues", token: w.f.reviewerToken)
+        #expect(returned.status == 200 && returned.json?["reviewState"]?.stringValue == "hasIssues")
+        #expect(try row(ids[1]) == ("returned", 3))
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'review.returnForCorrection' AND detail LIKE '%Set to hasIssues through the Central API%'") == 1)
+    }
+
     @Test func aRefusedCentralSubmissionLeavesNothingAndTheSameCallAfterRenewalStoresOnce() throws {
         let w = try World()
         let collector = w.f.collectorToken
@@ -214,7 +281,10 @@ import Testing
         try w.f.renew()
         let stored = try w.submit(w.instance(id), token: collector)
         #expect(stored.status == 200 && stored.json?["instanceId"]?.stringValue == id && stored.json?["reviewState"] == .null)
+        // A resend is the stored submission, answered even while the subscription has expired.
+        try w.f.expire()
         let again = try w.submit(w.instance(id), token: collector)
+        try w.f.renew()
         #expect(again.status == 200 && again.header("idempotent-replayed") == "true" && again.json == stored.json)
         #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM responses WHERE client_submission_id = ?", [.text(id)]) == 1)
         // Other content under the same instanceID: 409 / 409.3, nothing changes.
@@ -228,5 +298,9 @@ import Testing
         #expect(try w.f.client.get(base + "/" + id, token: collector).json == stored.json)
         #expect(try w.f.client.get(base + "/" + id + "/attachments", token: collector).json == .array([]))
         #expect(try w.f.client.get(base + "/uuid:not-stored-0001", token: collector).status == 404)
+        // A survey without review: no review state can be set (1020), nothing changes.
+        let unreviewed = try w.f.client.request("PATCH", base + "/" + id, token: w.f.reviewerToken, json: ["reviewState": "approved"])
+        #expect(unreviewed.status == 409 && unreviewed.json?["errorCode"]?.intValue == 1020)
+        #expect(try w.f.server.rows("SELECT review_state FROM responses WHERE client_submission_id = ?", [.text(id)]).first?.string("review_state") == "none")
     }
 }

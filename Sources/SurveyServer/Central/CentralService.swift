@@ -29,6 +29,7 @@ struct CentralService {
         router.add("GET", "/v1/projects/{projectId}", access: members) { request in CentralRefusal.answer { try project(request) } }
         router.add("GET", "/v1/projects/{projectId}/forms", access: members) { request in CentralRefusal.answer { try forms(request) } }
         router.add("GET", "/v1/projects/{projectId}/forms/{xmlFormId}", access: members) { request in CentralRefusal.answer { try form(request) } }
+        router.add("GET", "/v1/projects/{projectId}/forms/{xmlFormId}.xml", access: members) { request in CentralRefusal.answer { try formXML(request) } }
         // Inline like the other doors' submissions: the reads do not wait, the write is queued.
         router.add("POST", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions", access: Submissions.access,
                    bodyLimit: 10 << 20, runs: .inline) { request in CentralRefusal.answer { try submit(request) } }
@@ -38,6 +39,9 @@ struct CentralService {
         }
         router.add("GET", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}", access: readers) { request in
             CentralRefusal.answer { try submission(request) }
+        }
+        router.add("PATCH", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}", access: readers) { request in
+            CentralRefusal.answer { try review(request) }
         }
         router.add("GET", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}/attachments", access: readers) { request in
             CentralRefusal.answer { try attachments(request) }
@@ -103,11 +107,22 @@ struct CentralService {
     }
 
     func form(_ request: HTTPRequest) throws -> HTTPResponse {
-        // `{xmlFormId}.svc` (the OData service) and `{xmlFormId}.xml` fit this route's pattern.
-        let id = request.parameter("xmlFormId")
-        if id.hasSuffix(".svc") || id.hasSuffix(".xml") { throw CentralRefusal.notOffered(request.head.path) }
+        // `{xmlFormId}.svc` (the OData service, not offered yet) fits this route's pattern.
+        if request.parameter("xmlFormId").hasSuffix(".svc") { throw CentralRefusal.notOffered(request.head.path) }
         let (_, org) = try admit(request, .memberOrOperator(anyOf: []))
         return .json(200, CentralJSON.form(try listedForm(request, orgId: org.orgId), projectId: org.projectId))
+    }
+
+    /// The XForm of the form's latest published version, as the OpenRosa door serves it: never
+    /// sniffed, and its markup (XHTML) never runs in the server's origin.
+    func formXML(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (_, org) = try admit(request, .memberOrOperator(anyOf: []))
+        let form = try listedForm(request, orgId: org.orgId)
+        guard let xform = try services.database.read({ try operations.openRosaForms.xform(in: $0, orgId: org.orgId, surveyVersionId: form.version.surveyVersionId) }) else {
+            throw ApiError.notFound()
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/xml"), ("X-Content-Type-Options", "nosniff"),
+                                                   ("Content-Security-Policy", "default-src 'none'; sandbox")], body: xform)
     }
 
     /// The path's form, published and open here; else the 404 of a form that does not exist.
@@ -171,6 +186,21 @@ struct CentralService {
     func submission(_ request: HTTPRequest) throws -> HTTPResponse {
         let (_, r) = try visibleSubmission(request)
         return .json(200, CentralJSON.submission(r, submitterId: try actorIds(of: [r])[r.submitter] ?? 0))
+    }
+
+    /// Central's review state set through surveyd's review steps (`CentralReviews`).
+    func review(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (user, org) = try admitMember(request)
+        let (_, r) = try visibleSubmission(request)
+        let outcome = try operations.centralReviews.setState(orgId: org.orgId, responseId: r.responseId, by: user) {
+            try JSONBody(request.body).optionalString("reviewState")
+        }
+        let updated: ResponseRecord
+        switch outcome {
+        case .unchanged(let x), .written(let x): updated = x
+        }
+        return .json(200, CentralJSON.submission(updated, submitterId: try actorIds(of: [updated])[updated.submitter] ?? 0))
+            .logging(["responseId": updated.responseId])
     }
 
     func attachments(_ request: HTTPRequest) throws -> HTTPResponse {
