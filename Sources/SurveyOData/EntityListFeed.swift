@@ -18,15 +18,15 @@ public struct EntityListFeed: Sendable {
     ]
 
     public let list: EntityListRecord
-
-    public init(list: EntityListRecord) { self.list = list }
-
     /// Each property's name in the feed: the list's own where OData can name it (a letter or `_`,
     /// then letters, digits, `_`), else with `_` for each other character (`village-name` →
     /// `village_name`); a name taken twice, or one the row's own members use, gets a number after it.
-    public var propertyNames: [(property: String, odata: String)] {
+    public let propertyNames: [(property: String, odata: String)]
+
+    public init(list: EntityListRecord) {
+        self.list = list
         var taken: Set<String> = ["__id", "label", "__system"]
-        return list.properties.map { property in
+        propertyNames = list.properties.map { property in
             var base = String(String.UnicodeScalarView(property.unicodeScalars.map { c in
                 c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "_") ? c : "_"
             }))
@@ -137,14 +137,14 @@ public struct EntityListFeed: Sendable {
     }
 
     /// An entity's row as the feed writes it (and `$filter` reads it).
-    public func row(_ e: EntityRecord, properties: [(property: String, odata: String)]) -> JSONValue {
+    public func row(_ e: EntityRecord) -> JSONValue {
         var row: [String: JSONValue] = [
             "__id": .string(e.entityId), "label": .string(e.label),
             "__system": ["createdAt": .string(Timestamp.format(e.createdAt)), "creatorId": .string(e.createdBy),
                          "updatedAt": .string(Timestamp.format(e.updatedAt)), "version": .number(Double(e.version)),
                          "conflict": e.conflict.map(JSONValue.string) ?? .null],
         ]
-        for (property, name) in properties { row[name] = e.properties[property].map(JSONValue.string) ?? .null }
+        for (property, name) in propertyNames { row[name] = e.properties[property].map(JSONValue.string) ?? .null }
         return .object(row)
     }
 

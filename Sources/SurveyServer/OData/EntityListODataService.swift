@@ -53,25 +53,24 @@ struct EntityListODataService {
         let (feed, rows, more, count) = try services.database.read { db in
             let feed = EntityListFeed(list: try list(admission, request, in: db))
             let query = try EntityListFeed.Query(request.query, feed: feed)
-            let properties = feed.propertyNames
             let limit = min(size, query.top ?? Int.max)
-            var rows: [JSONValue] = [], more = false, toSkip = query.skip, after = query.after
-            // Read in batches until the page is full and one more match shows there is a next page.
-            scan: while true {
-                let batch = try db.entities(orgId: orgId, list: feed.list.name, after: after, limit: Self.batch)
-                for e in batch {
-                    let row = feed.row(e, properties: properties)
-                    guard query.filter?.matches(row) ?? true else { continue }
-                    if toSkip > 0 { toSkip -= 1; continue }
-                    if rows.count == limit { more = true; break scan }
-                    rows.append(row)
-                }
-                guard batch.count == Self.batch, let last = batch.last else { break }
-                after = last.entityId
+            var rows: [JSONValue] = [], more = false, toSkip = query.skip
+            // Until the page is full and one more match shows there is a next page.
+            try Self.scan(feed, query, db, orgId, after: query.after) { row in
+                if toSkip > 0 { toSkip -= 1; return true }
+                if rows.count == limit { more = true; return false }
+                rows.append(row)
+                return true
             }
             var count: Int?
             if query.count {
-                count = query.filter == nil ? try db.entityCount(orgId: orgId, list: feed.list.name) : try Self.matching(feed, query, db, orgId)
+                if query.filter == nil {
+                    count = try db.entityCount(orgId: orgId, list: feed.list.name)
+                } else {
+                    var n = 0
+                    try Self.scan(feed, query, db, orgId, after: nil) { _ in n += 1; return true }
+                    count = n
+                }
             }
             return (feed, rows, more && limit < (query.top ?? Int.max), count)
         }
@@ -91,14 +90,18 @@ struct EntityListODataService {
     /// Entities read a batch at a time.
     static let batch = 1_000
 
-    /// How many entities of the whole list match the filter (`@odata.count`).
-    static func matching(_ feed: EntityListFeed, _ query: EntityListFeed.Query, _ db: ReadContext, _ orgId: String) throws -> Int {
-        let properties = feed.propertyNames
-        var n = 0, after: String?
+    /// The rows of the list's entities after `after` that match the query's filter, in id order,
+    /// read a batch at a time, each handed to `visit` until it answers false.
+    static func scan(_ feed: EntityListFeed, _ query: EntityListFeed.Query, _ db: ReadContext, _ orgId: String, after: String?,
+                     _ visit: (JSONValue) -> Bool) throws {
+        var after = after
         while true {
-            let batch = try db.entities(orgId: orgId, list: feed.list.name, after: after, limit: batch)
-            n += batch.count { query.filter?.matches(feed.row($0, properties: properties)) ?? true }
-            guard batch.count == Self.batch, let last = batch.last else { return n }
+            let batch = try db.entities(orgId: orgId, list: feed.list.name, after: after, limit: Self.batch)
+            for e in batch {
+                let row = feed.row(e)
+                if query.filter?.matches(row) ?? true, !visit(row) { return }
+            }
+            guard batch.count == Self.batch, let last = batch.last else { return }
             after = last.entityId
         }
     }
