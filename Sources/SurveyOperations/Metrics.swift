@@ -128,7 +128,7 @@ public final class Metrics: Sendable {
 
     /// `writer`: group commits made and the jobs they held, from the store; `webhookIdleLooks`:
     /// the webhook dispatcher's looks that found nothing to send.
-    public func render(writer: (commits: Int, jobs: Int)? = nil, webhookIdleLooks: Int? = nil) -> String {
+    public func render(writer: (commits: Int, jobs: Int)? = nil, reads: Int? = nil, webhookIdleLooks: Int? = nil) -> String {
         var s = State()
         for shard in shards {
             shard.state.withLock { t in
@@ -190,6 +190,9 @@ public final class Metrics: Sendable {
             if let writer {
                 out += "# TYPE surveyd_writer_commits_total counter\n\(series("surveyd_writer_commits_total")) \(writer.commits)\n"
                 out += "# TYPE surveyd_writer_jobs_total counter\n\(series("surveyd_writer_jobs_total")) \(writer.jobs)\n"
+            }
+            if let reads {
+                out += "# TYPE surveyd_store_reads_total counter\n\(series("surveyd_store_reads_total")) \(reads)\n"
             }
             if let webhookIdleLooks {
                 out += "# TYPE surveyd_webhook_idle_looks_total counter\n\(series("surveyd_webhook_idle_looks_total")) \(webhookIdleLooks)\n"

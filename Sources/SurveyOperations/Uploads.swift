@@ -39,28 +39,53 @@ public struct Uploads: Sendable {
         guard let contentType, !contentType.isEmpty else { throw ApiError.malformed("Content-Type is required.") }
         let type = FileSignature.normalizedType(contentType)
 
-        let existing = try ops.database.read { try $0.upload(orgId: orgId, clientUploadId: clientUploadId) }
-        if let e = existing {
-            guard e.uploader == user.userId, e.surveyVersionId == surveyVersionId, e.questionId == questionId, e.contentType == type,
-                  declaredLength.map({ Int64($0) == e.size }) ?? true else {
-                throw ApiError(.idempotencyConflict, "This clientUploadId was already used for a different upload.")
-            }
+        // One snapshot: what is stored under the id, and the version it names.
+        let (existing, version) = try ops.database.read { db in
+            (try db.upload(orgId: orgId, clientUploadId: clientUploadId), try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId))
         }
-        guard let version = try ops.database.read({ try $0.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId) }) else {
-            throw ApiError.notFound()
+        try Self.refuseOtherUpload(under: existing, uploader: user.userId, surveyVersionId: surveyVersionId, questionId: questionId,
+                                   contentType: type, declaredLength: declaredLength)
+        guard let version else { throw ApiError.notFound() }
+        return try target(existing: existing, uploader: user.userId, clientUploadId: clientUploadId, version: version,
+                          definition: try ops.definitions.definition(of: version), questionId: questionId, contentType: type,
+                          declaredLength: declaredLength)
+    }
+
+    /// The same for a file sent with a submission, in the submission's own snapshot: its
+    /// version and question as the submission read them (the caller admitted already).
+    public func target(in db: ReadContext, clientUploadId: String, uploader: String, version: SurveyVersionRecord, definition: SurveyDefinition,
+                       questionId: String, contentType: String, declaredLength: Int) throws -> UploadTarget {
+        let existing = try db.upload(orgId: version.orgId, clientUploadId: clientUploadId)
+        try Self.refuseOtherUpload(under: existing, uploader: uploader, surveyVersionId: version.surveyVersionId, questionId: questionId,
+                                   contentType: contentType, declaredLength: declaredLength)
+        return try target(existing: existing, uploader: uploader, clientUploadId: clientUploadId, version: version, definition: definition,
+                          questionId: questionId, contentType: contentType, declaredLength: declaredLength)
+    }
+
+    /// An id already used by another upload (another uploader, version, question, type or size) is 1004.
+    private static func refuseOtherUpload(under existing: UploadRecord?, uploader: String, surveyVersionId: String, questionId: String,
+                                          contentType: String, declaredLength: Int?) throws {
+        guard let e = existing else { return }
+        guard e.uploader == uploader, e.surveyVersionId == surveyVersionId, e.questionId == questionId, e.contentType == contentType,
+              declaredLength.map({ Int64($0) == e.size }) ?? true else {
+            throw ApiError(.idempotencyConflict, "This clientUploadId was already used for a different upload.")
         }
-        let definition = try ops.definitions.definition(of: version)
+    }
+
+    /// The question's checks: a file question that accepts the type, and the size within its limit.
+    private func target(existing: UploadRecord?, uploader: String, clientUploadId: String, version: SurveyVersionRecord, definition: SurveyDefinition,
+                        questionId: String, contentType type: String, declaredLength: Int?) throws -> UploadTarget {
         guard let question = definition.question(id: questionId), question.type == .file else {
             throw ApiError(.questionDoesNotAcceptFiles, "Question \(questionId) of this version is not a file question.")
         }
         guard question.accepts(contentType: type), FileSignature.knownTypes.contains(type) else {
             throw ApiError(.unsupportedFileType, "\(type) is not accepted by question \(questionId) (accepts \(question.accept.joined(separator: ", "))).")
         }
-        let limit = min(question.maxBytes ?? Int.max, ops.limits.maxFileBytes)
+        let limit = min(question.maxBytes ?? Int.max, operations.limits.maxFileBytes)
         if let declaredLength, declaredLength > limit {
             throw ApiError(.payloadTooLarge, "The file is \(declaredLength) bytes; the limit for this question is \(limit).")
         }
-        return UploadTarget(orgId: orgId, uploader: user.userId, clientUploadId: clientUploadId, surveyVersionId: surveyVersionId,
+        return UploadTarget(orgId: version.orgId, uploader: uploader, clientUploadId: clientUploadId, surveyVersionId: version.surveyVersionId,
                             questionId: questionId, contentType: type, limit: limit, existing: existing)
     }
 
@@ -164,12 +189,40 @@ public struct Uploads: Sendable {
             case .replay:
                 incoming.discard()
                 return nil
-            case .new(let record): return StagedUpload(record: record, incoming: incoming)
+            case .new(let record): return StagedUpload(record: record, file: incoming.file)
             }
         } catch {
             incoming.discard()
             throw error
         }
+    }
+
+    /// A file that arrived with a submission, before anything is read: into a temp file, hashed,
+    /// and checked for what its type says as the bytes come (`ReceivedFile`).
+    public func receive(fileName: String, contentType: String) throws -> ReceivedFile {
+        ReceivedFile(fileName: fileName, contentType: FileSignature.normalizedType(contentType), file: try operations.blobs.createTemp(),
+                     limit: operations.limits.maxFileBytes)
+    }
+
+    /// A received file bound to the upload `target` it turned out to be (in the submission's
+    /// snapshot): verified like any upload's file and staged for the submission's transaction;
+    /// nil when it is the file stored already under its id. The file stays its receiver's to discard.
+    public func stage(_ received: ReceivedFile, as target: UploadTarget) throws -> StagedUpload? {
+        let size = received.size
+        guard size <= target.limit else {
+            throw ApiError(.payloadTooLarge, "The file is \(size) bytes; the limit for question \(target.questionId) is \(target.limit).")
+        }
+        if let e = target.existing {
+            guard e.sha256 == received.sha256, e.size == Int64(size) else {
+                throw ApiError(.idempotencyConflict, "This clientUploadId was already used for different bytes.")
+            }
+            return nil
+        }
+        try received.check.verdict()
+        let record = UploadRecord(orgId: target.orgId, clientUploadId: target.clientUploadId, uploader: target.uploader,
+                                  surveyVersionId: target.surveyVersionId, questionId: target.questionId, contentType: target.contentType,
+                                  size: Int64(size), sha256: received.sha256, receivedAt: operations.clock.nowMillis())
+        return StagedUpload(record: record, file: received.file)
     }
 
     /// A staged file stored as an upload on its own, through the gate: the files a split
@@ -206,9 +259,46 @@ public struct Uploads: Sendable {
 /// (`Uploads.stage`); whatever the outcome, `discard` removes what is left of it.
 public struct StagedUpload: Sendable {
     public let record: UploadRecord
-    let incoming: IncomingFile
-    var tempPath: String { incoming.file.path }
-    public func discard() { incoming.discard() }
+    let file: TempFile
+    var tempPath: String { file.path }
+    public func discard() { file.discard() }
+}
+
+/// A submission's file as its POST carried it, before the submission is read: which question
+/// it answers is known only then (`Uploads.stage(_:as:)`). Held to the server's file limit as
+/// it arrives; text types checked to the last byte, as every upload's file is.
+public final class ReceivedFile: @unchecked Sendable {
+    // @unchecked: written by one thread, then only read.
+    /// The name the sender gave it (an ODK app's part name, the file name its form names).
+    public let fileName: String
+    public let contentType: String
+    let file: TempFile
+    private let limit: Int
+    private(set) var check: FileCheck
+    /// Hex SHA-256, once `finish`ed.
+    private(set) var sha256 = ""
+    var size: Int { file.size }
+
+    init(fileName: String, contentType: String, file: TempFile, limit: Int) {
+        self.fileName = fileName
+        self.contentType = contentType
+        self.file = file
+        self.limit = limit
+        check = FileCheck(contentType: contentType)
+    }
+
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        guard file.size + bytes.count <= limit else {
+            throw ApiError(.payloadTooLarge, "The file \(fileName) is over the server's limit of \(limit) bytes.")
+        }
+        check.update(bytes)
+        try file.write(bytes)
+    }
+
+    /// Every byte written and fsynced.
+    public func finish() throws { sha256 = try file.finish() }
+
+    public func discard() { file.discard() }
 }
 
 /// An upload's file as it arrives: refused past the question's limit, text checked to the last

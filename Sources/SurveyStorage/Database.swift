@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 import SurveyDomain
+import Synchronization
 
 /// The store: one writer connection on its own thread committing jobs in groups, and a pool of
 /// read-only connections. Nothing outside this module runs SQL; services call the repository
@@ -35,6 +36,8 @@ public final class Database: Sendable {
 
     let writer: any WriteExecutor
     let readers: any ReadPool
+    /// Read snapshots begun (`read`, `snapshot`): how a test sees that a request reads once.
+    let readsBegun = Atomic<Int>(0)
     let dialect: SQLDialect
     public let configuration: Configuration
     public var clock: any ServerClock { configuration.clock }
@@ -107,6 +110,9 @@ public final class Database: Sendable {
         (writer.commitsMade.load(ordering: .relaxed), writer.jobsCommitted.load(ordering: .relaxed))
     }
 
+    /// Read snapshots begun so far.
+    public var readCount: Int { readsBegun.load(ordering: .relaxed) }
+
     /// Stops the writer after the jobs already queued are committed.
     public func close() {
         writer.stop()
@@ -116,7 +122,8 @@ public final class Database: Sendable {
     /// read moves a cursor along the audit log (the changes feed, webhook deliveries), so on
     /// PostgreSQL it sees the log only up to where every entry is committed (`AuditHorizon`).
     public func read<T>(followingAudit: Bool = false, _ body: (ReadContext) throws -> T) throws -> T {
-        try readers.withConnection { conn in
+        readsBegun.add(1, ordering: .relaxed)
+        return try readers.withConnection { conn in
             let horizon = followingAudit && dialect == .postgres ? try AuditHorizon.settled(conn) : nil
             // Prepared once per connection (sqlite3_exec would parse it each time). On PostgreSQL
             // the BEGIN goes with the read's first statement and the COMMIT is not waited for:

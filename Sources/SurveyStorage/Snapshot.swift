@@ -71,6 +71,7 @@ public final class RowCursor {
 extension Database {
     /// A long-lived read snapshot on its own connection (see `Snapshot`).
     public func snapshot() throws -> Snapshot {
+        readsBegun.add(1, ordering: .relaxed)
         if let url = configuration.databaseURL { return try Snapshot(url: url) }
         return try Snapshot(path: configuration.path)
     }

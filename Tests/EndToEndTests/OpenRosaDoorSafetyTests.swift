@@ -154,6 +154,24 @@ import SurveyDomain
         #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 0)
     }
 
+    /// A small body is taken whole before its token is checked; the submission's snapshot
+    /// refuses the caller first, and the files the body carried are gone with the refusal.
+    @Test func aSmallBodyFromAnotherTokenIsRefusedAndKeepsNothing() throws {
+        let p = try Published(definition: OpenRosaTests.photos)
+        let instance = try OpenRosaTests().photoInstance(p, "uuid:small-refused-0001")
+        let files = [CollectClient.File(name: "house.png", contentType: "image/png", bytes: Files.png(3_000)),
+                     CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: Files.jpeg(5_000))]
+        for token in ["not-a-token-at-all", p.f.reviewerToken] {
+            let r = try CollectClient(p.f, token: token).submit(instance, files: files)
+            #expect(r.status == 403 && r.header("surveyd-error-code") == "1006", "\(r.status) \(r.text)")
+            let partial = try CollectClient(p.f, token: token).submit(instance, files: files, incomplete: true)
+            #expect(partial.status == 403, "\(partial.status) \(partial.text)")
+        }
+        #expect(ServerProcess.regularFiles(under: p.f.server.dataDir + "/tmp").isEmpty)
+        #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 0)
+        #expect(try p.responses() == 0)
+    }
+
     static let pump: JSONValue = [
         "title": "Pump", "formId": "pump_check",
         "questions": [

@@ -330,6 +330,34 @@ import SurveyDomain
         #expect(try p.responses() == 1)
     }
 
+    /// A submission with photos reads the store twice and commits once: the app token's
+    /// collector once the headers are in (nobody without a token makes the server receive a
+    /// body), then one snapshot for the submission (the collector again, in the order of checks;
+    /// the instance's version and definition; what each photo answers and whether it is stored
+    /// already), and one commit: the photos with the response. Its files are received between
+    /// the two reads, while no snapshot is held.
+    @Test func aSubmissionWithPhotosReadsTheSubmissionOnceAndCommitsOnce() throws {
+        let p = try Published(definition: Self.photos)
+        let files = [CollectClient.File(name: "house.png", contentType: "image/png", bytes: Files.png(3_000)),
+                     CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: Files.jpeg(300_000))]
+        let database = p.f.server.app.database
+        // The first submission of a version also reads its definition once, for the cache.
+        #expect(try p.collect.submit(try photoInstance(p, "uuid:photos-warm-0001"), files: files).status == 201)
+        let instance = try photoInstance(p, "uuid:photos-once-0001")
+        let (reads, commits) = (database.readCount, database.writerStats.commits)
+        let r = try p.collect.submit(instance, files: files)
+        #expect(r.status == 201, "\(r.text)")
+        #expect(database.readCount - reads == 2)
+        #expect(database.writerStats.commits - commits == 1)
+        #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 4)
+        // Answers alone (a body small enough to take before its token is checked): one read, one commit.
+        let answersAlone = try CollectClient.instance(of: p.xform, instanceID: "uuid:answers-once-0001", values: [("size", "2")])
+        let (reads2, commits2) = (database.readCount, database.writerStats.commits)
+        #expect(try p.collect.submit(answersAlone).status == 201)
+        #expect(database.readCount - reads2 == 1)
+        #expect(database.writerStats.commits - commits2 == 1)
+    }
+
     @Test func aSplitSubmissionIsCreatedByItsLastPOSTOnceEveryFileArrived() throws {
         let p = try Published(definition: Self.photos)
         let instance = try photoInstance(p, "uuid:split-0001")

@@ -10,12 +10,23 @@ public struct OpenRosaArrival: Sendable {
     /// The form id on the instance's root element.
     public let formId: String
     public let version: SurveyVersionRecord
+    let definition: SurveyDefinition
     public let submission: Submission
     public let files: [SubmittedInstance.NamedFile]
 
-    /// The same arrival with the files its POST carried, to be stored with the response.
-    public func with(_ staged: [StagedUpload]) -> OpenRosaArrival {
-        OpenRosaArrival(instanceID: instanceID, formId: formId, version: version, submission: submission.with(staged), files: files)
+    /// The files its POST carried that its answers name, each checked as an upload of the
+    /// question naming it, in the snapshot the instance was read in; a file stored already
+    /// under its id (the POST sent again) is not staged twice. A part no answer names is not read.
+    public func stage(_ received: [ReceivedFile], submitter: String, in db: ReadContext, operations: Operations) throws -> [StagedUpload] {
+        var staged: [StagedUpload] = []
+        for named in files {
+            guard let file = received.first(where: { $0.fileName == named.fileName }) else { continue }
+            let target = try operations.uploads.target(in: db, clientUploadId: OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: named.fileName),
+                                                       uploader: submitter, version: version, definition: definition, questionId: named.questionId,
+                                                       contentType: file.contentType, declaredLength: file.size)
+            if let s = try operations.uploads.stage(file, as: target) { staged.append(s) }
+        }
+        return staged
     }
 
     /// Reads `instance` (the `xml_submission_file` part): 400 for what is not a submission, 1032
@@ -41,6 +52,6 @@ public struct OpenRosaArrival: Sendable {
                                         contentHash: version.contentHash, answers: answers, entity: parsed.entity,
                                         doorProblems: problems)
         for file in files { submission.fileNames[OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: file.fileName)] = file.fileName }
-        return OpenRosaArrival(instanceID: instanceID, formId: parsed.formId, version: version, submission: submission, files: files)
+        return OpenRosaArrival(instanceID: instanceID, formId: parsed.formId, version: version, definition: definition, submission: submission, files: files)
     }
 }

@@ -8,18 +8,15 @@ public struct OpenRosaSubmissionDoor: SubmissionDoor {
     /// The app token from `/v1/key/{token}/…`.
     public let appToken: String
     public let orgId: String
-    public let instance: Instance
 
-    /// The filled-in form: its bytes, read in the operation's own snapshot after the caller (a
-    /// submission of answers alone: one snapshot for everything), or already read against its
-    /// version (a submission whose files were stored first).
-    public enum Instance: Sendable {
-        case bytes([UInt8])
-        case read(OpenRosaArrival)
-    }
+    /// The filled-in form's bytes, read in the operation's own snapshot after the caller.
+    public let instance: [UInt8]
+    /// The files its POST carried, received before anything was read: bound to the questions
+    /// naming them in that same snapshot and committed with the response, or not at all.
+    public let files: [ReceivedFile]
 
-    public init(appToken: String, orgId: String, instance: Instance) {
-        self.appToken = appToken; self.orgId = orgId; self.instance = instance
+    public init(appToken: String, orgId: String, instance: [UInt8], files: [ReceivedFile] = []) {
+        self.appToken = appToken; self.orgId = orgId; self.instance = instance; self.files = files
     }
 
     public func caller(in db: ReadContext, operations: Operations) throws -> Caller {
@@ -43,9 +40,9 @@ public struct OpenRosaSubmissionDoor: SubmissionDoor {
     }
 
     public func arrival(in db: ReadContext, orgId: String, submitter: UserRecord, operations: Operations) throws -> SubmissionArrival {
-        switch instance {
-        case .read(let arrival): .submission(arrival.submission, stored: .notLookedUp)
-        case .bytes(let xml): .submission(try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: operations).submission, stored: .notLookedUp)
-        }
+        let arrival = try OpenRosaArrival.read(instance, orgId: orgId, in: db, operations: operations)
+        guard !files.isEmpty else { return .submission(arrival.submission, stored: .notLookedUp) }
+        let staged = try arrival.stage(files, submitter: submitter.userId, in: db, operations: operations)
+        return .submission(arrival.submission.with(staged), stored: .notLookedUp)
     }
 }

@@ -22,7 +22,7 @@ struct HealthService {
                 ?? .problem(ApiError(.internalError, "The OpenAPI document is missing from this build."))
         }
         services.route(&router, "GET", "/metrics", .operatorOnly) { _, _ in
-            .text(200, services.metrics.render(writer: services.database.writerStats, webhookIdleLooks: services.dispatcher.idleLooks), contentType: "text/plain; version=0.0.4")
+            .text(200, services.metrics.render(writer: services.database.writerStats, reads: services.database.readCount, webhookIdleLooks: services.dispatcher.idleLooks), contentType: "text/plain; version=0.0.4")
         }
     }
 }

@@ -40,8 +40,11 @@ struct OpenRosaService {
         // Inline like the JSON door's: its reads do not wait, the write is queued; a submission with
         // files stores them on a thread of its own first (`submit`).
         // The app token and its collector are checked once the headers are in, before a byte of
-        // the body is read: nobody without a token stores a file or holds the server receiving.
+        // a large body is read: nobody without a token stores a file or holds the server
+        // receiving. A small body (answers alone, a small photo) is taken whole first: the
+        // submission's own snapshot checks the caller before anything else, and a read is saved.
         let admit: @Sendable (RequestHead) throws -> Void = { [services] head in
+            if let length = head.header("content-length").flatMap({ Int($0) }), length <= Self.bodyTakenBeforeAdmission { return }
             let token = head.pathParameters["token"] ?? "", orgId = head.pathParameters["orgId"] ?? ""
             _ = try services.database.read { try Self.collector(token: token, orgId: orgId, in: $0, operations: services.operations) }
         }
@@ -162,8 +165,10 @@ struct OpenRosaService {
         return HTTPResponse(status: 204, headers: Self.headers + [("X-OpenRosa-Accept-Content-Length", String(maxBodyBytes))])
     }
 
-    /// The filled-in form: read against its version (after its caller), the files it names
-    /// stored as uploads, then — unless more POSTs of it are to come — the submission operation.
+    /// The filled-in form: its files received first (no snapshot is held while bytes are
+    /// written), then — unless more POSTs of it are to come — the submission operation, which
+    /// reads the caller, the instance, its version and what its files answer in one snapshot and
+    /// commits the files with the response in one transaction.
     func submit(_ request: HTTPRequest) throws -> HTTPResponse {
         guard let instance = request.form.files["xml_submission_file"] else {
             throw ApiError.malformed("The submission has no xml_submission_file part: send the filled-in form as that part.")
@@ -174,98 +179,88 @@ struct OpenRosaService {
         }
         let ops = services.operations
         let token = request.parameter("token"), orgId = request.parameter("orgId")
-        let xml = try instance.bytes()  // read before any snapshot: no file I/O while a reader is held
+        let xml = try instance.bytes()
         let partial = request.form["*isIncomplete*"] != nil
         let metrics = services.metrics
         let answer = DeferredResponse()
-        // `staged`: the files this POST carried, stored with the response or not at all.
-        let submit: @Sendable (OpenRosaSubmissionDoor.Instance, [StagedUpload]) -> Void = { instance, staged in
-            ops.submissions.submit(orgId: orgId, from: OpenRosaSubmissionDoor(appToken: token, orgId: orgId, instance: instance)) { outcome in
+        let parts = request.form.fileParts.filter { $0.name != "xml_submission_file" }
+        // Answers alone, what a phone sends most: straight to the operation.
+        guard partial || !parts.isEmpty else {
+            ops.submissions.submit(orgId: orgId, from: OpenRosaSubmissionDoor(appToken: token, orgId: orgId, instance: xml)) { outcome in
+                answer.complete { Self.render(outcome, metrics: metrics) }
+            }
+            return .later(answer)
+        }
+        let service = self
+        Self.attachments.async {
+            var received: [ReceivedFile] = []
+            let refuse: @Sendable (any Error) -> Void = { error in
+                let e = error as? ApiError ?? ApiError(.internalError, "The server could not store this form's files; it stays on your phone. Try again later.")
+                metrics.openRosaSubmission(.refused(code: e.code.rawValue))
+                answer.complete { Self.refusal(e, status: e.code.httpStatus) }
+            }
+            do {
+                for (name, part) in parts where !received.contains(where: { $0.fileName == name }) {
+                    let file = try ops.uploads.receive(fileName: name, contentType: Self.contentType(of: part))
+                    received.append(file)
+                    try part.read { try file.write($0) }
+                    try file.finish()
+                }
+            } catch {
+                for file in received { file.discard() }
+                refuse(error)
+                return
+            }
+            let carried = received
+            // A split submission's earlier POST: its files stored as uploads, for the last POST to cite.
+            if partial {
+                do { try service.storeAsUploads(carried, of: xml, token: token, orgId: orgId) } catch {
+                    for file in carried { file.discard() }
+                    refuse(error)
+                    return
+                }
+                for file in carried { file.discard() }
+                metrics.openRosaSubmission(.partial)
+                answer.complete { Self.document(201, OpenRosaDocuments.response(message: "Part of the form was carried; the rest is on its way.")) }
+                return
+            }
+            let door = OpenRosaSubmissionDoor(appToken: token, orgId: orgId, instance: xml, files: carried)
+            ops.submissions.submit(orgId: orgId, from: door) { outcome in
                 // A last POST refused for a file no POST has carried yet keeps the files it did
                 // carry, as a split submission's earlier POSTs do; any other refusal keeps none.
-                if case .refused(let e) = outcome, (e as? ApiError)?.code == .attachmentNotUploaded, !staged.isEmpty {
+                if case .refused(let e) = outcome, (e as? ApiError)?.code == .attachmentNotUploaded {
                     Self.attachments.async {
-                        for file in staged { try? ops.uploads.keep(file) }
+                        try? service.storeAsUploads(carried, of: xml, token: token, orgId: orgId)
+                        for file in carried { file.discard() }
                         answer.complete { Self.render(outcome, metrics: metrics) }
                     }
                     return
                 }
-                for file in staged { file.discard() }
+                for file in carried { file.discard() }
                 answer.complete { Self.render(outcome, metrics: metrics) }
             }
-        }
-        // Answers alone, the whole submission (what a phone sends most): the operation reads the
-        // instance in its own snapshot, after the caller, as the JSON door reads its body.
-        guard partial || request.form.files.count > 1 else {
-            submit(.bytes(xml), [])
-            return .later(answer)
-        }
-        // With files, or a part of a split submission: the instance read against its version
-        // first (after its caller), to know which question each file answers.
-        let (caller, arrival) = try services.database.read { db in
-            let caller = try Self.collector(token: token, orgId: orgId, in: db, operations: ops)
-            return (caller, try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops))
-        }
-        let attached = arrival.files.compactMap { named in request.form.files[named.fileName].map { (named, $0) } }
-        // What follows the files: a split submission's earlier POSTs end with them; the last POST
-        // runs the submission operation, as the JSON door does.
-        let afterFiles: @Sendable ([StagedUpload]) -> Void = { staged in
-            if partial {
-                metrics.openRosaSubmission(.partial)
-                answer.complete { Self.document(201, OpenRosaDocuments.response(message: "Part of the form was received; the rest is on its way.")) }
-            } else {
-                submit(.read(arrival.with(staged)), staged)
-            }
-        }
-        guard !attached.isEmpty else {
-            afterFiles([])
-            return .later(answer)
-        }
-        // A split submission's earlier POST stores each file as an upload through the gate, which
-        // waits for its commit; the last POST checks each and keeps it for the response's own
-        // transaction. Either way, not on this thread.
-        let service = self
-        Self.attachments.async {
-            var staged: [StagedUpload] = []
-            do {
-                for (named, part) in attached {
-                    let incoming = try service.receiveAttachment(part, named, of: arrival, caller: caller, orgId: orgId)
-                    if partial {
-                        _ = try ops.uploads.finish(incoming)
-                    } else if let file = try ops.uploads.stage(incoming) {
-                        staged.append(file)
-                    }
-                }
-            } catch {
-                for file in staged { file.discard() }
-                let e = error as? ApiError ?? ApiError(.internalError, "The server could not store this form's files; it stays on your phone. Try again later.")
-                metrics.openRosaSubmission(.refused(code: e.code.rawValue))
-                answer.complete { Self.refusal(e, status: e.code.httpStatus) }
-                return
-            }
-            afterFiles(staged)
         }
         return .later(answer)
     }
 
+    /// The largest body received before its app token is checked (`admit`).
+    static let bodyTakenBeforeAdmission = 64 << 10
+
     /// Where attachments are stored, off the HTTP threads.
     private static let attachments = DispatchQueue(label: "surveyd.openrosa.attachments", attributes: .concurrent)
 
-    /// One attached file received into a temp file as an upload of the version and question that
-    /// name it, under the id derived from the instance and the file name: a resent POST stores
-    /// nothing twice.
-    private func receiveAttachment(_ part: FormFile, _ named: SubmittedInstance.NamedFile, of arrival: OpenRosaArrival, caller: Caller,
-                                   orgId: String) throws -> IncomingFile {
-        let uploads = services.operations.uploads
-        let target = try uploads.target(orgId: orgId, clientUploadId: OpenRosaForms.clientUploadId(instanceID: arrival.instanceID, fileName: named.fileName),
-                                        caller: caller, surveyVersionId: arrival.version.surveyVersionId, questionId: named.questionId,
-                                        contentType: Self.contentType(of: part), declaredLength: part.size)
-        let incoming = try uploads.receive(target, expectedSHA256: nil)
-        do { try part.read { try incoming.write($0) } } catch {
-            incoming.discard()
-            throw error
+    /// A split submission's files, each stored as an upload of the version and question naming
+    /// it (read in one snapshot with the caller and the instance), under the id derived from the
+    /// instance and the file name: a resent POST stores nothing twice.
+    private func storeAsUploads(_ received: [ReceivedFile], of xml: [UInt8], token: String, orgId: String) throws {
+        let ops = services.operations
+        let staged = try services.database.read { db in
+            guard let user = try Self.collector(token: token, orgId: orgId, in: db, operations: ops).user else {
+                throw OpenRosaSubmissionDoor.notACollectorsToken
+            }
+            return try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops).stage(received, submitter: user.userId, in: db, operations: ops)
         }
-        return incoming
+        for file in staged { try ops.uploads.keep(file) }
     }
 
     /// The part's declared type; for a part sent as bytes of no type, the one its name says.
