@@ -31,6 +31,7 @@ public struct Expression: Sendable {
     }
 
     public init(_ source: String) throws(ExpressionError) {
+        ParsingTally.countExpression()
         let bytes = source.utf8.count
         guard bytes <= ExpressionLimits.maxSourceBytes else {
             throw ExpressionError("the expression is \(bytes) bytes long; the limit is \(ExpressionLimits.maxSourceBytes)",

@@ -60,7 +60,8 @@ public enum FormAttachments {
             if let list = o["choiceList"]?.stringValue, isCSVName(list), list != served { add(list, "\(path).choiceList") }
             choices(o["choices"], "\(path).choices")
             for key in logicKeys {
-                guard let source = o[key]?.stringValue, let expression = try? Expression(source) else { continue }
+                // Only pulldata() reads a file: an expression that does not name it is not parsed here.
+                guard let source = o[key]?.stringValue, source.contains("pulldata"), let expression = try? Expression(source) else { continue }
                 for lookup in expression.lookups { add(lookup.fileName, "\(path).\(key)") }
             }
             stack += (o["children"]?.arrayValue ?? []).enumerated().reversed().map { ($1, "\(path).children[\($0)]") }
@@ -132,7 +133,7 @@ public enum FormAttachments {
             }
             // A file pulldata reads.
             for key in logicKeys {
-                guard let source = node[key]?.stringValue, let expression = try? Expression(source) else { continue }
+                guard let source = node[key]?.stringValue, source.contains("pulldata"), let expression = try? Expression(source) else { continue }
                 for lookup in expression.lookups where read.insert(lookup.fileName).inserted {
                     guard let t = table(lookup.fileName) else { continue }
                     lookups[lookup.fileName] = ["columns": .array(t.columns.map { .string($0) }),

@@ -62,6 +62,25 @@ public struct SurveyDefinition: Sendable, Equatable {
     /// A question by id, wherever it is in the tree (inside repeats too).
     public func question(id: String) -> Question? { questionById[id] }
 
+    /// Every expression of the form as parsed, by the text it was written as: what writes the
+    /// form out again (its XForm) reuses these instead of parsing the texts a second time.
+    public var expressionsBySource: [String: Expression] {
+        var out: [String: Expression] = [:]
+        func add(_ logic: Logic?) { if let logic { out[logic.source] = logic.expression } }
+        var stack = nodes
+        while let node = stack.popLast() {
+            add(node.relevant)
+            switch node.kind {
+            case .question(let q):
+                add(q.logic.requiredWhen); add(q.logic.constraint); add(q.logic.readonly); add(q.logic.calculation); add(q.logic.choiceFilter)
+            case .repeat(let counts): add(counts.repeatCount)
+            case .note, .group: break
+            }
+            stack += node.children
+        }
+        return out
+    }
+
     /// Checks a definition and reports every broken rule, with paths rooted at `definition`.
     /// Unknown properties are ignored (forward compatibility); a known property of the wrong
     /// type is an error. A property whose value is `null` counts as absent.

@@ -20,19 +20,24 @@ public struct FormSources: Sendable {
         public let attachments: [FormUpload.Staged]
         /// The definition as parsed already, when the reading checked it.
         let parsed: SurveyDefinition?
+        /// The form id and version its XForm names, read with the definition.
+        let xformIdentity: (formId: String?, version: String?)?
 
         public init(definition: JSONValue, source: VersionSourceRecord? = nil, attachments: [FormUpload.Staged] = []) {
             self.definition = definition
             self.source = source
             self.attachments = attachments
             parsed = nil
+            xformIdentity = nil
         }
 
-        init(definition: JSONValue, source: VersionSourceRecord?, attachments: [FormUpload.Staged], parsed: SurveyDefinition?) {
+        init(definition: JSONValue, source: VersionSourceRecord?, attachments: [FormUpload.Staged], parsed: SurveyDefinition?,
+             xformIdentity: (formId: String?, version: String?)?) {
             self.definition = definition
             self.source = source
             self.attachments = attachments
             self.parsed = parsed
+            self.xformIdentity = xformIdentity
         }
     }
 

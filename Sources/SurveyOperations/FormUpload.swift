@@ -100,6 +100,7 @@ extension FormSources {
         // The form, its files still to be read into it.
         var definition: JSONValue
         var source: VersionSourceRecord?
+        var identity: (formId: String?, version: String?)?
         switch upload.format {
         case .json:
             try limits.checkJSONDefinition(bytes: upload.form.count)
@@ -115,11 +116,13 @@ extension FormSources {
             let converted = try xform(fromXLSForm: upload.form, contentType: upload.contentType, fileName: upload.fileName, defaultFormId: surveyId)
             let read = try Self.unresolved(converted.xform, at: "xlsform")
             definition = read.definition
+            identity = read.identity
             source = VersionSourceRecord(format: converted.format, contentType: converted.contentType, source: converted.source,
                                          xform: converted.xform, warnings: converted.warnings + read.warnings)
         case .xform:
             let read = try Self.unresolved(upload.form, at: "xform")
             definition = read.definition
+            identity = read.identity
             source = VersionSourceRecord(format: Format.xform.rawValue, contentType: "application/xml", source: upload.form, xform: upload.form,
                                          warnings: read.warnings)
         }
@@ -153,12 +156,12 @@ extension FormSources {
             for s in staged { unlink(s.tempPath) }
             throw error
         }
-        return Published(definition: definition, source: source, attachments: staged, parsed: parsed)
+        return Published(definition: definition, source: source, attachments: staged, parsed: parsed, xformIdentity: identity)
     }
 
     /// The definition an XForm maps to, its files not read yet, and what the reader says of it
     /// beyond the definition (warnings): 422 / 1002 at `at`.
-    static func unresolved(_ xform: [UInt8], at: String) throws -> (definition: JSONValue, warnings: [String]) {
+    static func unresolved(_ xform: [UInt8], at: String) throws -> (definition: JSONValue, warnings: [String], identity: (formId: String?, version: String?)) {
         do { return try XFormReader.read(xform) } catch {
             let what = at == "xlsform" ? "The XLSForm converts into a form surveyd does not carry." : "The XForm cannot be published."
             throw ApiError(.validationFailed, what, errors: [FieldError(path: at, message: error.message)])

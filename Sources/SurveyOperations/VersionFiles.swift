@@ -59,23 +59,26 @@ extension FormSources {
         try generatedXForm(of: version, definition: try JSONParser.parse(Array(version.definition.utf8)))
     }
 
-    private static func generatedXForm(of version: SurveyVersionRecord, definition: JSONValue) throws(XFormWriter.Unwritable) -> [UInt8] {
-        try XFormWriter.xform(of: definition, formId: version.surveyId, version: String(version.number))
+    private static func generatedXForm(of version: SurveyVersionRecord, definition: JSONValue,
+                                       parsed: SurveyDefinition? = nil) throws(XFormWriter.Unwritable) -> [UInt8] {
+        try XFormWriter.xform(of: definition, parsed: parsed, formId: version.surveyId, version: String(version.number))
     }
 
-    /// The version's `source` and `xform`, from its files.
-    public static func files(of version: SurveyVersionRecord, kept: VersionSourceRecord?, attachments: [VersionAttachmentRecord] = []) throws -> VersionFiles {
+    /// The version's `source` and `xform`, from its files. `parsed`: its definition as parsed
+    /// already; `identity`: the form id and version of its kept XForm, as read when it was published.
+    public static func files(of version: SurveyVersionRecord, kept: VersionSourceRecord?, attachments: [VersionAttachmentRecord] = [],
+                             parsed: SurveyDefinition? = nil, identity known: (formId: String?, version: String?)? = nil) throws -> VersionFiles {
         let source = try source(of: version, kept: kept).bytes
         guard let kept else {
             let definition = try JSONParser.parse(Array(version.definition.utf8))
             // The root of the XForm written from it names the definition's formId (else the survey's id) and the number.
-            let xform = (try? generatedXForm(of: version, definition: definition)).map {
+            let xform = (try? generatedXForm(of: version, definition: definition, parsed: parsed)).map {
                 VersionFiles.XForm(formId: definition["formId"]?.stringValue ?? version.surveyId, version: String(version.number),
                                    md5: Digest.md5Hex($0))
             }
             return VersionFiles(sourceFormat: .json, sourceSHA256: Digest.sha256Hex(source), xform: xform, attachments: attachments)
         }
-        let identity = try? XFormReader.identity(from: kept.xform)
+        let identity = known ?? (try? XFormReader.identity(from: kept.xform))
         return VersionFiles(sourceFormat: Format(rawValue: kept.format) ?? .xform, sourceSHA256: Digest.sha256Hex(source),
                             xform: VersionFiles.XForm(formId: identity?.formId, version: identity?.version, md5: Digest.md5Hex(kept.xform)),
                             attachments: attachments)
@@ -94,10 +97,11 @@ public final class VersionFilesCache: Sendable {
         entries.withLock { $0[surveyVersionId] }
     }
 
-    func files(of version: SurveyVersionRecord, kept: () throws -> (VersionSourceRecord?, [VersionAttachmentRecord])) throws -> VersionFiles {
+    func files(of version: SurveyVersionRecord, parsed: SurveyDefinition?, identity: (formId: String?, version: String?)? = nil,
+               kept: () throws -> (VersionSourceRecord?, [VersionAttachmentRecord])) throws -> VersionFiles {
         if let hit = entries.withLock({ $0[version.surveyVersionId] }) { return hit }
         let (source, attachments) = try kept()
-        let files = try FormSources.files(of: version, kept: source, attachments: attachments)
+        let files = try FormSources.files(of: version, kept: source, attachments: attachments, parsed: parsed, identity: identity)
         entries.withLock { $0[version.surveyVersionId] = files }
         return files
     }
@@ -106,7 +110,7 @@ public final class VersionFilesCache: Sendable {
 extension Operations {
     /// The `source` and `xform` of a version's document, its kept files read from the store.
     public func versionFiles(of version: SurveyVersionRecord) throws -> VersionFiles {
-        try versionFileCache.files(of: version) {
+        try versionFileCache.files(of: version, parsed: try? definitions.definition(of: version)) {
             try database.read { db in
                 (try db.versionSource(orgId: version.orgId, surveyVersionId: version.surveyVersionId),
                  try db.versionAttachments(orgId: version.orgId, surveyVersionId: version.surveyVersionId))
@@ -128,7 +132,7 @@ extension Operations {
     /// the answer may be rendered inside that transaction (a keyed publish keeps it there), where
     /// a reader cannot see the rows yet.
     public func versionFiles(of version: SurveyVersionRecord, published: FormSources.Published) throws -> VersionFiles {
-        try versionFileCache.files(of: version) {
+        try versionFileCache.files(of: version, parsed: try? definitions.definition(of: version), identity: published.xformIdentity) {
             // By name, as the store lists them.
             (published.source, published.attachments.map { $0.record(surveyVersionId: version.surveyVersionId) }.sorted { $0.fileName < $1.fileName })
         }

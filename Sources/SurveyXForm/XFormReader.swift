@@ -14,7 +14,8 @@ public enum XFormReader {
 
     /// `unresolvedDefinition`, with what the reader has to say about what the form does beyond the
     /// definition (a submission URL of its own): sentences shown with the version, never a refusal.
-    public static func read(_ xml: [UInt8]) throws(XFormRefusal) -> (definition: JSONValue, warnings: [String]) {
+    /// `identity`: the form id and version the XForm names (`identity(from:)`), read in the same pass.
+    public static func read(_ xml: [UInt8]) throws(XFormRefusal) -> (definition: JSONValue, warnings: [String], identity: (formId: String?, version: String?)) {
         var warnings: [String] = []
         let root = try XMLDocumentReader.parse(xml)
         try refuseEntityConstructs(root)
@@ -80,7 +81,7 @@ public enum XFormReader {
         for (id, file) in builder.dataFiles.sorted(by: { $0.key < $1.key }) where !named.contains(file) {
             throw XFormRefusal("instance('\(id)') reads \(file), yet no question's choices and no pulldata() read it")
         }
-        return (json, warnings)
+        return (json, warnings, (data.attribute("id"), data.attribute("version")))
     }
 
     /// An ODK XForm read into a definition: `unresolvedDefinition`, then `check`. A form that

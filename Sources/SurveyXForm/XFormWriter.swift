@@ -28,13 +28,16 @@ public enum XFormWriter {
     /// The XForm of `definition` (a definition `SurveyDefinition.parse` accepts). Its form id is
     /// the definition's `formId`, else `formId` (the survey's id); `version` (the version's
     /// number) is the primary instance's `version` attribute.
-    public static func xform(of definition: JSONValue, formId: String, version: String?) throws(Unwritable) -> [UInt8] {
+    /// `parsed`: the definition as parsed already, where the caller has it.
+    public static func xform(of definition: JSONValue, parsed known: SurveyDefinition? = nil, formId: String, version: String?) throws(Unwritable) -> [UInt8] {
         let parsed: SurveyDefinition
-        do {
-            parsed = try SurveyDefinition.parse(definition)
-        } catch {
-            let problems = error.errors.prefix(3).map(\.description).joined(separator: "; ")
-            throw Unwritable("the definition is not valid: \(problems)")
+        if let known {
+            parsed = known
+        } else {
+            do { parsed = try SurveyDefinition.parse(definition) } catch {
+                let problems = error.errors.prefix(3).map(\.description).joined(separator: "; ")
+                throw Unwritable("the definition is not valid: \(problems)")
+            }
         }
         // Publish such a form as an XLSForm or XForm: its XForm, entity block included, is kept as sent.
         if parsed.entity != nil { throw Unwritable("an XForm written of a JSON definition does not carry its entity declaration") }
@@ -214,7 +217,7 @@ struct XFormPlanner {
         let top = Self.present(definition["questions"])?.arrayValue ?? []
         var paths: [String: String] = [:]
         try collectPaths(top, parent: "/" + XFormWriter.root, into: &paths, topLevel: true)
-        printer = XPathPrinter(paths: paths)
+        printer = XPathPrinter(paths: paths, parsed: parsed.expressionsBySource)
 
         plan.title = definition["title"]?.stringValue ?? ""
         plan.publicKey = parsed.publicKey
@@ -348,7 +351,7 @@ struct XFormPlanner {
     /// calculation of a node of its own that `jr:count` names, as pyxform writes it (ODK's
     /// `jr:count` takes a path only).
     private mutating func repeatCount(_ source: String, repeatId: String, parent: String) throws(Unwritable) -> XFormPlan.Node? {
-        let spans = (try? Expression(source))?.referenceSpans ?? []
+        let spans = (printer.parsed[source] ?? (try? Expression(source)))?.referenceSpans ?? []
         let scalars = Array(source.unicodeScalars)
         if spans.count == 1, let span = spans.first,
            scalars[..<span.offset].allSatisfy({ $0.properties.isWhitespace }),

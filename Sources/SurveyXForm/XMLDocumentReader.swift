@@ -1,4 +1,5 @@
 import CLibXML2
+import SurveyExpressions
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,6 +27,7 @@ enum XMLDocumentReader {
 
     /// `document` names what is read in messages ("the XForm", "the submission").
     static func parse(_ bytes: [UInt8], document: String = "the XForm") throws(XFormRefusal) -> XMLElement {
+        ParsingTally.countXMLDocument()
         guard bytes.count <= maxBytes else {
             throw XFormRefusal("\(document) is \(bytes.count) bytes; surveyd reads documents of at most \(maxBytes) bytes")
         }

@@ -8,6 +8,8 @@ import SurveyExpressions
 struct XPathPrinter {
     /// Every node's absolute path (`/data/household/size`) by id.
     let paths: [String: String]
+    /// The definition's expressions as parsed already, by source (`SurveyDefinition.expressionsBySource`).
+    var parsed: [String: Expression] = [:]
 
     /// A bind's, or a repeat count's, expression: absolute paths, which ODK resolves inside the
     /// current repeat instance where the node is in it.
@@ -29,10 +31,12 @@ struct XPathPrinter {
 
     private func rewrite(_ source: String, _ path: (String) -> String) throws(XFormWriter.Unwritable) -> String {
         let expression: Expression
-        do {
-            expression = try Expression(source)
-        } catch {
-            throw XFormWriter.Unwritable("the expression \(source) does not parse: \(error.message)")
+        if let known = parsed[source] {
+            expression = known
+        } else {
+            do { expression = try Expression(source) } catch {
+                throw XFormWriter.Unwritable("the expression \(source) does not parse: \(error.message)")
+            }
         }
         if let lacking = expression.calledFunctions.first(where: Self.functionsODKLacks.contains) {
             throw XFormWriter.Unwritable("the expression \(source) calls \(lacking)(), which ODK Collect does not have")

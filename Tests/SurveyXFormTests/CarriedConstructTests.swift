@@ -11,7 +11,7 @@ import Testing
     func read(instance: String, binds: String = "", body: String, model: String = "") throws -> (JSONValue, [String]) {
         let read = try XFormReader.read(Array(XFormDocument.make(instance: instance, binds: binds, body: body, model: model, root: #" xmlns:orx="http://openrosa.org/xforms""#).utf8))
         try XFormReader.check(read.definition)
-        return read
+        return (read.definition, read.warnings)
     }
 
     @Test func actionsOnEventsKeepTheNodesTheySet() throws {

@@ -104,7 +104,7 @@ public struct OpenRosaForms: Sendable {
     }
 
     private func files(of version: SurveyVersionRecord, in db: ReadContext) throws -> VersionFiles {
-        try operations.versionFileCache.files(of: version) {
+        try operations.versionFileCache.files(of: version, parsed: try? operations.definitions.definition(of: version)) {
             (try db.versionSource(orgId: version.orgId, surveyVersionId: version.surveyVersionId),
              try db.versionAttachments(orgId: version.orgId, surveyVersionId: version.surveyVersionId))
         }
