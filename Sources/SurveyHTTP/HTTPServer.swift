@@ -1,4 +1,4 @@
-// Slightly over 300 lines on purpose: one request's whole life (first callback, body, park and
+// Under 400 lines on purpose: one request's whole life (first callback, body, park and
 // resume, answer, completion, stop) reads top to bottom here; its state is `Exchange`, the C
 // entry points are in `MHDCallbacks.swift`.
 

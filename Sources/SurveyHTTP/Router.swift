@@ -82,8 +82,9 @@ public struct Router: Sendable {
     /// `needsClientAddress`: the handler reads the peer's address (most do not, and asking for it
     /// costs every request). `form`: the body is a form (urlencoded or multipart), decoded into
     /// `request.form` within these limits; any other body is refused.
-    /// Every route declares who may call it (`access`, the door's own declaration, which the door's
-    /// registration checks before `handler` runs): there is no route without one.
+    /// Every route declares who may call it (`access`, the door's own declaration): there is no
+    /// route without one. The router keeps it as a label; the door checks it — before `handler`
+    /// runs, or inside the operation the handler calls (`Access`).
     /// `admit` (a form route) runs once the headers are in, before the form's body is read.
     public mutating func add(_ method: String, _ pattern: String, access: some CustomStringConvertible & Sendable, bodyLimit: Int? = nil,
                              form: FormDecoder.Limits? = nil, runs execution: Execution? = nil, needsClientAddress: Bool = false,
@@ -119,7 +120,8 @@ public struct Router: Sendable {
                             opener: opener, form: nil, formOnlyIfMultipart: false, execution: .blocking, needsClientAddress: false, handler: handler))
     }
 
-    /// Every route with its declared access, in registration order (for tests and the docs).
+    /// Every route with its declared access, in registration order: what `DeclaredAccessTests`
+    /// sends a request to, checking each answers what its declaration promises.
     public var declaredRoutes: [(method: String, pattern: String, access: String)] {
         routes.map { ($0.method, $0.pattern, $0.access) }
     }

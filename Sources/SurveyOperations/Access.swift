@@ -1,8 +1,10 @@
 import SurveyDomain
 import SurveyStorage
 
-/// Who may call a route, declared by every door where it registers the route and checked
-/// before the handler runs (steps 1 and 2 of the order of checks): a caller (1007 in the API, the
+/// Who may call a route, declared by every door where it registers the route and checked with
+/// `Operations.admit` (steps 1 and 2 of the order of checks) — by the router before the handler
+/// runs, or, for a route admitted by its operation (`routeAdmittedByOperation`: submissions,
+/// uploads, exports; the OpenRosa door's submissions), inside the operation's own snapshot: a caller (1007 in the API, the
 /// sign-in page in the console), then the organization of the path — anyone not of it gets the
 /// 404 of a thing that does not exist — then the role (1006). What depends on the thing itself
 /// (a response only its collector may see, a task only its assignee) stays with the operation

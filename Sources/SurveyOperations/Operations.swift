@@ -3,7 +3,8 @@ import SurveyStorage
 
 /// What every operation shares: the store, its gate, the blob store, the limits and the
 /// counters. Each operation family (`submissions`, `reviews`, `uploads`, `surveys`, `tasks`,
-/// `users`, `organizations`) is a door-independent type over it: the HTTP routes, the console,
+/// `users`, `organizations`, `exports`, `webhooks`, entity lists… — the properties below) is a
+/// door-independent type over it: the HTTP routes, the console,
 /// exports and webhooks call the same functions, so the contract's order of checks, the gate and
 /// the audit entries exist once.
 public struct Operations: Sendable {
