@@ -350,6 +350,13 @@ import SurveyDomain
         #expect(database.readCount - reads == 2)
         #expect(database.writerStats.commits - commits == 1)
         #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 4)
+        // Photos small enough for the body to be taken before its token is checked: one read.
+        let small = [CollectClient.File(name: "house.png", contentType: "image/png", bytes: Files.png(3_000)),
+                     CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: Files.jpeg(20_000))]
+        let (reads1, commits1) = (database.readCount, database.writerStats.commits)
+        #expect(try p.collect.submit(try photoInstance(p, "uuid:photos-small-0001"), files: small).status == 201)
+        #expect(database.readCount - reads1 == 1)
+        #expect(database.writerStats.commits - commits1 == 1)
         // Answers alone (a body small enough to take before its token is checked): one read, one commit.
         let answersAlone = try CollectClient.instance(of: p.xform, instanceID: "uuid:answers-once-0001", values: [("size", "2")])
         let (reads2, commits2) = (database.readCount, database.writerStats.commits)
