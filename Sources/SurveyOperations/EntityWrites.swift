@@ -89,6 +89,57 @@ public struct EntityWrites: Sendable {
         })
     }
 
+    /// Several entities at once, in one transaction: all are created or none (ODK Central's batch
+    /// create). Each gets a new id; keyed only by `Idempotency-Key`, when one is sent.
+    public func createMany(orgId: String, list: String, by user: UserRecord, key: IdempotencyKey<Int>? = nil,
+                           _ request: () throws -> [NewEntity]) throws -> KeyedOutcome<Int> {
+        let ops = operations
+        try ops.member(user, of: orgId, withAnyOf: [.admin])
+        let record = try ops.database.read { try $0.entityList(orgId: orgId, name: list) }
+        guard let record else { throw ApiError.notFound() }
+        return try ops.keyedWrite(orgId: orgId, caller: user.userId, target: list, key: key, prepare: { () throws -> [EntityRecord] in
+            let batch = try request()
+            guard !batch.isEmpty else { throw ApiError(.validationFailed, "The batch is empty.", errors: [FieldError(path: "entities", message: "at least one entity")]) }
+            guard batch.count <= 50_000 else {
+                throw ApiError(.validationFailed, "The batch is too large.", errors: [FieldError(path: "entities", message: "at most 50,000 entities at once")])
+            }
+            let now = ops.clock.nowMillis()
+            return try batch.enumerated().map { i, new in
+                do { try Self.check(label: new.label, required: true, properties: new.properties, of: record) } catch let e as ApiError {
+                    throw ApiError(e.code, e.detail, errors: e.errors.map { FieldError(path: "entities[\(i)].\($0.path)", message: $0.message) })
+                }
+                return EntityRecord(listName: list, entityId: Self.newId(), label: new.label, properties: new.properties, version: 1, conflict: nil,
+                                    createdBy: user.userId, createdAt: now, updatedAt: now)
+            }
+        }, write: { [actor = user.userId] entities, tx in
+            for e in entities {
+                try tx.insertEntity(e, source: "api", responseId: nil, actor: actor)
+                try EntityChange.audit(tx, "entity.create", list: list, entityId: e.entityId, version: 1)
+            }
+            return entities.count
+        })
+    }
+
+    /// A property added to a list (an XML name, not `name`, `label` or one starting with `__`);
+    /// one it has already is the same answer and changes nothing.
+    public func addProperty(orgId: String, list: String, name: String, by user: UserRecord) throws -> EntityListRecord {
+        let ops = operations
+        try ops.member(user, of: orgId, withAnyOf: [.admin])
+        guard let record = try ops.database.read({ try $0.entityList(orgId: orgId, name: list) }) else { throw ApiError.notFound() }
+        guard EntityDeclaration.isName(name), !EntityDeclaration.isReservedProperty(name) else {
+            throw ApiError(.validationFailed, "The property name is not valid.",
+                           errors: [FieldError(path: "name", message: "must be a property name: an XML name, not name, label or one starting with __")])
+        }
+        if record.properties.contains(name) { return record }
+        let outcome = try ops.keyedWrite(orgId: orgId, caller: user.userId, target: list, key: nil, prepare: { () }, write: { _, tx in
+            let stored = try tx.declareEntityList(name: list, properties: [name])
+            try tx.audit(action: "entityList.update", targetType: "entityList", targetId: list)
+            return stored
+        })
+        guard case .written(let stored) = outcome else { return record }
+        return stored
+    }
+
     /// Given properties replace their values, the others are kept. A `baseVersion` that is not
     /// the entity's version is 409 / 1021 with the current entity, unless `force`; `resolve`
     /// clears the conflict.

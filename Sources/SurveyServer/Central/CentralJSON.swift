@@ -36,4 +36,31 @@ enum CentralJSON {
         case .rejected: .string("rejected")
         }
     }
+    /// An entity list as Central's dataset; `properties` (with the forms that write each: none
+    /// are named, surveyd keeps no such link) on the one-list read.
+    static func dataset(_ l: EntityListRecord, projectId: Int64, withProperties: Bool) -> JSONValue {
+        var o: [String: JSONValue] = ["name": .string(l.name), "projectId": .number(Double(projectId)), "createdAt": .string(Timestamp.format(l.createdAt)),
+                                      "approvalRequired": .bool(false)]
+        if withProperties {
+            o["properties"] = .array(l.properties.map {
+                ["name": .string($0), "odataName": .string($0), "publishedAt": .string(Timestamp.format(l.createdAt)), "forms": .array([])]
+            })
+        }
+        return .object(o)
+    }
+
+    /// An entity as Central's: `uuid`, the actors who made it and its current version, and that
+    /// version (`data`: its properties, strings).
+    static func entity(_ e: EntityRecord, creatorId: Int64, versionCreatorId: Int64, baseVersion: Int64?) -> JSONValue {
+        let current: JSONValue = [
+            "label": .string(e.label), "current": .bool(true), "createdAt": .string(Timestamp.format(e.updatedAt)),
+            "creatorId": .number(Double(versionCreatorId)), "userAgent": .string(""), "version": .number(Double(e.version)),
+            "data": .object(e.properties.mapValues(JSONValue.string)), "baseVersion": baseVersion.map { .number(Double($0)) } ?? .null,
+            "conflictingProperties": .null,
+        ]
+        return ["uuid": .string(e.entityId), "creatorId": .number(Double(creatorId)), "createdAt": .string(Timestamp.format(e.createdAt)),
+                "updatedAt": e.version > 1 ? .string(Timestamp.format(e.updatedAt)) : .null,
+                "deletedAt": e.deletedAt.map { .string(Timestamp.format($0)) } ?? .null,
+                "conflict": e.conflict.map(JSONValue.string) ?? .null, "currentVersion": current]
+    }
 }

@@ -34,6 +34,7 @@ enum CentralRefusal {
         case .notFound where status == 404: 404.1
         case .malformedRequest, .invalidIdentifier: 400.1
         case .idempotencyConflict: 409.3
+        case .staleRevision: 409.15
         default: Double("\(status).\(code.rawValue)") ?? Double(status)
         }
     }

@@ -46,6 +46,7 @@ struct CentralService {
         router.add("GET", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}/attachments", access: readers) { request in
             CentralRefusal.answer { try attachments(request) }
         }
+        registerDatasets(into: &router)
     }
 
     var operations: Operations { services.operations }
@@ -238,7 +239,7 @@ struct CentralService {
 
     /// Steps 1–3 for a project route: the caller (401), the project visible to them (404, the
     /// same for an unknown id and another organization's), the role `access` asks (403).
-    private func admit(_ request: HTTPRequest, _ access: Access) throws -> (Caller, OrgRecord) {
+    func admit(_ request: HTTPRequest, _ access: Access) throws -> (Caller, OrgRecord) {
         try services.database.read { db in
             let caller = try operations.authenticate(bearerToken: request.head.bearerToken, in: db)
             guard let projectId = CentralIds.projectId(request.parameter("projectId")), let org = try db.org(projectId: projectId) else {
@@ -250,8 +251,8 @@ struct CentralService {
     }
 
     /// The same for a route of the organization's users only.
-    private func admitMember(_ request: HTTPRequest) throws -> (UserRecord, OrgRecord) {
-        let (caller, org) = try admit(request, .member(anyOf: []))
+    func admitMember(_ request: HTTPRequest, _ access: Access = .member(anyOf: [])) throws -> (UserRecord, OrgRecord) {
+        let (caller, org) = try admit(request, access)
         guard let user = caller.user else { throw ApiError.notFound() }
         return (user, org)
     }
