@@ -157,7 +157,7 @@ import Testing
         let w = try World()
         let c = w.f.client
         let p = w.projectId
-        for (method, path) in [("GET", "/v1/projects/\(p)/datasets"), ("PATCH", "/v1/projects/\(p)/forms/\(w.xmlFormId)/draft"),
+        for (method, path) in [("GET", "/v1/projects/\(p)/datasets/households.svc"), ("PATCH", "/v1/projects/\(p)/forms/\(w.xmlFormId)/draft"),
                                ("GET", "/v1/users"), ("GET", "/v1/roles"), ("POST", "/v1/projects/\(p)/app-users"),
                                ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId).svc"), ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId)/submissions.csv"),
                                ("GET", "/v1/config/analytics"), ("GET", "/v1/audits")] {
@@ -167,7 +167,7 @@ import Testing
             #expect(r.json?["code"]?.doubleValue == 501.105 && r.json?["message"] == r.json?["detail"])
             #expect(r.json?["detail"]?.stringValue?.contains("Docs/central-api.md") == true, "\(path)")
         }
-        #expect(try c.get("/v1/projects/\(p)/datasets", token: w.f.adminToken).json?["detail"]?.stringValue?.contains("/entity-lists") == true)
+        #expect(try c.get("/v1/projects/\(p)/datasets/households.svc/Entities", token: w.f.adminToken).json?["detail"]?.stringValue?.contains("/entity-lists") == true)
         // A method a served path does not take stays HTTP's 405 with Allow, saying what is offered.
         for (method, path) in [("POST", "/v1/projects"), ("DELETE", "/v1/projects/\(p)")] {
             let r = try c.request(method, path, token: w.f.adminToken)
@@ -248,6 +248,51 @@ import Testing
         #expect(returned.status == 200 && returned.json?["reviewState"]?.stringValue == "hasIssues")
         #expect(try row(ids[1]) == ("returned", 3))
         #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'review.returnForCorrection' AND detail LIKE '%Set to hasIssues through the Central API%'") == 1)
+    }
+
+    /// Central's entity writes are surveyd's entity operations: a refusal (not an admin, an
+    /// unknown property, an expired subscription) leaves no entity, audit entry or kept key; the
+    /// same create after renewal stores it once, and sent again answers the entity it made.
+    @Test func aRefusedCentralEntityWriteLeavesNothingAndTheSameCallAfterRenewalStoresOnce() throws {
+        let w = try World()
+        let c = w.f.client
+        let lists = "/v1/projects/\(w.projectId)/datasets"
+        #expect(try c.post(lists, token: w.f.adminToken, ["name": "households"]).status == 200)
+        #expect(try c.post(lists + "/households/properties", token: w.f.adminToken, ["name": "village"]).status == 200)
+        let entities = lists + "/households/entities"
+        let id = "5a1f0c3e-2222-4000-8000-000000000001"
+        let body: JSONValue = ["uuid": .string(id), "label": "House 1", "data": ["village": "Hill"]]
+        func count() throws -> [Int64] {
+            try ["entities", "entity_versions", "audit", "idempotency_keys"].map { try w.f.server.count("SELECT COUNT(*) AS n FROM \($0)") }
+        }
+        let before = try count()
+        let refusals: [(Reply, Int, Int, Double)] = [
+            (try c.post(entities, token: w.f.collectorToken, body), 403, 1006, 403.1),
+            (try c.post(entities, token: w.f.adminToken, ["uuid": .string(id), "label": "House 1", "data": ["district": "North"]]), 422, 1002, 422.1002),
+            (try c.post(entities, token: w.f.adminToken, ["entities": [["label": "A", "village": "x"], ["label": "B", "data": ["district": "y"]]]]), 422, 1002, 422.1002),
+            (try c.post(lists, token: w.f.adminToken, ["name": "visits", "approvalRequired": true]), 501, 1050, 501.105),
+        ]
+        for (r, status, code, central) in refusals {
+            #expect(r.status == status && r.json?["errorCode"]?.intValue == code && r.json?["code"]?.doubleValue == central, "\(status): \(r.status) \(r.text)")
+        }
+        #expect(try count() == before)
+        try w.f.expire()
+        let whileExpired = try count()
+        let expired = try c.post(entities, token: w.f.adminToken, body)
+        #expect(expired.status == 402 && expired.json?["code"]?.doubleValue == 402.1001, "\(expired.status) \(expired.text)")
+        #expect(try count() == whileExpired)
+        try w.f.renew()
+        let made = try c.post(entities, token: w.f.adminToken, body)
+        #expect(made.status == 200 && made.json?["uuid"]?.stringValue == id && made.json?["currentVersion"]?["version"]?.intValue == 1, "\(made.text)")
+        let again = try c.post(entities, token: w.f.adminToken, body)
+        #expect(again.status == 200 && again.json?["uuid"]?.stringValue == id)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM entities") == 1)
+        // A stale change: 409.15 with the current entity, nothing changed.
+        let changed = try c.request("PATCH", entities + "/\(id)?baseVersion=1", token: w.f.adminToken, json: ["data": ["village": "Dale"]])
+        #expect(changed.status == 200 && changed.json?["currentVersion"]?["version"]?.intValue == 2, "\(changed.text)")
+        let stale = try c.request("PATCH", entities + "/\(id)?baseVersion=1", token: w.f.adminToken, json: ["data": ["village": "Vale"]])
+        #expect(stale.status == 409 && stale.json?["code"]?.doubleValue == 409.15 && stale.json?["current"]?["version"]?.intValue == 2, "\(stale.text)")
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM entity_versions") == 2)
     }
 
     @Test func aRefusedCentralSubmissionLeavesNothingAndTheSameCallAfterRenewalStoresOnce() throws {
