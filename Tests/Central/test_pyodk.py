@@ -21,7 +21,9 @@ Then, through pyodk alone:
    again: the same entity), `entities.create_many` (all in one transaction), `entities.list`,
    `entities.update` with `base_version` (sent again: no new version; a stale one 409.15, nothing
    changed), `entities.delete`; while expired `entities.create` raises 402 / 1001 and stores
-   nothing, and the same call after renewal stores it once.
+   nothing, and the same call after renewal stores it once;
+7. `projects.create_app_users(display_names, forms)`: collectors whose tokens open the OpenRosa
+   door's form list; run again, it makes no one twice.
 
 Run with the venv scripts/setup.sh makes: `.build/venv-central/bin/python Tests/Central/test_pyodk.py`.
 Exits 1 on any failure.
@@ -159,6 +161,25 @@ def entities(server, base, e):
     check(later not in [x.uuid for x in a.entities.list(entity_list_name="households")], "a deleted entity leaves the list")
 
 
+def app_users(server, base, e, form_id):
+    """App users made in bulk for a new district, as a team's script does."""
+    a = client(server, server.dir, email="ada@example.org")
+    made = list(a.projects.create_app_users(display_names=["North 1", "North 2"], forms=[form_id]))
+    check([u.displayName for u in made] == ["North 1", "North 2"] and all(u.type == "field_key" and u.token for u in made), f"create_app_users: {made}")
+    for u in made:
+        r = requests.get(f"{base}/v1/key/{u.token}/orgs/{e['ORG']}/formList", headers={"X-OpenRosa-Version": "1.0"})
+        check(r.status_code == 200 and form_id in r.text, f"{u.displayName}'s token opens the form list: {r.status_code}")
+    again = list(a.projects.create_app_users(display_names=["North 1", "North 2"], forms=[form_id]))
+    check(again == [], f"run again, it makes no one twice: {again}")
+    listed = [u.displayName for u in a.project_app_users.list()] if hasattr(a, "project_app_users") else None
+    check(listed is None or listed.count("North 1") == 1, f"app users listed once: {listed}")
+    try:
+        a.projects.create_app_users(display_names=["North 3"], forms=["no_such_form"])
+        check(False, "an assignment to a form that is not here is refused")
+    except PyODKError as err:
+        check("404" in str(err), f"404 for an unknown form: {err}")
+
+
 def main():
     server = Server(prefix="surveyd-central-")
     e, base = server.env, server.url
@@ -238,6 +259,7 @@ def main():
             check("Status: 501" in str(err) and "1050" in str(err) and ".svc" in str(err), f"501 / 1050: {err}")
 
         entities(server, base, e)
+        app_users(server, base, e, form.xmlFormId)
     finally:
         server.stop()
         # The server's log stays for a failing run to be read; a passing run leaves nothing.

@@ -158,7 +158,7 @@ import Testing
         let c = w.f.client
         let p = w.projectId
         for (method, path) in [("GET", "/v1/projects/\(p)/datasets/households.svc"), ("PATCH", "/v1/projects/\(p)/forms/\(w.xmlFormId)/draft"),
-                               ("GET", "/v1/users"), ("GET", "/v1/roles"), ("POST", "/v1/projects/\(p)/app-users"),
+                               ("GET", "/v1/users"), ("GET", "/v1/roles"), ("DELETE", "/v1/projects/\(p)/app-users/3"),
                                ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId).svc"), ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId)/submissions.csv"),
                                ("GET", "/v1/config/analytics"), ("GET", "/v1/audits")] {
             let r = try c.request(method, path, token: w.f.adminToken)

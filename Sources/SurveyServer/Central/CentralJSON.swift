@@ -63,4 +63,11 @@ enum CentralJSON {
                 "deletedAt": e.deletedAt.map { .string(Timestamp.format($0)) } ?? .null,
                 "conflict": e.conflict.map(JSONValue.string) ?? .null, "currentVersion": current]
     }
+
+    /// A collector as Central's app user (`field_key`); `token` only when it may be shown.
+    static func appUser(_ u: UserRecord, projectId: Int64, token: String?, createdAt: Int64) -> JSONValue {
+        ["projectId": .number(Double(projectId)), "id": .number(Double(u.actorId)), "displayName": .string(u.name), "type": .string("field_key"),
+         "token": token.map(JSONValue.string) ?? .null, "createdAt": .string(Timestamp.format(createdAt)), "updatedAt": .null,
+         "deletedAt": .null]
+    }
 }

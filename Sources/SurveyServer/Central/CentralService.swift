@@ -47,6 +47,7 @@ struct CentralService {
             CentralRefusal.answer { try attachments(request) }
         }
         registerDatasets(into: &router)
+        registerAppUsers(into: &router)
     }
 
     var operations: Operations { services.operations }
@@ -127,7 +128,7 @@ struct CentralService {
     }
 
     /// The path's form, published and open here; else the 404 of a form that does not exist.
-    private func listedForm(_ request: HTTPRequest, orgId: String) throws -> OpenRosaForms.Listed {
+    func listedForm(_ request: HTTPRequest, orgId: String) throws -> OpenRosaForms.Listed {
         let xmlFormId = request.parameter("xmlFormId")
         guard let form = try services.database.read({ try operations.openRosaForms.forms(in: $0, orgId: orgId, formId: xmlFormId).first }) else {
             throw ApiError(.notFound, "No form \(xmlFormId) is published and open in this project.")
