@@ -118,37 +118,46 @@ struct EntityChange: Sendable {
         return outcome
     }
 
-    /// The change applied, or nil when it must wait.
-    private func applyNow(in tx: GatedTransaction, responseId: String, actor: String) throws -> Outcome? {
+    /// The change applied, or nil when it must wait. `overdue`: it has waited past the limit
+    /// (`applyOverdue`) and applies without what it waited for, marking a `soft` conflict.
+    private func applyNow(in tx: GatedTransaction, responseId: String, actor: String, overdue: Bool = false) throws -> Outcome? {
         let existing = try tx.lockedEntity(list: list, entityId: entityId)
         guard let existing else {
-            guard create else { return nil }
-            let e = EntityRecord(listName: list, entityId: entityId, label: label ?? "", properties: properties, version: 1, conflict: nil,
-                                 createdBy: actor, createdAt: tx.now, updatedAt: tx.now)
+            guard create || overdue else { return nil }
+            // An update whose create never came makes the entity from what it says, for an admin to check.
+            let marked: String? = create ? nil : "soft"
+            let e = EntityRecord(listName: list, entityId: entityId, label: label.flatMap { $0.isEmpty ? nil : $0 } ?? entityId, properties: properties,
+                                 version: 1, conflict: marked, createdBy: actor, createdAt: tx.now, updatedAt: tx.now)
             try tx.insertEntity(e, source: "submission", responseId: responseId, actor: actor)
             try Self.audit(tx, "entity.create", list: list, entityId: entityId, version: 1)
+            if marked != nil { try Self.audit(tx, "entity.conflict", list: list, entityId: entityId, version: 1) }
             return .created(version: 1)
         }
         // A deleted entity takes no change until an admin restores it.
         guard update, existing.deletedAt == nil else { return .unchanged }
         // The version this update was made from, as the server numbers it.
         var base = baseVersion ?? existing.version
+        var predecessorMissing = false
         if let branchId, let sent = baseVersion {
             // A branch's first update was made from its trunk (an entity the phone created: version 1);
             // a later one from what its predecessor in the branch produced here.
             if sent > (trunkVersion ?? 1) {
-                guard let produced = try tx.branchVersion(list: list, entityId: entityId, branchId: branchId, baseVersion: sent - 1) else {
+                if let produced = try tx.branchVersion(list: list, entityId: entityId, branchId: branchId, baseVersion: sent - 1) {
+                    base = produced
+                } else if overdue {
+                    base = existing.version
+                    predecessorMissing = true
+                } else {
                     return nil
                 }
-                base = produced
             }
         }
         var values = existing.properties
         for (k, v) in properties { values[k] = v }
         let newLabel = label.flatMap { $0.isEmpty ? nil : $0 } ?? existing.label
-        var marked: String?
+        var marked: String? = predecessorMissing ? "soft" : nil
         if base != existing.version {
-            marked = try conflict(base: base, current: existing, in: tx)
+            marked = Self.higher(marked, try conflict(base: base, current: existing, in: tx))
         }
         let conflict = Self.higher(existing.conflict, marked)
         guard existing.version < Int64(Int32.max) else { return .unchanged }
@@ -175,6 +184,24 @@ struct EntityChange: Sendable {
                 break
             }
         }
+    }
+
+    /// A waiting update that has waited past the limit, applied all the same in `tx` (the gate's):
+    /// an update of an entity whose create never arrived makes the entity, one whose predecessor
+    /// in its phone's branch never arrived applies to the current version; either marks a `soft`
+    /// conflict for an admin to check. Then whatever was waiting for it applies in turn. False
+    /// when it no longer waits (it applied meanwhile).
+    static func applyOverdue(responseId: String, list: String, entityId: String, actor: String, in tx: GatedTransaction) throws -> Bool {
+        guard let w = try tx.waitingEntityChanges(list: list, entityId: entityId).first(where: { $0.responseId == responseId }) else { return false }
+        try tx.deleteWaitingEntityChange(responseId: responseId)
+        // Its own entry: that the wait ran out, whatever the update then did (a deleted entity takes none).
+        try tx.audit(action: "entity.waitEnded", targetType: "entity", targetId: list + "/" + entityId)
+        guard let change = Self(waiting: w.change, list: list, entityId: entityId) else { return true }
+        try tx.declareEntityList(name: list, properties: Array(change.properties.keys))
+        if let outcome = try change.applyNow(in: tx, responseId: responseId, actor: w.actor, overdue: true), outcome != .unchanged {
+            try change.applyWaiting(in: tx)
+        }
+        return true
     }
 
     /// What a waiting update keeps of itself.

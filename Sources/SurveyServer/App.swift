@@ -41,6 +41,9 @@ public final class App: Sendable {
         public var startupCheck: StartupCheck = .full
         /// Idempotency keys are kept at least this long (default 30 days), then purged.
         public var idempotencyRetentionDays: Int = 30
+        /// How long an entity update waits for what it follows (its entity's create, the update
+        /// before it in its phone's branch) before it applies all the same, marked `soft`.
+        public var entityWaitDays: Int = 5
         public var logRequests: Bool = true
         /// The `process` label on every `/metrics` series (`--instance-name`); nil: this host's
         /// name and the port served, e.g. `node-2:8080` (stable across restarts, one per process).
@@ -161,10 +164,13 @@ public final class App: Sendable {
             try? database.keyedInFlight.purgeStale(now: database.clock.nowMillis())
             try? database.signInAttempts.purge(before: database.clock.nowMillis() - SignInThrottle().windowMillis)
         }
-        // Expired unfinished resumable uploads free their bytes within ten minutes.
+        // Expired unfinished resumable uploads free their bytes within ten minutes, and entity
+        // updates that waited past their limit apply.
         let blobs = self.blobs, locks = uploadLocks
+        let overdue = operations.overdueEntityChanges, wait = Int64(configuration.entityWaitDays) * 86_400_000
         @Sendable func sweepUploads() {
             _ = try? ResumableUploadService.sweepExpired(database: database, blobs: blobs, busy: locks)
+            overdue.apply(waitedLongerThan: wait)
         }
         // After a burst, give freed heap back to the system once the server has gone quiet
         // (glibc keeps it in per-thread arenas otherwise: ~60 MB idle after 64-connection load).
@@ -187,7 +193,7 @@ public final class App: Sendable {
         timer.setEventHandler {
             let second = seconds.add(1, ordering: .relaxed).oldValue
             if second % 3600 == 0 { purge() }
-            if second > 0 && second % 600 == 0 { sweepUploads() }
+            if second % 600 == 0 { sweepUploads() }
             trimWhenIdle()
         }
         housekeepingTimer.withLock { $0 = HousekeepingTimer(timer) }

@@ -11,7 +11,7 @@ enum CLI {
     usage:
       surveyd serve [--host 127.0.0.1] [--port 8080] [--demo] [--synchronous FULL|NORMAL] [--max-body-bytes N] [--max-file-bytes N]
                    [--max-unfinished-upload-bytes N]
-                   [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--http-threads N]
+                   [--max-keyed-in-flight 100] [--idempotency-retention-days 30] [--entity-wait-days 5] [--http-threads N]
                    [--startup-check full|quick] [--no-log] [--instance-name NAME] [--database-writers 8]
                    [--webhooks-allow-private] [--webhook-retry-schedule 5s,5m,30m,2h,5h,10h,...]
                    [--trusted-proxy 127.0.0.1,...] [--map-tiles URL|none] [--map-attribution TEXT]
@@ -113,6 +113,10 @@ enum CLI {
         if let m = options.value("max-body-bytes") {
             guard let n = Int(m), n > 0 else { throw CLIError("--max-body-bytes must be a positive integer") }
             c.maxBodyBytes = n
+        }
+        if let d = options.value("entity-wait-days") {
+            guard let n = Int(d), n >= 1, n <= 3650 else { throw CLIError("--entity-wait-days must be from 1 to 3650") }
+            c.entityWaitDays = n
         }
         if let d = options.value("idempotency-retention-days") {
             guard let n = Int(d), n >= 1 else { throw CLIError("--idempotency-retention-days must be at least 1") }

@@ -12,7 +12,7 @@ struct Options {
     /// mistyped `--data-dri` must not start a server on the default data dir.
     static let valueOptions: Set<String> = [
         "data-dir", "host", "port", "synchronous", "max-body-bytes", "max-file-bytes", "max-unfinished-upload-bytes", "max-keyed-in-flight",
-        "idempotency-retention-days", "http-threads", "startup-check", "to", "name", "expires-at", "org", "until", "roles",
+        "idempotency-retention-days", "entity-wait-days", "http-threads", "startup-check", "to", "name", "expires-at", "org", "until", "roles",
         "webhook-retry-schedule", "database-url", "from-data-dir", "to-database-url", "trusted-proxy", "max-form-bytes", "max-form-upload-bytes", "pyxform", "instance-name",
         "database-writers", "map-tiles", "map-attribution",
     ]

@@ -381,6 +381,45 @@ import SurveyDomain
         #expect(try p.waiting() == 0)
     }
 
+    /// An update that waits past the limit (five days by default) applies all the same, marked
+    /// `soft`: one whose create never came makes the entity, one whose predecessor from the same
+    /// phone never came applies to the current version. While the subscription has expired it
+    /// keeps waiting; it applies once, after renewal. A create arriving later changes nothing.
+    @Test func anUpdateThatWaitsPastTheLimitAppliesAllTheSameMarkedSoft() throws {
+        let clock = ManualClock()
+        let p = try Published(server: try TestServer { $0.clock = clock })
+        let overdue = p.f.server.app.operations.overdueEntityChanges
+        let limit: Int64 = 5 * 86_400_000
+        // A visit of a household registered on a phone that never synced.
+        let orphan = "7a2e3b5f-4c8d-4f32-8b66-1d9e3f7c2b02"
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000061", entityId: orphan, baseVersion: 1, members: 6,
+                                                 branch: (id: "d3f2e5cc-7f40-4e9d-9f33-5c6d7e8f9a01", trunk: nil))).status == 201)
+        // A phone's second visit of a registered household, its first visit lost.
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000061", entityId: Self.household, head: "Ada", members: 4, village: "Kisii")).status == 201)
+        #expect(try p.collect.submit(try p.visit("uuid:visit-0000062", entityId: Self.household, baseVersion: 2, members: 7,
+                                                 branch: (id: "e4a3f6dd-8a51-4fae-8a44-6d7e8f9a0b12", trunk: 1))).status == 201)
+        #expect(try p.waiting() == 2)
+        clock.advance(byMillis: limit - 60_000)
+        #expect(overdue.apply(waitedLongerThan: limit) == 0)
+        #expect(try p.waiting() == 2)
+        clock.advance(byMillis: 120_000)
+        try p.f.setExpiry(clock.nowMillis() - 60_000)
+        #expect(overdue.apply(waitedLongerThan: limit) == 0)
+        #expect(try p.waiting() == 2 && p.entity(orphan) == nil)
+        try p.f.setExpiry(clock.nowMillis() + 86_400_000)
+        #expect(overdue.apply(waitedLongerThan: limit) == 2)
+        #expect(try p.waiting() == 0)
+        let made = try p.entity(orphan)
+        #expect(made == .init(label: "Household of 6 people", properties: ["members": "6"], version: 1, conflict: "soft"), "\(String(describing: made))")
+        #expect(try p.entity(Self.household) == .init(label: "Household of 7 people", properties: ["head": "Ada", "members": "7", "village": "Kisii"],
+                                                      version: 2, conflict: "soft"))
+        #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'entity.waitEnded'") == 2)
+        #expect(overdue.apply(waitedLongerThan: limit) == 0)
+        // The orphan's registration arrives at last: stored, and the entity stays as it is.
+        #expect(try p.collect.submit(try p.register("uuid:reg-00000062", entityId: orphan, head: "Bo", members: 5, village: "Kisii")).status == 201)
+        #expect(try p.entity(orphan)?.version == 1)
+    }
+
     /// A phone's offline visits of an entity it downloaded at version 1 (one branch, trunk 1), with
     /// and without another phone's visit racing them, in every order they can reach the server:
     /// the final state is what the phones' order implies, each submission applies once, and a

@@ -122,6 +122,17 @@ enum EntityText {
 }
 
 extension ReadContext {
+    /// Updates of any organization that have waited since before `receivedBefore`, oldest first.
+    public func overdueWaitingEntityChanges(receivedBefore: Int64, limit: Int)
+        throws -> [(orgId: String, responseId: String, list: String, entityId: String, actor: String)] {
+        try conn.query("""
+            SELECT org_id, response_id, list_name, entity_id, actor FROM entity_waiting WHERE received_at < ?
+            ORDER BY received_at, response_id LIMIT ?
+            """, [.int(receivedBefore), .int(Int64(limit))]).map {
+            (try $0.string("org_id"), try $0.string("response_id"), try $0.string("list_name"), try $0.string("entity_id"), try $0.string("actor"))
+        }
+    }
+
     /// A page of the organization's lists, in name order after `after`.
     public func entityLists(orgId: String, after: String? = nil, limit: Int = 500) throws -> [EntityListRecord] {
         try conn.query("SELECT \(EntityListRecord.columns) FROM entity_lists WHERE org_id = ? AND name > ? ORDER BY name LIMIT ?",
@@ -222,10 +233,10 @@ extension GatedTransaction {
     public func insertEntity(_ e: EntityRecord, source: String, responseId: String?, actor: String) throws {
         try context.conn.run("""
             INSERT INTO entities(org_id, list_name, entity_id, label, properties, version, conflict, created_by, created_at, updated_at)
-            VALUES (?, ?, ?, ?, ?, 1, NULL, ?, ?, ?)
+            VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
             """, [.text(orgId), .text(e.listName), .text(e.entityId), .text(e.label), .text(EntityText.text(e.properties)),
-                  .text(e.createdBy), .int(now), .int(now)])
-        try insertVersion(e, baseVersion: nil, conflict: nil, source: source, responseId: responseId, actor: actor)
+                  e.conflict.map { .text($0) } ?? .null, .text(e.createdBy), .int(now), .int(now)])
+        try insertVersion(e, baseVersion: nil, conflict: e.conflict, source: source, responseId: responseId, actor: actor)
         try touchList(e.listName)
     }
 
