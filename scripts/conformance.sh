@@ -181,7 +181,7 @@ for key, name, p in [("path.surveyId", "surveys", 0.5), ("path.surveyVersionId",
                      ("body.clientSubmissionId", "fresh", 0.8), ("header.Idempotency-Key", "fresh", 0.6),
                      ("query.surveyVersionId", "versions", 0.5), ("query.fieldTaskId", "tasks", 0.5), ("query.submittedBy", "assignees", 0.5),
                      ("path.xmlFormId", "xmlFormIds", 0.7), ("path.instanceId", "instanceIds", 0.6),
-                     ("path.webhookId", "webhooks", 0.6), ("path.name", "entityLists", 0.7), ("path.entityId", "entities", 0.6), ("path.deliveryId", "deliveries", 0.6), ("body.url", "receivers", 0.7)]:
+                     ("path.webhookId", "webhooks", 0.6), ("path.name", "entityLists", 0.7), ("path.entityId", "entities", 0.6), ("path.uuid", "entities", 0.6), ("path.deliveryId", "deliveries", 0.6), ("body.url", "receivers", 0.7)]:
     lines.append(f'"{key}" = {{ dictionary = "{name}", probability = {p} }}')
 # --checks all: the answers a schema cannot predict, each with its reason (Docs/architecture.md).
 # tus demands 412 (not 400) for a missing or unsupported Tus-Resumable header, and 413 is the
@@ -256,6 +256,21 @@ lines += ["[[operations]]", 'include-operation-id = "centralListSubmissionAttach
           "checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"])]
 lines += ["[[operations]]", 'include-operation-id = "centralGetForm"',
           "checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"])]
+# Central's entity lists and entities: the same state as surveyd's own entity writes (a name the
+# organization has, 409.3; a property the list lacks or a reserved property name, 422; a stale
+# baseVersion, 409.15), and a PATCH with neither baseVersion nor force=true is 400 (two query
+# parameters, one of which is needed: no schema says so). approvalRequired true is 501 / 1050, as
+# is the list's OData service under Central's paths (`{name}.svc`).
+for op, statuses in [("centralCreateDataset", ["422", "501"]), ("centralGetDataset", None), ("centralAddDatasetProperty", ["422"]),
+                     ("centralCreateEntities", ["422"]), ("centralUpdateEntity", ["400", "422"])]:
+    lines += ["[[operations]]", f"include-operation-id = {q(op)}"]
+    if statuses is not None:
+        lines.append("checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "409", "429"] + statuses))
+    if op in ("centralCreateDataset", "centralGetDataset"):
+        lines.append("checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"]))
+# A create sent again with its Idempotency-Key is the stored answer (the contract's replay), also
+# when that entity was deleted since: reading it then is 404, not a created entity gone missing.
+lines += ["[[operations]]", 'include-operation-id = "centralGetEntity"', "checks.ensure_resource_availability.enabled = false"]
 # deleteWebhook aims at its own webhook, so that the one every other webhook operation aims at stays.
 lines += ["[[operations]]", 'include-operation-id = "deleteWebhook"',
           'parameters = { "path.webhookId" = { dictionary = "doomedWebhooks", probability = 0.5 } }']

@@ -276,6 +276,9 @@ import Testing
             #expect(r.status == status && r.json?["errorCode"]?.intValue == code && r.json?["code"]?.doubleValue == central, "\(status): \(r.status) \(r.text)")
         }
         #expect(try count() == before)
+        // Said in Central's names: the body's `data`.
+        #expect(refusals[1].0.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "data.district", "\(refusals[1].0.text)")
+        #expect(refusals[2].0.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "entities[1].data.district", "\(refusals[2].0.text)")
         try w.f.expire()
         let whileExpired = try count()
         let expired = try c.post(entities, token: w.f.adminToken, body)

@@ -18,9 +18,13 @@ extension CentralService {
         router.add("GET", base + "/{name}", access: readers) { request in CentralRefusal.answer { try dataset(request) } }
         router.add("POST", base + "/{name}/properties", access: admins) { request in CentralRefusal.answer { try addProperty(request) } }
         router.add("GET", base + "/{name}/entities", access: readers) { request in CentralRefusal.answer { try entities(request) } }
-        router.add("POST", base + "/{name}/entities", access: admins) { request in CentralRefusal.answer { try createEntities(request) } }
+        router.add("POST", base + "/{name}/entities", access: admins) { request in
+            CentralRefusal.answer { try Self.inCentralNames { try createEntities(request) } }
+        }
         router.add("GET", base + "/{name}/entities/{uuid}", access: readers) { request in CentralRefusal.answer { try entity(request) } }
-        router.add("PATCH", base + "/{name}/entities/{uuid}", access: admins) { request in CentralRefusal.answer { try updateEntity(request) } }
+        router.add("PATCH", base + "/{name}/entities/{uuid}", access: admins) { request in
+            CentralRefusal.answer { try Self.inCentralNames { try updateEntity(request) } }
+        }
         router.add("DELETE", base + "/{name}/entities/{uuid}", access: admins) { request in CentralRefusal.answer { try deleteEntity(request) } }
     }
 
@@ -45,7 +49,9 @@ extension CentralService {
         let keyed = KeyedAnswer(request) { (l: EntityListRecord) in HTTPResponse.json(200, CentralJSON.dataset(l, projectId: org.projectId, withProperties: true)) }
         let outcome = try operations.entityWrites.createList(orgId: org.orgId, by: user, key: keyed.key) {
             let body = try JSONBody(request.body)
-            if let required = body.fields["approvalRequired"], required.boolValue == true {
+            let required = body.fields["approvalRequired"] ?? .null
+            guard required.isNull || required.boolValue != nil else { throw ApiError.malformed("approvalRequired must be true or false.") }
+            if required.boolValue == true {
                 throw ApiError(.notOffered, "surveyd does not hold a submission's entity for approval: an entity is made in its submission's own transaction. Send approvalRequired false.")
             }
             return EntityWrites.NewList(name: try body.string("name"), label: nil, properties: [])
@@ -132,9 +138,14 @@ extension CentralService {
     func updateEntity(_ request: HTTPRequest) throws -> HTTPResponse {
         let (user, org) = try admitMember(request, .member(anyOf: [.admin]))
         let list = request.parameter("name"), uuid = request.parameter("uuid")
-        let force = request.query["force"].map { $0 == "true" } ?? false
+        let force: Bool = try request.query["force"].map { raw in
+            guard raw == "true" || raw == "false" else { throw ApiError.malformed("force must be true or false.") }
+            return raw == "true"
+        } ?? false
         let baseVersion: Int64? = try request.query["baseVersion"].map { raw in
-            guard let n = Int64(raw), n >= 1, n <= Int64(Int32.max) else { throw ApiError.malformed("baseVersion must be a version: an integer from 1 to 2147483647.") }
+            guard raw.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), raw.first != "0", let n = Int64(raw), n >= 1, n <= Int64(Int32.max) else {
+                throw ApiError.malformed("baseVersion must be a version: an integer from 1 to 2147483647.")
+            }
             return n
         }
         guard baseVersion != nil || force else { throw ApiError.malformed("Send baseVersion (the version the change was made from) or force=true.") }
@@ -171,6 +182,18 @@ extension CentralService {
         let keyed = KeyedAnswer(request) { (_: EntityRecord) in HTTPResponse.json(200, ["success": .bool(true)]) }
         return try keyed.answer(try operations.entityWrites.setDeleted(true, orgId: org.orgId, list: request.parameter("name"),
                                                                       entityId: request.parameter("uuid"), by: user, key: keyed.key))
+    }
+
+    /// A refusal at surveyd's `properties.<name>` said at Central's `data.<name>`.
+    static func inCentralNames(_ handler: () throws -> HTTPResponse) throws -> HTTPResponse {
+        do { return try handler() } catch let e as ApiError where e.code == .validationFailed && e.errors.contains(where: { $0.path.contains("properties") }) {
+            var named = e
+            named.errors = e.errors.map { f in
+                FieldError(path: f.path.hasPrefix("properties.") ? "data." + f.path.dropFirst("properties.".count)
+                           : f.path.replacingOccurrences(of: "].properties.", with: "].data."), message: f.message)
+            }
+            throw named
+        }
     }
 
     /// `data`: an object whose values are strings, numbers (their text, as Central stores them)
