@@ -128,7 +128,11 @@ struct EntityChange: Sendable {
             let marked: String? = create ? nil : "soft"
             let e = EntityRecord(listName: list, entityId: entityId, label: label.flatMap { $0.isEmpty ? nil : $0 } ?? entityId, properties: properties,
                                  version: 1, conflict: marked, createdBy: actor, createdAt: tx.now, updatedAt: tx.now)
-            try tx.insertEntity(e, source: "submission", responseId: responseId, actor: actor)
+            // Created meanwhile by another transaction (PostgreSQL): it exists now, go on as for one that did.
+            guard try tx.insertEntity(e, source: "submission", responseId: responseId, actor: actor) else {
+                guard try tx.lockedEntity(list: list, entityId: entityId) != nil else { throw ApiError(.internalError) }
+                return try applyNow(in: tx, responseId: responseId, actor: actor, overdue: overdue)
+            }
             try Self.audit(tx, "entity.create", list: list, entityId: entityId, version: 1)
             if marked != nil { try Self.audit(tx, "entity.conflict", list: list, entityId: entityId, version: 1) }
             return .created(version: 1)

@@ -83,7 +83,7 @@ public struct EntityWrites: Sendable {
         }, write: { [actor = user.userId] e, tx in
             // Checked again in turn: a submission may have created it since.
             guard try tx.lockedEntity(list: list, entityId: e.entityId) == nil else { throw Self.exists(e.entityId) }
-            try tx.insertEntity(e, source: "api", responseId: nil, actor: actor)
+            guard try tx.insertEntity(e, source: "api", responseId: nil, actor: actor) else { throw Self.exists(e.entityId) }
             try EntityChange.audit(tx, "entity.create", list: list, entityId: e.entityId, version: 1)
             return try Self.stored(list, e.entityId, tx)
         })

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import FoundationXML
 import Testing
 import SurveyDomain
@@ -379,6 +380,25 @@ import SurveyDomain
         #expect(try p.entity(Self.household) == .init(label: "Household of 6 people", properties: ["head": "Ada", "members": "6", "village": "Kisii"],
                                                       version: 2, conflict: nil))
         #expect(try p.waiting() == 0)
+    }
+
+    /// Phones registering the same household at the same moment: every submission is stored
+    /// (201), the first create makes the entity and the others change nothing — on PostgreSQL,
+    /// where the creates run in concurrent transactions, as on SQLite.
+    @Test func simultaneousCreatesOfOneEntityAreEachStoredAndMakeItOnce() throws {
+        let p = try Published()
+        let forms = try (0..<8).map { i in
+            try p.register("uuid:reg-race-\(String(format: "%04d", i))", entityId: Self.household, head: "Ada \(i)", members: 4, village: "Kisii")
+        }
+        let statuses = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: forms.count) { i in
+            let status = (try? CollectClient(p.f).submit(forms[i]).status) ?? 0
+            statuses.withLock { $0.append(status) }
+        }
+        #expect(statuses.withLock { $0 } == Array(repeating: 201, count: forms.count))
+        #expect(try p.responses() == Int64(forms.count))
+        #expect(try p.entity(Self.household)?.version == 1)
+        #expect(try p.versions(Self.household) == 1)
     }
 
     /// An update that waits past the limit (five days by default) applies all the same, marked

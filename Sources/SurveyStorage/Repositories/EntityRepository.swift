@@ -230,14 +230,19 @@ extension GatedTransaction {
     }
 
     /// A new entity at version 1, with its first version.
-    public func insertEntity(_ e: EntityRecord, source: String, responseId: String?, actor: String) throws {
-        try context.conn.run("""
+    /// False, writing nothing, when the entity exists: on PostgreSQL another transaction may have
+    /// created it since this one looked (the insert waits for it to commit, then does nothing).
+    @discardableResult
+    public func insertEntity(_ e: EntityRecord, source: String, responseId: String?, actor: String) throws -> Bool {
+        let inserted = try context.conn.query("""
             INSERT INTO entities(org_id, list_name, entity_id, label, properties, version, conflict, created_by, created_at, updated_at)
-            VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+            VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?) ON CONFLICT (org_id, list_name, entity_id) DO NOTHING RETURNING entity_id
             """, [.text(orgId), .text(e.listName), .text(e.entityId), .text(e.label), .text(EntityText.text(e.properties)),
                   e.conflict.map { .text($0) } ?? .null, .text(e.createdBy), .int(now), .int(now)])
+        guard !inserted.isEmpty else { return false }
         try insertVersion(e, baseVersion: nil, conflict: e.conflict, source: source, responseId: responseId, actor: actor)
         try touchList(e.listName)
+        return true
     }
 
     /// The entity's next version: `e` as it is after the change (its `version` one more than
