@@ -171,6 +171,7 @@ lines += dictionary("receivers", ["https://hooks.invalid/surveyd", "http://hooks
 # another body and stop at 1004, never reaching validation or the write itself.
 lines += dictionary("fresh", [str(uuid.uuid4()) for _ in range(500)])
 lines += dictionary("xmlFormIds", [survey_id]) + dictionary("instanceIds", [r1["clientSubmissionId"], r2["clientSubmissionId"]])
+lines += dictionary("roleIds", [2]) + dictionary("actors", [assignee["actorId"]])
 lines += ["[parameters]", f'"path.orgId" = {q(org)}', '"path.projectId" = 1']
 for key, name, p in [("path.surveyId", "surveys", 0.5), ("path.surveyVersionId", "versions", 0.5), ("path.responseId", "responses", 0.6),
                      ("path.userId", "victims", 0.5), ("path.tokenId", "tokens", 0.3), ("path.taskId", "tasks", 0.5),
@@ -181,6 +182,7 @@ for key, name, p in [("path.surveyId", "surveys", 0.5), ("path.surveyVersionId",
                      ("body.clientSubmissionId", "fresh", 0.8), ("header.Idempotency-Key", "fresh", 0.6),
                      ("query.surveyVersionId", "versions", 0.5), ("query.fieldTaskId", "tasks", 0.5), ("query.submittedBy", "assignees", 0.5),
                      ("path.xmlFormId", "xmlFormIds", 0.7), ("path.instanceId", "instanceIds", 0.6),
+                     ("path.roleId", "roleIds", 0.6), ("path.actorId", "actors", 0.6),
                      ("path.webhookId", "webhooks", 0.6), ("path.name", "entityLists", 0.7), ("path.entityId", "entities", 0.6), ("path.uuid", "entities", 0.6), ("path.deliveryId", "deliveries", 0.6), ("body.url", "receivers", 0.7)]:
     lines.append(f'"{key}" = {{ dictionary = "{name}", probability = {p} }}')
 # --checks all: the answers a schema cannot predict, each with its reason (Docs/architecture.md).
@@ -268,6 +270,16 @@ for op, statuses in [("centralCreateDataset", ["422", "501"]), ("centralGetDatas
         lines.append("checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "409", "429"] + statuses))
     if op in ("centralCreateDataset", "centralGetDataset"):
         lines.append("checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"]))
+# Central's app users: a collector's creation, whose Idempotency-Key may have been used with
+# another body (409 / 1004). An assignment names a form, an actor and a role: a form that is not
+# published and open, or an actor that is no active collector of the project, is 404 (state no
+# schema has), and a role id other than 2 is 501 / 1050 (the role is the organization's, not a
+# form's; the parameter is an integer, as Central's role ids are).
+lines += ["[[operations]]", 'include-operation-id = "centralCreateAppUser"',
+          "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "409", "429"])]
+lines += ["[[operations]]", 'include-operation-id = "centralAssignForm"',
+          "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "501"]),
+          "checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"])]
 # A create sent again with its Idempotency-Key is the stored answer (the contract's replay), also
 # when that entity was deleted since: reading it then is 404, not a created entity gone missing.
 lines += ["[[operations]]", 'include-operation-id = "centralGetEntity"', "checks.ensure_resource_availability.enabled = false"]

@@ -60,7 +60,7 @@ enum CentralRefusal {
     static func instead(_ path: String) -> String {
         if path.contains(".svc") { return "A survey's OData feed is /v1/orgs/{orgId}/surveys/{surveyId}.svc, an entity list's /v1/orgs/{orgId}/entity-lists/{name}.svc." }
         if path.contains("/datasets") { return "Entity lists and their entities are at /v1/orgs/{orgId}/entity-lists (Docs/entities.md)." }
-        if path.contains("/app-users") || path.hasPrefix("/v1/users") || path.hasPrefix("/v1/roles") || path.hasPrefix("/v1/assignments") {
+        if path.contains("/app-users") || path.contains("/assignments") || path.hasPrefix("/v1/users") || path.hasPrefix("/v1/roles") {
             return "Users, their roles and their tokens are managed at /v1/orgs/{orgId}/users, or on the console's users page."
         }
         if path.contains("submissions.csv") { return "Exports are at /v1/orgs/{orgId}/surveys/{surveyId}/responses.csv, .xlsx, .geojson and .zip." }

@@ -39,10 +39,16 @@ extension CentralService {
         let keyed = KeyedAnswer(request) { (issued: Users.Issued) in
             HTTPResponse.json(200, CentralJSON.appUser(issued.user, projectId: org.projectId, token: issued.token, createdAt: clock.nowMillis()))
         }
-        let outcome = try operations.users.create(orgId: org.orgId, by: caller, key: keyed.key) {
-            (name: try JSONBody(request.body).string("displayName"), roles: [Role.collector.rawValue])
+        do {
+            let outcome = try operations.users.create(orgId: org.orgId, by: caller, key: keyed.key) {
+                (name: try JSONBody(request.body).string("displayName"), roles: [Role.collector.rawValue])
+            }
+            return try keyed.answer(outcome)
+        } catch let e as ApiError where e.code == .validationFailed && e.errors.contains(where: { $0.path == "name" }) {
+            // Said in Central's name for it.
+            throw ApiError(e.code, e.detail.replacingOccurrences(of: "`name`", with: "`displayName`"),
+                           errors: e.errors.map { $0.path == "name" ? FieldError(path: "displayName", message: $0.message) : $0 }, extra: e.extra)
         }
-        return try keyed.answer(outcome)
     }
 
     /// An app user assigned to a form: nothing to store (a collector gets every open form), so
