@@ -198,6 +198,46 @@ import Testing
         #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM responses") == 2)
     }
 
+    /// A closed form is still listed, with its state, and refuses a new submission as Central's
+    /// 409.1023 — also while the subscription has expired — leaving nothing; a submission sent
+    /// before is still its replay, another body under its instanceID still 409.3.
+    @Test func aClosedFormIsListedWithItsStateAndRefusesNewSubmissions() throws {
+        let w = try World()
+        let c = w.f.client
+        let sent = "uuid:0c3a1d7e-5555-4000-8000-000000000001"
+        let late = "uuid:0c3a1d7e-5555-4000-8000-000000000002"
+        #expect(try w.submit(w.instance(sent), token: w.f.collectorToken).status == 200)
+        let closed = try c.request("PUT", "/v1/orgs/\(w.f.orgId)/surveys/\(w.survey.surveyId)/state", token: w.f.adminToken, json: ["state": "closed"])
+        #expect(closed.status == 200, "\(closed.text)")
+        let forms = try c.get("/v1/projects/\(w.projectId)/forms", token: w.f.adminToken)
+        #expect(forms.json?.arrayValue?.map { $0["state"]?.stringValue } == ["closed"], "\(forms.text)")
+        #expect(try c.get("/v1/projects/\(w.projectId)/forms/\(w.xmlFormId)", token: w.f.collectorToken).json?["state"]?.stringValue == "closed")
+        #expect(try CollectClient(w.f).formList().forms.isEmpty, "Collect's form list has open forms only")
+
+        func traces() throws -> [Int64] {
+            try ["responses", "audit WHERE action <> 'subscription.set'", "idempotency_keys"].map { try w.f.server.count("SELECT COUNT(*) AS n FROM \($0)") }
+        }
+        let before = try traces()
+        let refused = try w.submit(w.instance(late), token: w.f.collectorToken)
+        #expect(refused.status == 409 && refused.json?["errorCode"]?.intValue == 1023 && refused.json?["code"]?.doubleValue == 409.1023, "\(refused.text)")
+        #expect(refused.json?["message"] == refused.json?["detail"] && refused.json?["detail"]?.stringValue?.contains("closed") == true)
+        let replay = try w.submit(w.instance(sent), token: w.f.collectorToken)
+        #expect(replay.status == 200 && replay.header("idempotent-replayed") == "true" && replay.json?["instanceId"]?.stringValue == sent)
+        let other = try w.submit(w.instance(sent, size: "9"), token: w.f.collectorToken)
+        #expect(other.status == 409 && other.json?["code"]?.doubleValue == 409.3)
+        try w.f.expire()
+        let whileExpired = try w.submit(w.instance(late), token: w.f.collectorToken)
+        #expect(whileExpired.status == 409 && whileExpired.json?["code"]?.doubleValue == 409.1023, "reported as itself, never 1001: \(whileExpired.text)")
+        try w.f.renew()
+        #expect(try traces() == before)
+
+        // Open again: the refused submission goes through, once.
+        #expect(try c.request("PUT", "/v1/orgs/\(w.f.orgId)/surveys/\(w.survey.surveyId)/state", token: w.f.adminToken, json: ["state": "open"]).status == 200)
+        #expect(try w.submit(w.instance(late), token: w.f.collectorToken).status == 200)
+        #expect(try w.submit(w.instance(late), token: w.f.collectorToken).header("idempotent-replayed") == "true")
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM responses") == 2)
+    }
+
     /// `PATCH {reviewState}` reaches Central's state through surveyd's steps in one transaction,
     /// each audited; the state it is already in writes nothing; every refusal leaves nothing.
     @Test func aReviewStateIsSetThroughSurveydsStepsInOneTransaction() throws {

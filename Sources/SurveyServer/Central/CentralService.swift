@@ -102,7 +102,7 @@ struct CentralService {
 
     func forms(_ request: HTTPRequest) throws -> HTTPResponse {
         let (_, org) = try admit(request, .memberOrOperator(anyOf: []))
-        let listed = try services.database.read { try operations.openRosaForms.forms(in: $0, orgId: org.orgId) }
+        let listed = try services.database.read { try operations.openRosaForms.forms(in: $0, orgId: org.orgId, states: Set(SurveyState.allCases)) }
         return .json(200, .array(listed.map { CentralJSON.form($0, projectId: org.projectId) }))
     }
 
@@ -125,11 +125,13 @@ struct CentralService {
                                                    ("Content-Security-Policy", "default-src 'none'; sandbox")], body: xform)
     }
 
-    /// The path's form, published and open here; else the 404 of a form that does not exist.
+    /// The path's form, published here (in any state: a closed form is still read, its `state`
+    /// says so); else the 404 of a form that does not exist.
     private func listedForm(_ request: HTTPRequest, orgId: String) throws -> OpenRosaForms.Listed {
         let xmlFormId = request.parameter("xmlFormId")
-        guard let form = try services.database.read({ try operations.openRosaForms.forms(in: $0, orgId: orgId, formId: xmlFormId).first }) else {
-            throw ApiError(.notFound, "No form \(xmlFormId) is published and open in this project.")
+        guard let form = try services.database.read({ try operations.openRosaForms.forms(in: $0, orgId: orgId, formId: xmlFormId,
+                                                                                          states: Set(SurveyState.allCases)).first }) else {
+            throw ApiError(.notFound, "No form \(xmlFormId) is published in this project.")
         }
         return form
     }
