@@ -13,14 +13,15 @@ struct ReviewDesk: Sendable {
     var operations: Operations { console.operations }
 
     static let stateLabels: [(ReviewState, String)] = [
-        (.submitted, "Submitted"), (.inReview, "In review"), (.returned, "Returned"), (.approved, "Approved"), (.rejected, "Rejected"), (.none, "No review"),
+        (.submitted, "Submitted"), (.inReview, "In review"), (.returned, "Returned"), (.approved, "Approved"), (.rejected, "Rejected"),
+        (.edited, "Edited"), (.hasIssues, "Has issues"), (.none, "No review"),
     ]
     static func label(_ state: ReviewState) -> String { stateLabels.first { $0.0 == state }?.1 ?? state.rawValue }
     /// A count of responses as the desk shows it: exact up to `ReviewQueue.countCap`, "10000+" beyond.
     static func shown(_ count: Int) -> String { count > ReviewQueue.countCap ? "\(ReviewQueue.countCap)+" : String(count) }
     static let actionLabels: [(ReviewAction, String, String)] = [
         (.startReview, "Start review", "good"), (.returnForCorrection, "Return for correction", "secondary"),
-        (.approve, "Approve", "good"), (.reject, "Reject", "danger"),
+        (.approve, "Approve", "good"), (.reject, "Reject", "danger"), (.flagIssues, "Flag issues", "secondary"),
     ]
 
     // MARK: home

@@ -238,6 +238,36 @@ import Testing
         #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM responses") == 2)
     }
 
+    /// An edited response reads as Central's `edited`; from there `hasIssues` is surveyd's
+    /// flagIssues (with Central's comment), and `edited` is never set by a PATCH.
+    @Test func anEditedSubmissionReadsAsEditedAndIsFlaggedAsHasIssues() throws {
+        let w = try World(reviewRequired: true)
+        let c = w.f.client
+        let id = "uuid:0c3a1d7e-6666-4000-8000-000000000001"
+        #expect(try w.submit(w.instance(id), token: w.f.collectorToken).status == 200)
+        guard let responseId = try w.f.server.rows("SELECT response_id FROM responses WHERE client_submission_id = ?", [.text(id)]).first?.string("response_id") else {
+            throw TestFailure("no response")
+        }
+        let edited = try c.request("PUT", "/v1/orgs/\(w.f.orgId)/responses/\(responseId)/answers", token: w.f.reviewerToken,
+                                   json: ["expectedRevision": 1, "answers": ["size": 4, "source": "well"]])
+        #expect(edited.status == 200, "\(edited.text)")
+        let path = "/v1/projects/\(w.projectId)/forms/\(w.xmlFormId)/submissions/\(id)"
+        let read = try c.get(path, token: w.f.reviewerToken)
+        #expect(read.json?["reviewState"]?.stringValue == "edited" && read.json?["surveydReviewState"]?.stringValue == "edited", "\(read.text)")
+        let toEdited = try c.request("PATCH", path, token: w.f.reviewerToken, json: ["reviewState": "edited"])
+        #expect(toEdited.status == 400 && toEdited.json?["code"]?.doubleValue == 400.1)
+        let flagged = try c.request("PATCH", path, token: w.f.reviewerToken, json: ["reviewState": "hasIssues"])
+        #expect(flagged.status == 200 && flagged.json?["reviewState"]?.stringValue == "hasIssues", "\(flagged.text)")
+        #expect(flagged.json?["surveydReviewState"]?.stringValue == "hasIssues")
+        let comment = try w.f.server.rows("SELECT detail FROM audit WHERE action = 'review.flagIssues'").first?.string("detail")
+        #expect(comment?.contains("Set to hasIssues through the Central API") == true)
+        // Already there: 200, nothing written; approving from hasIssues is out of order.
+        let audit = try w.f.server.count("SELECT COUNT(*) AS n FROM audit")
+        #expect(try c.request("PATCH", path, token: w.f.reviewerToken, json: ["reviewState": "hasIssues"]).status == 200)
+        #expect(try c.request("PATCH", path, token: w.f.reviewerToken, json: ["reviewState": "approved"]).status == 409)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit") == audit)
+    }
+
     /// `PATCH {reviewState}` reaches Central's state through surveyd's steps in one transaction,
     /// each audited; the state it is already in writes nothing; every refusal leaves nothing.
     @Test func aReviewStateIsSetThroughSurveydsStepsInOneTransaction() throws {

@@ -129,7 +129,7 @@ public enum IntegrityCheck {
         progress.begin("tasks", total: Int64(count("tasks", in: r)), unit: .rows)
         try forEachRow(conn, """
             SELECT t.task_id, t.state, t.completed_at, t.completed_by, t.response_id, r.response_id AS found_response_id,
-                   r.submitter, r.field_task_id, r.review_state, s.review_required
+                   r.submitter, r.field_task_id, r.review_state, r.first_review_state, s.review_required
             FROM tasks t LEFT JOIN responses r ON r.response_id = t.response_id LEFT JOIN surveys s ON s.survey_id = t.survey_id
             """) { t in
             progress.advance()
@@ -146,7 +146,10 @@ public enum IntegrityCheck {
                     if try t.optionalString("completed_by") != t.optionalString("submitter") {
                         r.violations.append("task \(id): completedBy is not the response's collector")
                     }
-                    if try t.optionalBool("review_required") == true && reviewState != ReviewState.approved.rawValue {
+                    // An approved response edited since keeps its task completed (`first_review_state`
+                    // is set by its first edit).
+                    if try t.optionalBool("review_required") == true && reviewState != ReviewState.approved.rawValue
+                        && t.optionalString("first_review_state") == nil {
                         r.violations.append("task \(id): completed but its response is \(reviewState)")
                     }
                 }

@@ -1,0 +1,167 @@
+import Foundation
+import Testing
+import SurveyDomain
+import SurveyServer
+@testable import SurveyStorage
+
+/// Editing a response's answers from the API on a real server: the new version kept beside the
+/// old ones, the review state `edited` (and `hasIssues`) in the one review machine, the versions
+/// and their diffs, what every refusal leaves (nothing), the `response.edited` event, and the
+/// exports and OData feed showing the latest version.
+@Suite struct ResponseEditTests {
+    typealias P = FoundationTests
+    typealias W = ReviewTests.World
+
+    static func edit(_ w: W, _ expected: Int, answers: JSONValue = ["size": 6, "source": "river"], comment: String? = nil,
+                     token: String? = nil, key: String? = nil) throws -> Reply {
+        var body: [String: JSONValue] = ["expectedRevision": .number(Double(expected)), "answers": answers]
+        if let comment { body["comment"] = .string(comment) }
+        return try w.f.client.request("PUT", "/v1/orgs/\(w.f.orgId)/responses/\(w.responseId)/answers", token: token ?? w.f.reviewerToken,
+                                      json: .object(body), headers: key.map { ["Idempotency-Key": $0] } ?? [:])
+    }
+
+    static func get(_ w: W, _ path: String, token: String? = nil) throws -> Reply {
+        try w.f.client.get("/v1/orgs/\(w.f.orgId)/responses/\(w.responseId)" + path, token: token ?? w.f.reviewerToken)
+    }
+
+    static func versionRows(_ w: W) throws -> Int64 { try w.f.server.count("SELECT COUNT(*) AS n FROM response_versions") }
+
+    @Test func anEditKeepsEveryVersionAndMovesTheResponseThroughTheReviewMachine() throws {
+        let w = try W()
+        #expect(try w.review("startReview", 1).status == 200)
+        #expect(try w.review("approve", 2).status == 200)
+        let completedTask = try w.f.server.rows("SELECT state, completed_at, response_id FROM tasks WHERE task_id = ?", [.text(w.taskId)])[0]
+        #expect(try completedTask.string("state") == "completed")
+
+        // An admin's edit of an approved response: 200, the document as edited, revision + 1.
+        let edited = try Self.edit(w, 3, comment: "Recounted by phone", token: w.f.adminToken)
+        #expect(edited.status == 200, "\(edited.text)")
+        #expect(edited.json?["reviewState"] == "edited" && edited.json?["revision"]?.intValue == 4)
+        #expect(edited.json?["answers"] == ["size": 6, "source": "river"])
+        #expect(edited.json?["responseId"]?.stringValue == w.responseId && edited.json?["clientSubmissionId"] == "review-0001")
+        #expect(edited.json?["submittedBy"]?.stringValue == w.f.collectorId)
+        #expect(try Self.get(w, "", token: w.f.collectorToken).json?["answers"] == ["size": 6, "source": "river"])
+
+        // Its versions: 1 as submitted, 2 the edit; one of them; what each changed.
+        let versions = try Self.get(w, "/versions")
+        #expect(versions.status == 200 && versions.json?["nextCursor"] == .null, "\(versions.text)")
+        let items = versions.json?["items"]?.arrayValue ?? []
+        #expect(items.map { $0["number"]?.intValue } == [1, 2])
+        #expect(items.first?["answers"] == ["size": 4, "source": "well"] && items.first?["source"] == "submission")
+        #expect(items.first?["createdBy"]?.stringValue == w.f.collectorId)
+        #expect(items.last?["answers"] == ["size": 6, "source": "river"] && items.last?["source"] == "api")
+        let adminId = try w.f.server.rows("SELECT actor FROM audit WHERE action = 'response.edit'")[0].string("actor")
+        #expect(items.last?["createdBy"]?.stringValue == adminId)
+        #expect(try Self.get(w, "/versions/2", token: w.f.collectorToken).json == items.last)
+        P.expectProblem(try Self.get(w, "/versions/3"), .notFound)
+        P.expectProblem(try Self.get(w, "/versions/0"), .notFound)
+        P.expectProblem(try Self.get(w, "/versions/two/diff"), .notFound)
+        let diff = try Self.get(w, "/versions/2/diff")
+        #expect(diff.json == ["items": [["path": "answers.size", "old": 4, "new": 6], ["path": "answers.source", "old": "well", "new": "river"]],
+                              "nextCursor": nil], "\(diff.text)")
+        #expect(try Self.get(w, "/versions/1/diff").json?["items"] == [["path": "answers.size", "old": nil, "new": 4],
+                                                                         ["path": "answers.source", "old": nil, "new": "well"]])
+        let history = try Self.get(w, "/history").json?["items"]?.arrayValue ?? []
+        #expect(history.last?["action"] == "response.edit" && history.last?["fromState"] == "approved" && history.last?["toState"] == "edited")
+        #expect(history.last?["comment"] == "Recounted by phone")
+
+        // The original submission sent again is still its replay, answered as at acceptance.
+        let replay = try w.f.client.post("/v1/orgs/\(w.f.orgId)/responses", token: w.f.collectorToken,
+                                         ResponseTests.submission("review-0001", w.v, extra: ["fieldTaskId": .string(w.taskId)]))
+        #expect(replay.status == 200 && replay.header("idempotent-replayed") == "true", "\(replay.text)")
+        #expect(replay.json?["revision"]?.intValue == 1 && replay.json?["reviewState"] == "submitted")
+        P.expectProblem(try w.f.client.post("/v1/orgs/\(w.f.orgId)/responses", token: w.f.collectorToken,
+                                            ResponseTests.submission("review-0001", w.v, answers: ["size": 9, "source": "well"])),
+                        .idempotencyConflict)
+
+        // From edited: startReview is out of order; flagIssues needs a comment; then hasIssues.
+        P.expectProblem(try w.review("startReview", 4), .invalidTransition)
+        P.expectProblem(try w.review("flagIssues", 4), .validationFailed)
+        let flagged = try w.review("flagIssues", 4, comment: "Size still doubtful")
+        #expect(flagged.status == 200 && flagged.json?["reviewState"] == "hasIssues", "\(flagged.text)")
+        P.expectProblem(try w.review("approve", 5), .invalidTransition)
+        let listed = try w.f.client.get("/v1/orgs/\(w.f.orgId)/responses?reviewState=hasIssues", token: w.f.reviewerToken)
+        #expect(listed.json?["items"]?.arrayValue?.map { $0["responseId"]?.stringValue } == [w.responseId])
+
+        // Edited again (from hasIssues), then approved: the task stays completed by this response, once.
+        let again = try Self.edit(w, 5, answers: ["size": 7, "source": "river"])
+        #expect(again.status == 200 && again.json?["reviewState"] == "edited" && again.json?["revision"]?.intValue == 6, "\(again.text)")
+        #expect(try Self.get(w, "/versions").json?["items"]?.arrayValue?.count == 3)
+        #expect(try Self.get(w, "/versions/3/diff").json?["items"] == [["path": "answers.size", "old": 6, "new": 7]])
+        let approved = try w.review("approve", 6)
+        #expect(approved.status == 200 && approved.json?["reviewState"] == "approved", "\(approved.text)")
+        let task = try w.f.server.rows("SELECT state, completed_at, response_id FROM tasks WHERE task_id = ?", [.text(w.taskId)])[0]
+        #expect(try task.int("completed_at") == completedTask.int("completed_at") && task.string("response_id") == w.responseId)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'task.complete'") == 1)
+        #expect(try TestEngine.check(dataDir: w.f.server.dataDir).ok)
+    }
+
+    @Test func aRefusedEditLeavesNothingAndTheSameEditAfterTheCauseIsFixedIsAppliedOnce() throws {
+        let w = try W()
+        let before = try w.snapshot()
+        func unchanged(sourceLocation: SourceLocation = #_sourceLocation) throws {
+            #expect(try w.snapshot() == before, sourceLocation: sourceLocation)
+            #expect(try Self.versionRows(w) == 0, sourceLocation: sourceLocation)
+        }
+        // A collector — the submitter too — may not edit; another organization's caller gets the 404 of nothing.
+        P.expectProblem(try Self.edit(w, 1, token: w.f.collectorToken), .forbidden)
+        let g = try Fixture()
+        P.expectProblem(try g.client.request("PUT", "/v1/orgs/\(w.f.orgId)/responses/\(w.responseId)/answers", token: g.reviewerToken,
+                                             json: ["expectedRevision": 1, "answers": ["size": 6]]), .notFound)
+        P.expectProblem(try w.f.client.request("PUT", "/v1/orgs/\(w.f.orgId)/responses/rsp_nothing/answers", token: w.f.reviewerToken,
+                                               json: ["expectedRevision": 1, "answers": ["size": 6]]), .notFound)
+        // The body (1031), the answers against the response's own version (1002, every failure at its path), the revision (1021).
+        P.expectProblem(try w.f.client.request("PUT", "/v1/orgs/\(w.f.orgId)/responses/\(w.responseId)/answers", token: w.f.reviewerToken,
+                                               json: ["expectedRevision": 1]), .malformedRequest)
+        let invalid = try Self.edit(w, 1, answers: ["size": 99, "source": "lake"])
+        P.expectProblem(invalid, .validationFailed)
+        #expect(Set(invalid.json?["errors"]?.arrayValue?.compactMap { $0["path"]?.stringValue } ?? []) == ["answers.size", "answers.source"])
+        let stale = try Self.edit(w, 7)
+        P.expectProblem(stale, .staleRevision)
+        #expect(stale.json?["revision"]?.intValue == 1 && stale.json?["reviewState"] == "submitted")
+        try unchanged()
+        // Expired: 1001 for the edit, never before its own checks (a stale one is still 1021).
+        try w.f.expire()
+        P.expectProblem(try Self.edit(w, 7), .staleRevision)
+        let audit = try w.f.server.count("SELECT COUNT(*) AS n FROM audit")
+        P.expectProblem(try Self.edit(w, 1, key: "edit-answers-0001"), .subscriptionExpired)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit") == audit)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM idempotency_keys") == before.keys)
+        #expect(try Self.versionRows(w) == 0)
+        try w.f.renew()
+
+        // The same keyed edit after renewal: applied once; its replay answers the kept answer; another body under the key is 1004.
+        let first = try Self.edit(w, 1, key: "edit-answers-0001")
+        #expect(first.status == 200 && first.json?["revision"]?.intValue == 2, "\(first.text)")
+        let replay = try Self.edit(w, 1, key: "edit-answers-0001")
+        #expect(replay.status == 200 && replay.header("idempotent-replayed") == "true" && replay.json == first.json)
+        P.expectProblem(try Self.edit(w, 1, answers: ["size": 8], key: "edit-answers-0001"), .idempotencyConflict)
+        #expect(try Self.versionRows(w) == 2)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'response.edit'") == 1)
+    }
+
+    @Test func anEditIsTheEventResponseEditedAndExportsAndODataShowTheLatestVersion() throws {
+        let w = try WebhookTests.World()
+        let receiver = w.receiver
+        _ = try w.webhook(receiver.url(), events: ["response.edited"])
+        let responseId = try w.submit("edit-event-0001")
+        let edited = try w.f.client.request("PUT", "/v1/orgs/\(w.f.orgId)/responses/\(responseId)/answers", token: w.f.reviewerToken,
+                                            json: ["expectedRevision": 1, "answers": ["size": 12, "source": "piped", "notes": "edited"]])
+        #expect(edited.status == 200, "\(edited.text)")
+        #expect(receiver.wait { $0.count == 1 })
+        let event = try #require(receiver.calls.first?.json)
+        #expect(event["type"] == "response.edited")
+        #expect(event["data"]?["answers"] == ["size": 12, "source": "piped", "notes": "edited"])
+        #expect(event["data"]?["reviewState"] == "edited" && event["data"]?["revision"]?.intValue == 2)
+        #expect(event["data"]?["review"]?["action"] == "edit" && event["data"]?["review"]?["fromState"] == "submitted")
+        #expect(event["data"]?["review"]?["version"]?.intValue == 2 && event["data"]?["review"]?["source"] == "api")
+
+        let csv = try w.f.client.get("/v1/orgs/\(w.f.orgId)/surveys/\(w.v.surveyId)/responses.csv", token: w.f.reviewerToken)
+        #expect(csv.status == 200 && csv.text.contains("edited") && csv.text.contains("12"), "\(csv.text)")
+        let odata = try w.f.client.get("/v1/orgs/\(w.f.orgId)/surveys/\(w.v.surveyId).svc/Submissions", token: w.f.reviewerToken)
+        let row = odata.json?["value"]?.arrayValue?.first
+        #expect(row?["size"]?.intValue == 12 && row?["notes"] == "edited", "\(odata.text)")
+        let filtered = try w.f.client.get("/v1/orgs/\(w.f.orgId)/surveys/\(w.v.surveyId)/responses.csv?reviewState=edited", token: w.f.reviewerToken)
+        #expect(filtered.status == 200 && filtered.text.contains("edit-event-0001"), "\(filtered.text)")
+    }
+}
