@@ -630,7 +630,8 @@ enum Migrations {
         // first edit, from version 1 (the answers as submitted) on; a response never edited has
         // none (its version 1 is the response itself). `instance_id` is the instanceID an
         // OpenRosa edit carried. `first_review_state`: the review state the response was
-        // accepted in, kept by its first edit (a replay answers the receipt of the acceptance).
+        // accepted in, kept by its first edit (a replay answers the receipt of the acceptance);
+        // `edits`: how many edits it had (OData's `__system/edits`).
         Migration("response-versions", sql: """
         CREATE TABLE response_versions (
             response_id TEXT NOT NULL REFERENCES responses(response_id),
@@ -644,6 +645,7 @@ enum Migrations {
             PRIMARY KEY (response_id, number)
         );
         ALTER TABLE responses ADD COLUMN first_review_state TEXT;
+        ALTER TABLE responses ADD COLUMN edits BIGINT NOT NULL DEFAULT 0;
         """),
     ]
 

@@ -161,6 +161,10 @@ import SurveyServer
         let odata = try w.f.client.get("/v1/orgs/\(w.f.orgId)/surveys/\(w.v.surveyId).svc/Submissions", token: w.f.reviewerToken)
         let row = odata.json?["value"]?.arrayValue?.first
         #expect(row?["size"]?.intValue == 12 && row?["notes"] == "edited", "\(odata.text)")
+        #expect(row?["__system"]?["edits"]?.intValue == 1 && row?["__system"]?["reviewState"] == "edited")
+        // The reference path (a `$filter`ed page) says the same.
+        let byFilter = try w.f.client.get("/v1/orgs/\(w.f.orgId)/surveys/\(w.v.surveyId).svc/Submissions?$filter=size%20eq%2012", token: w.f.reviewerToken)
+        #expect(byFilter.json?["value"]?.arrayValue?.first?["__system"]?["edits"]?.intValue == 1, "\(byFilter.text)")
         let filtered = try w.f.client.get("/v1/orgs/\(w.f.orgId)/surveys/\(w.v.surveyId)/responses.csv?reviewState=edited", token: w.f.reviewerToken)
         #expect(filtered.status == 200 && filtered.text.contains("edit-event-0001"), "\(filtered.text)")
     }

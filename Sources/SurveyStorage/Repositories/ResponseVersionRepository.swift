@@ -40,7 +40,7 @@ extension GatedTransaction {
         try insertVersion(responseId: responseId, ResponseVersionRecord(number: number, answers: answers, createdAt: now, createdBy: context.actor,
                                                                         source: source, instanceId: instanceId))
         try context.conn.run("""
-            UPDATE responses SET review_state = ?, revision = revision + 1, answers = ?,
+            UPDATE responses SET review_state = ?, revision = revision + 1, answers = ?, edits = edits + 1,
                 first_review_state = COALESCE(first_review_state, CASE WHEN review_state = 'none' THEN 'none' ELSE 'submitted' END)
             WHERE response_id = ? AND org_id = ? AND revision = ?
             """, [.text(to.rawValue), .text(answers), .text(responseId), .text(orgId), .int(expectedRevision)])
