@@ -644,6 +644,7 @@ enum Migrations {
             instance_id TEXT,
             PRIMARY KEY (response_id, number)
         );
+        CREATE INDEX response_versions_instance ON response_versions(org_id, instance_id);
         ALTER TABLE responses ADD COLUMN first_review_state TEXT;
         ALTER TABLE responses ADD COLUMN edits BIGINT NOT NULL DEFAULT 0;
         """),

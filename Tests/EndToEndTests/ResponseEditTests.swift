@@ -168,4 +168,73 @@ import SurveyServer
         let filtered = try w.f.client.get("/v1/orgs/\(w.f.orgId)/surveys/\(w.v.surveyId)/responses.csv?reviewState=edited", token: w.f.reviewerToken)
         #expect(filtered.status == 200 && filtered.text.contains("edit-event-0001"), "\(filtered.text)")
     }
+
+    /// A roster instance as Collect writes it, `deprecatedID` naming the instance it replaces.
+    static func rosterInstance(_ p: OpenRosaTests.Published, _ id: String, leoAge: String = "6", firstAge: String = "41",
+                               deprecating old: String? = nil) throws -> [UInt8] {
+        let xml = try CollectClient.instance(of: p.xform, instanceID: id, values: [
+            ("consent", "yes"), ("household/size", "2"), ("eldest", "41"),
+            ("household/people[1]/name", "Ana"), ("household/people[1]/age", firstAge), ("household/people[1]/pregnant", "no"),
+            ("household/people[1]/visits[1]/visited", "2026-10-01"),
+            ("household/people[2]/name", "Leo"), ("household/people[2]/age", leoAge),
+        ], repeats: [("household/people", 2), ("household/people[2]/visits", 0)])
+        guard let old else { return xml }
+        var text = String(decoding: xml, as: UTF8.self)
+        guard let at = text.range(of: id), let close = text[at.upperBound...].firstIndex(of: ">") else { throw TestFailure("no instanceID in \(text)") }
+        text.insert(contentsOf: "<deprecatedID>\(old)</deprecatedID>", at: text.index(after: close))
+        return Array(text.utf8)
+    }
+
+    @Test func anOpenRosaInstanceNamingTheCurrentInstanceIDIsAnEditOfItsCollectorsResponse() throws {
+        let p = try OpenRosaTests.Published(definition: FormLogicTests.roster)
+        let f = p.f
+        let a = "uuid:edit-a000-0001", b = "uuid:edit-b000-0002", c = "uuid:edit-c000-0003"
+        #expect(try p.collect.submit(try Self.rosterInstance(p, a)).status == 201)
+        let responseId = try #require(try p.stored(a).json?["responseId"]?.stringValue)
+        func document() throws -> Reply { try f.client.get("/v1/orgs/\(f.orgId)/responses/\(responseId)", token: f.reviewerToken) }
+        func traces() throws -> [Int64] {
+            try ["responses", "response_versions", "audit WHERE action <> 'subscription.set'", "uploads"].map { try f.server.count("SELECT COUNT(*) AS n FROM \($0)") }
+        }
+
+        // B replaces A: 201, a new version of the same response, state edited.
+        let edited = try p.collect.submit(try Self.rosterInstance(p, b, leoAge: "7", deprecating: a))
+        #expect(edited.status == 201, "\(edited.text)")
+        #expect(OpenRosaTests.message(edited).contains("edited"))
+        let now = try document()
+        #expect(now.json?["reviewState"] == "edited" && now.json?["revision"]?.intValue == 2)
+        #expect(now.json?["answers"]?["people"]?.arrayValue?.last?["age"]?.intValue == 7)
+        #expect(try p.responses() == 1)
+        let versions = try f.client.get("/v1/orgs/\(f.orgId)/responses/\(responseId)/versions", token: f.collectorToken)
+        #expect(versions.json?["items"]?.arrayValue?.map { $0["source"]?.stringValue } == ["submission", "openrosa"], "\(versions.text)")
+        let diff = try f.client.get("/v1/orgs/\(f.orgId)/responses/\(responseId)/versions/2/diff", token: f.collectorToken)
+        #expect(diff.json?["items"] == [["path": "answers.people[1].age", "old": 6, "new": 7]], "\(diff.text)")
+
+        // Sent again: 202, nothing new; other content under B: 1004; the original A: still its replay.
+        let before = try traces()
+        #expect(try p.collect.submit(try Self.rosterInstance(p, b, leoAge: "7", deprecating: a)).status == 202)
+        let other = try p.collect.submit(try Self.rosterInstance(p, b, leoAge: "8", deprecating: a))
+        #expect(other.status == 409 && other.header("surveyd-error-code") == "1004", "\(other.text)")
+        #expect(try p.collect.submit(try Self.rosterInstance(p, a)).status == 202)
+        // A is no longer the current instance: an edit of it is stale (1021), nothing changes.
+        let stale = try p.collect.submit(try Self.rosterInstance(p, c, leoAge: "9", deprecating: a))
+        #expect(stale.status == 409 && stale.header("surveyd-error-code") == "1021", "\(stale.text)")
+        #expect(OpenRosaTests.message(stale).contains(b))
+        // An instance of nothing received, and answers that break the form's rules.
+        let unknown = try p.collect.submit(try Self.rosterInstance(p, c, deprecating: "uuid:never-sent-0001"))
+        #expect(unknown.status == 404 && unknown.header("surveyd-error-code") == "1005", "\(unknown.text)")
+        let invalid = try p.collect.submit(try Self.rosterInstance(p, c, firstAge: "50", deprecating: b))
+        #expect(invalid.status == 422 && invalid.header("surveyd-error-code") == "1002", "\(invalid.text)")
+        // Expired: 402, nothing stored; the same edit after renewal: 201, once.
+        try f.expire()
+        let expired = try p.collect.submit(try Self.rosterInstance(p, c, leoAge: "9", deprecating: b))
+        #expect(expired.status == 402 && expired.header("surveyd-error-code") == "1001", "\(expired.text)")
+        try f.renew()
+        #expect(try traces() == before)
+        #expect(try document().json?["revision"]?.intValue == 2)
+        #expect(try p.collect.submit(try Self.rosterInstance(p, c, leoAge: "9", deprecating: b)).status == 201)
+        #expect(try p.collect.submit(try Self.rosterInstance(p, c, leoAge: "9", deprecating: b)).status == 202)
+        #expect(try document().json?["revision"]?.intValue == 3)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM response_versions WHERE response_id = ?", [.text(responseId)]) == 3)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'response.edit'") == 2)
+    }
 }

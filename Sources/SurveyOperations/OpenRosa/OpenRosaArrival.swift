@@ -12,10 +12,13 @@ public struct OpenRosaArrival: Sendable {
     public let version: SurveyVersionRecord
     public let submission: Submission
     public let files: [SubmittedInstance.NamedFile]
+    /// `meta/deprecatedID`: the instanceID of the response this instance edits, if it is an edit.
+    public var deprecatedID: String? = nil
 
     /// The same arrival with the files its POST carried, to be stored with the response.
     public func with(_ staged: [StagedUpload]) -> OpenRosaArrival {
-        OpenRosaArrival(instanceID: instanceID, formId: formId, version: version, submission: submission.with(staged), files: files)
+        OpenRosaArrival(instanceID: instanceID, formId: formId, version: version, submission: submission.with(staged), files: files,
+                        deprecatedID: deprecatedID)
     }
 
     /// Reads `instance` (the `xml_submission_file` part): 400 for what is not a submission, 1032
@@ -41,6 +44,7 @@ public struct OpenRosaArrival: Sendable {
                                         contentHash: version.contentHash, answers: answers, entity: parsed.entity,
                                         doorProblems: problems)
         for file in files { submission.fileNames[OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: file.fileName)] = file.fileName }
-        return OpenRosaArrival(instanceID: instanceID, formId: parsed.formId, version: version, submission: submission, files: files)
+        return OpenRosaArrival(instanceID: instanceID, formId: parsed.formId, version: version, submission: submission, files: files,
+                               deprecatedID: parsed.deprecatedID)
     }
 }

@@ -194,6 +194,28 @@ struct OpenRosaService {
                 answer.complete { Self.render(outcome, metrics: metrics) }
             }
         }
+        // An edit of a sent form (`meta/deprecatedID`): the edit operation, off this thread; an
+        // instance that only looked like one goes on as a submission.
+        if !partial, request.form.files.count == 1, OpenRosaEdit.mayBeAnEdit(xml) {
+            Self.attachments.async {
+                let outcome: OpenRosaEdit.Outcome
+                do { outcome = try ops.openRosaEdits.edit(orgId: orgId, appToken: token, xml: xml) } catch {
+                    answer.complete { Self.render(.refused(error), metrics: metrics) }
+                    return
+                }
+                switch outcome {
+                case .edited(let r):
+                    metrics.openRosaSubmission(.accepted)
+                    answer.complete { Self.document(201, OpenRosaDocuments.response(message: "The edited form was received; it replaces the one sent before. Thank you."))
+                        .logging(["responseId": r.responseId]) }
+                case .replayed(let r):
+                    answer.complete { Self.render(.replayed(r), metrics: metrics) }
+                case .notAnEdit:
+                    submit(.bytes(xml), [])
+                }
+            }
+            return .later(answer)
+        }
         // Answers alone, the whole submission (what a phone sends most): the operation reads the
         // instance in its own snapshot, after the caller, as the JSON door reads its body.
         guard partial || request.form.files.count > 1 else {
@@ -205,6 +227,9 @@ struct OpenRosaService {
         let (caller, arrival) = try services.database.read { db in
             let caller = try Self.collector(token: token, orgId: orgId, in: db, operations: ops)
             return (caller, try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops))
+        }
+        if arrival.deprecatedID != nil {
+            throw ApiError(.notOffered, "An edited form that carries files is not taken yet: the edit was not stored. Ask a reviewer to edit its answers on the server.")
         }
         let attached = arrival.files.compactMap { named in request.form.files[named.fileName].map { (named, $0) } }
         // What follows the files: a split submission's earlier POSTs end with them; the last POST

@@ -70,3 +70,28 @@ extension ReadContext {
         try conn.query("SELECT COALESCE(MAX(number), 0) AS n FROM response_versions WHERE response_id = ?", [.text(responseId)]).first?.int("n") ?? 0
     }
 }
+
+extension ReadContext {
+    /// The response an instanceID names: its `clientSubmissionId`, or the instanceID an OpenRosa
+    /// edit of it carried.
+    public func response(orgId: String, instanceId: String) throws -> ResponseRecord? {
+        if let r = try response(orgId: orgId, clientSubmissionId: instanceId) { return r }
+        guard let id = try conn.query("SELECT response_id FROM response_versions WHERE org_id = ? AND instance_id = ? LIMIT 1",
+                                      [.text(orgId), .text(instanceId)]).first?.string("response_id") else { return nil }
+        return try response(orgId: orgId, responseId: id)
+    }
+
+    /// The version an OpenRosa edit with this instanceID made, if one did.
+    public func responseVersion(orgId: String, instanceId: String) throws -> (responseId: String, version: ResponseVersionRecord)? {
+        try conn.query("SELECT response_id, \(ResponseVersionRecord.columns) FROM response_versions WHERE org_id = ? AND instance_id = ? LIMIT 1",
+                       [.text(orgId), .text(instanceId)]).first.map { (try $0.string("response_id"), try ResponseVersionRecord(row: $0)) }
+    }
+
+    /// A response's current instanceID: the one its last OpenRosa edit carried, else its
+    /// `clientSubmissionId` (an edit from the API or the console carries none).
+    public func currentInstanceId(of r: ResponseRecord) throws -> String {
+        try conn.query("""
+            SELECT instance_id FROM response_versions WHERE response_id = ? AND instance_id IS NOT NULL ORDER BY number DESC LIMIT 1
+            """, [.text(r.responseId)]).first?.optionalString("instance_id") ?? r.clientSubmissionId
+    }
+}
