@@ -245,6 +245,8 @@ struct ReviewDesk: Sendable {
         case "review.approve": "Approved"
         case "review.reject": "Rejected"
         case "review.resubmit", "response.resubmit": "Resubmitted"
+        case "review.flagIssues": "Issues flagged"
+        case "response.edit": "Answers edited"
         default: state.map { "\(action) → \(ReviewState(rawValue: $0).map(label) ?? $0)" } ?? action
         }
     }
