@@ -237,4 +237,42 @@ import SurveyServer
         #expect(try f.server.count("SELECT COUNT(*) AS n FROM response_versions WHERE response_id = ?", [.text(responseId)]) == 3)
         #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'response.edit'") == 2)
     }
+
+    /// The console's response page: a reviewer's or admin's edit form laid out by the form; the
+    /// same edit operation (`source: console`); a refusal shown on the page, nothing changed.
+    @Test func theConsoleEditsTheAnswersThroughTheSameOperation() throws {
+        let f = try Fixture()
+        let v = try f.publishSurvey()
+        let r = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                  ResponseTests.submission("console-edit-0001", v, answers: ["size": 4, "source": "well", "notes": "first"]))
+        let responseId = try #require(r.json?["responseId"]?.stringValue)
+        let page = "/console/orgs/\(f.orgId)/responses/\(responseId)"
+        let reviewer = try ConsoleAdminTests.Session(f, token: f.reviewerToken)
+        let shown = try reviewer.get(page)
+        #expect(shown.text.contains("Edit the answers") && shown.text.contains(#"name="answers.size" value="4""#), "\(shown.text.prefix(3000))")
+        #expect(shown.text.contains(#"<option value="well" selected>"#))
+        let collector = try ConsoleAdminTests.Session(f, token: f.collectorToken)
+        #expect(try !collector.get(page).text.contains("Edit the answers"))
+        func api() throws -> JSONValue? { try f.client.get("/v1/orgs/\(f.orgId)/responses/\(responseId)", token: f.reviewerToken).json }
+
+        // Refused: a size that is not a number (1002 at its path), then a stale page (1021); nothing changes.
+        let invalid = try reviewer.post(page + "/answers", ["expectedRevision": "1", "answers.size": "many", "answers.source": "river", "answers.notes": ""])
+        #expect(invalid.status == 422 && invalid.text.contains("answers.size"), "\(invalid.status) \(invalid.text.prefix(2000))")
+        #expect(invalid.text.contains(#"value="many""#), "what was sent stays in the form to correct")
+        let stale = try reviewer.post(page + "/answers", ["expectedRevision": "9", "answers.size": "6"])
+        #expect(stale.status == 409 && stale.text.contains("changed since you opened it"))
+        #expect(try api()?["revision"]?.intValue == 1 && f.server.count("SELECT COUNT(*) AS n FROM response_versions") == 0)
+
+        // Saved: the answers as the form says them (an emptied field is no answer), a new version from the console.
+        let saved = try reviewer.post(page + "/answers", ["expectedRevision": "1", "answers.size": "6", "answers.source": "river", "answers.notes": "",
+                                                          "comment": "Checked with the household"])
+        #expect(saved.status == 303 && saved.header("location")?.hasSuffix("?done=edit") == true, "\(saved.status) \(saved.text.prefix(1000))")
+        #expect(try api()?["answers"] == ["size": 6, "source": "river"])
+        #expect(try api()?["reviewState"] == "edited")
+        let versions = try f.client.get("/v1/orgs/\(f.orgId)/responses/\(responseId)/versions", token: f.reviewerToken).json?["items"]?.arrayValue
+        #expect(versions?.last?["source"] == "console" && versions?.count == 2)
+        let after = try reviewer.get(page + "?done=edit")
+        #expect(after.text.contains("the answers were edited") && after.text.contains("Answers edited") && after.text.contains("Checked with the household"))
+    }
 }
+
