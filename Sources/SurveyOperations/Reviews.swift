@@ -126,21 +126,26 @@ public struct Reviews: Sendable {
                   let version = try ops.database.read({ try $0.surveyVersion(orgId: orgId, surveyVersionId: current.surveyVersionId) }) else {
                 throw ApiError.notFound()
             }
-            let check = try ops.definitions.definition(of: version).validate(answers: r.answers)
+            let definition = try ops.definitions.definition(of: version)
+            let check = definition.validate(answers: r.answers)
             guard check.errors.isEmpty else {
                 ops.metrics.add(.validationRefusals)
                 throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
             }
-            try ops.database.read { db in
+            let entity = try ops.database.read { db -> EntityEdit? in
                 try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: version.surveyVersionId,
                                                  submitter: response.submitter, in: db)
+                return try EntityEdit.plan(definition: definition, responseId: responseId, orgId: orgId, stored: current.answers,
+                                           edited: r.answers, in: db)
             }
             let (_, to) = try Self.plan(current, expected: r.expectedRevision, action: .edit)
             return Edit(responseId: responseId, expectedRevision: Int64(r.expectedRevision), to: to, answers: CanonicalJSON.string(r.answers),
-                        source: source, comment: r.comment)
+                        source: source, comment: r.comment, entity: entity, actor: user.userId)
         }, write: { e, tx in
-            try tx.editResponse(responseId: e.responseId, expectedRevision: e.expectedRevision, to: e.to, answers: e.answers,
-                                source: e.source, comment: e.comment).response
+            let edited = try tx.editResponse(responseId: e.responseId, expectedRevision: e.expectedRevision, to: e.to, answers: e.answers,
+                                             source: e.source, comment: e.comment).response
+            try e.entity?.apply(in: tx, responseId: e.responseId, actor: e.actor)
+            return edited
         }))
     }
 
@@ -151,6 +156,9 @@ public struct Reviews: Sendable {
         let answers: String
         let source: String
         let comment: String?
+        /// The entity the response made, when the edit changes what the form saves to it.
+        let entity: EntityEdit?
+        let actor: String
     }
 
     /// A response's versions, oldest first (1: as submitted), for anyone who may see it.

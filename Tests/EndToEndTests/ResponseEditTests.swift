@@ -274,5 +274,40 @@ import SurveyServer
         let after = try reviewer.get(page + "?done=edit")
         #expect(after.text.contains("the answers were edited") && after.text.contains("Answers edited") && after.text.contains("Checked with the household"))
     }
+
+    /// An edit that changes what the form saves to its entity updates the entity, in the edit's
+    /// transaction: a new version from this response; an edit of other answers leaves it alone.
+    @Test func anEditOfASavedAnswerUpdatesTheEntityTheResponseMade() throws {
+        let p = try EntityListTests.Published()
+        let f = p.f
+        let id = EntityListTests.household
+        #expect(try p.collect.submit(try p.register("uuid:reg-edit-0001", entityId: id, head: "Ada", members: 4, village: "Kisii")).status == 201)
+        let responseId = try #require(try f.server.rows("SELECT response_id FROM responses WHERE client_submission_id = 'uuid:reg-edit-0001'")
+            .first?.string("response_id"))
+        let stored = try #require(try f.client.get("/v1/orgs/\(f.orgId)/responses/\(responseId)", token: f.reviewerToken).json?["answers"]?.objectValue)
+        func edit(_ revision: Int, _ changes: [String: JSONValue]) throws -> Reply {
+            var answers = stored
+            for (k, v) in changes { answers[k] = v }
+            return try f.client.request("PUT", "/v1/orgs/\(f.orgId)/responses/\(responseId)/answers", token: f.reviewerToken,
+                                        json: ["expectedRevision": .number(Double(revision)), "answers": .object(answers)])
+        }
+        let members: JSONValue = stored["member_count"]?.stringValue != nil ? "6" : 6
+        let edited = try edit(1, ["member_count": members])
+        #expect(edited.status == 200, "\(edited.text)")
+        #expect(try p.entity(id) == .init(label: "Household of Ada", properties: ["head": "Ada", "members": "6", "village": "Kisii"],
+                                          version: 2, conflict: nil))
+        let made = try #require(try f.server.rows("SELECT source, response_id, actor FROM entity_versions WHERE entity_id = ? AND version = 2", [.text(id)]).first)
+        #expect(try made.string("source") == "submission" && made.string("response_id") == responseId)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'entity.update'") == 1)
+        // The same properties again (another answer changed): no new entity version.
+        #expect(try edit(2, ["member_count": members, "village_name": "Kisii"]).status == 200)
+        #expect(try p.entity(id)?.version == 2)
+        // A refused edit (expired) changes neither.
+        try f.expire()
+        let refused = try edit(3, ["member_count": stored["member_count"]?.stringValue != nil ? "9" : 9])
+        #expect(refused.status == 402)
+        try f.renew()
+        #expect(try p.entity(id)?.properties["members"] == "6")
+    }
 }
 

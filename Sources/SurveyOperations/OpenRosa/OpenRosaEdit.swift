@@ -59,7 +59,8 @@ public struct OpenRosaEdit: Sendable {
             guard arrival.files.isEmpty else {
                 throw ApiError(.notOffered, "An edited form that carries files is not taken yet: the edit was not stored. Edit its answers on the server instead.")
             }
-            let check = try ops.definitions.definition(of: arrival.version).validate(answers: arrival.submission.answers)
+            let definition = try ops.definitions.definition(of: arrival.version)
+            let check = definition.validate(answers: arrival.submission.answers)
             let problems = check.errors + arrival.submission.doorProblems
             guard problems.isEmpty else {
                 ops.metrics.add(.validationRefusals)
@@ -70,16 +71,20 @@ public struct OpenRosaEdit: Sendable {
                 throw ApiError(.staleRevision, "This form edits an earlier version of the response (its current instance ID is \(current)): nothing was changed. Download the response again before editing it.",
                                extra: ["reviewState": .string(target.reviewState.rawValue), "revision": .number(Double(target.revision))])
             }
-            return .edit(target, to)
+            let entity = try EntityEdit.plan(definition: definition, responseId: target.responseId, orgId: orgId, stored: target.answers,
+                                             edited: arrival.submission.answers, in: db)
+            return .edit(target, to, entity)
         }
         switch planned {
         case .replayed(let r):
             return .replayed(r)
-        case .edit(let target, let to):
+        case .edit(let target, let to, let entity):
             do {
                 let written = try ops.gate.write(orgId: orgId, actor: user.userId) { tx in
-                    try tx.editResponse(responseId: target.responseId, expectedRevision: target.revision, to: to, answers: answers,
-                                        source: "openrosa", instanceId: instanceID, comment: nil).response
+                    let edited = try tx.editResponse(responseId: target.responseId, expectedRevision: target.revision, to: to, answers: answers,
+                                                     source: "openrosa", instanceId: instanceID, comment: nil).response
+                    try entity?.apply(in: tx, responseId: target.responseId, actor: user.userId)
+                    return edited
                 }.value
                 ops.metrics.add(.reviewTransitions)
                 return .edited(written)
@@ -97,7 +102,7 @@ public struct OpenRosaEdit: Sendable {
 
     private enum Planned {
         case replayed(ResponseRecord)
-        case edit(ResponseRecord, ReviewState)
+        case edit(ResponseRecord, ReviewState, EntityEdit?)
     }
 
     static let conflict = ApiError(.idempotencyConflict, "A different form with this instance ID was already received, so this one was not stored. Nothing was changed.")
