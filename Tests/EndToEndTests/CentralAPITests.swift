@@ -268,6 +268,39 @@ import Testing
         #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit") == audit)
     }
 
+    /// `PUT …/submissions/{instanceId}` with `meta/deprecatedID` the current instanceID is an edit:
+    /// a new version, state edited, the new instanceID current; the same PUT again writes nothing;
+    /// a stale deprecatedID is 409.1021, nothing changes.
+    @Test func aPutWithTheCurrentDeprecatedIDIsAnEdit() throws {
+        let w = try World(reviewRequired: true)
+        let c = w.f.client
+        let a = "uuid:0c3a1d7e-7777-4000-8000-00000000000a", b = "uuid:0c3a1d7e-7777-4000-8000-00000000000b"
+        #expect(try w.submit(w.instance(a), token: w.f.collectorToken).status == 200)
+        func edit(_ id: String, replacing old: String, size: String) -> [UInt8] {
+            Array("""
+                <data id="\(w.xmlFormId)" version="\(w.formVersion)"><size>\(size)</size><source>well</source><notes/><photo/>\
+                <meta><instanceID>\(id)</instanceID><deprecatedID>\(old)</deprecatedID></meta></data>
+                """.utf8)
+        }
+        let path = "/v1/projects/\(w.projectId)/forms/\(w.xmlFormId)/submissions/\(a)"
+        let put = try c.request("PUT", path, token: w.f.reviewerToken, body: edit(b, replacing: a, size: "5"), headers: ["Content-Type": "application/xml"])
+        #expect(put.status == 200 && put.json?["reviewState"]?.stringValue == "edited" && put.json?["instanceId"]?.stringValue == a, "\(put.text)")
+        let again = try c.request("PUT", path, token: w.f.reviewerToken, body: edit(b, replacing: a, size: "5"), headers: ["Content-Type": "application/xml"])
+        #expect(again.status == 200 && again.header("idempotent-replayed") == "true")
+        let audit = try w.f.server.count("SELECT COUNT(*) AS n FROM audit")
+        let stale = try c.request("PUT", path, token: w.f.reviewerToken, body: edit("uuid:0c3a1d7e-7777-4000-8000-00000000000c", replacing: a, size: "6"),
+                                  headers: ["Content-Type": "application/xml"])
+        #expect(stale.status == 409 && stale.json?["code"]?.doubleValue == 409.1021, "\(stale.text)")
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit") == audit)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM response_versions") == 2)
+        let answers = try w.f.server.rows("SELECT answers FROM responses WHERE client_submission_id = ?", [.text(a)]).first?.string("answers")
+        #expect(answers?.contains(#""size":5"#) == true, "\(answers ?? "")")
+        // The new instanceID is the current one: the next edit names it.
+        let next = try c.request("PUT", path, token: w.f.collectorToken, body: edit("uuid:0c3a1d7e-7777-4000-8000-00000000000d", replacing: b, size: "7"),
+                                 headers: ["Content-Type": "application/xml"])
+        #expect(next.status == 200 && next.json?["reviewState"]?.stringValue == "edited", "\(next.text)")
+    }
+
     /// `PATCH {reviewState}` reaches Central's state through surveyd's steps in one transaction,
     /// each audited; the state it is already in writes nothing; every refusal leaves nothing.
     @Test func aReviewStateIsSetThroughSurveydsStepsInOneTransaction() throws {

@@ -33,16 +33,39 @@ public struct OpenRosaEdit: Sendable {
     /// current state), and the gate (1001); the edit commits in one transaction.
     public func edit(orgId: String, appToken: String, xml: [UInt8]) throws -> Outcome {
         let ops = operations
-        let (user, arrival) = try ops.database.read { db in
+        return try edit(orgId: orgId, xml: xml, caller: { db in
             let caller = try OpenRosaSubmissionDoor.collector(appToken: appToken, orgId: orgId, in: db, operations: ops)
-            let user = try ops.admit(caller, to: Submissions.access, orgId: orgId, in: db).member()
+            return try ops.admit(caller, to: Submissions.access, orgId: orgId, in: db).member()
+        }, may: { user, target in target.submitter == user.userId })
+    }
+
+    /// ODK Central's `PUT …/forms/{xmlFormId}/submissions/{instanceId}`: the same edit by a
+    /// reviewer, an admin or the submitter (anyone else: the 404 of nothing), of the submission
+    /// the path names (its first instanceID), with an instance of the path's form.
+    public func edit(orgId: String, by user: UserRecord, xmlFormId: String, instanceId: String, xml: [UInt8]) throws -> Outcome {
+        try edit(orgId: orgId, xml: xml, caller: { _ in user }, may: { user, target in
+            (user.has(.reviewer) || user.has(.admin) || target.submitter == user.userId) && target.clientSubmissionId == instanceId
+        }, formId: xmlFormId, editorsSee: "the submission \(instanceId)")
+    }
+
+    private func edit(orgId: String, xml: [UInt8], caller: (ReadContext) throws -> UserRecord, may: (UserRecord, ResponseRecord) -> Bool,
+                      formId: String? = nil, editorsSee: String? = nil) throws -> Outcome {
+        let ops = operations
+        let (user, arrival) = try ops.database.read { db in
+            let user = try caller(db)
             return (user, try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops))
         }
-        guard let deprecatedID = arrival.deprecatedID else { return .notAnEdit }
+        if let formId, arrival.formId != formId {
+            throw ApiError.malformed("The submission is of the form \(arrival.formId), not \(formId): put it to that form's submission.")
+        }
+        guard let deprecatedID = arrival.deprecatedID else {
+            if let editorsSee { throw ApiError.malformed("The submission has no meta/deprecatedID: an edit of \(editorsSee) names the instanceID it replaces there.") }
+            return .notAnEdit
+        }
         let instanceID = arrival.instanceID
         let answers = CanonicalJSON.string(arrival.submission.answers)
         let planned = try ops.database.read { db -> Planned in
-            guard let target = try db.response(orgId: orgId, instanceId: deprecatedID), target.submitter == user.userId else {
+            guard let target = try db.response(orgId: orgId, instanceId: deprecatedID), may(user, target) else {
                 throw ApiError(.notFound, "No form with the instance ID \(deprecatedID) was received from you here, so this edit of it was not stored.")
             }
             // 3. replay: this instanceID already made an edit, or is another submission's id.
