@@ -21,7 +21,7 @@ public struct OpenRosaEdit: Sendable {
     public static func mayBeAnEdit(_ xml: [UInt8]) -> Bool {
         let needle = Array("deprecatedID".utf8)
         guard xml.count >= needle.count else { return false }
-        for i in 0...(xml.count - needle.count) where xml[i] == needle[0] && Array(xml[i..<i + needle.count]) == needle { return true }
+        for i in 0...(xml.count - needle.count) where xml[i] == needle[0] && xml[i..<i + needle.count].elementsEqual(needle) { return true }
         return false
     }
 
