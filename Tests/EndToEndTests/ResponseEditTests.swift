@@ -309,5 +309,21 @@ import SurveyServer
         try f.renew()
         #expect(try p.entity(id)?.properties["members"] == "6")
     }
+
+    /// `surveyd check`: an edited response keeps its versions, the last of them its answers.
+    @Test(.enabled(if: !TestEngine.isPostgres, "edits the SQLite file to make violations")) func surveydCheckVerifiesAResponsesVersions() throws {
+        let w = try W()
+        #expect(try Self.edit(w, 1).status == 200)
+        let dir = w.f.server.dataDir
+        let (ok, report) = try MaintenanceTests.surveyd(["check", "--data-dir", dir])
+        #expect(ok == 0, "\(report)")
+        let conn = try Connection(path: dir + "/surveyd.sqlite", readOnly: false)
+        try conn.run("UPDATE responses SET answers = '{\"size\":1}' WHERE response_id = ?", [.text(w.responseId)])
+        let (bad, changed) = try MaintenanceTests.surveyd(["check", "--data-dir", dir])
+        #expect(bad == 1 && changed.contains("response \(w.responseId): its answers are not its last version's"), "\(changed)")
+        try conn.run("DELETE FROM response_versions WHERE response_id = ? AND number = 1", [.text(w.responseId)])
+        let (_, lost) = try MaintenanceTests.surveyd(["check", "--data-dir", dir])
+        #expect(lost.contains("response \(w.responseId): 1 edits but 1 versions kept"), "\(lost)")
+    }
 }
 
