@@ -75,6 +75,7 @@ public struct Console: Sendable {
         page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/bulk", anyMember, desk.bulk)
         page(&router, "GET", "/console/orgs/{orgId}/responses/{responseId}", anyMember, desk.response)
         page(&router, "POST", "/console/orgs/{orgId}/responses/{responseId}/review", anyMember, desk.review)
+        page(&router, "POST", "/console/orgs/{orgId}/responses/{responseId}/answers", anyMember, desk.editAnswers)
         page(&router, "GET", "/console/orgs/{orgId}/uploads/{clientUploadId}", anyMember, desk.file)
         let views = DataPages(console: self, tiles: mapTiles)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/data", DataViews.access, views.data)

@@ -13,14 +13,15 @@ struct ReviewDesk: Sendable {
     var operations: Operations { console.operations }
 
     static let stateLabels: [(ReviewState, String)] = [
-        (.submitted, "Submitted"), (.inReview, "In review"), (.returned, "Returned"), (.approved, "Approved"), (.rejected, "Rejected"), (.none, "No review"),
+        (.submitted, "Submitted"), (.inReview, "In review"), (.returned, "Returned"), (.approved, "Approved"), (.rejected, "Rejected"),
+        (.edited, "Edited"), (.hasIssues, "Has issues"), (.none, "No review"),
     ]
     static func label(_ state: ReviewState) -> String { stateLabels.first { $0.0 == state }?.1 ?? state.rawValue }
     /// A count of responses as the desk shows it: exact up to `ReviewQueue.countCap`, "10000+" beyond.
     static func shown(_ count: Int) -> String { count > ReviewQueue.countCap ? "\(ReviewQueue.countCap)+" : String(count) }
     static let actionLabels: [(ReviewAction, String, String)] = [
         (.startReview, "Start review", "good"), (.returnForCorrection, "Return for correction", "secondary"),
-        (.approve, "Approve", "good"), (.reject, "Reject", "danger"),
+        (.approve, "Approve", "good"), (.reject, "Reject", "danger"), (.flagIssues, "Flag issues", "secondary"),
     ]
 
     // MARK: home
@@ -185,13 +186,16 @@ struct ReviewDesk: Sendable {
         let r = try operations.visibleResponse(user, orgId: orgId, responseId: responseId)
         var frame = console.frame("Response \(r.clientSubmissionId)", v)
         frame.expired = console.expiredNotice(orgId)
-        if let done = request.query["done"] { frame.notice = Self.actionLabels.first { $0.0.rawValue == done }.map { "Done: \($0.1)." } }
+        if let done = request.query["done"] {
+            frame.notice = done == "edit" ? "Done: the answers were edited (a new version; the earlier ones are kept)."
+                : Self.actionLabels.first { $0.0.rawValue == done }.map { "Done: \($0.1)." }
+        }
         return try responsePage(v, user, r, lang: request.query["lang"], frame: frame)
     }
 
     /// `lang`: the language asked for (`?lang=`), the form's default when it has no such language.
     private func responsePage(_ v: Console.Visitor, _ user: UserRecord, _ r: ResponseRecord, lang: String?, frame: Pages.Frame,
-                              status: Int = 200, comment: String = "") throws -> HTTPResponse {
+                              status: Int = 200, comment: String = "", editedAnswers: JSONValue? = nil, editComment: String = "") throws -> HTTPResponse {
         let orgId = r.orgId
         let survey = try? operations.visibleSurvey(r.surveyId, of: orgId, by: user).0
         let version = try? operations.visibleVersion(r.surveyVersionId, of: orgId, by: user)
@@ -215,6 +219,11 @@ struct ReviewDesk: Sendable {
             if let c = detail?["comment"]?.stringValue, !c.isEmpty { item["comment"] = .text(c) }
             return item
         }
+        // Reviewers and admins edit the answers, in a form laid out like them (a refused edit
+        // shows what was sent, to correct).
+        let editFields = (user.has(.reviewer) || user.has(.admin)) ? definition.map { definition in
+            AnswersEditForm(definition: definition, answers: (editedAnswers ?? answers).objectValue ?? [:], language: language).html()
+        } : nil
         let state = r.reviewState
         let gatedOff = frame.expired == nil ? "" : "The subscription has expired: review actions wait until it is renewed."
         let actions: [[String: TemplateValue]] = user.has(.reviewer) ? Self.actionLabels.compactMap { (action, label, style) in
@@ -232,6 +241,8 @@ struct ReviewDesk: Sendable {
             "lang": .text(language.isExplicit ? language.chosen ?? "" : ""), "history": .list(history), "hasActions": .flag(!actions.isEmpty), "actions": .list(actions),
             "csrf": .text(v.csrf), "reviewUrl": .text(page + "/review"), "gatedOff": .text(gatedOff),
             "comment": .text(comment),
+            "canEdit": .flag(editFields != nil), "editFields": .html(editFields ?? ""), "editUrl": .text(page + "/answers"),
+            "editComment": .text(editComment),
         ]
         return pages.render(.response, values, frame: frame, status: status)
     }
@@ -244,6 +255,8 @@ struct ReviewDesk: Sendable {
         case "review.approve": "Approved"
         case "review.reject": "Rejected"
         case "review.resubmit", "response.resubmit": "Resubmitted"
+        case "review.flagIssues": "Issues flagged"
+        case "response.edit": "Answers edited"
         default: state.map { "\(action) → \(ReviewState(rawValue: $0).map(label) ?? $0)" } ?? action
         }
     }
@@ -267,6 +280,45 @@ struct ReviewDesk: Sendable {
             frame.expired = console.expiredNotice(orgId)
             frame.problem = stepRefusal(e, action: action, by: user, orgId: orgId, responseId: responseId)
             return try responsePage(v, user, current, lang: form["lang"], frame: frame, status: e.code.httpStatus, comment: comment)
+        }
+    }
+
+    /// An edit of the answers from the response page, on the revision the page showed: the
+    /// edit operation (`source: console`), then the page again; a refused edit shows the page
+    /// with the operation's sentence and the fields at fault, the sent values kept in the form.
+    func editAnswers(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, form) = (visit.visitor, visit.form)
+        let orgId = request.parameter("orgId"), responseId = request.parameter("responseId")
+        let user = try visit.member()
+        let r = try operations.visibleResponse(user, orgId: orgId, responseId: responseId)
+        let comment = (form["comment"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let version = try operations.visibleVersion(r.surveyVersionId, of: orgId, by: user)
+        let definition = try operations.definitions.definition(of: version)
+        let stored = (try? JSONParser.parse(Array(r.answers.utf8)))?.objectValue ?? [:]
+        let sent = AnswersEditForm(definition: definition, answers: stored, language: LanguageChoice(definition, requested: form["lang"]))
+            .answers(from: form)
+        do {
+            _ = try operations.reviews.edit(orgId: orgId, responseId: responseId, by: user, source: "console") {
+                AnswersEdit(expectedRevision: Int(form["expectedRevision"] ?? "") ?? 0, answers: sent, comment: comment.isEmpty ? nil : comment)
+            }
+            let lang = (form["lang"] ?? "").isEmpty ? "" : "&lang=" + urlEncoded(form["lang"] ?? "")
+            return Pages.redirect("/console/orgs/\(orgId)/responses/\(responseId)?done=edit\(lang)")
+        } catch let e as ApiError where [.staleRevision, .validationFailed, .subscriptionExpired, .attachmentNotUploaded].contains(e.code) {
+            let current = try operations.visibleResponse(user, orgId: orgId, responseId: responseId)
+            var frame = console.frame("Response \(current.clientSubmissionId)", v)
+            frame.expired = console.expiredNotice(orgId)
+            switch e.code {
+            case .validationFailed:
+                frame.problem = "The answers were not changed: correct the fields below and save again."
+                frame.problemDetails = e.errors.map { "\($0.path): \($0.message)" }
+            case .staleRevision:
+                frame.problem = "This response changed since you opened it, so the answers were not changed. It is now \(Self.label(current.reviewState)), revision \(current.revision): look at it again before you edit."
+            default:
+                frame.problem = e.code == .subscriptionExpired ? "The subscription has expired, so the answers were not changed." : Console.sentence(e).1
+            }
+            // A stale page shows the current answers; any other refusal what was sent, to correct.
+            return try responsePage(v, user, current, lang: form["lang"], frame: frame, status: e.code.httpStatus,
+                                    editedAnswers: e.code == .staleRevision ? nil : sent, editComment: comment)
         }
     }
 

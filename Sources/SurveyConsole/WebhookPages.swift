@@ -12,7 +12,7 @@ struct WebhookPages: Sendable {
     var operations: Operations { admin.operations }
 
     static let eventLabels: [(String, String)] = [
-        ("response.accepted", "A response is accepted"), ("response.resubmitted", "A returned response is resubmitted"),
+        ("response.accepted", "A response is accepted"), ("response.resubmitted", "A returned response is resubmitted"), ("response.edited", "A response's answers are edited"),
         ("response.review", "A response is reviewed (started, returned, approved, rejected)"),
         ("upload.completed", "A file upload completes"), ("task.completed", "A field task is completed"),
         ("entity.created", "An entity is created"), ("entity.updated", "An entity is updated"),

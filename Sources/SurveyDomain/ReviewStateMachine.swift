@@ -1,4 +1,6 @@
-/// Where a response is in the review workflow. `none`: the survey needs no review.
+/// Where a response is in the review workflow. `none`: the survey needs no review. `edited`: a
+/// reviewer or admin changed its answers (from any state); `hasIssues`: an edited response
+/// flagged as still having issues.
 public enum ReviewState: String, Sendable, CaseIterable {
     case none
     case submitted
@@ -6,22 +8,30 @@ public enum ReviewState: String, Sendable, CaseIterable {
     case returned
     case approved
     case rejected
+    case edited
+    case hasIssues
 }
 
 /// A step of the review workflow; raw values are the wire names. `resubmit` is the owning
-/// collector's step (its own route); the others are reviewers' `action`s.
+/// collector's step (its own route), `edit` a reviewer's or admin's change of the answers (its
+/// own route, `PUT …/answers`); the others are reviewers' `action`s.
 public enum ReviewAction: String, Sendable, CaseIterable {
     case startReview
     case returnForCorrection
     case approve
     case reject
+    case flagIssues
     case resubmit
+    case edit
+
+    /// The actions a reviewer sends as `action` (the review route's).
+    public static let reviewerActions: [ReviewAction] = [.startReview, .returnForCorrection, .approve, .reject, .flagIssues]
 
     /// Approval is the only way a review-required response is completed (and its task with it).
     public var completesResponse: Bool { self == .approve }
 
     /// The contract requires a `comment` when returning or rejecting.
-    public var requiresComment: Bool { self == .returnForCorrection || self == .reject }
+    public var requiresComment: Bool { self == .returnForCorrection || self == .reject || self == .flagIssues }
 }
 
 /// One allowed step, from a state to the next.
@@ -46,7 +56,14 @@ public struct ReviewStateMachine {
         case (.inReview, .approve): .approved
         case (.inReview, .reject): .rejected
         case (.returned, .resubmit): .submitted
-        // none (no review), approved and rejected are final; every other pair is out of order.
+        // An edit moves a response to `edited` from any state (`none`, `approved` and
+        // `rejected` included); from there it is approved, rejected or flagged.
+        case (_, .edit): .edited
+        case (.edited, .approve): .approved
+        case (.edited, .reject): .rejected
+        case (.edited, .flagIssues): .hasIssues
+        // none (no review), approved, rejected and hasIssues take no other step; every other
+        // pair is out of order.
         default: nil
         }
         return next.map { ReviewTransition(from: state, action: action, to: $0) }

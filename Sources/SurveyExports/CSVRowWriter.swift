@@ -102,5 +102,6 @@ extension ExportRow {
         self.init(responseId: r.responseId, clientSubmissionId: r.clientSubmissionId, surveyVersionId: r.surveyVersionId,
                   versionNumber: versionNumber, submittedBy: r.submitter, submitterName: submitterName, receivedAt: r.receivedAt,
                   capturedAt: r.capturedAt, reviewState: r.reviewState.rawValue, revision: r.revision, fieldTaskId: r.fieldTaskId, answers: answers)
+        edits = r.edits
     }
 }

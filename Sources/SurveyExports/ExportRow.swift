@@ -15,6 +15,8 @@ public struct ExportRow: Sendable {
     public var fieldTaskId: String?
     /// The answers, by question id.
     public var answers: [String: JSONValue]
+    /// How many times the answers were edited since submission.
+    public var edits: Int64 = 0
 
     public init(responseId: String, clientSubmissionId: String, surveyVersionId: String, versionNumber: Int64?, submittedBy: String,
                 submitterName: String?, receivedAt: Int64, capturedAt: Int64?, reviewState: String, revision: Int64, fieldTaskId: String?,

@@ -126,10 +126,12 @@ public struct ODataFeed {
         do { answers = try JSONParser.parse(Array(s.answers.utf8)).objectValue ?? [:] } catch {
             throw ApiError(.internalError, "A stored response's answers could not be read.")
         }
-        return ExportRow(responseId: s.responseId, clientSubmissionId: s.clientSubmissionId, surveyVersionId: s.surveyVersionId,
+        var row = ExportRow(responseId: s.responseId, clientSubmissionId: s.clientSubmissionId, surveyVersionId: s.surveyVersionId,
                          versionNumber: source.versionNumber(of: s.surveyVersionId), submittedBy: s.submitter,
                          submitterName: source.submitterNames[s.submitter], receivedAt: s.receivedAt, capturedAt: s.capturedAt,
                          reviewState: s.reviewState.rawValue, revision: s.revision, fieldTaskId: s.fieldTaskId, answers: answers)
+        row.edits = s.edits
+        return row
     }
 
     func submission(_ r: ExportRow) -> JSONValue {
@@ -142,8 +144,8 @@ public struct ODataFeed {
                 "submitterName": r.submitterName.map(JSONValue.string) ?? .null,
                 "reviewState": .string(r.reviewState),
                 "formVersion": r.versionNumber.map { .string(String($0)) } ?? .string(r.surveyVersionId),
-                // Answers are never edited in place here (a resubmission replaces them under review).
-                "edits": 0,
+                // A resubmission replaces the answers under review; an edit (`PUT …/answers`) counts.
+                "edits": .number(Double(r.edits)),
                 // A response is accepted only with every file it names uploaded.
                 "attachmentsPresent": .number(Double(files)),
                 "attachmentsExpected": .number(Double(files)),

@@ -171,7 +171,9 @@ struct ODataRowWriter {
         CanonicalJSON.encode(.number(Double(files)), into: &out)
         out += #","attachmentsPresent":"#.utf8
         CanonicalJSON.encode(.number(Double(files)), into: &out)
-        out += #","edits":0,"formVersion":"#.utf8
+        out += #","edits":"#.utf8
+        CanonicalJSON.encode(.number(Double(s.edits)), into: &out)
+        out += #","formVersion":"#.utf8
         CanonicalJSON.encode(.string(keys.versionNumber.map { String($0) } ?? s.surveyVersionId), into: &out)
         out += #","reviewState":"#.utf8
         CanonicalJSON.encode(.string(s.reviewState.rawValue), into: &out)

@@ -24,6 +24,17 @@ public struct Resubmission: Sendable {
     }
 }
 
+/// A reviewer's or admin's edit of a response's answers (`PUT …/answers`).
+public struct AnswersEdit: Sendable {
+    /// The revision the editor saw: an edit of anything else is 1021, never an overwrite.
+    public let expectedRevision: Int
+    public let answers: JSONValue
+    public let comment: String?
+    public init(expectedRevision: Int, answers: JSONValue, comment: String?) {
+        self.expectedRevision = expectedRevision; self.answers = answers; self.comment = comment
+    }
+}
+
 /// The review workflow: submitted → in_review → returned → submitted → in_review → approved (or
 /// rejected). Each accepted step raises the revision by one and appends one audit entry in one
 /// transaction; approval completes the linked field task in that same transaction.
@@ -40,9 +51,9 @@ public struct Reviews: Sendable {
         guard user.has(.reviewer) else { throw ApiError(.forbidden, "Review actions need the reviewer role.") }
         return counted(try ops.keyedWrite(orgId: orgId, caller: user.userId, target: responseId, key: key, prepare: {
             let r = try request()
-            guard let action = ReviewAction(rawValue: r.action), action != .resubmit else {
+            guard let action = ReviewAction(rawValue: r.action), ReviewAction.reviewerActions.contains(action) else {
                 throw ApiError(.validationFailed, "Unknown review action.",
-                               errors: [FieldError(path: "action", message: "one of startReview, returnForCorrection, approve, reject")])
+                               errors: [FieldError(path: "action", message: "one of " + ReviewAction.reviewerActions.map(\.rawValue).joined(separator: ", "))])
             }
             if action.requiresComment && (r.comment ?? "").trimmingCharacters(in: .whitespaces).isEmpty {
                 throw ApiError(.validationFailed, "\(action.rawValue) needs a comment.", errors: [FieldError(path: "comment", message: "required")])
@@ -50,7 +61,7 @@ public struct Reviews: Sendable {
             guard let current = try ops.database.read({ try $0.response(orgId: orgId, responseId: responseId) }) else { throw ApiError.notFound() }
             let (from, to) = try Self.plan(current, expected: r.expectedRevision, action: action)
             if to == .approved, let taskId = current.fieldTaskId,
-               try ops.database.read({ try $0.task(orgId: orgId, taskId: taskId) })?.state != .open {
+               let task = try ops.database.read({ try $0.task(orgId: orgId, taskId: taskId) }), !Self.completable(task, by: responseId) {
                 throw ApiError(.taskAlreadyCompleted, "The field task \(taskId) is already completed.")
             }
             return Step(responseId: responseId, expectedRevision: Int64(r.expectedRevision), from: from, to: to,
@@ -92,6 +103,87 @@ public struct Reviews: Sendable {
             return Step(responseId: responseId, expectedRevision: Int64(r.expectedRevision), from: from, to: to, auditAction: "response.resubmit",
                         comment: nil, answers: (r.surveyVersionId, CanonicalJSON.string(r.answers)))
         }, write: Self.apply))
+    }
+
+    /// A reviewer's or admin's edit of the answers (a collector, the submitter included, is
+    /// 1006): checked like a resubmission against the response's own survey version (1031, 1002
+    /// at every path, 1014), then the revision (1021), then the gate (1001). The accepted edit
+    /// keeps the new version beside the earlier ones, moves the review state to `edited` (the
+    /// review machine's `edit`, from any state), raises the revision and writes one audit entry
+    /// (`response.edit`, the `response.edited` event), in one transaction. `responseId`,
+    /// `clientSubmissionId` and the submitter stay as they were: the submission sent again is
+    /// still its replay.
+    public func edit(orgId: String, responseId: String, by user: UserRecord, source: String = "api",
+                     key: IdempotencyKey<ResponseRecord>? = nil, _ request: () throws -> AnswersEdit) throws -> KeyedOutcome<ResponseRecord> {
+        let ops = operations
+        let response = try ops.visibleResponse(user, orgId: orgId, responseId: responseId)
+        guard user.has(.reviewer) || user.has(.admin) else {
+            throw ApiError(.forbidden, "Editing a response's answers needs the reviewer or admin role.")
+        }
+        return counted(try ops.keyedWrite(orgId: orgId, caller: user.userId, target: responseId, key: key, prepare: { () throws -> Edit in
+            let r = try request()
+            guard let current = try ops.database.read({ try $0.response(orgId: orgId, responseId: responseId) }),
+                  let version = try ops.database.read({ try $0.surveyVersion(orgId: orgId, surveyVersionId: current.surveyVersionId) }) else {
+                throw ApiError.notFound()
+            }
+            let definition = try ops.definitions.definition(of: version)
+            let check = definition.validate(answers: r.answers)
+            guard check.errors.isEmpty else {
+                ops.metrics.add(.validationRefusals)
+                throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
+            }
+            let entity = try ops.database.read { db -> EntityEdit? in
+                try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: version.surveyVersionId,
+                                                 submitter: response.submitter, in: db)
+                return try EntityEdit.plan(definition: definition, responseId: responseId, orgId: orgId, stored: current.answers,
+                                           edited: r.answers, in: db)
+            }
+            let (_, to) = try Self.plan(current, expected: r.expectedRevision, action: .edit)
+            return Edit(responseId: responseId, expectedRevision: Int64(r.expectedRevision), to: to, answers: CanonicalJSON.string(r.answers),
+                        source: source, comment: r.comment, entity: entity, actor: user.userId)
+        }, write: { e, tx in
+            let edited = try tx.editResponse(responseId: e.responseId, expectedRevision: e.expectedRevision, to: e.to, answers: e.answers,
+                                             source: e.source, comment: e.comment).response
+            try e.entity?.apply(in: tx, responseId: e.responseId, actor: e.actor)
+            return edited
+        }))
+    }
+
+    struct Edit: Sendable {
+        let responseId: String
+        let expectedRevision: Int64
+        let to: ReviewState
+        let answers: String
+        let source: String
+        let comment: String?
+        /// The entity the response made, when the edit changes what the form saves to it.
+        let entity: EntityEdit?
+        let actor: String
+    }
+
+    /// A response's versions, oldest first (1: as submitted), for anyone who may see it.
+    public func versions(orgId: String, responseId: String, by user: UserRecord) throws -> [ResponseVersionRecord] {
+        _ = try operations.visibleResponse(user, orgId: orgId, responseId: responseId)
+        return try operations.database.read { db in
+            guard let r = try db.response(orgId: orgId, responseId: responseId) else { throw ApiError.notFound() }
+            return try db.responseVersions(of: r)
+        }
+    }
+
+    /// Version `number` of a response and the one before it (nil for version 1); 404 for a
+    /// number it does not have.
+    public func version(orgId: String, responseId: String, number: Int, by user: UserRecord) throws -> (ResponseVersionRecord, previous: ResponseVersionRecord?) {
+        let all = try versions(orgId: orgId, responseId: responseId, by: user)
+        guard let i = all.firstIndex(where: { $0.number == Int64(number) }) else {
+            throw ApiError(.notFound, "The response has no version \(number).")
+        }
+        return (all[i], i > 0 ? all[i - 1] : nil)
+    }
+
+    /// Whether approving the response may complete `task`: it is open, or this very response
+    /// completed it already (an approved response edited and approved again).
+    static func completable(_ task: TaskRecord, by responseId: String) -> Bool {
+        task.state == .open || task.responseId == responseId
     }
 
     /// The response's audit trail, oldest first, for anyone who may see the response.
@@ -138,7 +230,8 @@ public struct Reviews: Sendable {
     @Sendable static func apply(_ step: Step, _ tx: GatedTransaction) throws -> ResponseRecord {
         let updated = try tx.applyReview(responseId: step.responseId, expectedRevision: step.expectedRevision, from: step.from,
                                          to: step.to, action: step.auditAction, comment: step.comment, answers: step.answers)
-        if step.to == .approved, let taskId = updated.fieldTaskId {
+        if step.to == .approved, let taskId = updated.fieldTaskId,
+           try tx.read.task(orgId: tx.orgId, taskId: taskId).map({ $0.state == .completed && $0.responseId == updated.responseId }) != true {
             try tx.completeTask(taskId: taskId, responseId: updated.responseId, completedBy: updated.submitter)
         }
         return updated

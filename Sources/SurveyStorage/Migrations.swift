@@ -626,6 +626,28 @@ enum Migrations {
             csrf_token TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL);
         CREATE INDEX api_sessions_user ON api_sessions(user_id);
         """),
+        // A response's versions (`PUT …/answers`, an OpenRosa `deprecatedID`): written at its
+        // first edit, from version 1 (the answers as submitted) on; a response never edited has
+        // none (its version 1 is the response itself). `instance_id` is the instanceID an
+        // OpenRosa edit carried. `first_review_state`: the review state the response was
+        // accepted in, kept by its first edit (a replay answers the receipt of the acceptance);
+        // `edits`: how many edits it had (OData's `__system/edits`).
+        Migration("response-versions", sql: """
+        CREATE TABLE response_versions (
+            response_id TEXT NOT NULL REFERENCES responses(response_id),
+            org_id TEXT NOT NULL,
+            number BIGINT NOT NULL,
+            answers TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            created_by TEXT NOT NULL,
+            source TEXT NOT NULL,
+            instance_id TEXT,
+            PRIMARY KEY (response_id, number)
+        );
+        CREATE INDEX response_versions_instance ON response_versions(org_id, instance_id);
+        ALTER TABLE responses ADD COLUMN first_review_state TEXT;
+        ALTER TABLE responses ADD COLUMN edits BIGINT NOT NULL DEFAULT 0;
+        """),
     ]
 
 

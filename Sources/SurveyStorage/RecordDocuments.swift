@@ -12,7 +12,7 @@ extension ResponseRecord {
     /// is reviewed, which every later state implies; `none` otherwise). For replays.
     public var acceptedReceipt: JSONValue {
         .object(receiptMembers(surveyVersionId: acceptedSurveyVersionId ?? surveyVersionId,
-                               reviewState: reviewState == .none ? .none : .submitted,
+                               reviewState: firstReviewState ?? (reviewState == .none ? .none : .submitted),
                                revision: 1))
     }
 

@@ -192,12 +192,16 @@ public struct ResponseRecord: Sendable, Equatable {
     /// The version the response was accepted with, when a resubmission has changed it since
     /// (nil: `surveyVersionId` still is). A replay answers the receipt as it was at acceptance.
     public let acceptedSurveyVersionId: String?
+    /// The review state the response was accepted in, once an edit has moved it to `edited`
+    /// (nil: never edited, `reviewState` tells).
+    public let firstReviewState: ReviewState?
 
     public init(responseId: String, orgId: String, clientSubmissionId: String, submitter: String, surveyId: String,
                 surveyVersionId: String, requestDigest: String, requestSHA256: [UInt8], answers: String,
                 fieldTaskId: String?, capturedAt: Int64?, receivedAt: Int64, reviewState: ReviewState, revision: Int64,
-                acceptedSurveyVersionId: String? = nil) {
+                acceptedSurveyVersionId: String? = nil, firstReviewState: ReviewState? = nil) {
         self.acceptedSurveyVersionId = acceptedSurveyVersionId
+        self.firstReviewState = firstReviewState
         self.responseId = responseId; self.orgId = orgId; self.clientSubmissionId = clientSubmissionId
         self.submitter = submitter; self.surveyId = surveyId; self.surveyVersionId = surveyVersionId
         self.requestDigest = requestDigest; self.requestSHA256 = requestSHA256; self.answers = answers
@@ -209,7 +213,8 @@ public struct ResponseRecord: Sendable, Equatable {
 extension ResponseRecord {
     static let columns = """
         response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id, request_digest, request_sha256,
-        request_body, answers, field_task_id, captured_at, received_at, review_state, revision, accepted_survey_version_id
+        request_body, answers, field_task_id, captured_at, received_at, review_state, revision, accepted_survey_version_id,
+        first_review_state
         """
     init(row: Row) throws {
         self.init(responseId: try row["response_id"], orgId: try row["org_id"], clientSubmissionId: try row["client_submission_id"],
@@ -219,7 +224,34 @@ extension ResponseRecord {
                   requestSHA256: try row.optionalBlob("request_sha256") ?? Digest.sha256(try row.blob("request_body")),
                   answers: try row["answers"], fieldTaskId: try row["field_task_id"], capturedAt: try row["captured_at"],
                   receivedAt: try row["received_at"], reviewState: try row["review_state"], revision: try row["revision"],
-                  acceptedSurveyVersionId: try row["accepted_survey_version_id"])
+                  acceptedSurveyVersionId: try row["accepted_survey_version_id"],
+                  firstReviewState: try row.optionalString("first_review_state").flatMap(ReviewState.init(rawValue:)))
+    }
+}
+
+/// One version of a response's answers: 1 as submitted, each accepted edit the next.
+public struct ResponseVersionRecord: Sendable, Equatable {
+    public let number: Int64
+    /// Canonical JSON, as stored.
+    public let answers: String
+    public let createdAt: Int64
+    public let createdBy: String
+    /// `submission`, `api`, `openrosa` or `console`.
+    public let source: String
+    /// The instanceID an OpenRosa edit carried (nil otherwise).
+    public let instanceId: String?
+
+    public init(number: Int64, answers: String, createdAt: Int64, createdBy: String, source: String, instanceId: String? = nil) {
+        self.number = number; self.answers = answers; self.createdAt = createdAt; self.createdBy = createdBy
+        self.source = source; self.instanceId = instanceId
+    }
+}
+
+extension ResponseVersionRecord {
+    static let columns = "number, answers, created_at, created_by, source, instance_id"
+    init(row: Row) throws {
+        self.init(number: try row["number"], answers: try row["answers"], createdAt: try row["created_at"], createdBy: try row["created_by"],
+                  source: try row["source"], instanceId: try row.optionalString("instance_id"))
     }
 }
 

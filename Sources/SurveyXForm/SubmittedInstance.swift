@@ -11,6 +11,8 @@ public struct SubmittedInstance: Sendable {
     public let version: String?
     /// `meta/instanceID` (`uuid:…`): the submission's id, whichever door it arrives at.
     public let instanceID: String?
+    /// `meta/deprecatedID`: the instanceID this instance replaces (ODK's edit of a sent form).
+    public let deprecatedID: String?
     /// `meta/entity` as the JSON door's `entity` (`{dataset, id, create?, update?, baseVersion?,
     /// trunkVersion?, branchId?, label?}`), when the instance has one: what the device did to an
     /// entity, its conditions already evaluated.
@@ -26,6 +28,7 @@ public struct SubmittedInstance: Sendable {
         version = root.attribute("version")?.trimmingWhitespace()
         let meta = root.children.first { $0.name == "meta" }
         instanceID = meta?.children.first { $0.name == "instanceID" }?.text.trimmingWhitespace()
+        deprecatedID = meta?.children.first { $0.name == "deprecatedID" }.map { $0.text.trimmingWhitespace() }.flatMap { $0.isEmpty ? nil : $0 }
         entity = meta?.children.first { $0.name == "entity" }.map(Self.entity)
     }
 

@@ -505,6 +505,44 @@ def test_stale_page_changes_nothing():
     assert shown_state(d) == ("In review", "2"), shown_state(d)
 
 
+def test_answers_edited_on_the_response_page():
+    """A reviewer edits the answers in the form on the response page: a new version, state
+    Edited, the earlier answers kept; answers that break the form's rules change nothing."""
+    srv = shared_server()
+    rid = srv.submit()
+    d = browser()
+    sign_in_token(d, srv, srv["REVIEWER"])
+    open_response(d, srv, rid)
+    d.find_element(By.CSS_SELECTOR, "#edit summary").click()
+    size = field(d, "People in the household household_size")
+    assert size.get_attribute("value") == "4", size.get_attribute("value")
+    assert Select(field(d, "Main water source water_source")).first_selected_option.get_attribute("value") == "well"
+    size.clear()
+    size.send_keys("7")
+    Select(field(d, "Main water source water_source")).select_by_value("borehole")
+    fill(d, "Why (kept in the history)", "Recounted with the household")
+    click_and_load(d, button(d, "Save the answers"))
+    assert shown_state(d) == ("Edited", "2"), (shown_state(d), problem_text(d))
+    assert "the answers were edited" in page_text(d), page_text(d)[:500]
+    r = srv.response(rid)
+    assert r["answers"]["household_size"] == 7 and r["answers"]["water_source"] == "borehole" and r["reviewState"] == "edited", r
+    versions = srv.api("GET", f"/responses/{rid}/versions", srv["REVIEWER"])["items"]
+    assert [(v["number"], v["source"], v["answers"]["household_size"]) for v in versions] == [(1, "submission", 4), (2, "console", 7)], versions
+    assert "Recounted with the household" in page_text(d)
+    # From edited: approve, reject or flag issues.
+    assert [b.text for b in d.find_elements(By.CSS_SELECTOR, "form[action$='/review'] button")] == ["Approve", "Reject", "Flag issues"]
+
+    # A size over the form's maximum: refused at its path, nothing changed.
+    d.find_element(By.CSS_SELECTOR, "#edit summary").click()
+    size = field(d, "People in the household household_size")
+    size.clear()
+    size.send_keys("99")
+    click_and_load(d, button(d, "Save the answers"))
+    assert "answers.household_size" in problem_text(d), problem_text(d)
+    assert srv.state(rid) == ("edited", 2), srv.state(rid)
+    assert len(srv.api("GET", f"/responses/{rid}/versions", srv["REVIEWER"])["items"]) == 2
+
+
 def test_bulk_start_review_and_approve():
     srv = shared_server()
     rids = [srv.submit(answers={"household_size": n, "water_source": "river"}) for n in (2, 3, 7)]
@@ -764,6 +802,7 @@ TESTS = [
     test_invitation_password_and_token_sign_in,
     test_review_chain_clicked_through,
     test_stale_page_changes_nothing,
+    test_answers_edited_on_the_response_page,
     test_bulk_start_review_and_approve,
     test_queue_filters_by_version_submitter_task_and_date,
     test_expired_subscription_banner_and_disabled_buttons,

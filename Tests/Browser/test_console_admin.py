@@ -506,6 +506,42 @@ def test_publish_version_from_file():
     assert d.find_element(By.LINK_TEXT, "Exports").get_attribute("href").endswith(f"/surveys/{survey_id}/exports")
 
 
+def test_survey_state_closes_and_opens_from_the_survey_page():
+    """An admin closes a survey on its page: new responses are refused (409 / 1023, nothing
+    stored) while one sent before is still its replay; opening it again lets the refused one in."""
+    srv = shared_server()
+    survey_id, version = new_survey(srv, "Round 3 " + uuid.uuid4().hex[:4], False)
+    sent = submission(version["surveyVersionId"], version["contentHash"], {"household_size": 3, "water_source": "well"})
+    status, _, _ = submit_raw(srv, sent)
+    assert status == 201, status
+
+    d = browser()
+    sign_in_token(d, srv, srv["ADMIN"])
+    d.get(f"{srv.base}/console/orgs/{srv['ORG']}/surveys/{survey_id}")
+    wait_loaded(d)
+    state = d.find_element(By.ID, "state")
+    assert state.find_element(By.TAG_NAME, "h2").text == "State: open", state.text
+    Select(d.find_element(By.ID, "survey-state")).select_by_value("closed")
+    click_and_load(d, button(d, "Change state"))
+    assert d.find_element(By.CSS_SELECTOR, "#state h2").text == "State: closed", page_text(d)[:500]
+    assert "The survey is now closed" in page_text(d), page_text(d)[:500]
+    assert api_survey(srv, survey_id)["state"] == "closed"
+
+    late = submission(version["surveyVersionId"], version["contentHash"], {"household_size": 4, "water_source": "river"})
+    status, _, body = submit_raw(srv, late)
+    assert status == 409 and body["errorCode"] == 1023 and "closed" in body["detail"], (status, body)
+    assert srv.api("GET", f"/responses?clientSubmissionId={late['clientSubmissionId']}", srv["COLLECTOR"], expect=(404,))["errorCode"] == 1005
+    status, hdrs, _ = submit_raw(srv, sent)
+    assert status == 200 and hdrs.get("idempotent-replayed") == "true", (status, hdrs)
+
+    Select(d.find_element(By.ID, "survey-state")).select_by_value("open")
+    click_and_load(d, button(d, "Change state"))
+    assert d.find_element(By.CSS_SELECTOR, "#state h2").text == "State: open", page_text(d)[:500]
+    status, _, _ = submit_raw(srv, late)
+    assert status == 201, status
+    assert api_survey(srv, survey_id)["state"] == "open"
+
+
 def test_assign_task_completed_by_collectors_sync():
     srv = shared_server()
     title = "Quick count " + uuid.uuid4().hex[:4]
@@ -1264,6 +1300,7 @@ TESTS = [
     test_add_user_with_invitation_then_password_sign_in,
     test_roles_change_shows_on_the_collectors_next_page,
     test_publish_version_from_file,
+    test_survey_state_closes_and_opens_from_the_survey_page,
     test_assign_task_completed_by_collectors_sync,
     test_export_downloads_parse,
     test_operator_ends_and_renews_subscription,

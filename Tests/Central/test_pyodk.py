@@ -13,16 +13,18 @@ Then, through pyodk alone:
 3. with the subscription expired (the operator's API), `submissions.create` raises PyODKError
    with 402 / 1001 in its text and nothing is stored; after renewal the same call stores it
    once;
-4. `submissions.review(…, review_state="approved")` reaches surveyd's `approved` through its
+4. `submissions.edit(…)` (an instance whose `deprecatedID` is the current instanceID) is a new
+   version of the same submission, in state edited; a stale one raises 409.1021;
+5. `submissions.review(…, review_state="approved")` reaches surveyd's `approved` through its
    review steps (refused with 402 while expired, nothing changed);
-5. a wrong password raises (401, nothing stored), and a Central route surveyd does not offer
+6. a wrong password raises (401, nothing stored), and a Central route surveyd does not offer
    raises with 501 / 1050 (`is_central_error`);
-6. as an admin: `entity_lists.create`, `entity_lists.add_property`, `entities.create` (sent
+7. as an admin: `entity_lists.create`, `entity_lists.add_property`, `entities.create` (sent
    again: the same entity), `entities.create_many` (all in one transaction), `entities.list`,
    `entities.update` with `base_version` (sent again: no new version; a stale one 409.15, nothing
    changed), `entities.delete`; while expired `entities.create` raises 402 / 1001 and stores
    nothing, and the same call after renewal stores it once;
-7. `projects.create_app_users(display_names, forms)`: collectors whose tokens open the OpenRosa
+8. `projects.create_app_users(display_names, forms)`: collectors whose tokens open the OpenRosa
    door's form list; run again, it makes no one twice.
 
 Run with the venv scripts/setup.sh makes: `.build/venv-central/bin/python Tests/Central/test_pyodk.py`.
@@ -75,10 +77,11 @@ def console_collector(base, e, name="Cole Console", roles=("collector", "reviewe
     return user
 
 
-def instance(form_id, version, instance_id, size):
+def instance(form_id, version, instance_id, size, replaces=None):
+    deprecated = f"<deprecatedID>{replaces}</deprecatedID>" if replaces else ""
     return (f'<data id="{form_id}" version="{version}"><household_size>{size}</household_size>'
             f"<water_source>piped</water_source><notes>from pyodk</notes><location/><photo/>"
-            f"<meta><instanceID>{instance_id}</instanceID></meta></data>")
+            f"<meta>{deprecated}<instanceID>{instance_id}</instanceID></meta></data>")
 
 
 def stored(base, e, instance_id):
@@ -228,6 +231,24 @@ def main():
         except PyODKError as err:
             check(err.is_central_error("409.3"), f"409.3: {err}")
         check([x["answers"].get("household_size") for x in stored(base, e, later)] == [5], "the stored submission is unchanged")
+
+        # An edit (`submissions.edit`): an instance whose deprecatedID is the current instanceID;
+        # a new version of the same submission, in state edited. A stale deprecatedID is 409.1021.
+        edited = "uuid:" + str(uuid.uuid4())
+        c.submissions.edit(instance_id=later, xml=instance(form.xmlFormId, form.version, edited, 6, replaces=later), form_id=form.xmlFormId)
+        now = stored(base, e, later)
+        check([(x["answers"].get("household_size"), x["reviewState"]) for x in now] == [(6, "edited")], f"submissions.edit: {now}")
+        versions = requests.get(f"{base}/v1/orgs/{e['ORG']}/responses/{now[0]['responseId']}/versions",
+                                headers={"Authorization": "Bearer " + e["ADMIN"]}).json()["items"]
+        check([v["answers"]["household_size"] for v in versions] == [5, 6], f"both versions are kept: {versions}")
+        check(c.submissions.get(form_id=form.xmlFormId, instance_id=later).reviewState == "edited", "Central's reviewState reads edited")
+        try:
+            c.submissions.edit(instance_id=later, xml=instance(form.xmlFormId, form.version, "uuid:" + str(uuid.uuid4()), 8, replaces=later),
+                               form_id=form.xmlFormId)
+            check(False, "an edit of an earlier version is refused")
+        except PyODKError as err:
+            check(err.is_central_error("409.1021"), f"409.1021: {err}")
+        check([x["answers"].get("household_size") for x in stored(base, e, later)] == [6], "a stale edit changes nothing")
 
         # Review: refused while expired (nothing changes), then approved through surveyd's steps.
         def review_state(instance_id):

@@ -198,6 +198,109 @@ import Testing
         #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM responses") == 2)
     }
 
+    /// A closed form is still listed, with its state, and refuses a new submission as Central's
+    /// 409.1023 — also while the subscription has expired — leaving nothing; a submission sent
+    /// before is still its replay, another body under its instanceID still 409.3.
+    @Test func aClosedFormIsListedWithItsStateAndRefusesNewSubmissions() throws {
+        let w = try World()
+        let c = w.f.client
+        let sent = "uuid:0c3a1d7e-5555-4000-8000-000000000001"
+        let late = "uuid:0c3a1d7e-5555-4000-8000-000000000002"
+        #expect(try w.submit(w.instance(sent), token: w.f.collectorToken).status == 200)
+        let closed = try c.request("PUT", "/v1/orgs/\(w.f.orgId)/surveys/\(w.survey.surveyId)/state", token: w.f.adminToken, json: ["state": "closed"])
+        #expect(closed.status == 200, "\(closed.text)")
+        let forms = try c.get("/v1/projects/\(w.projectId)/forms", token: w.f.adminToken)
+        #expect(forms.json?.arrayValue?.map { $0["state"]?.stringValue } == ["closed"], "\(forms.text)")
+        #expect(try c.get("/v1/projects/\(w.projectId)/forms/\(w.xmlFormId)", token: w.f.collectorToken).json?["state"]?.stringValue == "closed")
+        #expect(try CollectClient(w.f).formList().forms.isEmpty, "Collect's form list has open forms only")
+
+        func traces() throws -> [Int64] {
+            try ["responses", "audit WHERE action <> 'subscription.set'", "idempotency_keys"].map { try w.f.server.count("SELECT COUNT(*) AS n FROM \($0)") }
+        }
+        let before = try traces()
+        let refused = try w.submit(w.instance(late), token: w.f.collectorToken)
+        #expect(refused.status == 409 && refused.json?["errorCode"]?.intValue == 1023 && refused.json?["code"]?.doubleValue == 409.1023, "\(refused.text)")
+        #expect(refused.json?["message"] == refused.json?["detail"] && refused.json?["detail"]?.stringValue?.contains("closed") == true)
+        let replay = try w.submit(w.instance(sent), token: w.f.collectorToken)
+        #expect(replay.status == 200 && replay.header("idempotent-replayed") == "true" && replay.json?["instanceId"]?.stringValue == sent)
+        let other = try w.submit(w.instance(sent, size: "9"), token: w.f.collectorToken)
+        #expect(other.status == 409 && other.json?["code"]?.doubleValue == 409.3)
+        try w.f.expire()
+        let whileExpired = try w.submit(w.instance(late), token: w.f.collectorToken)
+        #expect(whileExpired.status == 409 && whileExpired.json?["code"]?.doubleValue == 409.1023, "reported as itself, never 1001: \(whileExpired.text)")
+        try w.f.renew()
+        #expect(try traces() == before)
+
+        // Open again: the refused submission goes through, once.
+        #expect(try c.request("PUT", "/v1/orgs/\(w.f.orgId)/surveys/\(w.survey.surveyId)/state", token: w.f.adminToken, json: ["state": "open"]).status == 200)
+        #expect(try w.submit(w.instance(late), token: w.f.collectorToken).status == 200)
+        #expect(try w.submit(w.instance(late), token: w.f.collectorToken).header("idempotent-replayed") == "true")
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM responses") == 2)
+    }
+
+    /// An edited response reads as Central's `edited`; from there `hasIssues` is surveyd's
+    /// flagIssues (with Central's comment), and `edited` is never set by a PATCH.
+    @Test func anEditedSubmissionReadsAsEditedAndIsFlaggedAsHasIssues() throws {
+        let w = try World(reviewRequired: true)
+        let c = w.f.client
+        let id = "uuid:0c3a1d7e-6666-4000-8000-000000000001"
+        #expect(try w.submit(w.instance(id), token: w.f.collectorToken).status == 200)
+        guard let responseId = try w.f.server.rows("SELECT response_id FROM responses WHERE client_submission_id = ?", [.text(id)]).first?.string("response_id") else {
+            throw TestFailure("no response")
+        }
+        let edited = try c.request("PUT", "/v1/orgs/\(w.f.orgId)/responses/\(responseId)/answers", token: w.f.reviewerToken,
+                                   json: ["expectedRevision": 1, "answers": ["size": 4, "source": "well"]])
+        #expect(edited.status == 200, "\(edited.text)")
+        let path = "/v1/projects/\(w.projectId)/forms/\(w.xmlFormId)/submissions/\(id)"
+        let read = try c.get(path, token: w.f.reviewerToken)
+        #expect(read.json?["reviewState"]?.stringValue == "edited" && read.json?["surveydReviewState"]?.stringValue == "edited", "\(read.text)")
+        let toEdited = try c.request("PATCH", path, token: w.f.reviewerToken, json: ["reviewState": "edited"])
+        #expect(toEdited.status == 400 && toEdited.json?["code"]?.doubleValue == 400.1)
+        let flagged = try c.request("PATCH", path, token: w.f.reviewerToken, json: ["reviewState": "hasIssues"])
+        #expect(flagged.status == 200 && flagged.json?["reviewState"]?.stringValue == "hasIssues", "\(flagged.text)")
+        #expect(flagged.json?["surveydReviewState"]?.stringValue == "hasIssues")
+        let comment = try w.f.server.rows("SELECT detail FROM audit WHERE action = 'review.flagIssues'").first?.string("detail")
+        #expect(comment?.contains("Set to hasIssues through the Central API") == true)
+        // Already there: 200, nothing written; approving from hasIssues is out of order.
+        let audit = try w.f.server.count("SELECT COUNT(*) AS n FROM audit")
+        #expect(try c.request("PATCH", path, token: w.f.reviewerToken, json: ["reviewState": "hasIssues"]).status == 200)
+        #expect(try c.request("PATCH", path, token: w.f.reviewerToken, json: ["reviewState": "approved"]).status == 409)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit") == audit)
+    }
+
+    /// `PUT …/submissions/{instanceId}` with `meta/deprecatedID` the current instanceID is an edit:
+    /// a new version, state edited, the new instanceID current; the same PUT again writes nothing;
+    /// a stale deprecatedID is 409.1021, nothing changes.
+    @Test func aPutWithTheCurrentDeprecatedIDIsAnEdit() throws {
+        let w = try World(reviewRequired: true)
+        let c = w.f.client
+        let a = "uuid:0c3a1d7e-7777-4000-8000-00000000000a", b = "uuid:0c3a1d7e-7777-4000-8000-00000000000b"
+        #expect(try w.submit(w.instance(a), token: w.f.collectorToken).status == 200)
+        func edit(_ id: String, replacing old: String, size: String) -> [UInt8] {
+            Array("""
+                <data id="\(w.xmlFormId)" version="\(w.formVersion)"><size>\(size)</size><source>well</source><notes/><photo/>\
+                <meta><instanceID>\(id)</instanceID><deprecatedID>\(old)</deprecatedID></meta></data>
+                """.utf8)
+        }
+        let path = "/v1/projects/\(w.projectId)/forms/\(w.xmlFormId)/submissions/\(a)"
+        let put = try c.request("PUT", path, token: w.f.reviewerToken, body: edit(b, replacing: a, size: "5"), headers: ["Content-Type": "application/xml"])
+        #expect(put.status == 200 && put.json?["reviewState"]?.stringValue == "edited" && put.json?["instanceId"]?.stringValue == a, "\(put.text)")
+        let again = try c.request("PUT", path, token: w.f.reviewerToken, body: edit(b, replacing: a, size: "5"), headers: ["Content-Type": "application/xml"])
+        #expect(again.status == 200 && again.header("idempotent-replayed") == "true")
+        let audit = try w.f.server.count("SELECT COUNT(*) AS n FROM audit")
+        let stale = try c.request("PUT", path, token: w.f.reviewerToken, body: edit("uuid:0c3a1d7e-7777-4000-8000-00000000000c", replacing: a, size: "6"),
+                                  headers: ["Content-Type": "application/xml"])
+        #expect(stale.status == 409 && stale.json?["code"]?.doubleValue == 409.1021, "\(stale.text)")
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit") == audit)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM response_versions") == 2)
+        let answers = try w.f.server.rows("SELECT answers FROM responses WHERE client_submission_id = ?", [.text(a)]).first?.string("answers")
+        #expect(answers?.contains(#""size":5"#) == true, "\(answers ?? "")")
+        // The new instanceID is the current one: the next edit names it.
+        let next = try c.request("PUT", path, token: w.f.collectorToken, body: edit("uuid:0c3a1d7e-7777-4000-8000-00000000000d", replacing: b, size: "7"),
+                                 headers: ["Content-Type": "application/xml"])
+        #expect(next.status == 200 && next.json?["reviewState"]?.stringValue == "edited", "\(next.text)")
+    }
+
     /// `PATCH {reviewState}` reaches Central's state through surveyd's steps in one transaction,
     /// each audited; the state it is already in writes nothing; every refusal leaves nothing.
     @Test func aReviewStateIsSetThroughSurveydsStepsInOneTransaction() throws {

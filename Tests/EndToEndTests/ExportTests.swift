@@ -340,7 +340,7 @@ import TestProcesses
             WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 20000)
             INSERT INTO responses SELECT printf('rsp_bulk_%06d', n), org_id, printf('bulk-%06d', n), submitter, survey_id,
               survey_version_id, request_digest, request_body, answers, field_task_id, captured_at, received_at, review_state,
-              revision, request_sha256, accepted_survey_version_id
+              revision, request_sha256, accepted_survey_version_id, first_review_state, edits
             FROM responses, c WHERE client_submission_id = 'exp-gone-template'
             """)
         let fd = try w.f.client.connect()

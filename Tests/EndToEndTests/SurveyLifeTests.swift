@@ -62,6 +62,45 @@ import SurveyDomain
         #expect(trail == ["from=open to=closing", "from=closing to=closed", "from=closed to=open"], "\(trail)")
     }
 
+    /// 1023 is a check of step 4: after the replay check (a response sent before is still its
+    /// replay, another body under its id still 1004) and before the gate (while the subscription
+    /// has expired a closed survey is reported as itself, never as 1001), through both doors.
+    @Test func aClosedSurveyIsCheckedAfterTheReplayAndBeforeTheGate() throws {
+        let p = try OpenRosaTests.Published(definition: FormLogicTests.roster)
+        let f = p.f
+        #expect(try p.collect.submit(try p.instance("uuid:life-order-0001")).status == 201)
+        #expect(try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                  ResponseTests.submission("life-order-json-0001", p.v, answers: FormLogicTests.goodAnswers)).status == 201)
+        #expect(try setState(f, p.v.surveyId, "closed").status == 200)
+        func traces() throws -> [Int64] {
+            try ["responses", "audit WHERE action <> 'subscription.set'", "idempotency_keys", "uploads"].map { try f.server.count("SELECT COUNT(*) AS n FROM \($0)") }
+        }
+        let before = try traces()
+
+        // The same ids with other content: still 1004, not 1023.
+        let otherXML = try p.collect.submit(try p.instance("uuid:life-order-0001", size: "3"))
+        #expect(otherXML.status == 409 && otherXML.header("surveyd-error-code") == "1004", "\(otherXML.text)")
+        let changed: JSONValue = ["consent": "yes", "size": 1, "eldest": 41, "people": [["name": "Ana", "age": 41, "pregnant": "no"]]]
+        P.expectProblem(try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                          ResponseTests.submission("life-order-json-0001", p.v, answers: changed)), .idempotencyConflict)
+
+        // Expired and closed: the closure is reported, never 1001; replays still answer.
+        try f.expire()
+        let xml = try p.collect.submit(try p.instance("uuid:life-order-0002"))
+        #expect(xml.status == 409 && xml.header("surveyd-error-code") == "1023", "\(xml.text)")
+        #expect(OpenRosaTests.message(xml).contains("closed"))
+        let json = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                     ResponseTests.submission("life-order-json-0002", p.v, answers: FormLogicTests.goodAnswers))
+        P.expectProblem(json, .surveyClosed)
+        #expect(json.json?["detail"]?.stringValue?.contains("closed") == true)
+        #expect(try p.collect.submit(try p.instance("uuid:life-order-0001")).status == 202)
+        let replay = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                       ResponseTests.submission("life-order-json-0001", p.v, answers: FormLogicTests.goodAnswers))
+        #expect(replay.status == 200 && replay.header("idempotent-replayed") == "true")
+        try f.renew()
+        #expect(try traces() == before)
+    }
+
     @Test func changingTheStateIsAnAdminsGatedWrite() throws {
         let f = try Fixture()
         let v = try f.publishSurvey()

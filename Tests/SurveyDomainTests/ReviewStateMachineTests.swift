@@ -4,14 +4,26 @@ import Testing
 
 @Suite struct ReviewStateMachineTests {
     /// The complete table: every (state, action) pair, nil = 1020 InvalidTransition.
+    /// An edit (`PUT …/answers`) moves a response to `edited` from any state; from `edited` it is
+    /// approved, rejected or flagged (`hasIssues`).
     static let expected: [ReviewState: [ReviewAction: ReviewState?]] = [
-        .none: [.startReview: nil, .returnForCorrection: nil, .approve: nil, .reject: nil, .resubmit: nil],
-        .submitted: [.startReview: .inReview, .returnForCorrection: nil, .approve: nil, .reject: nil, .resubmit: nil],
-        .inReview: [.startReview: nil, .returnForCorrection: .returned, .approve: .approved, .reject: .rejected, .resubmit: nil],
-        .returned: [.startReview: nil, .returnForCorrection: nil, .approve: nil, .reject: nil, .resubmit: .submitted],
-        .approved: [.startReview: nil, .returnForCorrection: nil, .approve: nil, .reject: nil, .resubmit: nil],
-        .rejected: [.startReview: nil, .returnForCorrection: nil, .approve: nil, .reject: nil, .resubmit: nil],
+        .none: row(edit: .edited),
+        .submitted: row([.startReview: .inReview], edit: .edited),
+        .inReview: row([.returnForCorrection: .returned, .approve: .approved, .reject: .rejected], edit: .edited),
+        .returned: row([.resubmit: .submitted], edit: .edited),
+        .approved: row(edit: .edited),
+        .rejected: row(edit: .edited),
+        .edited: row([.approve: .approved, .reject: .rejected, .flagIssues: .hasIssues], edit: .edited),
+        .hasIssues: row(edit: .edited),
     ]
+
+    /// A state's row: every action refused but those given.
+    static func row(_ allowed: [ReviewAction: ReviewState] = [:], edit: ReviewState) -> [ReviewAction: ReviewState?] {
+        var r: [ReviewAction: ReviewState?] = [:]
+        for a in ReviewAction.allCases { r[a] = .some(allowed[a]) }
+        r[.edit] = .some(edit)
+        return r
+    }
 
     @Test func tableCoversEveryPair() {
         #expect(Set(Self.expected.keys) == Set(ReviewState.allCases))
@@ -32,17 +44,19 @@ import Testing
         }
     }
 
-    @Test func exactlyFiveTransitions() {
+    @Test func exactlySixteenTransitions() {
         let allowed = ReviewState.allCases.flatMap { s in ReviewAction.allCases.compactMap { ReviewStateMachine.transition($0, from: s) } }
-        #expect(allowed.count == 5)
-        #expect(allowed.filter(\.completesResponse).map(\.to) == [.approved])
+        // The five of the first workflow, an edit from each of the eight states, three from edited.
+        #expect(allowed.count == 16)
+        #expect(allowed.filter(\.completesResponse).map(\.from) == [.inReview, .edited])
     }
 
     @Test func wireNames() {
-        #expect(ReviewState.allCases.map(\.rawValue) == ["none", "submitted", "in_review", "returned", "approved", "rejected"])
-        #expect(ReviewAction.allCases.map(\.rawValue) == ["startReview", "returnForCorrection", "approve", "reject", "resubmit"])
+        #expect(ReviewState.allCases.map(\.rawValue) == ["none", "submitted", "in_review", "returned", "approved", "rejected", "edited", "hasIssues"])
+        #expect(ReviewAction.allCases.map(\.rawValue) == ["startReview", "returnForCorrection", "approve", "reject", "flagIssues", "resubmit", "edit"])
+        #expect(ReviewAction.reviewerActions.map(\.rawValue) == ["startReview", "returnForCorrection", "approve", "reject", "flagIssues"])
         #expect(ReviewState(rawValue: "inReview") == nil)
-        #expect(ReviewAction.allCases.filter(\.requiresComment) == [.returnForCorrection, .reject])
+        #expect(ReviewAction.allCases.filter(\.requiresComment) == [.returnForCorrection, .reject, .flagIssues])
         #expect(ReviewAction.allCases.filter(\.completesResponse) == [.approve])
     }
 

@@ -58,6 +58,33 @@ import Testing
         #expect(try await f.acceptedCount() == 1)
     }
 
+    /// An admin closes the survey while a response waits on the phone: the server refuses it
+    /// (409 / 1023, nothing stored), the person is told the survey closed, and it is not sent
+    /// again; once the survey is open again, the person's retry sends the identical request, once.
+    @Test func aClosedSurveyNeedsAttentionAndIsSentOnceWhenOpenAgain() async throws {
+        let f = try await SyncFixture()
+        let (outbox, engine) = try f.phone()
+        let captured = try f.capture(outbox, size: 4)
+        let closed = try await f.api("PUT", "/v1/orgs/\(f.org)/surveys/\(f.surveyId)/state", token: f.adminToken, ["state": "closed"])
+        #expect(closed.status == 200)
+
+        _ = await engine.syncNow()
+        let c = try #require(try outbox.command(captured.id))
+        #expect(c.stateLabel == "Needs attention")
+        #expect(c.attention == ["The survey was closed before this response reached the server, so it takes no new responses. Your answers are kept on this device; ask your administrator whether the survey will open again. It will not be sent again automatically."])
+        #expect(c.lastAnswer == "HTTP 409 errorCode 1023")
+        _ = await engine.syncNow()
+        #expect(f.proxy.delivered("POST /v1/orgs/\(f.org)/responses") == 1, "not retried")
+        #expect(try await f.acceptedCount() == 0)
+
+        let open = try await f.api("PUT", "/v1/orgs/\(f.org)/surveys/\(f.surveyId)/state", token: f.adminToken, ["state": "open"])
+        #expect(open.status == 200)
+        try outbox.retry(captured.id)
+        _ = await engine.syncNow()
+        #expect(try outbox.command(captured.id)?.stateLabel == "Submitted")
+        #expect(try await f.acceptedCount() == 1)
+    }
+
     /// The app validated against its own (older, laxer) rules; the server's rules say 50 at most.
     @Test func serverValidationChangeNeedsAttentionWithTheFieldsSentence() async throws {
         let f = try await SyncFixture()

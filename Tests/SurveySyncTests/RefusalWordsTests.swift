@@ -35,6 +35,8 @@ import Testing
         Refusal(409, #"{"errorCode":1021}"#,
                 ["This response changed on the server before your correction arrived: another device or a reviewer acted on it first. Your correction was not applied; open the response again to see its current version."]),
         Refusal(409, #"{"errorCode":1022}"#, ["The field task was already completed by other work. Send the response without the task if it is still needed."]),
+        Refusal(409, #"{"errorCode":1023,"detail":"The survey Household is closed: it takes no new responses."}"#,
+                ["The survey was closed before this response reached the server, so it takes no new responses. Your answers are kept on this device; ask your administrator whether the survey will open again. It will not be sent again automatically."]),
         Refusal(400, "not a problem document", ["The server refused this (HTTP 400): no reason given. It will not be sent again automatically."]),
     ]
 

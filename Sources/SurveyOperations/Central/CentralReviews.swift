@@ -20,21 +20,21 @@ public struct CentralReviews: Sendable {
     static func steps(from: ReviewState, to target: String) -> [ReviewAction]? {
         let last: ReviewAction
         switch target {
-        case "hasIssues": last = .returnForCorrection
+        case "hasIssues": last = from == .edited ? .flagIssues : .returnForCorrection
         case "approved": last = .approve
         default: last = .reject
         }
         switch from {
         case .submitted: return [.startReview, last]
-        case .inReview: return [last]
-        case .none, .returned, .approved, .rejected: return nil
+        case .inReview, .edited: return [last]
+        case .none, .returned, .approved, .rejected, .hasIssues: return nil
         }
     }
 
     /// Whether `state` already reads as Central's `target`.
     static func reads(_ state: ReviewState, as target: String) -> Bool {
         switch (state, target) {
-        case (.returned, "hasIssues"), (.approved, "approved"), (.rejected, "rejected"): true
+        case (.returned, "hasIssues"), (.hasIssues, "hasIssues"), (.approved, "approved"), (.rejected, "rejected"): true
         default: false
         }
     }
@@ -55,7 +55,7 @@ public struct CentralReviews: Sendable {
                            extra: ["reviewState": .string(current.reviewState.rawValue), "revision": .number(Double(current.revision))])
         }
         if wanted == "approved", let taskId = current.fieldTaskId,
-           try ops.database.read({ try $0.task(orgId: orgId, taskId: taskId) })?.state != .open {
+           let task = try ops.database.read({ try $0.task(orgId: orgId, taskId: taskId) }), !Reviews.completable(task, by: responseId) {
             throw ApiError(.taskAlreadyCompleted, "The field task \(taskId) is already completed.")
         }
         var steps: [Reviews.Step] = []

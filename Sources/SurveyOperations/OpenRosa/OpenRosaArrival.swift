@@ -13,6 +13,8 @@ public struct OpenRosaArrival: Sendable {
     let definition: SurveyDefinition
     public let submission: Submission
     public let files: [SubmittedInstance.NamedFile]
+    /// `meta/deprecatedID`: the instanceID of the response this instance edits, if it is an edit.
+    public var deprecatedID: String? = nil
 
     /// The files its POST carried that its answers name, each checked as an upload of the
     /// question naming it, in the snapshot the instance was read in; a file stored already
@@ -52,6 +54,7 @@ public struct OpenRosaArrival: Sendable {
                                         contentHash: version.contentHash, answers: answers, entity: parsed.entity,
                                         doorProblems: problems)
         for file in files { submission.fileNames[OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: file.fileName)] = file.fileName }
-        return OpenRosaArrival(instanceID: instanceID, formId: parsed.formId, version: version, definition: definition, submission: submission, files: files)
+        return OpenRosaArrival(instanceID: instanceID, formId: parsed.formId, version: version, definition: definition, submission: submission,
+                               files: files, deprecatedID: parsed.deprecatedID)
     }
 }

@@ -24,8 +24,9 @@ public struct OpenRosaForms: Sendable {
 
     /// Every open survey of the organization with a published version whose definition has an
     /// XForm, in survey id order (a closing or closed one is no longer offered to start anew);
-    /// `formId` narrows it to the forms of that id.
-    public func forms(in db: ReadContext, orgId: String, formId: String? = nil) throws -> [Listed] {
+    /// `formId` narrows it to the forms of that id. `states` widens it: ODK Central's API lists a
+    /// form in every state, with its state.
+    public func forms(in db: ReadContext, orgId: String, formId: String? = nil, states: Set<SurveyState> = [.open]) throws -> [Listed] {
         var latest: [String: String] = [:]
         var order: [String] = []
         for key in try db.versionKeys(orgId: orgId) {
@@ -35,7 +36,7 @@ public struct OpenRosaForms: Sendable {
         var out: [Listed] = []
         for surveyId in order {
             guard let versionId = latest[surveyId], let version = try db.surveyVersion(orgId: orgId, surveyVersionId: versionId),
-                  let survey = try db.survey(orgId: orgId, surveyId: surveyId), survey.state == .open,
+                  let survey = try db.survey(orgId: orgId, surveyId: surveyId), states.contains(survey.state),
                   case let files = try files(of: version, in: db), let xform = files.xform else { continue }
             if let formId, xform.formId != formId { continue }
             out.append(Listed(survey: survey, version: version, xform: xform, attachments: files.attachments,

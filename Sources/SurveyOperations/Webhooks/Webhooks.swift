@@ -8,7 +8,7 @@ import SurveyStorage
 public struct Webhooks: Sendable {
     let operations: Operations
 
-    public static let eventTypes = ["response.accepted", "response.resubmitted", "response.review", "upload.completed", "task.completed",
+    public static let eventTypes = ["response.accepted", "response.resubmitted", "response.edited", "response.review", "upload.completed", "task.completed",
                                     "entity.created", "entity.updated", "entity.conflict"]
     /// After a rotation the old secret signs beside the new one this long.
     public static let rotationOverlapMillis: Int64 = 24 * 3_600_000

@@ -31,7 +31,8 @@ enum CentralJSON {
     static func reviewState(_ s: ReviewState) -> JSONValue {
         switch s {
         case .none, .submitted, .inReview: .null
-        case .returned: .string("hasIssues")
+        case .returned, .hasIssues: .string("hasIssues")
+        case .edited: .string("edited")
         case .approved: .string("approved")
         case .rejected: .string("rejected")
         }

@@ -43,6 +43,8 @@ struct CentralService {
         router.add("PATCH", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}", access: readers) { request in
             CentralRefusal.answer { try review(request) }
         }
+        router.add("PUT", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}", access: readers,
+                   bodyLimit: 10 << 20, runs: .blocking) { request in CentralRefusal.answer { try editSubmission(request) } }
         router.add("GET", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}/attachments", access: readers) { request in
             CentralRefusal.answer { try attachments(request) }
         }
@@ -104,7 +106,7 @@ struct CentralService {
 
     func forms(_ request: HTTPRequest) throws -> HTTPResponse {
         let (_, org) = try admit(request, .memberOrOperator(anyOf: []))
-        let listed = try services.database.read { try operations.openRosaForms.forms(in: $0, orgId: org.orgId) }
+        let listed = try services.database.read { try operations.openRosaForms.forms(in: $0, orgId: org.orgId, states: Set(SurveyState.allCases)) }
         return .json(200, .array(listed.map { CentralJSON.form($0, projectId: org.projectId) }))
     }
 
@@ -127,11 +129,13 @@ struct CentralService {
                                                    ("Content-Security-Policy", "default-src 'none'; sandbox")], body: xform)
     }
 
-    /// The path's form, published and open here; else the 404 of a form that does not exist.
+    /// The path's form, published here (in any state: a closed form is still read, its `state`
+    /// says so); else the 404 of a form that does not exist.
     func listedForm(_ request: HTTPRequest, orgId: String) throws -> OpenRosaForms.Listed {
         let xmlFormId = request.parameter("xmlFormId")
-        guard let form = try services.database.read({ try operations.openRosaForms.forms(in: $0, orgId: orgId, formId: xmlFormId).first }) else {
-            throw ApiError(.notFound, "No form \(xmlFormId) is published and open in this project.")
+        guard let form = try services.database.read({ try operations.openRosaForms.forms(in: $0, orgId: orgId, formId: xmlFormId,
+                                                                                          states: Set(SurveyState.allCases)).first }) else {
+            throw ApiError(.notFound, "No form \(xmlFormId) is published in this project.")
         }
         return form
     }
@@ -203,6 +207,26 @@ struct CentralService {
         }
         return .json(200, CentralJSON.submission(updated, submitterId: try actorIds(of: [updated])[updated.submitter] ?? 0))
             .logging(["responseId": updated.responseId])
+    }
+
+    /// Central's edit of a submission: an instance whose `meta/deprecatedID` is the current
+    /// instanceID (`OpenRosaEdit`); the same PUT again answers the same, writing nothing.
+    func editSubmission(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (user, org) = try admitMember(request)
+        _ = try listedForm(request, orgId: org.orgId)
+        let instanceId = request.parameter("instanceId")
+        guard ClientIdentifier.isValid(instanceId) else { throw ApiError.notFound() }
+        let outcome = try operations.openRosaEdits.edit(orgId: org.orgId, by: user, xmlFormId: request.parameter("xmlFormId"),
+                                                        instanceId: instanceId, xml: request.body)
+        switch outcome {
+        case .edited(let r):
+            return .json(200, CentralJSON.submission(r, submitterId: try actorIds(of: [r])[r.submitter] ?? 0)).logging(["responseId": r.responseId])
+        case .replayed(let r):
+            return HTTPResponse.replayed(.json(200, CentralJSON.submission(r, submitterId: try actorIds(of: [r])[r.submitter] ?? 0)))
+                .logging(["responseId": r.responseId])
+        case .notAnEdit:
+            throw ApiError.malformed("The submission has no meta/deprecatedID.")
+        }
     }
 
     func attachments(_ request: HTTPRequest) throws -> HTTPResponse {

@@ -184,11 +184,37 @@ struct OpenRosaService {
         let metrics = services.metrics
         let answer = DeferredResponse()
         let parts = request.form.fileParts.filter { $0.name != "xml_submission_file" }
-        // Answers alone, what a phone sends most: straight to the operation.
-        guard partial || !parts.isEmpty else {
+        let submitAnswersAlone: @Sendable () -> Void = {
             ops.submissions.submit(orgId: orgId, from: OpenRosaSubmissionDoor(appToken: token, orgId: orgId, instance: xml)) { outcome in
                 answer.complete { Self.render(outcome, metrics: metrics) }
             }
+        }
+        // An edit of a sent form (`meta/deprecatedID`): the edit operation, off this thread; an
+        // instance that only looked like one goes on as a submission. (One with files is refused
+        // by the submission's door.)
+        if !partial, parts.isEmpty, OpenRosaEdit.mayBeAnEdit(xml) {
+            Self.attachments.async {
+                let outcome: OpenRosaEdit.Outcome
+                do { outcome = try ops.openRosaEdits.edit(orgId: orgId, appToken: token, xml: xml) } catch {
+                    answer.complete { Self.render(.refused(error), metrics: metrics) }
+                    return
+                }
+                switch outcome {
+                case .edited(let r):
+                    metrics.openRosaSubmission(.accepted)
+                    answer.complete { Self.document(201, OpenRosaDocuments.response(message: "The edited form was received; it replaces the one sent before. Thank you."))
+                        .logging(["responseId": r.responseId]) }
+                case .replayed(let r):
+                    answer.complete { Self.render(.replayed(r), metrics: metrics) }
+                case .notAnEdit:
+                    submitAnswersAlone()
+                }
+            }
+            return .later(answer)
+        }
+        // Answers alone, what a phone sends most: straight to the operation.
+        guard partial || !parts.isEmpty else {
+            submitAnswersAlone()
             return .later(answer)
         }
         let service = self

@@ -12,6 +12,59 @@ struct ReviewService {
         services.route(&router, "POST", "/v1/orgs/{orgId}/responses/{responseId}/review", .member(anyOf: []), review)
         services.route(&router, "POST", "/v1/orgs/{orgId}/responses/{responseId}/resubmit", .member(anyOf: []), resubmit)
         services.route(&router, "GET", "/v1/orgs/{orgId}/responses/{responseId}/history", .member(anyOf: []), history)
+        services.route(&router, "PUT", "/v1/orgs/{orgId}/responses/{responseId}/answers", .member(anyOf: []), edit)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/responses/{responseId}/versions", .member(anyOf: []), versions)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/responses/{responseId}/versions/{number}", .member(anyOf: []), version)
+        services.route(&router, "GET", "/v1/orgs/{orgId}/responses/{responseId}/versions/{number}/diff", .member(anyOf: []), diff)
+    }
+
+    /// A reviewer's or admin's edit of the answers: the response document as edited.
+    func edit(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let keyed = KeyedAnswer(request, Self.render)
+        let outcome = try services.operations.reviews.edit(
+            orgId: context.orgId, responseId: request.parameter("responseId"), by: try context.member(), key: keyed.key) {
+                let body = try JSONBody(request.body)
+                let expected = try body.int("expectedRevision")
+                guard let answers = body.fields["answers"], answers.objectValue != nil else {
+                    throw ApiError.malformed("`answers` is required: an object of answers keyed by question id.")
+                }
+                return AnswersEdit(expectedRevision: expected, answers: answers, comment: try body.optionalString("comment"))
+            }
+        return try keyed.answer(outcome)
+    }
+
+    func versions(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let page = try Page(request)
+        let all = try services.operations.reviews.versions(orgId: context.orgId, responseId: request.parameter("responseId"), by: try context.member())
+        let after = page.after.flatMap { Int64($0) } ?? 0
+        let rows = Array(all.filter { $0.number > after }.prefix(page.limit))
+        return .json(200, page.render(rows, id: { String($0.number) }, item: { (try? Self.versionDocument($0)) ?? .null }))
+    }
+
+    func version(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, _) = try services.operations.reviews.version(orgId: context.orgId, responseId: request.parameter("responseId"),
+                                                             number: try Self.number(request), by: try context.member())
+        return .json(200, try Self.versionDocument(v))
+    }
+
+    func diff(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let (v, previous) = try services.operations.reviews.version(orgId: context.orgId, responseId: request.parameter("responseId"),
+                                                                    number: try Self.number(request), by: try context.member())
+        let old = try previous.map { try JSONParser.parse(Array($0.answers.utf8)) }
+        let changes = AnswersDiff.changes(from: old, to: try JSONParser.parse(Array(v.answers.utf8)))
+        return .json(200, ["items": .array(changes.map { ["path": .string($0.path), "old": $0.old, "new": $0.new] }), "nextCursor": .null])
+    }
+
+    /// The path's version number; anything that is not one is the 404 of a version that does not exist.
+    static func number(_ request: HTTPRequest) throws -> Int {
+        let text = request.parameter("number")
+        guard let n = Int(text), n >= 1, String(n) == text else { throw ApiError(.notFound, "The response has no version \(text).") }
+        return n
+    }
+
+    static func versionDocument(_ v: ResponseVersionRecord) throws -> JSONValue {
+        ["number": .number(Double(v.number)), "answers": try JSONParser.parse(Array(v.answers.utf8)),
+         "createdAt": .string(Timestamp.format(v.createdAt)), "createdBy": .string(v.createdBy), "source": .string(v.source)]
     }
 
     func review(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {

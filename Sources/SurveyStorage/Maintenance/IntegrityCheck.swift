@@ -129,7 +129,7 @@ public enum IntegrityCheck {
         progress.begin("tasks", total: Int64(count("tasks", in: r)), unit: .rows)
         try forEachRow(conn, """
             SELECT t.task_id, t.state, t.completed_at, t.completed_by, t.response_id, r.response_id AS found_response_id,
-                   r.submitter, r.field_task_id, r.review_state, s.review_required
+                   r.submitter, r.field_task_id, r.review_state, r.first_review_state, s.review_required
             FROM tasks t LEFT JOIN responses r ON r.response_id = t.response_id LEFT JOIN surveys s ON s.survey_id = t.survey_id
             """) { t in
             progress.advance()
@@ -146,7 +146,10 @@ public enum IntegrityCheck {
                     if try t.optionalString("completed_by") != t.optionalString("submitter") {
                         r.violations.append("task \(id): completedBy is not the response's collector")
                     }
-                    if try t.optionalBool("review_required") == true && reviewState != ReviewState.approved.rawValue {
+                    // An approved response edited since keeps its task completed (`first_review_state`
+                    // is set by its first edit).
+                    if try t.optionalBool("review_required") == true && reviewState != ReviewState.approved.rawValue
+                        && t.optionalString("first_review_state") == nil {
                         r.violations.append("task \(id): completed but its response is \(reviewState)")
                     }
                 }
@@ -158,16 +161,20 @@ public enum IntegrityCheck {
         }
         progress.end()
 
-        // 4. Responses: every revision has exactly one audit entry, and the review state is one
-        //    the workflow knows (the stored text, not `ReviewState`: a state that is no case is
-        //    what this reports). One pass over the responses, a row at a time.
+        // 4. Responses: every revision has exactly one audit entry, the review state is one the
+        //    workflow knows (the stored text, not `ReviewState`: a state that is no case is what
+        //    this reports), and an edited response keeps its versions, the last its answers. One
+        //    pass over the responses, a row at a time.
         let states = Set(ReviewState.allCases.map(\.rawValue))
         progress.begin("responses", total: Int64(count("responses", in: r)), unit: .rows)
         try forEachRow(conn, """
             SELECT r.response_id, r.revision, r.review_state, (SELECT COUNT(DISTINCT a.revision) FROM audit a
                 WHERE a.org_id = r.org_id AND a.target_type = 'response' AND a.target_id = r.response_id
                   AND a.revision BETWEEN 1 AND r.revision) AS revisions_audited,
-                (SELECT COUNT(*) FROM audit a WHERE a.org_id = r.org_id AND a.target_type = 'response' AND a.target_id = r.response_id) AS entries
+                (SELECT COUNT(*) FROM audit a WHERE a.org_id = r.org_id AND a.target_type = 'response' AND a.target_id = r.response_id) AS entries,
+                r.edits, (SELECT COUNT(*) FROM response_versions v WHERE v.response_id = r.response_id) AS versions,
+                CASE WHEN r.edits = 0 THEN 1 WHEN (SELECT v.answers FROM response_versions v WHERE v.response_id = r.response_id
+                    ORDER BY v.number DESC LIMIT 1) = r.answers THEN 1 ELSE 0 END AS latest_kept
             FROM responses r
             """) { m in
             progress.advance()
@@ -177,6 +184,14 @@ public enum IntegrityCheck {
             }
             let state = try m.string("review_state")
             if !states.contains(state) { r.violations.append("response \(try m.string("response_id")): unknown review state \(state)") }
+            // Its versions (kept from its first edit on): one per edit besides the submitted one,
+            // the last of them its answers.
+            let edits = try m.int("edits"), versions = try m.int("versions")
+            if versions != (edits == 0 ? 0 : edits + 1) {
+                r.violations.append("response \(try m.string("response_id")): \(edits) edits but \(versions) versions kept")
+            } else if try m.int("latest_kept") != 1 {
+                r.violations.append("response \(try m.string("response_id")): its answers are not its last version's")
+            }
         }
         progress.end()
 

@@ -84,11 +84,14 @@ public struct ExportedResponse: Sendable, Equatable {
     public let reviewState: ReviewState
     public let revision: Int64
     public let fieldTaskId: String?
-    /// Canonical JSON, as stored.
+    /// Canonical JSON, as stored: the latest version.
     public let answers: String
+    /// How many times the answers were edited since submission.
+    public let edits: Int64
 
     public init(responseId: String, clientSubmissionId: String, surveyVersionId: String, submitter: String, receivedAt: Int64,
-                capturedAt: Int64?, reviewState: ReviewState, revision: Int64, fieldTaskId: String?, answers: String) {
+                capturedAt: Int64?, reviewState: ReviewState, revision: Int64, fieldTaskId: String?, answers: String, edits: Int64 = 0) {
+        self.edits = edits
         self.responseId = responseId; self.clientSubmissionId = clientSubmissionId; self.surveyVersionId = surveyVersionId
         self.submitter = submitter; self.receivedAt = receivedAt; self.capturedAt = capturedAt; self.reviewState = reviewState
         self.revision = revision; self.fieldTaskId = fieldTaskId; self.answers = answers
@@ -98,13 +101,13 @@ public struct ExportedResponse: Sendable, Equatable {
 extension ExportedResponse {
     static let columns = """
         response_id, client_submission_id, survey_version_id, submitter, received_at, captured_at, review_state,
-        revision, field_task_id, answers
+        revision, field_task_id, answers, edits
         """
     init(row: Row) throws {
         self.init(responseId: try row["response_id"], clientSubmissionId: try row["client_submission_id"],
                   surveyVersionId: try row["survey_version_id"], submitter: try row["submitter"], receivedAt: try row["received_at"],
                   capturedAt: try row["captured_at"], reviewState: try row["review_state"], revision: try row["revision"],
-                  fieldTaskId: try row["field_task_id"], answers: try row["answers"])
+                  fieldTaskId: try row["field_task_id"], answers: try row["answers"], edits: try row["edits"])
     }
 }
 

@@ -38,7 +38,7 @@ public struct WebhookRecord: Sendable, Equatable {
 
     /// The audit actions that are events, and the event type each is.
     public static let eventTypes: [String: String] = [
-        "response.accept": "response.accepted", "response.resubmit": "response.resubmitted",
+        "response.accept": "response.accepted", "response.resubmit": "response.resubmitted", "response.edit": "response.edited",
         "review.startReview": "response.review", "review.returnForCorrection": "response.review", "review.approve": "response.review",
         "review.reject": "response.review", "upload.commit": "upload.completed", "task.complete": "task.completed",
         "entity.create": "entity.created", "entity.update": "entity.updated", "entity.conflict": "entity.conflict",
@@ -276,7 +276,8 @@ extension ReadContext {
             var review: [String: JSONValue]?
             if e.action != "response.accept" {
                 guard case .object(var transition)? = try? JSONParser.parse(Array((e.detail ?? "").utf8)) else { return nil }
-                transition["action"] = .string(e.action == "response.resubmit" ? "resubmit" : String(e.action.dropFirst("review.".count)))
+                transition["action"] = .string(e.action.hasPrefix("response.") ? String(e.action.dropFirst("response.".count))
+                                                                                  : String(e.action.dropFirst("review.".count)))
                 transition["by"] = .string(e.actor)
                 review = transition
             }

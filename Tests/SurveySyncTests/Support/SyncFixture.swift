@@ -19,6 +19,7 @@ final class SyncFixture {
     private(set) var adminToken = ""
     private(set) var reviewer = User(userId: "", token: "", tokenId: "")
     private(set) var collector = User(userId: "", token: "", tokenId: "")
+    private(set) var surveyId = ""
     private(set) var versionId = ""
     private(set) var contentHash = ""
     private let session = URLSession(configuration: .ephemeral)
@@ -45,7 +46,7 @@ final class SyncFixture {
         org = try server.admin(["create-org", "--name", "Sync test", "--expires-at", expires])
         adminToken = try server.admin(["create-user", "--org", org, "--name", "Admin", "--roles", "admin"])
         let survey = try await api("POST", "/v1/orgs/\(org)/surveys", token: adminToken, ["title": "Household water survey", "reviewRequired": true])
-        let surveyId = try survey.string("surveyId")
+        surveyId = try survey.string("surveyId")
         let version = try await api("POST", "/v1/orgs/\(org)/surveys/\(surveyId)/versions", token: adminToken, ["definition": Self.definition])
         versionId = try version.string("surveyVersionId")
         contentHash = try version.string("contentHash")
