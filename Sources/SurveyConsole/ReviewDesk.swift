@@ -215,6 +215,7 @@ struct ReviewDesk: Sendable {
             if let c = detail?["comment"]?.stringValue, !c.isEmpty { item["comment"] = .text(c) }
             return item
         }
+        let entities = EntityPages(console: console).links(of: r.responseId, orgId: orgId, by: user)
         let state = r.reviewState
         let gatedOff = frame.expired == nil ? "" : "The subscription has expired: review actions wait until it is renewed."
         let actions: [[String: TemplateValue]] = user.has(.reviewer) ? Self.actionLabels.compactMap { (action, label, style) in
@@ -231,7 +232,7 @@ struct ReviewDesk: Sendable {
             "answers": .html(layout ?? ""), "hasLanguages": .flag(!languages.isEmpty), "languages": .list(languages),
             "lang": .text(language.isExplicit ? language.chosen ?? "" : ""), "history": .list(history), "hasActions": .flag(!actions.isEmpty), "actions": .list(actions),
             "csrf": .text(v.csrf), "reviewUrl": .text(page + "/review"), "gatedOff": .text(gatedOff),
-            "comment": .text(comment),
+            "comment": .text(comment), "entities": .list(entities), "hasEntities": .flag(!entities.isEmpty),
         ]
         return pages.render(.response, values, frame: frame, status: status)
     }

@@ -626,6 +626,11 @@ enum Migrations {
             csrf_token TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL);
         CREATE INDEX api_sessions_user ON api_sessions(user_id);
         """),
+        // The console lists a list's entities in conflict first: the few marked ones found
+        // without reading the whole list.
+        Migration("entity-conflicts", sql: """
+        CREATE INDEX entities_conflict ON entities(org_id, list_name, conflict, entity_id) WHERE conflict IS NOT NULL;
+        """),
     ]
 
 
