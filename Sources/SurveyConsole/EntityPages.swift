@@ -113,7 +113,10 @@ struct EntityPages: Sendable {
             let v = pair.version
             let document = v.document(after: pair.previous)
             let diff: [[String: TemplateValue]] = (document["diff"]?.arrayValue ?? []).map { d in
-                ["path": .text(d["path"]?.stringValue ?? ""), "old": .text(d["old"]?.stringValue ?? "—"), "new": .text(d["new"]?.stringValue ?? "—")]
+                let path = d["path"]?.stringValue ?? ""
+                // A property by its name; the label as a word.
+                let name = path == "label" ? "Label" : path.hasPrefix("properties.") ? String(path.dropFirst("properties.".count)) : path
+                return ["path": .text(path), "name": .text(name), "old": .text(d["old"]?.stringValue ?? ""), "new": .text(d["new"]?.stringValue ?? "")]
             }
             var item: [String: TemplateValue] = [
                 "version": .text(String(v.version)), "actor": .text(names[v.actor] ?? v.actor), "at": .text(Pages.time(v.createdAt)),

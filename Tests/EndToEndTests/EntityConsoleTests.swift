@@ -136,7 +136,7 @@ import Testing
         for v in 1...3 { #expect(html.contains("data-version=\"\(v)\""), "version \(v)") }
         // Version 3: members 5 → 7 by the second visit, which marked the conflict; its response linked.
         let third = try #require(html.components(separatedBy: "data-version=\"3\"").last?.components(separatedBy: "</li>").first)
-        #expect(third.contains("<th scope=\"row\">properties.members</th><td><del>5</del></td><td><ins>7</ins></td>"))
+        #expect(third.contains("<tr data-path=\"properties.members\"><th scope=\"row\">members</th><td><del>5</del></td><td><ins>7</ins></td></tr>"))
         #expect(third.contains("Marked a hard conflict"))
         let responseId = try #require(try s.f.server.rows("SELECT response_id FROM responses WHERE client_submission_id = 'uuid:visit-console-h1'").first?
             .string("response_id"))
