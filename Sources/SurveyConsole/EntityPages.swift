@@ -68,11 +68,17 @@ struct EntityPages: Sendable {
             return text.isEmpty ? base : base + "?" + text
         }
         let n = page.rows.count
-        let shown = n == 0 ? "" : "\(n) entit\(n == 1 ? "y" : "ies") on this page\(q.isEmpty ? "" : " matching “\(q)”"), conflicts first\(cursor == nil ? "" : " (a later page)")."
+        var shown = n == 0 ? "" : "\(n) entit\(n == 1 ? "y" : "ies") on this page\(q.isEmpty ? "" : " matching “\(q)”"), conflicts first\(cursor == nil ? "" : " (a later page)")."
+        if page.partial {
+            // A long list is searched a part at a time, so that no page reads all of it.
+            shown = "\(n == 0 ? "No" : String(n)) entit\(n == 1 ? "y" : "ies") matching “\(q)” among the next \(ReadContext.entitySearchBudget) searched; “Search further” goes on from there."
+        }
         let values: [String: TemplateValue] = [
             "name": .text(page.list.name), "label": .text(page.list.label), "listsUrl": .text(Self.listsURL(orgId)), "listUrl": .text(base),
             "q": .text(q), "shown": .text(shown), "hasRows": .flag(n > 0),
-            "empty": .text(q.isEmpty ? "This list has no entities yet." : "No entity's label or properties contain “\(q)”."),
+            "empty": .text(q.isEmpty ? "This list has no entities yet." : page.partial ? "No match yet: search further."
+                           : "No entity's label or properties contain “\(q)”\(cursor == nil ? "" : " after the entities already searched")."),
+            "nextLabel": .text(page.partial ? "Search further" : "Next page"),
             "table": .html(Self.table(page.rows, properties: page.list.properties, orgId: orgId, list: name)),
             "csvUrl": .text(base + "/download?format=csv"), "xlsxUrl": .text(base + "/download?format=xlsx"),
             "next": .text(page.next.map { link(["after": $0.text]) } ?? ""),

@@ -35,14 +35,14 @@ public struct EntityLists: Sendable {
     }
 
     /// The console's page of a list's entities: conflicts first, narrowed by `search` (label or
-    /// properties), from `cursor`.
+    /// properties), from `cursor`; `partial`: a search that stopped at its budget before the page was full.
     public func page(_ user: UserRecord, orgId: String, list: String, search: String?, from cursor: EntityPageCursor?, limit: Int)
-        throws -> (list: EntityListRecord, rows: [EntityRecord], next: EntityPageCursor?) {
+        throws -> (list: EntityListRecord, rows: [EntityRecord], next: EntityPageCursor?, partial: Bool) {
         try operations.member(user, of: orgId)
         return try operations.database.read { db in
             guard let record = try db.entityList(orgId: orgId, name: list) else { throw ApiError.notFound() }
             let page = try db.entityPage(orgId: orgId, list: list, search: search, from: cursor, limit: limit)
-            return (record, page.rows, page.next)
+            return (record, page.rows, page.next, page.partial)
         }
     }
 

@@ -21,30 +21,54 @@ public struct EntityPageCursor: Sendable, Equatable {
 }
 
 extension ReadContext {
+    /// The most entities one searched page reads: a search that matches few of 100,000 stops
+    /// there and offers to search further, so no page reads the whole list.
+    public static let entitySearchBudget = 20_000
+
     /// A page of a list's entities that are not deleted, hard conflicts first, then soft, then
-    /// the rest, each in id order; narrowed to those whose label or property values contain
-    /// `search` (either case of A–Z). Keyset paging: each rank is one range of an index, so a
-    /// page costs the same at the end of 100,000 entities as at the start.
-    public func entityPage(orgId: String, list: String, search: String?, from cursor: EntityPageCursor?, limit: Int)
-        throws -> (rows: [EntityRecord], next: EntityPageCursor?) {
+    /// the rest, each in id order; narrowed to those whose label or properties contain `search`
+    /// (either case of A–Z). Keyset paging: each rank is one range of an index, so a page costs
+    /// the same at the end of 100,000 entities as at the start. A search reads at most `budget`
+    /// entities: `partial` says it stopped there before the page was full, and `next` goes on
+    /// after the last entity it read.
+    public func entityPage(orgId: String, list: String, search: String?, from cursor: EntityPageCursor?, limit: Int,
+                           budget: Int = entitySearchBudget) throws -> (rows: [EntityRecord], next: EntityPageCursor?, partial: Bool) {
         var rows: [(Int, EntityRecord)] = []
         let start = cursor?.rank ?? 0
+        let search = search.flatMap { $0.isEmpty ? nil : $0 }
+        var read = 0
         for rank in start..<EntityPageCursor.marks.count where rows.count <= limit {
-            var sql = "SELECT \(EntityRecord.columns) FROM entities WHERE org_id = ? AND list_name = ? AND deleted_at IS NULL AND entity_id > ?"
+            var range = "org_id = ? AND list_name = ? AND deleted_at IS NULL AND entity_id > ?"
             var args: [SQLValue] = [.text(orgId), .text(list), .text(rank == start ? cursor?.after ?? "" : "")]
-            if let mark = EntityPageCursor.marks[rank] { sql += " AND conflict = ?"; args.append(.text(mark)) } else { sql += " AND conflict IS NULL" }
-            if let search, !search.isEmpty {
-                let pattern = Self.likePattern(search)
-                sql += " AND (lower(label) LIKE ? ESCAPE '\\' OR lower(properties) LIKE ? ESCAPE '\\')"
-                args += [.text(pattern), .text(pattern)]
+            if let mark = EntityPageCursor.marks[rank] { range += " AND conflict = ?"; args.append(.text(mark)) } else { range += " AND conflict IS NULL" }
+            guard let search else {
+                rows += try conn.query("SELECT \(EntityRecord.columns) FROM entities WHERE \(range) ORDER BY entity_id LIMIT ?",
+                                       args + [.int(Int64(limit + 1 - rows.count))]).map { (rank, try EntityRecord(row: $0)) }
+                continue
             }
-            sql += " ORDER BY entity_id LIMIT ?"
-            args.append(.int(Int64(limit + 1 - rows.count)))
-            rows += try conn.query(sql, args).map { (rank, try EntityRecord(row: $0)) }
+            // The next `window` entities of this rank, and those of them that match.
+            let window = budget - read
+            let pattern = Self.likePattern(search)
+            let inner = "SELECT \(EntityRecord.columns) FROM entities WHERE \(range) ORDER BY entity_id LIMIT ?"
+            rows += try conn.query("""
+                SELECT * FROM (\(inner)) w WHERE lower(label) LIKE ? ESCAPE '\\' OR lower(properties) LIKE ? ESCAPE '\\'
+                ORDER BY entity_id LIMIT ?
+                """, args + [.int(Int64(window)), .text(pattern), .text(pattern), .int(Int64(limit + 1 - rows.count))])
+                .map { (rank, try EntityRecord(row: $0)) }
+            guard rows.count <= limit else { break }
+            let seen = try conn.query("""
+                SELECT COUNT(*) AS n, MAX(entity_id) AS last FROM (SELECT entity_id FROM entities WHERE \(range) ORDER BY entity_id LIMIT ?) w
+                """, args + [.int(Int64(window))]).first
+            let n = Int(try seen?.int("n") ?? 0)
+            read += n
+            if n == window, let last = try seen?.optionalString("last") {
+                // The budget is spent before the page is full: the next page goes on from here.
+                return (rows.map(\.1), EntityPageCursor(rank: rank, after: last), true)
+            }
         }
-        guard rows.count > limit, limit > 0 else { return (rows.map(\.1), nil) }
+        guard rows.count > limit, limit > 0 else { return (rows.map(\.1), nil, false) }
         let last = rows[limit - 1]
-        return (rows.prefix(limit).map(\.1), EntityPageCursor(rank: last.0, after: last.1.entityId))
+        return (rows.prefix(limit).map(\.1), EntityPageCursor(rank: last.0, after: last.1.entityId), false)
     }
 
     /// A substring anywhere, lower-cased; `%`, `_` and `\` in it are themselves.
