@@ -11,6 +11,8 @@
 #                                             # code read off the screen with zbarimg, about 5 s)
 #                                             # and Tests/Browser/test_console_data.py (the Data, Summary and
 #                                             # Map views, with JavaScript on and off, about 20 s)
+#                                             # and Tests/Browser/test_console_entities.py (entity lists:
+#                                             # search, an entity's history, resolve, about 10 s)
 #   scripts/browser_tests.sh -k bulk          # only the tests (of any file) whose name contains "bulk"
 #   scripts/browser_tests.sh --screenshots    # regenerate every Docs/console/*.png instead
 #
@@ -21,7 +23,7 @@
 # and chromium-driver (only when `chromium` / `chromedriver` are not on PATH), python3-venv when
 # python3 cannot make a venv, and a venv at .build/venv-browser with Selenium pinned below.
 # Exits non-zero when anything fails; the test run's last line is "N passed, N failed" over all
-# six files (test_console_admin.py's known-bug tests, reported as XFAIL, count as neither).
+# seven files (test_console_admin.py's known-bug tests, reported as XFAIL, count as neither).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -85,7 +87,8 @@ if [ "${1:-}" = "-k" ]; then
 fi
 status=0 passed=0 failed=0 ran=0
 for file in Tests/Browser/test_console.py Tests/Browser/test_console_admin.py Tests/Browser/test_console_forms.py \
-            Tests/Browser/test_console_form_files.py Tests/Browser/test_console_collect.py Tests/Browser/test_console_data.py; do
+            Tests/Browser/test_console_form_files.py Tests/Browser/test_console_collect.py Tests/Browser/test_console_data.py \
+            Tests/Browser/test_console_entities.py; do
   if [ -n "$word" ] && ! grep -o '^def test_[A-Za-z0-9_]*' "$file" | grep -qF -- "$word"; then
     continue
   fi

@@ -85,8 +85,14 @@ public struct Console: Sendable {
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/source", anyMember, versionFiles.source)
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/xform", anyMember, versionFiles.xform)
         page(&router, "GET", "/console/orgs/{orgId}/survey-versions/{surveyVersionId}/attachments/{fileName}", anyMember, versionFiles.attachment)
-        let admin = AdminPages(console: self)
         let admins = Access.member(anyOf: [.admin])
+        // Every member reads entity lists, as through the API; only admins resolve a conflict.
+        let entities = EntityPages(console: self)
+        page(&router, "GET", "/console/orgs/{orgId}/entity-lists", anyMember, entities.lists)
+        page(&router, "GET", "/console/orgs/{orgId}/entity-lists/{name}", anyMember, entities.list)
+        page(&router, "GET", "/console/orgs/{orgId}/entity-lists/{name}/entities/{entityId}", anyMember, entities.entity)
+        page(&router, "POST", "/console/orgs/{orgId}/entity-lists/{name}/entities/{entityId}/resolve", admins, entities.resolve)
+        let admin = AdminPages(console: self)
         page(&router, "GET", "/console/orgs/{orgId}/users", admins, admin.users)
         page(&router, "POST", "/console/orgs/{orgId}/users", admins, admin.createUser)
         page(&router, "GET", "/console/orgs/{orgId}/users/{userId}", admins, admin.user)
@@ -247,6 +253,7 @@ public struct Console: Sendable {
         case .user(let u, _)?:
             let org = "/console/orgs/\(u.orgId)"
             if u.has(.reviewer) || u.has(.admin) { f.nav.append(("Review", "/console/", section == "review")) }
+            f.nav.append(("Entity lists", org + "/entity-lists", section == "entities"))
             if u.has(.admin) {
                 f.nav += [("Users", org + "/users", section == "users"), ("Surveys", org + "/surveys", section == "surveys"),
                           ("Tasks", org + "/tasks", section == "tasks"), ("Webhooks", org + "/webhooks", section == "webhooks"),

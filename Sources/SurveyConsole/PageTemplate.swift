@@ -3,7 +3,7 @@
 enum PageTemplate: Int, CaseIterable {
     case layout, signIn, invitation, message, home, queue, response, users, user, surveys, survey,
          tasks, exports, subscription, orgs, confirm, secret, webhooks, webhook, answers, outlineNode,
-         viewFilters, data, summary, map
+         viewFilters, data, summary, map, entityLists, entityList, entity
 
     /// The file's name, without `.html`.
     var file: String {
@@ -11,6 +11,8 @@ enum PageTemplate: Int, CaseIterable {
         case .signIn: "sign-in"
         case .outlineNode: "outline-node"
         case .viewFilters: "view-filters"
+        case .entityLists: "entity-lists"
+        case .entityList: "entity-list"
         default: String(describing: self)
         }
     }

@@ -224,6 +224,7 @@ struct ReviewDesk: Sendable {
         let editFields = (user.has(.reviewer) || user.has(.admin)) ? definition.map { definition in
             AnswersEditForm(definition: definition, answers: (editedAnswers ?? answers).objectValue ?? [:], language: language).html()
         } : nil
+        let entities = EntityPages(console: console).links(of: r.responseId, orgId: orgId, by: user)
         let state = r.reviewState
         let gatedOff = frame.expired == nil ? "" : "The subscription has expired: review actions wait until it is renewed."
         let actions: [[String: TemplateValue]] = user.has(.reviewer) ? Self.actionLabels.compactMap { (action, label, style) in
@@ -240,7 +241,7 @@ struct ReviewDesk: Sendable {
             "answers": .html(layout ?? ""), "hasLanguages": .flag(!languages.isEmpty), "languages": .list(languages),
             "lang": .text(language.isExplicit ? language.chosen ?? "" : ""), "history": .list(history), "hasActions": .flag(!actions.isEmpty), "actions": .list(actions),
             "csrf": .text(v.csrf), "reviewUrl": .text(page + "/review"), "gatedOff": .text(gatedOff),
-            "comment": .text(comment),
+            "comment": .text(comment), "entities": .list(entities), "hasEntities": .flag(!entities.isEmpty),
             "canEdit": .flag(editFields != nil), "editFields": .html(editFields ?? ""), "editUrl": .text(page + "/answers"),
             "editComment": .text(editComment),
         ]

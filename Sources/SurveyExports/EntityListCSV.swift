@@ -18,11 +18,28 @@ public final class EntityListCSV: ExportProducer {
         self.snapshot = snapshot
         guard let record = try snapshot.read.entityList(orgId: orgId, name: list) else { throw ApiError.notFound() }
         properties = record.properties
-        header = ["name", "label", "__version", "__trunkVersion", "__branchId"] + record.properties
-        cursor = try snapshot.rows("""
+        header = Self.header(record)
+        cursor = try Self.rows(snapshot, orgId: orgId, list: list)
+    }
+
+    /// The columns: the entity's id, label and version, the phone's own two, then the properties.
+    static func header(_ list: EntityListRecord) -> [String] {
+        ["name", "label", "__version", "__trunkVersion", "__branchId"] + list.properties
+    }
+
+    static func rows(_ snapshot: Snapshot, orgId: String, list: String) throws -> RowCursor {
+        try snapshot.rows("""
             SELECT entity_id, label, version, properties FROM entities
             WHERE org_id = ? AND list_name = ? AND deleted_at IS NULL ORDER BY entity_id
             """, [.text(orgId), .text(list)])
+    }
+
+    /// A row's fields, in the header's order.
+    static func fields(_ row: Row, properties: [String]) throws -> [String] {
+        let values = try JSONParser.parse(Array(try row.string("properties").utf8)).objectValue ?? [:]
+        var fields = [try row.string("entity_id"), try row.string("label"), String(try row.int("version")), "", ""]
+        for p in properties { fields.append(values[p]?.stringValue ?? "") }
+        return fields
     }
 
     public func produce(into out: inout [UInt8]) throws -> Bool {
@@ -32,10 +49,7 @@ public final class EntityListCSV: ExportProducer {
         }
         while out.count < chunk {
             guard let row = try cursor.next() else { close(); return false }
-            let values = try JSONParser.parse(Array(try row.string("properties").utf8)).objectValue ?? [:]
-            var fields = [try row.string("entity_id"), try row.string("label"), String(try row.int("version")), "", ""]
-            for p in properties { fields.append(values[p]?.stringValue ?? "") }
-            CSVEncoder.line(fields, into: &out)
+            CSVEncoder.line(try Self.fields(row, properties: properties), into: &out)
         }
         return true
     }

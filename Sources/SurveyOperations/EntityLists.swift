@@ -34,6 +34,25 @@ public struct EntityLists: Sendable {
         return e
     }
 
+    /// The console's page of a list's entities: conflicts first, narrowed by `search` (label or
+    /// properties), from `cursor`; `partial`: a search that stopped at its budget before the page was full.
+    public func page(_ user: UserRecord, orgId: String, list: String, search: String?, from cursor: EntityPageCursor?, limit: Int)
+        throws -> (list: EntityListRecord, rows: [EntityRecord], next: EntityPageCursor?, partial: Bool) {
+        try operations.member(user, of: orgId)
+        return try operations.database.read { db in
+            guard let record = try db.entityList(orgId: orgId, name: list) else { throw ApiError.notFound() }
+            let page = try db.entityPage(orgId: orgId, list: list, search: search, from: cursor, limit: limit)
+            return (record, page.rows, page.next, page.partial)
+        }
+    }
+
+    /// The entity versions a response's submission made, for whoever may see that response.
+    public func versions(_ user: UserRecord, orgId: String, responseId: String) throws
+        -> [(list: String, entityId: String, version: EntityVersionRecord)] {
+        _ = try operations.visibleResponse(user, orgId: orgId, responseId: responseId)
+        return try operations.database.read { try $0.entityVersions(orgId: orgId, responseId: responseId) }
+    }
+
     /// A page of an entity's versions after version `after`, each with the one before it (for its diff).
     public func versions(_ user: UserRecord, orgId: String, list: String, entityId: String, after: Int64, limit: Int)
         throws -> [(version: EntityVersionRecord, previous: EntityVersionRecord?)] {

@@ -142,9 +142,9 @@ public struct EntityWrites: Sendable {
 
     /// Given properties replace their values, the others are kept. A `baseVersion` that is not
     /// the entity's version is 409 / 1021 with the current entity, unless `force`; `resolve`
-    /// clears the conflict.
+    /// clears the conflict. `source`: the door the version records (`api`, `console`).
     public func update(orgId: String, list: String, entityId: String, by user: UserRecord, key: IdempotencyKey<EntityRecord>? = nil,
-                       _ request: () throws -> Change) throws -> KeyedOutcome<EntityRecord> {
+                       source: String = "api", _ request: () throws -> Change) throws -> KeyedOutcome<EntityRecord> {
         let ops = operations
         try ops.member(user, of: orgId, withAnyOf: [.admin])
         let (record, found) = try ops.database.read { db in
@@ -168,7 +168,7 @@ public struct EntityWrites: Sendable {
             let next = EntityRecord(listName: list, entityId: entityId, label: change.label ?? current.label, properties: values,
                                     version: current.version + 1, conflict: change.resolve ? nil : current.conflict, createdBy: current.createdBy,
                                     createdAt: current.createdAt, updatedAt: tx.now)
-            try tx.updateEntity(next, expectedVersion: current.version, baseVersion: change.baseVersion, markedConflict: nil, source: "api",
+            try tx.updateEntity(next, expectedVersion: current.version, baseVersion: change.baseVersion, markedConflict: nil, source: source,
                                 responseId: nil, actor: actor)
             try EntityChange.audit(tx, "entity.update", list: list, entityId: entityId, version: next.version)
             return try Self.stored(list, entityId, tx)

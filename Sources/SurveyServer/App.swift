@@ -126,6 +126,7 @@ public final class App: Sendable {
         let console = try Console(operations: operations, mapTiles: tiles)
         console.register(into: &router)
         ExportService(services: services).registerConsoleDownload(into: &router, console: console)
+        EntityListService(services: services).registerConsoleDownload(into: &router, console: console)
         ExportService(services: services).registerConsolePoints(into: &router, console: console)
         var http = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
         http.maxBodyBytes = configuration.maxBodyBytes

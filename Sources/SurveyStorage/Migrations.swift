@@ -648,6 +648,11 @@ enum Migrations {
         ALTER TABLE responses ADD COLUMN first_review_state TEXT;
         ALTER TABLE responses ADD COLUMN edits BIGINT NOT NULL DEFAULT 0;
         """),
+        // The console lists a list's entities in conflict first: the few marked ones found
+        // without reading the whole list.
+        Migration("entity-conflicts", sql: """
+        CREATE INDEX entities_conflict ON entities(org_id, list_name, conflict, entity_id) WHERE conflict IS NOT NULL;
+        """),
     ]
 
 

@@ -296,7 +296,7 @@ def test_add_user_with_invitation_then_password_sign_in():
     srv = shared_server()
     d = browser()
     sign_in_token(d, srv, srv["ADMIN"])
-    assert nav_labels(d) == ["Review", "Users", "Surveys", "Tasks", "Webhooks", "Subscription"], nav_labels(d)
+    assert nav_labels(d) == ["Review", "Entity lists", "Users", "Surveys", "Tasks", "Webhooks", "Subscription"], nav_labels(d)
     nav_click(d, "Users")
     assert path_of(d) == f"/console/orgs/{srv['ORG']}/users", d.current_url
     for name in DEMO_USERS:
@@ -357,7 +357,7 @@ def test_add_user_with_invitation_then_password_sign_in():
     sign_in_password(e, srv, email, password)
     assert path_of(e) == "/console/", f"{e.current_url}: {problem_text(e)}"
     assert name in e.find_element(By.CSS_SELECTOR, ".top").text
-    assert nav_labels(e) == ["Review"], nav_labels(e)
+    assert nav_labels(e) == ["Review", "Entity lists"], nav_labels(e)
     assert DEMO_SURVEY in page_text(e)
     # The link worked once.
     e.get(url)
@@ -920,7 +920,7 @@ def test_operator_creates_organization_with_first_admin():
     click_and_load(a, button(a, "Set password"))
     sign_in_password(a, srv, email, password)
     assert path_of(a) == "/console/", f"{a.current_url}: {problem_text(a)}"
-    assert org_name in page_text(a) and nav_labels(a) == ["Review", "Users", "Surveys", "Tasks", "Webhooks", "Subscription"], (nav_labels(a), page_text(a)[:300])
+    assert org_name in page_text(a) and nav_labels(a) == ["Review", "Entity lists", "Users", "Surveys", "Tasks", "Webhooks", "Subscription"], (nav_labels(a), page_text(a)[:300])
     nav_click(a, "Users")
     assert path_of(a) == f"/console/orgs/{org_id}/users", a.current_url
     rows = a.find_elements(By.CSS_SELECTOR, "table tbody tr")

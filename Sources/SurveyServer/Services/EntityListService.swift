@@ -1,3 +1,5 @@
+import Foundation
+import SurveyConsole
 import SurveyDomain
 import SurveyHTTP
 import SurveyOperations
@@ -15,6 +17,8 @@ struct EntityListService {
         services.route(&router, "GET", Self.base + "/{name}", .member(anyOf: []), list)
         services.route(&router, "GET", Self.base + "/{name}/entities", .member(anyOf: []), entities)
         services.route(&router, "GET", Self.base + "/{name}/entities.csv", .member(anyOf: []), csv)
+        // Blocking: the workbook is built on disk before its first byte is sent.
+        services.route(&router, "GET", Self.base + "/{name}/entities.xlsx", .member(anyOf: []), runs: .blocking, xlsx)
         services.route(&router, "GET", Self.base + "/{name}/entities/{entityId}", .member(anyOf: []), entity)
         services.route(&router, "GET", Self.base + "/{name}/entities/{entityId}/versions", .member(anyOf: []), versions)
         registerWrites(into: &router)
@@ -63,6 +67,34 @@ struct EntityListService {
         do { producer = try EntityListCSV(snapshot: snapshot, orgId: context.orgId, list: list.name) } catch { snapshot.close(); throw error }
         return .stream(ExportStream(producer), headers: [("Content-Type", "text/csv; charset=utf-8"),
                                                         ("Content-Disposition", "attachment; filename=\"\(list.name).csv\"")])
+    }
+
+    /// The same rows as a workbook (`EntityListXLSX`), built from one snapshot in a temp file, then sent.
+    func xlsx(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let list = try services.operations.entityLists.list(try context.member(), orgId: context.orgId, name: request.parameter("name"))
+        let temp = services.blobs.layout.temp
+        let path = temp + "/entities-" + UUID().uuidString + ".xlsx"
+        defer { unlink(path) }  // the open descriptor keeps the bytes until they are sent
+        let snapshot = try services.database.snapshot()
+        defer { snapshot.close() }
+        _ = try EntityListXLSX.write(snapshot: snapshot, orgId: context.orgId, list: list.name, to: path, tempDirectory: temp)
+        let headers = [("Content-Type", ExportService.Format.xlsx.contentType),
+                       ("Content-Disposition", "attachment; filename=\"\(list.name).xlsx\""), ("Cache-Control", "private, no-store")]
+        guard let file = HTTPResponse.file(path: path, headers: headers) else { throw ApiError(.storageUnavailable, "The spreadsheet cannot be read.") }
+        return file
+    }
+
+    /// The console's download buttons (`…/entity-lists/{name}/download?format=csv|xlsx`): the
+    /// API's CSV and workbook for the signed-in member.
+    func registerConsoleDownload(into router: inout Router, console: Console) {
+        let service = self
+        console.page(&router, "GET", "/console/orgs/{orgId}/entity-lists/{name}/download", .member(anyOf: []), runs: .blocking) { visit, request in
+            switch request.query["format"] {
+            case "csv": return try service.csv(visit.admission, request)
+            case "xlsx": return try service.xlsx(visit.admission, request)
+            default: throw ApiError.malformed("Choose a format: csv or xlsx.")
+            }
+        }
     }
 
     func entity(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
