@@ -21,7 +21,8 @@ enum CentralRefusal {
         let status = status ?? error.code.httpStatus
         var e = error
         e.extra["message"] = .string(error.detail)
-        e.extra["code"] = .number(centralCode(error.code, status: status))
+        // A door's own case keeps its code (a stale entity version: 409.15).
+        if e.extra["code"] == nil { e.extra["code"] = .number(centralCode(error.code, status: status)) }
         return .problem(e, status: status, headers: headers)
     }
 
@@ -34,7 +35,6 @@ enum CentralRefusal {
         case .notFound where status == 404: 404.1
         case .malformedRequest, .invalidIdentifier: 400.1
         case .idempotencyConflict: 409.3
-        case .staleRevision: 409.15
         default: Double("\(status).\(code.rawValue)") ?? Double(status)
         }
     }

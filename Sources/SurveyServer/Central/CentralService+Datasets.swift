@@ -172,7 +172,12 @@ extension CentralService {
                       let v = try db.entityVersion(orgId: org.orgId, list: list, entityId: uuid, version: c.version) else { return nil }
                 return (c, v)
             }), made.version == base + 1, made.baseVersion == base, made.actor == user.userId, made.source == "api",
-                  label.map({ $0 == current.label }) ?? true, data.allSatisfy({ current.properties[$0.key] == $0.value }) else { throw e }
+                  label.map({ $0 == current.label }) ?? true, data.allSatisfy({ current.properties[$0.key] == $0.value }) else {
+                // Central's code for a stale entity version.
+                var stale = e
+                stale.extra["code"] = .number(409.15)
+                throw stale
+            }
             return .json(200, CentralJSON.entity(current, creatorId: creator, versionCreatorId: actor, baseVersion: base))
         }
     }
