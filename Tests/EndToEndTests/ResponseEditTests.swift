@@ -215,6 +215,12 @@ import SurveyServer
         let other = try p.collect.submit(try Self.rosterInstance(p, b, leoAge: "8", deprecating: a))
         #expect(other.status == 409 && other.header("surveyd-error-code") == "1004", "\(other.text)")
         #expect(try p.collect.submit(try Self.rosterInstance(p, a)).status == 202)
+        // B is the response's id now: a submission under it (no deprecatedID) is not a second response.
+        let plain = try p.collect.submit(try Self.rosterInstance(p, b, leoAge: "7"))
+        #expect(plain.status == 409 && plain.header("surveyd-error-code") == "1004", "\(plain.text)")
+        P.expectProblem(try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                          ResponseTests.submission(b, p.v, answers: FormLogicTests.goodAnswers)), .idempotencyConflict)
+        #expect(try p.responses() == 1)
         // A is no longer the current instance: an edit of it is stale (1021), nothing changes.
         let stale = try p.collect.submit(try Self.rosterInstance(p, c, leoAge: "9", deprecating: a))
         #expect(stale.status == 409 && stale.header("surveyd-error-code") == "1021", "\(stale.text)")
