@@ -277,6 +277,10 @@ import SurveyServer
         #expect(try api()?["reviewState"] == "edited")
         let versions = try f.client.get("/v1/orgs/\(f.orgId)/responses/\(responseId)/versions", token: f.reviewerToken).json?["items"]?.arrayValue
         #expect(versions?.last?["source"] == "console" && versions?.count == 2)
+        // The submission sent again: its replay, answered as accepted (a survey without review: `none`).
+        let replay = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                       ResponseTests.submission("console-edit-0001", v, answers: ["size": 4, "source": "well", "notes": "first"]))
+        #expect(replay.status == 200 && replay.json?["reviewState"] == "none" && replay.json?["revision"]?.intValue == 1, "\(replay.text)")
         let after = try reviewer.get(page + "?done=edit")
         #expect(after.text.contains("the answers were edited") && after.text.contains("Answers edited") && after.text.contains("Checked with the household"))
     }
