@@ -335,5 +335,45 @@ import SurveyServer
         let (_, lost) = try MaintenanceTests.surveyd(["check", "--data-dir", dir])
         #expect(lost.contains("response \(w.responseId): 1 edits but 1 versions kept"), "\(lost)")
     }
+
+    /// An edited form with its files (Collect sends them again): each stored as an upload of the
+    /// new instance, in the edit's transaction; sent again, 202 and nothing stored twice.
+    @Test func anOpenRosaEditCarriesItsFiles() throws {
+        let p = try OpenRosaTests.Published(definition: OpenRosaTests.photos)
+        let f = p.f
+        let house = Files.png(2_000), water = Files.jpeg(4_000), newHouse = Files.png(3_000)
+        let a = "uuid:photo-edit-a001", b = "uuid:photo-edit-b002"
+        func instance(_ id: String, size: String, replacing old: String? = nil) throws -> [UInt8] {
+            let xml = try CollectClient.instance(of: p.xform, instanceID: id, values: [("size", size), ("house", "house.png"), ("water", "water.jpg")])
+            guard let old else { return xml }
+            var text = String(decoding: xml, as: UTF8.self)
+            guard let at = text.range(of: id), let close = text[at.upperBound...].firstIndex(of: ">") else { throw TestFailure("no instanceID") }
+            text.insert(contentsOf: "<deprecatedID>\(old)</deprecatedID>", at: text.index(after: close))
+            return Array(text.utf8)
+        }
+        func files(_ h: [UInt8]) -> [CollectClient.File] {
+            [CollectClient.File(name: "house.png", contentType: "image/png", bytes: h), CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: water)]
+        }
+        #expect(try p.collect.submit(try instance(a, size: "3"), files: files(house)).status == 201)
+        let responseId = try #require(try p.stored(a).json?["responseId"]?.stringValue)
+        // The edit without its files: 1014, nothing stored.
+        let without = try p.collect.submit(try instance(b, size: "4", replacing: a))
+        #expect(without.status == 422 && without.header("surveyd-error-code") == "1014", "\(without.text)")
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM uploads") == 2 && f.server.count("SELECT COUNT(*) AS n FROM response_versions") == 0)
+
+        let edited = try p.collect.submit(try instance(b, size: "4", replacing: a), files: files(newHouse))
+        #expect(edited.status == 201, "\(edited.text)")
+        let answers = try #require(try f.client.get("/v1/orgs/\(f.orgId)/responses/\(responseId)", token: f.reviewerToken).json?["answers"])
+        #expect(answers["size"]?.intValue == 4)
+        let houseId = try #require(answers["house"]?["clientUploadId"]?.stringValue)
+        let content = try f.client.get("/v1/orgs/\(f.orgId)/uploads/\(houseId)/content", token: f.reviewerToken)
+        #expect(content.status == 200 && content.body == newHouse)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM uploads") == 4)
+        // Sent again whole: 202, nothing stored twice.
+        #expect(try p.collect.submit(try instance(b, size: "4", replacing: a), files: files(newHouse)).status == 202)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM uploads") == 4)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM response_versions") == 2 && p.responses() == 1)
+        #expect(try TestEngine.check(dataDir: f.server.dataDir).ok)
+    }
 }
 

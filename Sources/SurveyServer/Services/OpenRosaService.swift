@@ -203,15 +203,10 @@ struct OpenRosaService {
                     answer.complete { Self.render(.refused(error), metrics: metrics) }
                     return
                 }
-                switch outcome {
-                case .edited(let r):
-                    metrics.openRosaSubmission(.accepted)
-                    answer.complete { Self.document(201, OpenRosaDocuments.response(message: "The edited form was received; it replaces the one sent before. Thank you."))
-                        .logging(["responseId": r.responseId]) }
-                case .replayed(let r):
-                    answer.complete { Self.render(.replayed(r), metrics: metrics) }
-                case .notAnEdit:
+                if case .notAnEdit = outcome {
                     submit(.bytes(xml), [])
+                } else {
+                    answer.complete { Self.renderEdit(outcome, metrics: metrics) }
                 }
             }
             return .later(answer)
@@ -228,8 +223,8 @@ struct OpenRosaService {
             let caller = try Self.collector(token: token, orgId: orgId, in: db, operations: ops)
             return (caller, try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops))
         }
-        if arrival.deprecatedID != nil {
-            throw ApiError(.notOffered, "An edited form that carries files is not taken yet: the edit was not stored. Ask a reviewer to edit its answers on the server.")
+        if arrival.deprecatedID != nil, partial {
+            throw ApiError(.notOffered, "An edited form sent in parts is not taken yet: the edit was not stored. Send it again whole.")
         }
         let attached = arrival.files.compactMap { named in request.form.files[named.fileName].map { (named, $0) } }
         // What follows the files: a split submission's earlier POSTs end with them; the last POST
@@ -238,6 +233,17 @@ struct OpenRosaService {
             if partial {
                 metrics.openRosaSubmission(.partial)
                 answer.complete { Self.document(201, OpenRosaDocuments.response(message: "Part of the form was received; the rest is on its way.")) }
+            } else if arrival.deprecatedID != nil {
+                // An edit with its files: the edit operation, the files kept in its transaction.
+                Self.attachments.async {
+                    defer { for file in staged { file.discard() } }
+                    let outcome: OpenRosaEdit.Outcome
+                    do { outcome = try ops.openRosaEdits.edit(orgId: orgId, appToken: token, instance: .read(arrival.with(staged))) } catch {
+                        answer.complete { Self.render(.refused(error), metrics: metrics) }
+                        return
+                    }
+                    answer.complete { Self.renderEdit(outcome, metrics: metrics) }
+                }
             } else {
                 submit(.read(arrival.with(staged)), staged)
             }
@@ -305,6 +311,19 @@ struct OpenRosaService {
         case "osm", "xml": return "text/xml"
         case "enc": return "application/octet-stream"
         default: return part.contentType
+        }
+    }
+
+    private static func renderEdit(_ outcome: OpenRosaEdit.Outcome, metrics: Metrics) -> HTTPResponse {
+        switch outcome {
+        case .edited(let r):
+            metrics.openRosaSubmission(.accepted)
+            return document(201, OpenRosaDocuments.response(message: "The edited form was received; it replaces the one sent before. Thank you."))
+                .logging(["responseId": r.responseId])
+        case .replayed(let r):
+            return render(.replayed(r), metrics: metrics)
+        case .notAnEdit:
+            return refusal(ApiError.malformed("The submission has no meta/deprecatedID."), status: 400)
         }
     }
 
