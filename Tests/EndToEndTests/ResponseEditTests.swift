@@ -215,6 +215,12 @@ import SurveyServer
         let other = try p.collect.submit(try Self.rosterInstance(p, b, leoAge: "8", deprecating: a))
         #expect(other.status == 409 && other.header("surveyd-error-code") == "1004", "\(other.text)")
         #expect(try p.collect.submit(try Self.rosterInstance(p, a)).status == 202)
+        // B is the response's id now: a submission under it (no deprecatedID) is not a second response.
+        let plain = try p.collect.submit(try Self.rosterInstance(p, b, leoAge: "7"))
+        #expect(plain.status == 409 && plain.header("surveyd-error-code") == "1004", "\(plain.text)")
+        P.expectProblem(try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                          ResponseTests.submission(b, p.v, answers: FormLogicTests.goodAnswers)), .idempotencyConflict)
+        #expect(try p.responses() == 1)
         // A is no longer the current instance: an edit of it is stale (1021), nothing changes.
         let stale = try p.collect.submit(try Self.rosterInstance(p, c, leoAge: "9", deprecating: a))
         #expect(stale.status == 409 && stale.header("surveyd-error-code") == "1021", "\(stale.text)")
@@ -271,6 +277,10 @@ import SurveyServer
         #expect(try api()?["reviewState"] == "edited")
         let versions = try f.client.get("/v1/orgs/\(f.orgId)/responses/\(responseId)/versions", token: f.reviewerToken).json?["items"]?.arrayValue
         #expect(versions?.last?["source"] == "console" && versions?.count == 2)
+        // The submission sent again: its replay, answered as accepted (a survey without review: `none`).
+        let replay = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken,
+                                       ResponseTests.submission("console-edit-0001", v, answers: ["size": 4, "source": "well", "notes": "first"]))
+        #expect(replay.status == 200 && replay.json?["reviewState"] == "none" && replay.json?["revision"]?.intValue == 1, "\(replay.text)")
         let after = try reviewer.get(page + "?done=edit")
         #expect(after.text.contains("the answers were edited") && after.text.contains("Answers edited") && after.text.contains("Checked with the household"))
     }
@@ -324,6 +334,46 @@ import SurveyServer
         try conn.run("DELETE FROM response_versions WHERE response_id = ? AND number = 1", [.text(w.responseId)])
         let (_, lost) = try MaintenanceTests.surveyd(["check", "--data-dir", dir])
         #expect(lost.contains("response \(w.responseId): 1 edits but 1 versions kept"), "\(lost)")
+    }
+
+    /// An edited form with its files (Collect sends them again): each stored as an upload of the
+    /// new instance, in the edit's transaction; sent again, 202 and nothing stored twice.
+    @Test func anOpenRosaEditCarriesItsFiles() throws {
+        let p = try OpenRosaTests.Published(definition: OpenRosaTests.photos)
+        let f = p.f
+        let house = Files.png(2_000), water = Files.jpeg(4_000), newHouse = Files.png(3_000)
+        let a = "uuid:photo-edit-a001", b = "uuid:photo-edit-b002"
+        func instance(_ id: String, size: String, replacing old: String? = nil) throws -> [UInt8] {
+            let xml = try CollectClient.instance(of: p.xform, instanceID: id, values: [("size", size), ("house", "house.png"), ("water", "water.jpg")])
+            guard let old else { return xml }
+            var text = String(decoding: xml, as: UTF8.self)
+            guard let at = text.range(of: id), let close = text[at.upperBound...].firstIndex(of: ">") else { throw TestFailure("no instanceID") }
+            text.insert(contentsOf: "<deprecatedID>\(old)</deprecatedID>", at: text.index(after: close))
+            return Array(text.utf8)
+        }
+        func files(_ h: [UInt8]) -> [CollectClient.File] {
+            [CollectClient.File(name: "house.png", contentType: "image/png", bytes: h), CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: water)]
+        }
+        #expect(try p.collect.submit(try instance(a, size: "3"), files: files(house)).status == 201)
+        let responseId = try #require(try p.stored(a).json?["responseId"]?.stringValue)
+        // The edit without its files: 1014, nothing stored.
+        let without = try p.collect.submit(try instance(b, size: "4", replacing: a))
+        #expect(without.status == 422 && without.header("surveyd-error-code") == "1014", "\(without.text)")
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM uploads") == 2 && f.server.count("SELECT COUNT(*) AS n FROM response_versions") == 0)
+
+        let edited = try p.collect.submit(try instance(b, size: "4", replacing: a), files: files(newHouse))
+        #expect(edited.status == 201, "\(edited.text)")
+        let answers = try #require(try f.client.get("/v1/orgs/\(f.orgId)/responses/\(responseId)", token: f.reviewerToken).json?["answers"])
+        #expect(answers["size"]?.intValue == 4)
+        let houseId = try #require(answers["house"]?["clientUploadId"]?.stringValue)
+        let content = try f.client.get("/v1/orgs/\(f.orgId)/uploads/\(houseId)/content", token: f.reviewerToken)
+        #expect(content.status == 200 && content.body == newHouse)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM uploads") == 4)
+        // Sent again whole: 202, nothing stored twice.
+        #expect(try p.collect.submit(try instance(b, size: "4", replacing: a), files: files(newHouse)).status == 202)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM uploads") == 4)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM response_versions") == 2 && p.responses() == 1)
+        #expect(try TestEngine.check(dataDir: f.server.dataDir).ok)
     }
 }
 

@@ -31,29 +31,33 @@ public struct OpenRosaEdit: Sendable {
     /// same answers are its replay, others 1004), then the checks: the response's own survey
     /// version, the answers (1002), `deprecatedID` the current instanceID (1021, with the
     /// current state), and the gate (1001); the edit commits in one transaction.
-    public func edit(orgId: String, appToken: String, xml: [UInt8]) throws -> Outcome {
+    /// `files`: the files its POST carried, received before anything was read; each bound in the
+    /// edit's snapshot to the question naming it and stored as an upload with the edit, or not at all.
+    public func edit(orgId: String, appToken: String, xml: [UInt8], files: [ReceivedFile] = []) throws -> Outcome {
         let ops = operations
-        return try edit(orgId: orgId, xml: xml, caller: { db in
+        return try edit(orgId: orgId, xml: xml, files: files, caller: { db in
             let caller = try OpenRosaSubmissionDoor.collector(appToken: appToken, orgId: orgId, in: db, operations: ops)
             return try ops.admit(caller, to: Submissions.access, orgId: orgId, in: db).member()
-        }, may: { user, target in target.submitter == user.userId })
+        }, may: { user, target in target.submitter == user.userId }, takesFiles: true)
     }
 
     /// ODK Central's `PUT …/forms/{xmlFormId}/submissions/{instanceId}`: the same edit by a
     /// reviewer, an admin or the submitter (anyone else: the 404 of nothing), of the submission
     /// the path names (its first instanceID), with an instance of the path's form.
     public func edit(orgId: String, by user: UserRecord, xmlFormId: String, instanceId: String, xml: [UInt8]) throws -> Outcome {
-        try edit(orgId: orgId, xml: xml, caller: { _ in user }, may: { user, target in
+        try edit(orgId: orgId, xml: xml, files: [], caller: { _ in user }, may: { user, target in
             (user.has(.reviewer) || user.has(.admin) || target.submitter == user.userId) && target.clientSubmissionId == instanceId
         }, formId: xmlFormId, editorsSee: "the submission \(instanceId)")
     }
 
-    private func edit(orgId: String, xml: [UInt8], caller: (ReadContext) throws -> UserRecord, may: (UserRecord, ResponseRecord) -> Bool,
-                      formId: String? = nil, editorsSee: String? = nil) throws -> Outcome {
+    private func edit(orgId: String, xml: [UInt8], files: [ReceivedFile], caller: (ReadContext) throws -> UserRecord,
+                      may: (UserRecord, ResponseRecord) -> Bool, takesFiles: Bool = false, formId: String? = nil,
+                      editorsSee: String? = nil) throws -> Outcome {
         let ops = operations
-        let (user, arrival) = try ops.database.read { db in
+        let (user, arrival, staged) = try ops.database.read { db in
             let user = try caller(db)
-            return (user, try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops))
+            let arrival = try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops)
+            return (user, arrival, files.isEmpty ? [] : try arrival.stage(files, submitter: user.userId, in: db, operations: ops))
         }
         if let formId, arrival.formId != formId {
             throw ApiError.malformed("The submission is of the form \(arrival.formId), not \(formId): put it to that form's submission.")
@@ -79,8 +83,8 @@ public struct OpenRosaEdit: Sendable {
                 throw ApiError(.validationFailed, "The edited form is of another form version than the one it replaces.",
                                errors: [FieldError(path: "version", message: "must be the version of the form it edits")])
             }
-            guard arrival.files.isEmpty else {
-                throw ApiError(.notOffered, "An edited form that carries files is not taken yet: the edit was not stored. Edit its answers on the server instead.")
+            guard takesFiles || arrival.files.isEmpty else {
+                throw ApiError(.notOffered, "An edited form that carries files is not taken through this door yet: the edit was not stored. Send it through the OpenRosa door, or edit its answers on the server.")
             }
             let definition = try ops.definitions.definition(of: arrival.version)
             let check = definition.validate(answers: arrival.submission.answers)
@@ -94,6 +98,9 @@ public struct OpenRosaEdit: Sendable {
                 throw ApiError(.staleRevision, "This form edits an earlier version of the response (its current instance ID is \(current)): nothing was changed. Download the response again before editing it.",
                                extra: ["reviewState": .string(target.reviewState.rawValue), "revision": .number(Double(target.revision))])
             }
+            // Its files: each a completed upload (stored before, or carried by this POST) of the version and question.
+            try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: arrival.version.surveyVersionId,
+                                             submitter: target.submitter, staged: staged, fileNames: arrival.submission.fileNames, in: db)
             let entity = try EntityEdit.plan(definition: definition, responseId: target.responseId, orgId: orgId, stored: target.answers,
                                              edited: arrival.submission.answers, in: db)
             return .edit(target, to, entity)
@@ -103,7 +110,9 @@ public struct OpenRosaEdit: Sendable {
             return .replayed(r)
         case .edit(let target, let to, let entity):
             do {
+                let blobs = ops.blobs
                 let written = try ops.gate.write(orgId: orgId, actor: user.userId) { tx in
+                    for file in staged { try tx.commitUpload(file.record, tempPath: file.tempPath, blobs: blobs) }
                     let edited = try tx.editResponse(responseId: target.responseId, expectedRevision: target.revision, to: to, answers: answers,
                                                      source: "openrosa", instanceId: instanceID, comment: nil).response
                     try entity?.apply(in: tx, responseId: target.responseId, actor: user.userId)

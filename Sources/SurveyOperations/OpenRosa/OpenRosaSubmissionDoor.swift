@@ -42,9 +42,6 @@ public struct OpenRosaSubmissionDoor: SubmissionDoor {
     public func arrival(in db: ReadContext, orgId: String, submitter: UserRecord, operations: Operations) throws -> SubmissionArrival {
         let arrival = try OpenRosaArrival.read(instance, orgId: orgId, in: db, operations: operations)
         guard !files.isEmpty else { return .submission(arrival.submission, stored: .notLookedUp) }
-        if arrival.deprecatedID != nil {
-            throw ApiError(.notOffered, "An edited form that carries files is not taken yet: the edit was not stored. Ask a reviewer to edit its answers on the server.")
-        }
         let staged = try arrival.stage(files, submitter: submitter.userId, in: db, operations: operations)
         return .submission(arrival.submission.with(staged), stored: .notLookedUp)
     }

@@ -199,15 +199,10 @@ struct OpenRosaService {
                     answer.complete { Self.render(.refused(error), metrics: metrics) }
                     return
                 }
-                switch outcome {
-                case .edited(let r):
-                    metrics.openRosaSubmission(.accepted)
-                    answer.complete { Self.document(201, OpenRosaDocuments.response(message: "The edited form was received; it replaces the one sent before. Thank you."))
-                        .logging(["responseId": r.responseId]) }
-                case .replayed(let r):
-                    answer.complete { Self.render(.replayed(r), metrics: metrics) }
-                case .notAnEdit:
+                if case .notAnEdit = outcome {
                     submitAnswersAlone()
+                } else {
+                    answer.complete { Self.renderEdit(outcome, metrics: metrics) }
                 }
             }
             return .later(answer)
@@ -247,8 +242,23 @@ struct OpenRosaService {
                 }
                 for file in carried { file.discard() }
                 metrics.openRosaSubmission(.partial)
-                answer.complete { Self.document(201, OpenRosaDocuments.response(message: "Part of the form was carried; the rest is on its way.")) }
+                answer.complete { Self.document(201, OpenRosaDocuments.response(message: "Part of the form was received; the rest is on its way.")) }
                 return
+            }
+            // An edit of a sent form with its files: the edit operation, the files kept in its
+            // transaction; an instance that only looked like one goes on as a submission.
+            if OpenRosaEdit.mayBeAnEdit(xml) {
+                let outcome: OpenRosaEdit.Outcome
+                do { outcome = try ops.openRosaEdits.edit(orgId: orgId, appToken: token, xml: xml, files: carried) } catch {
+                    for file in carried { file.discard() }
+                    answer.complete { Self.render(.refused(error), metrics: metrics) }
+                    return
+                }
+                if case .notAnEdit = outcome {} else {
+                    for file in carried { file.discard() }
+                    answer.complete { Self.renderEdit(outcome, metrics: metrics) }
+                    return
+                }
             }
             let door = OpenRosaSubmissionDoor(appToken: token, orgId: orgId, instance: xml, files: carried)
             ops.submissions.submit(orgId: orgId, from: door) { outcome in
@@ -284,7 +294,11 @@ struct OpenRosaService {
             guard let user = try Self.collector(token: token, orgId: orgId, in: db, operations: ops).user else {
                 throw OpenRosaSubmissionDoor.notACollectorsToken
             }
-            return try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops).stage(received, submitter: user.userId, in: db, operations: ops)
+            let arrival = try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops)
+            if arrival.deprecatedID != nil {
+                throw ApiError(.notOffered, "An edited form sent in parts is not taken yet: the edit was not stored. Send it again whole.")
+            }
+            return try arrival.stage(received, submitter: user.userId, in: db, operations: ops)
         }
         for file in staged { try ops.uploads.keep(file) }
     }
@@ -301,6 +315,19 @@ struct OpenRosaService {
         case "osm", "xml": return "text/xml"
         case "enc": return "application/octet-stream"
         default: return part.contentType
+        }
+    }
+
+    private static func renderEdit(_ outcome: OpenRosaEdit.Outcome, metrics: Metrics) -> HTTPResponse {
+        switch outcome {
+        case .edited(let r):
+            metrics.openRosaSubmission(.accepted)
+            return document(201, OpenRosaDocuments.response(message: "The edited form was received; it replaces the one sent before. Thank you."))
+                .logging(["responseId": r.responseId])
+        case .replayed(let r):
+            return render(.replayed(r), metrics: metrics)
+        case .notAnEdit:
+            return refusal(ApiError.malformed("The submission has no meta/deprecatedID."), status: 400)
         }
     }
 

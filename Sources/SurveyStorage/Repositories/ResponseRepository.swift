@@ -6,17 +6,30 @@ extension ReadContext {
                        [.text(responseId), .text(orgId)]).first.map(ResponseRecord.init)
     }
 
+    /// The response stored under a client submission id — or under the instanceID an OpenRosa
+    /// edit of it carried, which is that response's id from then on: a submission sent under it
+    /// is that response's (its replay, or 1004), never a second response.
     public func response(orgId: String, clientSubmissionId: String) throws -> ResponseRecord? {
-        try conn.query(Self.responseByClientId, [.text(orgId), .text(clientSubmissionId)]).first.map(ResponseRecord.init)
+        try conn.query(Self.responseByClientId, Self.byClientIdArgs(orgId, clientSubmissionId)).first.map(ResponseRecord.init)
     }
 
     /// `response(orgId:clientSubmissionId:)` will be read later in this read: on PostgreSQL it
     /// goes with the read's next statement, in the same round trip (`SQLConnection.prefetch`).
     public func prefetchResponse(orgId: String, clientSubmissionId: String) {
-        conn.prefetch(Self.responseByClientId, [.text(orgId), .text(clientSubmissionId)])
+        conn.prefetch(Self.responseByClientId, Self.byClientIdArgs(orgId, clientSubmissionId))
     }
 
-    private static let responseByClientId = "SELECT \(ResponseRecord.columns) FROM responses WHERE org_id = ? AND client_submission_id = ?"
+    private static let responseByClientId = """
+        SELECT \(ResponseRecord.columns) FROM responses WHERE org_id = ? AND client_submission_id = ?
+        UNION ALL
+        SELECT \(ResponseRecord.columns) FROM responses WHERE org_id = ? AND response_id =
+            (SELECT v.response_id FROM response_versions v WHERE v.org_id = ? AND v.instance_id = ? LIMIT 1)
+        LIMIT 1
+        """
+
+    private static func byClientIdArgs(_ orgId: String, _ id: String) -> [SQLValue] {
+        [.text(orgId), .text(id), .text(orgId), .text(orgId), .text(id)]
+    }
 
     /// A page in response-id order (ids are time-ordered), optionally one submitter's, one state's.
     public func responses(orgId: String, submitter: String?, reviewState: ReviewState?, after: String?, limit: Int,
