@@ -221,7 +221,11 @@ for op, statuses in [("createTask", ["422"]), ("createToken", ["422"]), ("invite
                      # Webhooks: a URL whose host is or resolves to a private, loopback, link-local,
                      # CGNAT, multicast or unspecified address (e.g. "http://0") is 422 / 1002, which
                      # needs a DNS answer no schema has.
-                     ("createWebhook", ["422"]), ("updateWebhook", ["422"])]:
+                     ("createWebhook", ["422"]), ("updateWebhook", ["422"]),
+                     # An edit's answers are checked against the response's survey version (422 /
+                     # 1002 for answers it lacks the questions of), and its expectedRevision
+                     # against the response's (409 / 1021).
+                     ("editResponseAnswers", ["409", "422"])]:
     lines += ["[[operations]]", f"include-operation-id = {q(op)}",
               "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "409", "429"] + statuses)]
 # The OData feed: its query options are OData expressions in strings (`$filter`, `$orderby`,
@@ -250,6 +254,10 @@ lines += ["[[operations]]", 'include-operation-id = "deleteEntity"', "checks.use
 lines += ["[[operations]]", 'include-operation-id = "centralCreateSession"',
           "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "429"])]
 lines += ["[[operations]]", 'include-operation-id = "centralCreateSubmission"',
+          "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "400", "401", "403", "404", "409", "422", "429", "501"])]
+# An edit through Central's PUT is an instance XML as for a new submission (400 / 1031, 404, 422),
+# whose deprecatedID must be the submission's current instanceID (409 / 1021).
+lines += ["[[operations]]", 'include-operation-id = "centralEditSubmission"',
           "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "400", "401", "403", "404", "409", "422", "429", "501"])]
 lines += ["[[operations]]", 'include-operation-id = "centralSetReviewState"',
           "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "409", "429"])]
