@@ -339,33 +339,43 @@ import SurveyDomain
     /// transaction.)
     @Test func aSubmissionWithPhotosReadsTheSubmissionOnceAndCommitsOnce() throws {
         let p = try Published(definition: Self.photos)
-        let files = [CollectClient.File(name: "house.png", contentType: "image/png", bytes: Files.png(3_000)),
-                     CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: Files.jpeg(300_000))]
         let database = p.f.server.app.database
+        // The server's own work (housekeeping, webhook deliveries) may read or commit meanwhile and
+        // only ever adds to the counts: each is the least of three submissions of the same kind.
+        var n = 0
+        func counted(_ files: [CollectClient.File]) throws -> (reads: Int, commits: Int) {
+            var least = (reads: Int.max, commits: Int.max)
+            for _ in 0..<3 {
+                n += 1
+                let (reads, commits) = (database.readCount, database.writerStats.commits)
+                let r = try p.collect.submit(try photoInstance(p, "uuid:photos-once-\(String(format: "%04d", n))"), files: files)
+                #expect(r.status == 201, "\(r.text)")
+                least = (min(least.reads, database.readCount - reads), min(least.commits, database.writerStats.commits - commits))
+            }
+            return least
+        }
+        let large = [CollectClient.File(name: "house.png", contentType: "image/png", bytes: Files.png(3_000)),
+                     CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: Files.jpeg(300_000))]
         // The first submission of a version also reads its definition once, for the cache.
-        #expect(try p.collect.submit(try photoInstance(p, "uuid:photos-warm-0001"), files: files).status == 201)
-        let instance = try photoInstance(p, "uuid:photos-once-0001")
-        let (reads, commits) = (database.readCount, database.writerStats.commits)
-        let r = try p.collect.submit(instance, files: files)
-        #expect(r.status == 201, "\(r.text)")
+        #expect(try p.collect.submit(try photoInstance(p, "uuid:photos-warm-0001"), files: large).status == 201)
         // On PostgreSQL the submission's reads are in its write transaction: no read snapshot of their own.
         let snapshot = TestEngine.isPostgres ? 0 : 1
-        #expect(database.readCount - reads == 1 + snapshot)
-        #expect(database.writerStats.commits - commits == 1)
-        #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 4)
+        let withLarge = try counted(large)
+        #expect(withLarge.reads == 1 + snapshot && withLarge.commits == 1, "\(withLarge)")
+        #expect(try p.f.server.count("SELECT COUNT(*) AS n FROM uploads") == 8)
         // Photos small enough for the body to be taken before its token is checked: one read.
-        let small = [CollectClient.File(name: "house.png", contentType: "image/png", bytes: Files.png(3_000)),
-                     CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: Files.jpeg(20_000))]
-        let (reads1, commits1) = (database.readCount, database.writerStats.commits)
-        #expect(try p.collect.submit(try photoInstance(p, "uuid:photos-small-0001"), files: small).status == 201)
-        #expect(database.readCount - reads1 == snapshot)
-        #expect(database.writerStats.commits - commits1 == 1)
+        let withSmall = try counted([CollectClient.File(name: "house.png", contentType: "image/png", bytes: Files.png(3_000)),
+                                     CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: Files.jpeg(20_000))])
+        #expect(withSmall.reads == snapshot && withSmall.commits == 1, "\(withSmall)")
         // Answers alone (a body small enough to take before its token is checked): one read, one commit.
-        let answersAlone = try CollectClient.instance(of: p.xform, instanceID: "uuid:answers-once-0001", values: [("size", "2")])
-        let (reads2, commits2) = (database.readCount, database.writerStats.commits)
-        #expect(try p.collect.submit(answersAlone).status == 201)
-        #expect(database.readCount - reads2 == snapshot)
-        #expect(database.writerStats.commits - commits2 == 1)
+        var least = (reads: Int.max, commits: Int.max)
+        for i in 0..<3 {
+            let answersAlone = try CollectClient.instance(of: p.xform, instanceID: "uuid:answers-once-000\(i)", values: [("size", "2")])
+            let (reads, commits) = (database.readCount, database.writerStats.commits)
+            #expect(try p.collect.submit(answersAlone).status == 201)
+            least = (min(least.reads, database.readCount - reads), min(least.commits, database.writerStats.commits - commits))
+        }
+        #expect(least.reads == snapshot && least.commits == 1, "\(least)")
     }
 
     @Test func aSplitSubmissionIsCreatedByItsLastPOSTOnceEveryFileArrived() throws {
