@@ -12,12 +12,7 @@ public enum EntityListXLSX {
     public static func write(snapshot: Snapshot, orgId: String, list: String, to path: String, tempDirectory: String) throws -> Int {
         guard let record = try snapshot.read.entityList(orgId: orgId, name: list) else { throw ApiError.notFound() }
         let cursor = try EntityListCSV.rows(snapshot, orgId: orgId, list: list)
-        var options = lxw_workbook_options(constant_memory: 1, tmpdir: nil, use_zip64: 1)
-        let workbook: UnsafeMutablePointer<lxw_workbook>? = tempDirectory.withCString { dir in
-            options.tmpdir = UnsafeMutablePointer(mutating: dir)
-            return workbook_new_opt(path, &options)
-        }
-        guard let workbook else { throw ApiError(.internalError, "The spreadsheet could not be created.") }
+        let workbook = try XLSXWorkbook.newWorkbook(at: path, tempDirectory: tempDirectory)
         var closed = false
         defer { if !closed { workbook_close(workbook) } }
         // A sheet name is at most 31 characters; the list's name is an XML name, so only its length may not fit.

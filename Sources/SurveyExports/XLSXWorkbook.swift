@@ -13,16 +13,22 @@ import SurveyOperations
 /// worth a retry; any other failure of the writer is 500 / 1099, as retrying the same export
 /// would only fail the same way.
 public enum XLSXWorkbook {
-    /// Writes every row of `export` to a new workbook at `path`; returns the rows written.
-    public static func write(_ export: Export, splitSelectMultiples: Bool, to path: String, tempDirectory: String) throws -> Int {
-        let columns = export.columns(splitSelectMultiples: splitSelectMultiples)
+    /// A workbook at `path` in constant-memory mode (rows streamed to `tempDirectory`, ZIP64 for
+    /// large ones). It only allocates memory: no file is touched before the close.
+    static func newWorkbook(at path: String, tempDirectory: String) throws -> UnsafeMutablePointer<lxw_workbook> {
         var options = lxw_workbook_options(constant_memory: 1, tmpdir: nil, use_zip64: 1)
         let workbook: UnsafeMutablePointer<lxw_workbook>? = tempDirectory.withCString { dir in
             options.tmpdir = UnsafeMutablePointer(mutating: dir)
             return workbook_new_opt(path, &options)
         }
-        // It only allocates memory (no file is touched before the close).
         guard let workbook else { throw ApiError(.internalError, "The spreadsheet could not be created.") }
+        return workbook
+    }
+
+    /// Writes every row of `export` to a new workbook at `path`; returns the rows written.
+    public static func write(_ export: Export, splitSelectMultiples: Bool, to path: String, tempDirectory: String) throws -> Int {
+        let columns = export.columns(splitSelectMultiples: splitSelectMultiples)
+        let workbook = try newWorkbook(at: path, tempDirectory: tempDirectory)
         var closed = false
         defer { if !closed { workbook_close(workbook) } }
         let sheet = try addSheet(workbook, "responses")

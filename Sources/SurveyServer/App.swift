@@ -171,7 +171,6 @@ public final class App: Sendable {
         let overdue = operations.overdueEntityChanges, wait = Int64(configuration.entityWaitDays) * 86_400_000
         @Sendable func sweepUploads() {
             _ = try? ResumableUploadService.sweepExpired(database: database, blobs: blobs, busy: locks)
-            overdue.apply(waitedLongerThan: wait)
         }
         // After a burst, give freed heap back to the system once the server has gone quiet
         // (glibc keeps it in per-thread arenas otherwise: ~60 MB idle after 64-connection load).
@@ -194,7 +193,9 @@ public final class App: Sendable {
         timer.setEventHandler {
             let second = seconds.add(1, ordering: .relaxed).oldValue
             if second % 3600 == 0 { purge() }
-            if second % 600 == 0 { sweepUploads() }
+            // Uploads were swept at start-up already; waiting entity updates are looked at now too.
+            if second > 0 && second % 600 == 0 { sweepUploads() }
+            if second % 600 == 0 { overdue.apply(waitedLongerThan: wait) }
             trimWhenIdle()
         }
         housekeepingTimer.withLock { $0 = HousekeepingTimer(timer) }
