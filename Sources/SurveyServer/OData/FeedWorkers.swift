@@ -1,4 +1,5 @@
 import Foundation
+import SurveyHTTP
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,60 +12,24 @@ import Glibc
 /// Here feeds take what collection leaves, all of it when nothing else runs, and a page waiting
 /// for its turn holds no snapshot. A request's own thread waits for its page. (A thread lowers
 /// its own priority once, as it starts: raising it again needs privileges.)
-final class FeedWorkers: @unchecked Sendable {
-    // @unchecked: every field is guarded by `cond`.
-    private let cond = NSCondition()
-    private var work: [() -> Void] = []
-    private var threads = 0
-    private var idle = 0
-    private let limit: Int
-    private let niceness: Int32
-    private let idleSeconds: Double
+final class FeedWorkers: Sendable {
+    private let pool: BlockingPool
 
     init(limit: Int = ProcessInfo.processInfo.activeProcessorCount / 2, niceness: Int32 = 19, idleSeconds: Double = 10) {
-        self.limit = max(1, limit)
-        self.niceness = niceness
-        self.idleSeconds = idleSeconds
+        pool = BlockingPool(stackBytes: 1 << 20, idleSeconds: idleSeconds, limit: limit) {
+            Thread.current.name = "surveyd-feed"
+            #if os(Linux)
+            // Linux: PRIO_PROCESS with 0 is the calling thread alone (elsewhere it would be the process).
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
+            #endif
+        }
     }
 
     /// `job`'s result, computed on one of the threads.
     func run<T>(_ job: @escaping () throws -> T) throws -> T {
         let done = Completion<T>()
-        cond.lock()
-        work.append { done.finish(Result(catching: job)) }
-        let start = work.count > idle && threads < limit
-        if start { threads += 1 } else { cond.signal() }
-        cond.unlock()
-        if start {
-            let t = Thread { self.loop() }
-            t.stackSize = 1 << 20
-            t.start()
-        }
+        pool.run { done.finish(Result(catching: job)) }
         return try done.wait().get()
-    }
-
-    private func loop() {
-        Thread.current.name = "surveyd-feed"
-        #if os(Linux)
-        // Linux: PRIO_PROCESS with 0 is the calling thread alone (elsewhere it would be the process).
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
-        #endif
-        cond.lock()
-        while true {
-            if !work.isEmpty {
-                let job = work.removeFirst()
-                cond.unlock()
-                job()
-                cond.lock()
-                continue
-            }
-            idle += 1
-            let woken = cond.wait(until: Date(timeIntervalSinceNow: idleSeconds))
-            idle -= 1
-            if !woken && work.isEmpty { break }
-        }
-        threads -= 1
-        cond.unlock()
     }
 
     /// One job's result, handed from the thread that ran it to the one that waits.
