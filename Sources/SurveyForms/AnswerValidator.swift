@@ -15,6 +15,9 @@ public struct AnswerCheck: Sendable, Equatable {
     public var errors: [FieldError]
     /// File answers that passed the format check, in question order.
     public var fileAnswers: [FileAnswer]
+    /// The questions and groups outside repeats the form's logic hid (`answers.<id>`), for the
+    /// response's `SummaryFacts`.
+    public var hiddenOutsideRepeats: Set<String> = []
 
     public init(errors: [FieldError] = [], fileAnswers: [FileAnswer] = []) {
         self.errors = errors

@@ -75,7 +75,18 @@ final class FormCheck: ReferenceSource {
         gather(root)
         computeRelevance()
         walk(0)
+        collectHiddenOutsideRepeats(structure.levels[0].top)
         return check
+    }
+
+    /// `AnswerCheck.hiddenOutsideRepeats`: `collectNotRelevant` at the top level, groups
+    /// included, repeats left out.
+    private func collectHiddenOutsideRepeats(_ entries: [Int]) {
+        for e in entries {
+            let entry = structure.entries[e]
+            if relevanceOf(e, 0) == .no { check.hiddenOutsideRepeats.insert("answers.\(entry.id)") }
+            if !entry.isRepeat && entry.question == nil { collectHiddenOutsideRepeats(structure.children[e]) }
+        }
     }
 
     /// The paths of the nodes that are not relevant with these answers (`answers.<id>`, inside a

@@ -115,76 +115,66 @@ public struct DataViews: Sendable {
         public let figures: Figures
     }
 
-    /// Every figure of the summary, from one read snapshot: the responses per collector and day,
-    /// and per question its answers counted by aggregate queries. Whether a question with
-    /// relevance logic was relevant takes the form's logic, which SQL cannot run: for those
-    /// questions alone the answers of the versions that have such logic are read once, one
-    /// response at a time (memory stays flat), to count the responses that showed it.
+    /// Every figure of the summary, from one read snapshot: the responses per collector and day
+    /// by an aggregate query, and every question's figures from one pass over the responses'
+    /// summary facts (`SummaryFacts`, kept beside each response with whether its logic showed
+    /// each question): a few bytes a response, never its answers document. Memory stays flat.
     public func summary(orgId: String, surveyId: String, by user: UserRecord, _ filter: Filter) throws -> Summary {
         try operations.member(user, of: orgId)
         let f = storageFilter(orgId: orgId, surveyId: surveyId, by: user, filter)
         let snapshot = try operations.database.snapshot()
         defer { snapshot.close() }
         let context = try context(snapshot.read, orgId: orgId, surveyId: surveyId, by: user)
-        let byVersion = try snapshot.countsByVersion(f)
-        let total = byVersion.values.reduce(0, +)
         let perDay = try snapshot.countsBySubmitterAndDay(f)
+        let total = perDay.reduce(0) { $0 + $1.count }
         guard let latest = context.latest else { return Summary(context: context, total: total, perSubmitterDay: perDay, questions: []) }
 
-        // Per question: the versions that have it outside repeats, and those where logic decides
-        // whether it was shown.
-        var always: [String: [String]] = [:], conditional: [String: [String]] = [:]
-        for (record, definition) in context.versions {
-            for (q, hasLogic) in Self.questionsOutsideRepeats(definition.nodes, underLogic: false) {
-                if hasLogic { conditional[q.id, default: []].append(record.surveyVersionId) }
-                else { always[q.id, default: []].append(record.surveyVersionId) }
-            }
+        var tally = SummaryTally(latest: latest.questions, versions: context.versions.map(\.definition))
+        let versionIds = context.versions.map(\.record.surveyVersionId)
+        func pass(_ each: (Int, UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+            let next = try snapshot.summaryFacts(f, versions: versionIds)
+            while let (version, facts) = try next() { try facts.withUnsafeBufferPointer { try each(version, $0) } }
         }
-        var relevant: [String: Int] = [:]
-        for (id, versions) in always { relevant[id] = versions.reduce(0) { $0 + byVersion[$1, default: 0] } }
-        let logicVersions = Set(conditional.values.joined())
-        if !logicVersions.isEmpty {
-            let definitions = Dictionary(context.versions.map { ($0.record.surveyVersionId, $0.definition) }, uniquingKeysWith: { a, _ in a })
-            let next = try snapshot.answerRows(f, versions: logicVersions.sorted())
-            while let (version, answers) = try next() {
-                guard let definition = definitions[version] else { continue }
-                let parsed = (try? JSONParser.parse(Array(answers.utf8))) ?? .object([:])
-                let hidden = definition.notRelevant(in: parsed)
-                for (id, versions) in conditional where versions.contains(version) && !hidden.contains("answers.\(id)") {
-                    relevant[id, default: 0] += 1
-                }
+        try pass { version, facts in
+            guard tally.add(version: version, facts: facts) else {
+                throw ApiError(.internalError, "A response's summary facts cannot be read; run surveyd check.")
             }
         }
 
         var blocks: [QuestionSummary] = []
-        for q in latest.questions {
-            let versions = ((always[q.id] ?? []) + (conditional[q.id] ?? [])).sorted()
+        for (q, question) in latest.questions.enumerated() {
             let figures: QuestionSummary.Figures
-            let answered: Int
-            switch q.type {
-            case .selectOne:
-                let counts = try snapshot.answerCounts(f, questionId: q.id, versions: versions)
-                answered = counts.reduce(0) { $0 + ($1.value == nil ? 0 : $1.count) }
-                figures = .choices(Self.ordered(q, Dictionary(counts.compactMap { c in c.value.map { ($0, c.count) } }, uniquingKeysWith: +)))
-            case .selectMultiple:
-                let (n, choices) = try snapshot.choiceCounts(f, questionId: q.id, versions: versions)
-                answered = n
-                figures = .choices(Self.ordered(q, choices))
+            switch question.type {
+            case .selectOne, .selectMultiple:
+                figures = .choices(Self.ordered(question, tally.texts[q].counts))
             case .integer, .decimal:
-                let numbers = try snapshot.numberFigures(f, questionId: q.id, versions: versions, integers: q.type == .integer)
-                answered = numbers?.count ?? 0
-                figures = .numbers(numbers)
+                // A question with many distinct values: its numbers read again (two passes).
+                figures = .numbers(try tally.figures(q, integers: question.type == .integer) { each in
+                    try pass { version, facts in Self.numbers(in: facts, of: q, columns: tally.columns, version: version, each) }
+                })
             case .date, .datetime:
-                let days = try snapshot.dayCounts(f, questionId: q.id, versions: versions)
-                answered = days.reduce(0) { $0 + $1.count }
-                figures = .days(days)
+                figures = .days(tally.texts[q].counts.sorted { $0.key < $1.key }.map { (day: $0.key, count: $0.value) })
             default:
-                answered = try snapshot.answeredCount(f, questionId: q.id, versions: versions)
                 figures = .answered
             }
-            blocks.append(QuestionSummary(question: q, relevant: max(relevant[q.id] ?? 0, answered), answered: answered, figures: figures))
+            blocks.append(QuestionSummary(question: question, relevant: max(tally.relevant[q], tally.answered[q]),
+                                          answered: tally.answered[q], figures: figures))
         }
         return Summary(context: context, total: total, perSubmitterDay: perDay, questions: blocks)
+    }
+
+    /// The number question `q`'s value in one response's facts, given to `each`.
+    private static func numbers(in facts: UnsafeBufferPointer<UInt8>, of q: Int, columns: [[Int]], version: Int, _ each: (Double) -> Void) {
+        guard columns.indices.contains(version), let at = columns[version].firstIndex(of: q), var reader = SummaryFactsReader(facts) else { return }
+        var i = 0
+        while let (entry, _) = reader.next() {
+            if case .choices(let n) = entry { for _ in 0..<n { _ = reader.nextChoice() } }
+            if i == at {
+                if case .number(let d) = entry { each(d) }
+                return
+            }
+            i += 1
+        }
     }
 
     /// The latest version's choices in its order (each with its count, zero included), then any
@@ -193,21 +183,6 @@ public struct DataViews: Sendable {
         var out = q.choices.map { (name: $0, count: counts[$0] ?? 0) }
         let known = Set(q.choices)
         out += counts.keys.filter { !known.contains($0) }.sorted().map { (name: $0, count: counts[$0] ?? 0) }
-        return out
-    }
-
-    /// The questions outside repeats in form order, each with whether a `relevant` on it or on a
-    /// group around it decides whether it is shown.
-    static func questionsOutsideRepeats(_ nodes: [FormNode], underLogic: Bool) -> [(Question, Bool)] {
-        var out: [(Question, Bool)] = []
-        for n in nodes {
-            let logic = underLogic || n.relevant != nil
-            switch n.kind {
-            case .question(let q): out.append((q, logic))
-            case .group: out += questionsOutsideRepeats(n.children, underLogic: logic)
-            case .repeat, .note: break
-            }
-        }
         return out
     }
 }

@@ -90,7 +90,8 @@ public struct Reviews: Sendable {
             guard r.contentHash == version.contentHash else {
                 throw ApiError(.surveyVersionMismatch, "contentHash does not match survey version \(r.surveyVersionId).")
             }
-            let check = try ops.definitions.definition(of: version).validate(answers: r.answers)
+            let definition = try ops.definitions.definition(of: version)
+            let check = definition.validate(answers: r.answers)
             guard check.errors.isEmpty else {
                 ops.metrics.add(.validationRefusals)
                 throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors)
@@ -101,7 +102,8 @@ public struct Reviews: Sendable {
             }) else { throw ApiError.notFound() }
             let (from, to) = try Self.plan(current, expected: r.expectedRevision, action: .resubmit)
             return Step(responseId: responseId, expectedRevision: Int64(r.expectedRevision), from: from, to: to, auditAction: "response.resubmit",
-                        comment: nil, answers: (r.surveyVersionId, CanonicalJSON.string(r.answers)))
+                        comment: nil, answers: (r.surveyVersionId, CanonicalJSON.string(r.answers),
+                                                SummaryFacts(definition: definition, answers: r.answers, hidden: check.hiddenOutsideRepeats).bytes))
         }, write: Self.apply))
     }
 
@@ -140,10 +142,11 @@ public struct Reviews: Sendable {
             }
             let (_, to) = try Self.plan(current, expected: r.expectedRevision, action: .edit)
             return Edit(responseId: responseId, expectedRevision: Int64(r.expectedRevision), to: to, answers: CanonicalJSON.string(r.answers),
+                        facts: SummaryFacts(definition: definition, answers: r.answers, hidden: check.hiddenOutsideRepeats).bytes,
                         source: source, comment: r.comment, entity: entity, actor: user.userId)
         }, write: { e, tx in
             let edited = try tx.editResponse(responseId: e.responseId, expectedRevision: e.expectedRevision, to: e.to, answers: e.answers,
-                                             source: e.source, comment: e.comment).response
+                                             facts: e.facts, source: e.source, comment: e.comment).response
             try e.entity?.apply(in: tx, responseId: e.responseId, actor: e.actor)
             return edited
         }))
@@ -154,6 +157,8 @@ public struct Reviews: Sendable {
         let expectedRevision: Int64
         let to: ReviewState
         let answers: String
+        /// The edited answers' `SummaryFacts`.
+        let facts: [UInt8]
         let source: String
         let comment: String?
         /// The entity the response made, when the edit changes what the form saves to it.
@@ -205,7 +210,7 @@ public struct Reviews: Sendable {
         let to: ReviewState
         let auditAction: String
         let comment: String?
-        let answers: (surveyVersionId: String, text: String)?
+        let answers: (surveyVersionId: String, text: String, facts: [UInt8])?
     }
 
     /// 1021 for a stale revision (with the current state), then 1020 for a transition the state

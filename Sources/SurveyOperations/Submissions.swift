@@ -120,6 +120,7 @@ public struct Submissions: Sendable {
         let responseId = Ids.make("rsp", nowMillis: ops.clock.nowMillis())
         let answersText = String(decoding: canonicalAnswers, as: UTF8.self)
         let reviewState: ReviewState = survey.reviewRequired ? .submitted : .none
+        let facts = SummaryFacts(definition: published.definition, answers: answers, hidden: check.hiddenOutsideRepeats).bytes
         let submitter = user.userId, surveyId = survey.surveyId, versionId = version.surveyVersionId
         let staged = submission.stagedUploads, blobs = ops.blobs
         // The insert's UNIQUE (org_id, client_submission_id) finds a duplicate committed since the
@@ -137,7 +138,7 @@ public struct Submissions: Sendable {
                 surveyId: surveyId, surveyVersionId: versionId, requestDigest: digest, requestSHA256: bodySHA256,
                 answers: answersText, fieldTaskId: fieldTaskId, capturedAt: capturedAt, receivedAt: tx.now,
                 reviewState: reviewState, revision: 1)
-            try tx.insertResponse(stored)
+            try tx.insertResponse(stored, facts: facts)
             // The entity it creates or updates, in its transaction: a refused submission changes none.
             try entityChange?.apply(in: tx, responseId: stored.responseId, actor: submitter)
             if completesTask, let taskId = fieldTaskId {

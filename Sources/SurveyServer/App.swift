@@ -110,6 +110,9 @@ public final class App: Sendable {
         if swept.temp + swept.blobs + swept.partials > 0 {
             StandardError.line("surveyd: removed \(swept.temp) temp, \(swept.blobs) unreferenced blob and \(swept.partials) stale partial files")
         }
+        // Responses stored without summary facts (before surveyd kept them) get them now.
+        let facts = try operations.summaryFactsBackfill.run()
+        if facts > 0 { StandardError.line("surveyd: made the summary facts of \(facts) response(s)") }
         var deliveries = WebhookDispatcher.Configuration()
         deliveries.allowPrivate = configuration.webhooksAllowPrivate
         deliveries.schedule = configuration.webhookRetrySchedule

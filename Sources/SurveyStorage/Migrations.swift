@@ -653,6 +653,27 @@ enum Migrations {
         Migration("entity-conflicts", sql: """
         CREATE INDEX entities_conflict ON entities(org_id, list_name, conflict, entity_id) WHERE conflict IS NOT NULL;
         """),
+        // The console's summary reads each response's summary facts (`SummaryFacts`: a few bytes
+        // a response, written in the transaction that stores or changes its answers) instead of
+        // parsing every answers document again. The filter columns are the response's own, kept
+        // with it, so every filter of the views applies here as it does to `responses`; a
+        // survey's rows lie together (SQLite: WITHOUT ROWID, keyed by survey first). Responses
+        // stored before this step get theirs at the first start (`SummaryFactsBackfill`).
+        Migration("response-facts", sql: """
+        CREATE TABLE response_facts (
+            survey_id TEXT NOT NULL, response_id TEXT NOT NULL, org_id TEXT NOT NULL,
+            survey_version_id TEXT NOT NULL, submitter TEXT NOT NULL, field_task_id TEXT,
+            received_at INTEGER NOT NULL, review_state TEXT NOT NULL, facts BLOB NOT NULL,
+            PRIMARY KEY (survey_id, response_id)
+        ) WITHOUT ROWID;
+        """, postgres: """
+        CREATE TABLE response_facts (
+            survey_id TEXT NOT NULL, response_id TEXT NOT NULL, org_id TEXT NOT NULL,
+            survey_version_id TEXT NOT NULL, submitter TEXT NOT NULL, field_task_id TEXT,
+            received_at BIGINT NOT NULL, review_state TEXT NOT NULL, facts BYTEA NOT NULL,
+            PRIMARY KEY (survey_id, response_id)
+        );
+        """),
     ]
 
 

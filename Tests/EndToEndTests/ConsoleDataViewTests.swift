@@ -1,6 +1,7 @@
 import Foundation
 import SurveyDomain
 import Testing
+@testable import SurveyStorage
 
 /// The console's Data, Summary and Map views against a real server, on either engine: the table
 /// holds what the CSV export holds for the same filters, pages miss and repeat nothing while
@@ -300,6 +301,60 @@ import Testing
             let names = rows("Responses per collector")
             #expect(names.values.reduce(0, +) == responses.count && names["Dana Second"] == collectors["Dana Second"])
         }
+    }
+
+    /// The summary follows a change of a response's answers and of its review state as it is
+    /// committed: an edit moves a count from one choice to another and adds its number, and the
+    /// review-state filter finds the edited response.
+    @Test func theSummaryFollowsAnEditAndItsReviewState() throws {
+        var s = try Setup()
+        try s.send(0..<8)
+        let f = s.f
+        let reviewer = try Session(f, token: f.reviewerToken)
+        func counts(_ query: String = "") throws -> (page: String, sources: [String: Int], depth: String) {
+            let page = try reviewer.get(s.base + "/summary" + query)
+            #expect(page.status == 200)
+            let blocks = Self.summaryBlocks(page.text)
+            return (page.text, Dictionary((blocks["Water source"]?.rows ?? []).map { ($0.0, $0.1) }, uniquingKeysWith: +), blocks["Depth"]?.body ?? "")
+        }
+        let before = try counts()
+        // A river response (i = 2) edited into a well with a depth.
+        let river = try #require(s.sent.first { $0.value.answers["source"]?.stringValue == "river" }?.key)
+        var answers = try #require(s.sent[river]?.answers)
+        answers["source"] = "well"
+        answers["depth"] = 3.5
+        let edit = try f.client.request("PUT", "/v1/orgs/\(f.orgId)/responses/\(river)/answers", token: f.reviewerToken,
+                                        json: ["expectedRevision": 1, "answers": .object(answers)])
+        #expect(edit.status == 200, "\(edit.text)")
+        let after = try counts()
+        #expect(after.sources["Well"] == (before.sources["Well"] ?? 0) + 1 && after.sources["River"] == (before.sources["River"] ?? 0) - 1)
+        let wells = s.sent.values.map(\.answers).filter { $0["source"]?.stringValue == "well" }
+        #expect(after.depth.contains("<dt>Count</dt><dd>\(wells.compactMap { $0["depth"] }.count + 1)</dd>"), "\(after.depth)")
+        #expect(after.depth.contains("<dt>Min</dt><dd>3.5</dd>"), "\(after.depth)")
+        let edited = try counts("?reviewState=edited")
+        #expect(edited.page.contains("1 responses under these filters.") || edited.page.contains("1 response under these filters."))
+        #expect(edited.sources["Well"] == 1 && edited.sources["River"] == 0 && edited.sources["Borehole"] == 0)
+    }
+
+    /// Responses stored without summary facts (by a surveyd from before they were kept, or by
+    /// another program) get them when the server next starts, and the summary counts them as it
+    /// counted them before.
+    @Test(.enabled(if: !TestEngine.isPostgres, "removes rows from the SQLite file")) func responsesStoredWithoutFactsGetThemAtTheNextStart() throws {
+        var s = try Setup()
+        try s.send(0..<30)
+        let reviewer = try Session(s.f, token: s.f.reviewerToken)
+        let before = try reviewer.get(s.base + "/summary")
+        #expect(before.status == 200 && before.text.contains("30 responses under these filters."))
+        s.f.server.stop()
+        let conn = try Connection(path: s.f.server.dataDir + "/surveyd.sqlite", readOnly: false)
+        try conn.run("DELETE FROM response_facts WHERE response_id IN (SELECT response_id FROM response_facts ORDER BY response_id LIMIT 20)")
+        #expect(try conn.query("SELECT COUNT(*) AS n FROM response_facts").first?.int("n") == 10)
+        let again = try TestServer(dataDir: s.f.server.dataDir)
+        #expect(try again.count("SELECT COUNT(*) AS n FROM response_facts") == 30)
+        let after = try Session(Fixture(server: again, from: s.f), token: s.f.reviewerToken).get(s.base + "/summary")
+        #expect(after.status == 200)
+        let blocks = { (html: String) in Self.summaryBlocks(html).mapValues { $0.rows.map { "\($0.0)=\($0.1)" } } }
+        #expect(blocks(after.text) == blocks(before.text) && !blocks(after.text).isEmpty)
     }
 
     // MARK: who sees what

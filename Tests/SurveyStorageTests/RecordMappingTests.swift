@@ -36,7 +36,7 @@ import SurveyDomain
             responseId: "rsp_1", orgId: "org_1", clientSubmissionId: "csid-0001", submitter: "usr_1", surveyId: "srv_1",
             surveyVersionId: "sv_1", requestDigest: "sha256:cd", requestSHA256: Array(repeating: 7, count: 32),
             answers: "{\"a\":\"x\u{0}y\"}", fieldTaskId: nil, capturedAt: now - 5_000, receivedAt: now, reviewState: .submitted, revision: 1)
-        _ = try gate.write(orgId: "org_1", actor: "usr_1") { tx in try tx.insertResponse(response) }
+        _ = try gate.write(orgId: "org_1", actor: "usr_1") { tx in try tx.insertResponse(response, facts: [1]) }
         #expect(try db.read { try $0.response(orgId: "org_1", responseId: "rsp_1") } == response)
         #expect(try db.read { try $0.response(orgId: "org_1", clientSubmissionId: "csid-0001") } == response)
 

@@ -35,7 +35,7 @@ import SurveyDomain
                                    surveyId: survey, surveyVersionId: "sv_\(survey)", requestDigest: "sha256:cd",
                                    requestSHA256: Array(repeating: 7, count: 32), answers: "{}", fieldTaskId: nil, capturedAt: nil,
                                    receivedAt: now, reviewState: state, revision: 1)
-            _ = try gate.write(orgId: "org_1", actor: "usr_1") { tx in try tx.insertResponse(r) }
+            _ = try gate.write(orgId: "org_1", actor: "usr_1") { tx in try tx.insertResponse(r, facts: [1]) }
         }
         return (db, dir)
     }

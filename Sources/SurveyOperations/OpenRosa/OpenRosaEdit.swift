@@ -103,18 +103,19 @@ public struct OpenRosaEdit: Sendable {
                                              submitter: target.submitter, staged: staged, fileNames: arrival.submission.fileNames, in: db)
             let entity = try EntityEdit.plan(definition: definition, responseId: target.responseId, orgId: orgId, stored: target.answers,
                                              edited: arrival.submission.answers, in: db)
-            return .edit(target, to, entity)
+            return .edit(target, to, entity, SummaryFacts(definition: definition, answers: arrival.submission.answers,
+                                                         hidden: check.hiddenOutsideRepeats).bytes)
         }
         switch planned {
         case .replayed(let r):
             return .replayed(r)
-        case .edit(let target, let to, let entity):
+        case .edit(let target, let to, let entity, let facts):
             do {
                 let blobs = ops.blobs
                 let written = try ops.gate.write(orgId: orgId, actor: user.userId) { tx in
                     for file in staged { try tx.commitUpload(file.record, tempPath: file.tempPath, blobs: blobs) }
                     let edited = try tx.editResponse(responseId: target.responseId, expectedRevision: target.revision, to: to, answers: answers,
-                                                     source: "openrosa", instanceId: instanceID, comment: nil).response
+                                                     facts: facts, source: "openrosa", instanceId: instanceID, comment: nil).response
                     try entity?.apply(in: tx, responseId: target.responseId, actor: user.userId)
                     return edited
                 }.value
@@ -134,7 +135,7 @@ public struct OpenRosaEdit: Sendable {
 
     private enum Planned {
         case replayed(ResponseRecord)
-        case edit(ResponseRecord, ReviewState, EntityEdit?)
+        case edit(ResponseRecord, ReviewState, EntityEdit?, [UInt8])
     }
 
     static let conflict = ApiError(.idempotencyConflict, "A different form with this instance ID was already received, so this one was not stored. Nothing was changed.")

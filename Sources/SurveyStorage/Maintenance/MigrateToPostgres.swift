@@ -17,7 +17,7 @@ public enum MigrateToPostgres {
 
     /// Every table, parents before children (foreign keys are checked row by row).
     static let tables = [
-        "orgs", "users", "tokens", "audit", "surveys", "survey_versions", "survey_version_sources", "survey_version_attachments", "responses", "response_versions", "uploads",
+        "orgs", "users", "tokens", "audit", "surveys", "survey_versions", "survey_version_sources", "survey_version_attachments", "responses", "response_versions", "response_facts", "uploads",
         "resumable_uploads", "tasks",
         "idempotency_keys", "invitations", "console_sessions", "webhooks", "webhook_deliveries", "webhook_snapshots", "webhook_identity",
         "export_cursor_key", "entity_lists", "entities", "entity_versions", "entity_waiting",

@@ -54,7 +54,8 @@ extension ReadContext {
 extension GatedTransaction {
     /// The INSERT is sent with the transaction's next awaited statement (the gate awaits it before
     /// the commit): a taken client id is thrown there.
-    public func insertResponse(_ r: ResponseRecord) throws {
+    /// `facts`: its `SummaryFacts`, stored beside it.
+    public func insertResponse(_ r: ResponseRecord, facts: [UInt8]) throws {
         try context.conn.enqueue("""
             INSERT INTO responses(response_id, org_id, client_submission_id, submitter, survey_id, survey_version_id,
                 request_digest, request_body, request_sha256, answers, field_task_id, captured_at, received_at, review_state, revision)
@@ -62,6 +63,7 @@ extension GatedTransaction {
             """, [.text(r.responseId), .text(orgId), .text(r.clientSubmissionId), .text(r.submitter), .text(r.surveyId),
                   .text(r.surveyVersionId), .text(r.requestDigest), .blob([]), .blob(r.requestSHA256), .text(r.answers),
                   .optional(r.fieldTaskId), .optional(r.capturedAt), .int(r.receivedAt), .text(r.reviewState.rawValue), .int(r.revision)])
+        try insertFacts(of: r, facts)
         try audit(action: "response.accept", targetType: "response", targetId: r.responseId, revision: r.revision,
                   detail: CanonicalJSON.string(["toState": .string(r.reviewState.rawValue), "clientSubmissionId": .string(r.clientSubmissionId)]))
     }
@@ -71,7 +73,7 @@ extension GatedTransaction {
     /// One review step: the state and revision move only if the revision is still `expected`
     /// (1021 otherwise, carrying the current state). Audited with the transition.
     public func applyReview(responseId: String, expectedRevision: Int64, from: ReviewState, to: ReviewState, action: String,
-                            comment: String?, answers: (surveyVersionId: String, text: String)? = nil) throws -> ResponseRecord {
+                            comment: String?, answers: (surveyVersionId: String, text: String, facts: [UInt8])? = nil) throws -> ResponseRecord {
         try context.keepForWebhooks(responseId: responseId)
         if let answers {
             try context.conn.run("""
@@ -91,6 +93,7 @@ extension GatedTransaction {
             throw ApiError(.staleRevision, "The response is at revision \(current?.revision ?? 0), not \(expectedRevision).",
                            extra: ["reviewState": .string(current?.reviewState.rawValue ?? ""), "revision": .number(Double(current?.revision ?? 0))])
         }
+        try updateFacts(of: responseId, reviewState: to, answers: answers.map { ($0.surveyVersionId, $0.facts) })
         var detail: [String: JSONValue] = ["fromState": .string(from.rawValue), "toState": .string(to.rawValue)]
         if let comment { detail["comment"] = .string(comment) }
         try audit(action: action, targetType: "response", targetId: responseId, revision: updated.revision,

@@ -23,7 +23,7 @@ extension GatedTransaction {
     /// current state) — the new version is kept beside the earlier ones (the first edit writes
     /// version 1, the answers as submitted, too), and one audit entry (`response.edit`) records
     /// it, all in this transaction.
-    public func editResponse(responseId: String, expectedRevision: Int64, to: ReviewState, answers: String, source: String,
+    public func editResponse(responseId: String, expectedRevision: Int64, to: ReviewState, answers: String, facts: [UInt8], source: String,
                              instanceId: String? = nil, comment: String?) throws -> (response: ResponseRecord, version: Int64) {
         guard let current = try read.response(orgId: orgId, responseId: responseId), current.revision == expectedRevision else {
             let current = try read.response(orgId: orgId, responseId: responseId)
@@ -47,6 +47,7 @@ extension GatedTransaction {
         guard context.conn.changes == 1, let updated = try read.response(orgId: orgId, responseId: responseId) else {
             throw ApiError(.staleRevision, "The response changed meanwhile; nothing was written.")
         }
+        try updateFacts(of: responseId, reviewState: to, answers: (current.surveyVersionId, facts))
         var detail: [String: JSONValue] = ["fromState": .string(current.reviewState.rawValue), "toState": .string(to.rawValue),
                                            "version": .number(Double(number)), "source": .string(source)]
         if let comment { detail["comment"] = .string(comment) }

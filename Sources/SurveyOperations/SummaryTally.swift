@@ -1,0 +1,177 @@
+import SurveyDomain
+import SurveyForms
+import SurveyStorage
+
+/// Adds up the summary facts of a survey's responses (`SummaryFacts`, one narrow row each) into
+/// the figures of the latest version's questions: one pass over the rows, in one snapshot,
+/// memory bounded by the distinct values counted — never by the number of responses. A number
+/// question with more distinct values than `exactValues` has its median and histogram found by
+/// two more passes over the same rows (bins first, then the values of the median's bin alone).
+struct SummaryTally {
+    /// Distinct values of a number question kept with their counts in the first pass.
+    static let exactValues = 4096
+    /// Bins of the second pass over a number question with more values than that.
+    static let fineBins = 65_536
+
+    /// The latest version's questions, by index.
+    let questions: [Question]
+    /// For each version of the query (by its index there), each facts entry's question index
+    /// (-1: a question the latest version does not have).
+    let columns: [[Int]]
+    var relevant: [Int]
+    var answered: [Int]
+    var texts: [TextCounts]
+    var numbers: [NumberTally]
+
+    init(latest: [Question], versions: [SurveyDefinition]) {
+        questions = latest
+        let index = Dictionary(latest.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+        columns = versions.map { SummaryFacts.questions(of: $0).map { index[$0.question.id] ?? -1 } }
+        relevant = Array(repeating: 0, count: latest.count)
+        answered = relevant
+        texts = Array(repeating: TextCounts(), count: latest.count)
+        numbers = Array(repeating: NumberTally(), count: latest.count)
+    }
+
+    /// Adds one response's facts; false when they are not what `SummaryFacts` writes.
+    mutating func add(version: Int, facts: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard columns.indices.contains(version), var reader = SummaryFactsReader(facts) else { return false }
+        let map = columns[version]
+        var i = 0
+        while let (entry, hidden) = reader.next() {
+            let q = i < map.count ? map[i] : -1
+            i += 1
+            if case .choices(let n) = entry {
+                for _ in 0..<n {
+                    guard let choice = reader.nextChoice() else { return false }
+                    if q >= 0 { texts[q].add(choice) }
+                }
+            }
+            guard q >= 0 else { continue }
+            if !hidden { relevant[q] += 1 }
+            switch entry {
+            case .none: break
+            case .answered: if !questions[q].type.isNumber { answered[q] += 1 }
+            case .text(let t): answered[q] += 1; texts[q].add(t)
+            case .choices: answered[q] += 1
+            case .number(let d): answered[q] += 1; numbers[q].add(d)
+            }
+        }
+        return true
+    }
+
+    /// The numbers of question `q` read again (`read` calls its argument with each value) when
+    /// the first pass kept too many distinct values to find the median and histogram.
+    func figures(_ q: Int, integers: Bool, bins: Int = 10,
+                 again: (_ each: (Double) -> Void) throws -> Void) rethrows -> NumberFigures? {
+        let n = numbers[q]
+        guard n.count > 0 else { return nil }
+        let lo = n.min, hi = n.max
+        let perValue = integers && hi - lo < Double(bins)
+        let binCount = perValue ? Int(hi - lo) + 1 : bins
+        let width = perValue ? 1 : (hi - lo) / Double(bins)
+        func bin(_ x: Double) -> Int { Swift.min(Swift.max(Int(((x - lo) / width).rounded(.down)), 0), binCount - 1) }
+        var histogram = Array(repeating: 0, count: binCount)
+        let ranks = [(n.count - 1) / 2, n.count / 2]
+        var middle: [Double] = []
+        if let values = n.values {
+            var seen = 0
+            for (x, c) in values.sorted(by: { $0.key < $1.key }) {
+                if hi > lo { histogram[bin(x)] += c }
+                for r in ranks where r >= seen && r < seen + c { middle.append(x) }
+                seen += c
+            }
+        } else {
+            // Bins fine enough that the median's holds a few values, then those values alone.
+            let fine = Self.fineBins
+            func fineBin(_ x: Double) -> Int { Swift.min(Swift.max(Int(((x - lo) / (hi - lo) * Double(fine)).rounded(.down)), 0), fine - 1) }
+            var fineCounts = Array(repeating: 0, count: fine)
+            try again { x in
+                histogram[bin(x)] += 1
+                fineCounts[fineBin(x)] += 1
+            }
+            var wanted: [Int: Int] = [:]  // fine bin → values before it
+            var seen = 0
+            for (b, c) in fineCounts.enumerated() where c > 0 {
+                for r in ranks where r >= seen && r < seen + c { wanted[b] = seen }
+                seen += c
+            }
+            var inBins: [Double: Int] = [:]
+            try again { x in if wanted[fineBin(x)] != nil { inBins[x, default: 0] += 1 } }
+            for (b, before) in wanted.sorted(by: { $0.key < $1.key }) {
+                var seen = before
+                for (x, c) in inBins.filter({ fineBin($0.key) == b }).sorted(by: { $0.key < $1.key }) {
+                    for r in ranks where r >= seen && r < seen + c { middle.append(x) }
+                    seen += c
+                }
+            }
+        }
+        if hi <= lo { histogram = [n.count] }
+        let median = middle.isEmpty ? lo : middle.reduce(0, +) / Double(middle.count)
+        return NumberFigures(count: n.count, min: lo, max: hi, mean: n.sum / Double(n.count), median: median,
+                             histogram: histogram, binWidth: hi > lo ? width : 0)
+    }
+
+    /// Each text counted with how often: the first few distinct ones compared as bytes (a
+    /// choice list), any further ones by a dictionary.
+    struct TextCounts {
+        private var known: [[UInt8]] = []
+        private var knownCounts: [Int] = []
+        private var more: [String: Int] = [:]
+
+        mutating func add(_ text: UnsafeBufferPointer<UInt8>) {
+            for (i, k) in known.enumerated() where k.count == text.count && k.elementsEqual(text) {
+                knownCounts[i] += 1
+                return
+            }
+            if known.count < 32 {
+                known.append(Array(text)); knownCounts.append(1)
+            } else {
+                more[String(decoding: text, as: UTF8.self), default: 0] += 1
+            }
+        }
+
+        var counts: [String: Int] {
+            var out = more
+            for (k, c) in zip(known, knownCounts) { out[String(decoding: k, as: UTF8.self), default: 0] += c }
+            return out
+        }
+    }
+
+    /// A number question's count, sum, least and greatest, and its values with their counts
+    /// while there are at most `exactValues` distinct ones (nil beyond).
+    struct NumberTally {
+        var count = 0
+        var sum = 0.0
+        var min = Double.infinity
+        var max = -Double.infinity
+        var values: [Double: Int]? = [:]
+
+        mutating func add(_ x: Double) {
+            count += 1
+            sum += x
+            if x < min { min = x }
+            if x > max { max = x }
+            if values != nil {
+                values?[x, default: 0] += 1
+                if let v = values, v.count > SummaryTally.exactValues { values = nil }
+            }
+        }
+    }
+}
+
+extension QuestionType {
+    var isNumber: Bool { self == .integer || self == .decimal }
+}
+
+/// A number question's figures in the summary.
+public struct NumberFigures: Sendable, Equatable {
+    public let count: Int
+    public let min: Double
+    public let max: Double
+    public let mean: Double
+    public let median: Double
+    /// Equal ranges of `binWidth` from `min` (the last one closed), each with its count.
+    public let histogram: [Int]
+    public let binWidth: Double
+}

@@ -1,0 +1,78 @@
+import SurveyDomain
+
+/// Each response's summary facts (`SummaryFacts`), in `response_facts`: written with the
+/// response in the transaction that stores or changes its answers or its review state, read by
+/// the console's summary one narrow row per response.
+extension GatedTransaction {
+    /// The facts of a response being inserted (same transaction, sent with its next statement).
+    func insertFacts(of r: ResponseRecord, _ facts: [UInt8]) throws {
+        try context.conn.enqueue("""
+            INSERT INTO response_facts(survey_id, response_id, org_id, survey_version_id, submitter, field_task_id, received_at, review_state, facts)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.text(r.surveyId), .text(r.responseId), .text(orgId), .text(r.surveyVersionId), .text(r.submitter),
+                  .optional(r.fieldTaskId), .int(r.receivedAt), .text(r.reviewState.rawValue), .blob(facts)])
+    }
+
+    /// A stored response's state, and, when its answers changed, its version and facts.
+    func updateFacts(of responseId: String, reviewState: ReviewState, answers: (surveyVersionId: String, facts: [UInt8])?) throws {
+        let whereResponse = "survey_id = (SELECT survey_id FROM responses WHERE response_id = ?) AND response_id = ?"
+        if let answers {
+            try context.conn.run("UPDATE response_facts SET review_state = ?, survey_version_id = ?, facts = ? WHERE \(whereResponse)",
+                                 [.text(reviewState.rawValue), .text(answers.surveyVersionId), .blob(answers.facts), .text(responseId), .text(responseId)])
+        } else {
+            try context.conn.run("UPDATE response_facts SET review_state = ? WHERE \(whereResponse)",
+                                 [.text(reviewState.rawValue), .text(responseId), .text(responseId)])
+        }
+    }
+}
+
+extension Snapshot {
+    /// The facts of the responses `filter` selects, each with its version as an index into
+    /// `versions` (-1: another version), one row at a time.
+    public func summaryFacts(_ filter: ExportFilter, versions: [String]) throws -> () throws -> (version: Int, facts: [UInt8])? {
+        let c = filter.condition
+        let index = versions.isEmpty ? "-1" : "CASE survey_version_id " + versions.map { _ in "WHEN ? THEN ?" }.joined(separator: " ") + " ELSE -1 END"
+        var args: [SQLValue] = []
+        for (i, v) in versions.enumerated() { args += [.text(v), .int(Int64(i))] }
+        let cursor = try rows("SELECT \(index) AS v, facts FROM response_facts WHERE \(c.sql)", args + c.args)
+        return { try cursor.next().map { (Int(try $0.int("v")), try $0.blob("facts")) } }
+    }
+}
+
+extension Database {
+    /// How many responses have no facts yet (stored before facts were kept, or written into the
+    /// database by another program): 0 on every start but the first after an upgrade.
+    public func responsesWithoutFactsCount() throws -> Int {
+        try read { db in
+            Int(try db.conn.query("SELECT (SELECT COUNT(*) FROM responses) - (SELECT COUNT(*) FROM response_facts) AS n").first?.int("n") ?? 0)
+        }
+    }
+
+    /// Up to `limit` responses without facts after `after` (a response id), in id order.
+    public func responsesWithoutFacts(after: String, limit: Int) throws -> [ResponseRecord] {
+        try read { db in
+            try db.conn.query("""
+                SELECT \(ResponseRecord.columns) FROM responses r WHERE response_id > ? AND NOT EXISTS (
+                    SELECT 1 FROM response_facts f WHERE f.survey_id = r.survey_id AND f.response_id = r.response_id)
+                ORDER BY response_id LIMIT ?
+                """, [.text(after), .int(Int64(limit))]).map(ResponseRecord.init)
+        }
+    }
+
+    /// Stores the facts of responses that had none: derived from what is stored, so neither
+    /// gated nor audited. Each only if its response is still at the revision the facts were
+    /// made from (an edit meanwhile leaves it for the next pass) and has none yet (another
+    /// process may have stored them meanwhile).
+    public func recordFacts(_ batch: [(response: ResponseRecord, facts: [UInt8])]) throws {
+        try writer.submit { conn in
+            for (r, facts) in batch {
+                try conn.run("""
+                    INSERT INTO response_facts(survey_id, response_id, org_id, survey_version_id, submitter, field_task_id, received_at, review_state, facts)
+                    SELECT survey_id, response_id, org_id, survey_version_id, submitter, field_task_id, received_at, review_state, ?
+                    FROM responses WHERE response_id = ? AND revision = ?
+                    ON CONFLICT DO NOTHING
+                    """, [.blob(facts), .text(r.responseId), .int(r.revision)])
+            }
+        }
+    }
+}
