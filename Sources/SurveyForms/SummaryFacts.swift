@@ -14,6 +14,11 @@
 /// | 3 | a text: a select_one's choice, a date's `YYYY-MM-DD` | u16 length, UTF-8 bytes |
 /// | 4 | a select_multiple's choices | u16 count, each as tag 3's payload |
 /// | 5 | a number | the Double's 8 bytes, little-endian |
+/// | 6 | a select_one's choice, by its place in the version's options | u32 |
+/// | 7 | a select_multiple's choices, each by its place | u16 count, each a u32 |
+///
+/// A choice is written by its place (6, 7) when the version's options hold it, so the summary
+/// counts it without comparing text; a name they lack (an entity list's, any other) as text.
 public struct SummaryFacts: Sendable, Equatable {
     public static let format: UInt8 = 1
     static let hiddenFlag: UInt8 = 0x80
@@ -23,6 +28,9 @@ public struct SummaryFacts: Sendable, Equatable {
         case answered
         case text(String)
         case choices([String])
+        /// Choices by their place in the version's options.
+        case choice(Int)
+        case places([Int])
         case number(Double)
     }
 
@@ -61,13 +69,23 @@ public struct SummaryFacts: Sendable, Equatable {
             case (_, .null):
                 out.append(1 | flag)
             case (.selectOne, .string(let s)):
-                out.append(3 | flag); Self.append(s, to: &out)
+                if let at = q.choiceIndex.position(of: s) {
+                    out.append(6 | flag); Self.append(UInt32(at), to: &out)
+                } else {
+                    out.append(3 | flag); Self.append(s, to: &out)
+                }
             case (.date, .string(let s)), (.datetime, .string(let s)):
                 out.append(3 | flag); Self.append(String(s.prefix(10)), to: &out)
             case (.selectMultiple, .array(let items)):
                 let texts = items.compactMap(\.stringValue).prefix(Int(UInt16.max))
-                out.append(4 | flag); Self.append(UInt16(texts.count), to: &out)
-                for t in texts { Self.append(t, to: &out) }
+                let places = texts.compactMap { q.choiceIndex.position(of: $0) }
+                if places.count == texts.count {
+                    out.append(7 | flag); Self.append(UInt16(places.count), to: &out)
+                    for p in places { Self.append(UInt32(p), to: &out) }
+                } else {
+                    out.append(4 | flag); Self.append(UInt16(texts.count), to: &out)
+                    for t in texts { Self.append(t, to: &out) }
+                }
             case (.integer, .number(let d)), (.decimal, .number(let d)):
                 out.append(5 | flag)
                 var bits = d.bitPattern.littleEndian
@@ -93,6 +111,10 @@ public struct SummaryFacts: Sendable, Equatable {
 
     private static func append(_ n: UInt16, to out: inout [UInt8]) {
         out.append(UInt8(n & 0xff)); out.append(UInt8(n >> 8))
+    }
+
+    private static func append(_ n: UInt32, to out: inout [UInt8]) {
+        for shift in stride(from: 0, to: 32, by: 8) { out.append(UInt8((n >> UInt32(shift)) & 0xff)) }
     }
 
     /// A text cut at a character boundary to at most 65,535 bytes.

@@ -19,6 +19,10 @@ public struct SummaryFactsReader {
         /// How many choices follow; read each with `nextChoice()`.
         case choices(Int)
         case number(Double)
+        /// A choice by its place in the version's options.
+        case choice(Int)
+        /// How many places follow; read each with `nextPlace()`.
+        case places(Int)
     }
 
     /// The next question's entry and whether the logic hid it; nil at the end or at a bad byte.
@@ -38,8 +42,20 @@ public struct SummaryFactsReader {
             for i in 0..<8 { bits |= UInt64(bytes[at + i]) << (8 * UInt64(i)) }
             at += 8
             return (.number(Double(bitPattern: bits)), hidden)
+        case 6: return u32().map { (.choice($0), hidden) }
+        case 7: return count().map { (.places($0), hidden) }
         default: return nil
         }
+    }
+
+    /// One place of a `.places` entry.
+    public mutating func nextPlace() -> Int? { u32() }
+
+    private mutating func u32() -> Int? {
+        guard at + 4 <= bytes.count else { return nil }
+        let n = Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24
+        at += 4
+        return n
     }
 
     /// One choice of a `.choices` entry.
@@ -70,6 +86,14 @@ public struct SummaryFactsReader {
                 case .answered: out.append((.answered, hidden))
                 case .text(let t): out.append((.text(String(decoding: t, as: UTF8.self)), hidden))
                 case .number(let d): out.append((.number(d), hidden))
+                case .choice(let p): out.append((.choice(p), hidden))
+                case .places(let n):
+                    var places: [Int] = []
+                    for _ in 0..<n {
+                        guard let p = r.nextPlace() else { return nil }
+                        places.append(p)
+                    }
+                    out.append((.places(places), hidden))
                 case .choices(let n):
                     var texts: [String] = []
                     for _ in 0..<n {

@@ -146,7 +146,7 @@ public struct DataViews: Sendable {
             let figures: QuestionSummary.Figures
             switch question.type {
             case .selectOne, .selectMultiple:
-                figures = .choices(Self.ordered(question, tally.texts[q].counts))
+                figures = .choices(Self.ordered(question, tally.choices(q)))
             case .integer, .decimal:
                 // A question with many distinct values: its numbers read again (two passes).
                 figures = .numbers(try tally.figures(q, integers: question.type == .integer) { each in
@@ -169,6 +169,7 @@ public struct DataViews: Sendable {
         var i = 0
         while let (entry, _) = reader.next() {
             if case .choices(let n) = entry { for _ in 0..<n { _ = reader.nextChoice() } }
+            if case .places(let n) = entry { for _ in 0..<n { _ = reader.nextPlace() } }
             if i == at {
                 if case .number(let d) = entry { each(d) }
                 return

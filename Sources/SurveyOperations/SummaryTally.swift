@@ -1,3 +1,4 @@
+import Foundation
 import SurveyDomain
 import SurveyForms
 import SurveyStorage
@@ -18,6 +19,13 @@ struct SummaryTally {
     /// For each version of the query (by its index there), each facts entry's question index
     /// (-1: a question the latest version does not have).
     let columns: [[Int]]
+    /// For each version and facts entry, each option's place → its slot among the latest
+    /// question's choices (-1: a name the latest lacks, counted by name from `names`).
+    let slots: [[[Int]]]
+    let names: [[[String]]]
+    /// By latest question and choice slot (`choiceNames`).
+    var choiceCounts: [[Int]]
+    let choiceNames: [[String]]
     var relevant: [Int]
     var answered: [Int]
     var texts: [TextCounts]
@@ -26,7 +34,27 @@ struct SummaryTally {
     init(latest: [Question], versions: [SurveyDefinition]) {
         questions = latest
         let index = Dictionary(latest.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
-        columns = versions.map { SummaryFacts.questions(of: $0).map { index[$0.question.id] ?? -1 } }
+        let columns = versions.map { SummaryFacts.questions(of: $0).map { index[$0.question.id] ?? -1 } }
+        self.columns = columns
+        var choiceNames: [[String]] = [], slotOf: [[String: Int]] = []
+        for q in latest {
+            var names: [String] = [], slot: [String: Int] = [:]
+            for c in q.choices where slot[c] == nil { slot[c] = names.count; names.append(c) }
+            choiceNames.append(names); slotOf.append(slot)
+        }
+        self.choiceNames = choiceNames
+        choiceCounts = choiceNames.map { Array(repeating: 0, count: $0.count) }
+        var placeSlots: [[[Int]]] = [], names: [[[String]]] = []
+        for (v, definition) in versions.enumerated() {
+            let entries = SummaryFacts.questions(of: definition)
+            names.append(entries.map { $0.question.options.map(\.name) })
+            placeSlots.append(entries.enumerated().map { i, e in
+                let q = columns[v][i]
+                return q < 0 ? [] : e.question.options.map { slotOf[q][$0.name] ?? -1 }
+            })
+        }
+        slots = placeSlots
+        self.names = names
         relevant = Array(repeating: 0, count: latest.count)
         answered = relevant
         texts = Array(repeating: TextCounts(), count: latest.count)
@@ -41,11 +69,20 @@ struct SummaryTally {
         while let (entry, hidden) = reader.next() {
             let q = i < map.count ? map[i] : -1
             i += 1
-            if case .choices(let n) = entry {
+            switch entry {
+            case .choices(let n):
                 for _ in 0..<n {
                     guard let choice = reader.nextChoice() else { return false }
                     if q >= 0 { texts[q].add(choice) }
                 }
+            case .places(let n):
+                for _ in 0..<n {
+                    guard let place = reader.nextPlace() else { return false }
+                    if q >= 0 { count(place, version: version, entry: i - 1, question: q) }
+                }
+            case .choice(let place):
+                if q >= 0 { count(place, version: version, entry: i - 1, question: q) }
+            default: break
             }
             guard q >= 0 else { continue }
             if !hidden { relevant[q] += 1 }
@@ -53,11 +90,25 @@ struct SummaryTally {
             case .none: break
             case .answered: if !questions[q].type.isNumber { answered[q] += 1 }
             case .text(let t): answered[q] += 1; texts[q].add(t)
-            case .choices: answered[q] += 1
+            case .choices, .choice, .places: answered[q] += 1
             case .number(let d): answered[q] += 1; numbers[q].add(d)
             }
         }
         return true
+    }
+
+    /// A choice written by its place in its version's options.
+    private mutating func count(_ place: Int, version: Int, entry: Int, question q: Int) {
+        let map = slots[version][entry]
+        guard place >= 0 && place < map.count else { return }
+        if map[place] >= 0 { choiceCounts[q][map[place]] += 1 } else { texts[q].add(name: names[version][entry][place]) }
+    }
+
+    /// Each choice of question `q` with its count: by place and by name together.
+    func choices(_ q: Int) -> [String: Int] {
+        var out = texts[q].counts
+        for (name, c) in zip(choiceNames[q], choiceCounts[q]) where c > 0 { out[name, default: 0] += c }
+        return out
     }
 
     /// The numbers of question `q` read again (`read` calls its argument with each value) when
@@ -120,9 +171,12 @@ struct SummaryTally {
         private var more: [String: Int] = [:]
 
         mutating func add(_ text: UnsafeBufferPointer<UInt8>) {
-            for (i, k) in known.enumerated() where k.count == text.count && k.elementsEqual(text) {
-                knownCounts[i] += 1
-                return
+            for i in known.indices where known[i].count == text.count {
+                let same = known[i].withUnsafeBufferPointer { k in
+                    guard let a = k.baseAddress, let b = text.baseAddress else { return true }  // both empty
+                    return memcmp(a, b, text.count) == 0
+                }
+                if same { knownCounts[i] += 1; return }
             }
             if known.count < 32 {
                 known.append(Array(text)); knownCounts.append(1)
@@ -130,6 +184,8 @@ struct SummaryTally {
                 more[String(decoding: text, as: UTF8.self), default: 0] += 1
             }
         }
+
+        mutating func add(name: String) { more[name, default: 0] += 1 }
 
         var counts: [String: Int] {
             var out = more

@@ -61,7 +61,9 @@ import SurveyForms
         #expect(passes == (Set(values).count > SummaryTally.exactValues ? 2 : 0))
         // Relevant: shown ones (kind not c); answered: those with an amount.
         #expect(tally.relevant[1] == shown.count && tally.answered[1] == values.count)
-        #expect(tally.texts[3].counts == ["x": amounts.count, "y": amounts.count / 2])
+        #expect(tally.choices(3) == ["x": amounts.count, "y": amounts.count / 2])
+        #expect(tally.choices(0) == ["a": shown.filter { $0.offset % 2 == 0 }.count, "b": shown.filter { $0.offset % 2 == 1 }.count,
+                                     "c": amounts.count - shown.count])
     }
 
     @Test func fewDistinctNumbersAreSummedUpInOnePass() throws {
