@@ -132,8 +132,7 @@ public struct DataViews: Sendable {
         var tally = SummaryTally(latest: latest.questions, versions: context.versions.map(\.definition))
         let versionIds = context.versions.map(\.record.surveyVersionId)
         func pass(_ each: (Int, UnsafeBufferPointer<UInt8>) throws -> Void) throws {
-            let next = try snapshot.summaryFacts(f, versions: versionIds)
-            while let (version, facts) = try next() { try facts.withUnsafeBufferPointer { try each(version, $0) } }
+            try snapshot.eachSummaryFacts(f, versions: versionIds, each)
         }
         try pass { version, facts in
             guard tally.add(version: version, facts: facts) else {

@@ -1,3 +1,4 @@
+import CSQLite
 import SurveyDomain
 
 /// Each response's summary facts (`SummaryFacts`), in `response_facts`: written with the
@@ -28,14 +29,33 @@ extension GatedTransaction {
 
 extension Snapshot {
     /// The facts of the responses `filter` selects, each with its version as an index into
-    /// `versions` (-1: another version), one row at a time.
-    public func summaryFacts(_ filter: ExportFilter, versions: [String]) throws -> () throws -> (version: Int, facts: [UInt8])? {
+    /// `versions` (-1: another version), given to `body` one row at a time. On SQLite the bytes
+    /// are SQLite's own, valid during the call (a million rows, nothing allocated per row).
+    public func eachSummaryFacts(_ filter: ExportFilter, versions: [String],
+                                 _ body: (_ version: Int, _ facts: UnsafeBufferPointer<UInt8>) throws -> Void) throws {
         let c = filter.condition
         let index = versions.isEmpty ? "-1" : "CASE survey_version_id " + versions.map { _ in "WHEN ? THEN ?" }.joined(separator: " ") + " ELSE -1 END"
         var args: [SQLValue] = []
         for (i, v) in versions.enumerated() { args += [.text(v), .int(Int64(i))] }
-        let cursor = try rows("SELECT \(index) AS v, facts FROM response_facts WHERE \(c.sql)", args + c.args)
-        return { try cursor.next().map { (Int(try $0.int("v")), try $0.blob("facts")) } }
+        let sql = "SELECT \(index) AS v, facts FROM response_facts WHERE \(c.sql)"
+        if let sqlite = conn as? Connection {
+            let statement = try Statement(connection: sqlite, sql: sql)
+            try statement.bind(args + c.args)
+            defer { sqlite3_reset(statement.handle) }
+            while true {
+                let rc = sqlite3_step(statement.handle)
+                if rc == SQLITE_DONE { return }
+                guard rc == SQLITE_ROW else { throw sqlite.error(rc, sql: sql) }
+                let version = Int(sqlite3_column_int64(statement.handle, 0))
+                let p = sqlite3_column_blob(statement.handle, 1), n = Int(sqlite3_column_bytes(statement.handle, 1))
+                try body(version, UnsafeBufferPointer(start: p?.assumingMemoryBound(to: UInt8.self), count: p == nil ? 0 : n))
+            }
+        }
+        let cursor = try rows(sql, args + c.args)
+        while let row = try cursor.next() {
+            let facts = try row.blob("facts")
+            try facts.withUnsafeBufferPointer { try body(Int(try row.int("v")), $0) }
+        }
     }
 }
 
