@@ -26,12 +26,14 @@ public struct SurveyDrafts: Sendable {
                         key: IdempotencyKey<Published>? = nil) throws -> KeyedOutcome<Published> {
         try operations.member(user, of: orgId, withAnyOf: [.admin])
         let ops = operations
-        guard let draft = try ops.database.read({ try $0.draftVersion(orgId: orgId, surveyId: surveyId) }) else { throw Self.noDraft(surveyId) }
-        let parsed = try ops.definitions.definition(of: draft)
         let blobs = ops.blobs
-        return try ops.keyedWrite(orgId: orgId, caller: user.userId, target: surveyId, key: key, prepare: { () -> String in
-            Ids.make("sv", nowMillis: ops.clock.nowMillis())
-        }, write: { newId, tx in
+        // The draft is looked for after the key's replay: a publication kept under its key is
+        // answered again, though the draft it published is gone.
+        return try ops.keyedWrite(orgId: orgId, caller: user.userId, target: surveyId, key: key, prepare: { () -> (String, SurveyVersionRecord, SurveyDefinition) in
+            guard let draft = try ops.database.read({ try $0.draftVersion(orgId: orgId, surveyId: surveyId) }) else { throw Self.noDraft(surveyId) }
+            return (Ids.make("sv", nowMillis: ops.clock.nowMillis()), draft, try ops.definitions.definition(of: draft))
+        }, write: { prepared, tx in
+            let (newId, draft, parsed) = prepared
             try tx.takePublishingTurn()
             // Read again in the write: another request may have replaced or discarded it since.
             guard let current = try tx.read.draftVersion(orgId: orgId, surveyId: surveyId) else { throw Self.noDraft(surveyId) }
