@@ -226,4 +226,67 @@ import SurveyDomain
         #expect(live.status == 201, "\(live.text)")
         #expect(try count(f, "SELECT COUNT(*) AS n FROM entities") == 1)
     }
+
+    @Test func theSurveyPageShowsTheDraftWithItsDoorCodeAndCountAndPublishesOrDiscardsIt() throws {
+        let p = try OpenRosaTests.Published(definition: FormLogicTests.roster)
+        let f = p.f
+        let admin = try ConsoleAdminTests.Session(f, token: f.adminToken)
+        let page = "/console/orgs/\(f.orgId)/surveys/\(p.v.surveyId)"
+        #expect(try !admin.get(page).text.contains("id=\"draft\""))
+
+        // Published as draft from the console's publishing form.
+        let boundary = "----surveyd-draft-boundary"
+        var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n\(try admin.csrf)\r\n".utf8)
+        body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"draft\"\r\n\r\nyes\r\n".utf8)
+        body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"definition\"; filename=\"roster.json\"\r\nContent-Type: application/json\r\n\r\n".utf8)
+        body += CanonicalJSON.encode(FormLogicTests.roster.with(title: "Roster, draft")) + Array("\r\n--\(boundary)--\r\n".utf8)
+        let published = try f.client.request("POST", page + "/versions", body: body, headers: [
+            "Cookie": "surveyd_session=\(admin.id)", "Content-Type": "multipart/form-data; boundary=\(boundary)", "Origin": "http://127.0.0.1"])
+        #expect(published.status == 303 && published.header("location")?.hasSuffix("done=draft") == true, "\(published.status) \(published.text.prefix(500))")
+        #expect(try count(f, "SELECT COUNT(*) AS n FROM survey_versions WHERE draft = 1") == 1)
+        #expect(try p.collect.formList().forms.count == 1)
+
+        let shown = try admin.get(page).text
+        #expect(shown.contains("id=\"draft\"") && shown.contains("0 test submissions"), "\(shown.prefix(3000))")
+        #expect(shown.contains("/v1/key/{app token}/orgs/\(f.orgId)/drafts/\(p.v.surveyId)"))
+
+        // The test phone's code: a new app token of the collector, the draft door in Collect's settings.
+        let code = try admin.post(page + "/draft/code", ["userId": f.collectorId])
+        #expect(code.status == 200, "\(code.status)")
+        #expect(code.text.contains("<svg") && code.text.contains("QR code of the draft"), "\(code.text.prefix(3000))")
+        // The URL with the new token (the card's), not the one with its placeholder.
+        let url = try #require(code.text.range(of: #"/v1/key/[^/{<"]+/orgs/[^/]+/drafts/"# + p.v.surveyId, options: .regularExpression)
+            .map { String(code.text[$0]) })
+        let token = try #require(url.components(separatedBy: "/").dropFirst(3).first)
+        let door = CollectClient(f, token: token, draftOf: p.v.surveyId)
+        let form = try #require(try door.formList().forms.first)
+        let xml = try CollectClient.instance(of: try door.download(form).body, instanceID: "uuid:draft-console-0001", values: [
+            ("consent", "yes"), ("household/size", "1"), ("eldest", "41"),
+            ("household/people[1]/name", "Ana"), ("household/people[1]/age", "41"), ("household/people[1]/pregnant", "no"),
+        ], repeats: [("household/people", 1), ("household/people[1]/visits", 0)])
+        #expect(try door.submit(xml).status == 201)
+        #expect(try admin.get(page).text.contains("1 test submission"))
+        // A user who is not a collector gets no token.
+        let tokens = try count(f, "SELECT COUNT(*) AS n FROM tokens")
+        let reviewerId = try #require(try f.server.rows("SELECT user_id FROM users WHERE org_id = ? AND name = 'Rae'", [.text(f.orgId)]).first)
+            .string("user_id")
+        #expect(try admin.post(page + "/draft/code", ["userId": reviewerId]).status == 422)
+        #expect(try count(f, "SELECT COUNT(*) AS n FROM tokens") == tokens)
+
+        // Published from the page: the latest version, the test submissions gone.
+        let done = try admin.post(page + "/draft/publish", [:])
+        #expect(done.status == 303 && done.header("location")?.hasSuffix("done=draftPublished") == true, "\(done.status)")
+        #expect(try count(f, "SELECT COUNT(*) AS n FROM draft_responses") == 0)
+        #expect(try p.collect.formList().forms.first?.version == "2")
+        let after = try admin.get(page + "?done=draftPublished").text
+        #expect(!after.contains("id=\"draft\"") && after.contains("its test submissions are deleted"))
+        let none = try admin.post(page + "/draft/discard", [:])
+        #expect(none.status == 404 && none.text.contains("has no draft"), "\(none.status)")
+
+        // Discarded from the page.
+        #expect(try publishDraft(f, p.v.surveyId, FormLogicTests.roster.with(title: "Roster, third")).status == 201)
+        let discarded = try admin.post(page + "/draft/discard", [:])
+        #expect(discarded.status == 303 && discarded.header("location")?.hasSuffix("done=draftDiscarded") == true)
+        #expect(try count(f, "SELECT COUNT(*) AS n FROM survey_versions WHERE draft = 1") == 0)
+    }
 }
