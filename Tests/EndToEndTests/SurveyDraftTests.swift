@@ -134,6 +134,9 @@ import SurveyDomain
         #expect(try count(f, "SELECT COUNT(*) AS n FROM uploads") == 0)
         let sha = Digest.sha256Hex(photo)
         #expect(blobExists(f, sha))
+        // `surveyd check` counts the draft's file as referenced, and finds it whole.
+        let check = try TestEngine.check(dataDir: f.server.dataDir)
+        #expect(check.ok, "\(check.violations)")
 
         // Replaced by a new draft: the earlier one's test submissions go with it.
         #expect(try publishDraft(f, v.surveyId, Fixture.definition.with(title: "Photo, draft 2")).status == 201)
