@@ -87,6 +87,10 @@ import SurveyDomain
         let odata = try f.client.get("/v1/orgs/\(f.orgId)/surveys/\(p.v.surveyId).svc/Submissions", token: f.reviewerToken)
         #expect(odata.status == 200 && odata.json?["value"]?.arrayValue?.isEmpty == true, "\(odata.text)")
         #expect(try count(f, "SELECT COUNT(*) AS n FROM audit WHERE action = 'response.accept'") == 0)
+        for token in [f.reviewerToken, f.collectorToken] {
+            let changes = try f.client.get("/v1/orgs/\(f.orgId)/changes", token: token)
+            #expect(changes.status == 200 && changes.json?["items"]?.arrayValue?.isEmpty == true, "\(changes.text)")
+        }
         #expect(f.server.app.dispatcher.waitUntilIdle(seconds: 10))
         #expect(receiver.calls.isEmpty)
 
