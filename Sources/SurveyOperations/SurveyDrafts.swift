@@ -38,6 +38,11 @@ public struct SurveyDrafts: Sendable {
             // Read again in the write: another request may have replaced or discarded it since.
             guard let current = try tx.read.draftVersion(orgId: orgId, surveyId: surveyId) else { throw Self.noDraft(surveyId) }
             let definition = current.surveyVersionId == draft.surveyVersionId ? parsed : try ops.definitions.definition(of: current)
+            // Its form id must still name no other survey: one may have published it since the draft.
+            let source = try tx.read.versionSource(orgId: orgId, surveyVersionId: current.surveyVersionId)
+            if let formId = definition.formId ?? (source == nil ? surveyId : nil) {
+                try Surveys.refuseFormIdOfAnotherSurvey(formId, orgId: orgId, surveyId: surveyId, source: source, in: tx.read, operations: ops)
+            }
             if let entity = definition.entity { try tx.declareEntityList(name: entity.list, properties: entity.properties) }
             guard let published = try tx.publishDraft(surveyId: surveyId, as: newId, blobs: blobs) else { throw Self.noDraft(surveyId) }
             let read = tx.read

@@ -296,4 +296,24 @@ import SurveyDomain
         #expect(discarded.status == 303 && discarded.header("location")?.hasSuffix("done=draftDiscarded") == true)
         #expect(try count(f, "SELECT COUNT(*) AS n FROM survey_versions WHERE draft = 1") == 0)
     }
+
+    /// A draft's form id is checked when it is published as well: another survey may have
+    /// published that id since (a form id names one survey, apps know a form by it alone).
+    @Test func publishingADraftWhoseFormIdAnotherSurveyTookMeanwhileIs422AndChangesNothing() throws {
+        let f = try Fixture()
+        func survey(_ title: String) throws -> String {
+            try #require(try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": .string(title)]).json?["surveyId"]?.stringValue)
+        }
+        let a = try survey("A"), b = try survey("B")
+        var definition = Fixture.definition
+        if case .object(var members) = definition { members["formId"] = "shared_form"; definition = .object(members) }
+        #expect(try publishDraft(f, a, definition).status == 201)
+        let live = try f.client.post("/v1/orgs/\(f.orgId)/surveys/\(b)/versions", token: f.adminToken, ["definition": definition])
+        #expect(live.status == 201, "\(live.text)")
+        let refused = try f.client.request("POST", "/v1/orgs/\(f.orgId)/surveys/\(a)/draft/publish", token: f.adminToken)
+        P.expectProblem(refused, .validationFailed)
+        #expect(refused.text.contains("shared_form"), "\(refused.text)")
+        #expect(try count(f, "SELECT COUNT(*) AS n FROM survey_versions WHERE draft = 1") == 1)
+        #expect(try count(f, "SELECT COUNT(*) AS n FROM survey_versions WHERE survey_id = '\(a)' AND draft = 0") == 0)
+    }
 }
