@@ -320,4 +320,36 @@ import SurveyDomain
         #expect(try count(f, "SELECT COUNT(*) AS n FROM survey_versions WHERE draft = 1") == 1)
         #expect(try count(f, "SELECT COUNT(*) AS n FROM survey_versions WHERE survey_id = '\(a)' AND draft = 0") == 0)
     }
+
+    /// A draft published with the files its form names serves them through the draft door's
+    /// manifest, and its published version keeps them.
+    @Test func aDraftWithFilesServesItsManifestAndMediaAndItsPublishedVersionKeepsThem() throws {
+        let f = try Fixture()
+        let s = try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": "Village visit"])
+        let surveyId = try #require(s.json?["surveyId"]?.stringValue)
+        let (body, contentType) = FormAttachmentTests.multipart([FormAttachmentTests.form()] + FormAttachmentTests.allFiles)
+        let draft = try f.client.request("POST", "/v1/orgs/\(f.orgId)/surveys/\(surveyId)/versions?draft=true", token: f.adminToken, body: body,
+                                         headers: ["Content-Type": contentType])
+        #expect(draft.status == 201 && draft.json?["draft"] == .bool(true), "\(draft.text)")
+        #expect(draft.json?["attachments"]?.arrayValue?.count == 3)
+        #expect(try CollectClient(f).formList().forms.isEmpty)
+
+        let door = CollectClient(f, draftOf: surveyId)
+        let form = try #require(try door.formList().forms.first)
+        #expect(form.manifestURL?.contains("/drafts/\(surveyId)/manifest") == true)
+        let media = try door.mediaFiles(form)
+        #expect(Dictionary(media.map { ($0.name, $0.bytes) }, uniquingKeysWith: { a, _ in a }) == [
+            "villages.csv": FormAttachmentTests.villages, "crops.csv": FormAttachmentTests.crops, "map.png": FormAttachmentTests.map,
+        ])
+        let missing = try f.client.request("GET", try #require(URL(string: form.downloadURL)).path.replacingOccurrences(of: "form.xml", with: "attachments/nope.csv"),
+                                           headers: CollectClient.headers)
+        #expect(missing.status == 404)
+
+        let published = try f.client.request("POST", "/v1/orgs/\(f.orgId)/surveys/\(surveyId)/draft/publish", token: f.adminToken)
+        #expect(published.status == 201, "\(published.text)")
+        #expect(published.json?["attachments"] == draft.json?["attachments"])
+        let live = try #require(try CollectClient(f).formList().forms.first)
+        #expect(try CollectClient(f).mediaFiles(live).count == 3)
+        #expect(try TestEngine.check(dataDir: f.server.dataDir).ok)
+    }
 }
