@@ -78,6 +78,8 @@ import SurveyDomain
         let liveToDraft = try door.submit(try p.instance("uuid:draft-test-0003"))
         #expect(liveToDraft.status == 404 && liveToDraft.header("surveyd-error-code") == "1005", "\(liveToDraft.text)")
         #expect(try count(f, "SELECT COUNT(*) AS n FROM draft_responses") == 1)
+        let withDraft = try f.client.get("/v1/orgs/\(f.orgId)/surveys/\(p.v.surveyId)", token: f.adminToken).json
+        #expect(withDraft?["draft"]?["surveyVersionId"]?.stringValue == draftId && withDraft?["draft"]?["testSubmissions"] == 1)
 
         // No read of the live survey shows or counts it.
         #expect(try p.responses() == 0)
@@ -111,7 +113,8 @@ import SurveyDomain
         #expect(try count(f, "SELECT COUNT(*) AS n FROM survey_versions WHERE draft = 1") == 0)
         let relisted = try p.collect.formList()
         #expect(relisted.forms.count == 1 && relisted.forms.first?.version == "2")
-        #expect(try f.client.get("/v1/orgs/\(f.orgId)/surveys/\(p.v.surveyId)", token: f.adminToken).json?["versions"]?.arrayValue?.count == 2)
+        let afterwards = try f.client.get("/v1/orgs/\(f.orgId)/surveys/\(p.v.surveyId)", token: f.adminToken).json
+        #expect(afterwards?["versions"]?.arrayValue?.count == 2 && afterwards?["draft"] == nil)
         let gone = try door.formList()
         #expect(gone.reply.status == 404 && gone.reply.header("surveyd-error-code") == "1005")
         #expect(try count(f, "SELECT COUNT(*) AS n FROM audit WHERE action = 'survey.version.publish'") == 2)

@@ -30,11 +30,21 @@ struct SurveyService {
                        getVersionAttachment)
     }
 
-    static func surveyJSON(_ s: SurveyRecord, versions: [SurveyVersionRecord]) -> JSONValue {
-        ["surveyId": .string(s.surveyId), "title": .string(s.title), "reviewRequired": .bool(s.reviewRequired),
-         "createdAt": .string(Timestamp.format(s.createdAt)), "state": .string(s.state.rawValue),
-         "versions": .array(versions.map { ["surveyVersionId": .string($0.surveyVersionId), "number": .number(Double($0.number)),
-                                            "contentHash": .string($0.contentHash)] })]
+    /// `draft`: the survey's draft and its count of test submissions, on the survey's own document.
+    static func surveyJSON(_ s: SurveyRecord, versions: [SurveyVersionRecord],
+                           draft: (version: SurveyVersionRecord, testSubmissions: Int64)? = nil) -> JSONValue {
+        var document: JSONValue = [
+            "surveyId": .string(s.surveyId), "title": .string(s.title), "reviewRequired": .bool(s.reviewRequired),
+            "createdAt": .string(Timestamp.format(s.createdAt)), "state": .string(s.state.rawValue),
+            "versions": .array(versions.map { ["surveyVersionId": .string($0.surveyVersionId), "number": .number(Double($0.number)),
+                                               "contentHash": .string($0.contentHash)] })]
+        if let draft, case .object(var members) = document {
+            members["draft"] = ["surveyVersionId": .string(draft.version.surveyVersionId), "contentHash": .string(draft.version.contentHash),
+                                "createdAt": .string(Timestamp.format(draft.version.createdAt)),
+                                "testSubmissions": .number(Double(draft.testSubmissions))]
+            document = .object(members)
+        }
+        return document
     }
 
     /// The version document's bytes. The stored definition is canonical JSON already (a list read
@@ -96,8 +106,10 @@ struct SurveyService {
     func getSurvey(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let surveyId = request.parameter("surveyId")
-        let found = try services.operations.visibleSurvey(surveyId, of: orgId, by: try context.member())
-        return .json(200, Self.surveyJSON(found.0, versions: found.1))
+        let operations = services.operations
+        let found = try operations.visibleSurvey(surveyId, of: orgId, by: try context.member())
+        let draft = try operations.database.read { try operations.surveyDrafts.draft(orgId: orgId, surveyId: surveyId, in: $0) }
+        return .json(200, Self.surveyJSON(found.0, versions: found.1, draft: draft))
     }
 
     func publishVersion(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
