@@ -249,13 +249,8 @@ import SurveyDomain
         #expect(try !admin.get(page).text.contains("id=\"draft\""))
 
         // Published as draft from the console's publishing form.
-        let boundary = "----surveyd-draft-boundary"
-        var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n\(try admin.csrf)\r\n".utf8)
-        body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"draft\"\r\n\r\nyes\r\n".utf8)
-        body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"definition\"; filename=\"roster.json\"\r\nContent-Type: application/json\r\n\r\n".utf8)
-        body += CanonicalJSON.encode(FormLogicTests.roster.with(title: "Roster, draft")) + Array("\r\n--\(boundary)--\r\n".utf8)
-        let published = try f.client.request("POST", page + "/versions", body: body, headers: [
-            "Cookie": "surveyd_session=\(admin.id)", "Content-Type": "multipart/form-data; boundary=\(boundary)", "Origin": "http://127.0.0.1"])
+        let published = try admin.upload(page + "/versions", file: CanonicalJSON.encode(FormLogicTests.roster.with(title: "Roster, draft")),
+                                         fileName: "roster.json", fields: ["draft": "yes"])
         #expect(published.status == 303 && published.header("location")?.hasSuffix("done=draft") == true, "\(published.status) \(published.text.prefix(500))")
         #expect(try count(f, "SELECT COUNT(*) AS n FROM survey_versions WHERE draft = 1") == 1)
         #expect(try p.collect.formList().forms.count == 1)
