@@ -218,6 +218,7 @@ struct AdminPages: Sendable {
         var f = frame("Survey", v, orgId, "surveys")
         let published = request.query["published"]
         if let n = published { f.notice = "Version \(n) is published." }
+        if let done = request.query["done"] { f.notice = Self.draftNotice(done) }
         return try surveyPage(visit, request.parameter("surveyId"), frame: f, published: published)
     }
 
@@ -247,7 +248,8 @@ struct AdminPages: Sendable {
         }
     }
 
-    private func surveyPage(_ visit: Visit, _ surveyId: String, frame: Pages.Frame, status: Int = 200, published: String? = nil) throws -> HTTPResponse {
+    func surveyPage(_ visit: Visit, _ surveyId: String, frame: Pages.Frame, status: Int = 200, published: String? = nil,
+                    secrets: [[String: TemplateValue]] = []) throws -> HTTPResponse {
         let v = visit.visitor, orgId = visit.orgId
         let (survey, versions) = try operations.visibleSurvey(surveyId, of: orgId, by: try visit.member())
         let sources = try operations.visibleVersionSources(ofSurvey: surveyId, of: orgId, by: try visit.member())
@@ -278,7 +280,7 @@ struct AdminPages: Sendable {
             }
             return item
         }
-        return pages.render(.survey, [
+        var values: [String: TemplateValue] = [
             "title": .text(survey.title), "surveysUrl": .text("/console/orgs/\(orgId)/surveys"), "queueUrl": .text(base + "/responses"),
             "exportsUrl": .text(base + "/exports"), "dataUrl": .text(base + "/data"), "mapUrl": .text(base + "/map"),
             "summaryUrl": .text(base + "/summary"), "publishUrl": .text(base + "/versions"), "csrf": .text(v.csrf), "versions": .list(shown),
@@ -286,7 +288,9 @@ struct AdminPages: Sendable {
             "stateSentence": .text(Self.stateSentence(survey.state)),
             "feedUrl": .text(visit.origin + "/v1/orgs/\(orgId)/surveys/\(surveyId).svc"),
             "states": .list(SurveyState.allCases.map { ["value": .text($0.rawValue), "selected": .flag($0 == survey.state)] }),
-        ], frame: f, status: status)
+        ]
+        values["draft"] = try draftCard(visit, surveyId, secrets: secrets)
+        return pages.render(.survey, values, frame: f, status: status)
     }
 
     /// What a version was published from, its downloads (the source; the XForm an app downloads,
@@ -335,7 +339,8 @@ struct AdminPages: Sendable {
         let orgId = request.parameter("orgId"), surveyId = request.parameter("surveyId")
         let user = try visit.member()
         do {
-            let version = try operations.surveys.publish(orgId: orgId, surveyId: surveyId, by: user) {
+            let asDraft = form["draft"] == "yes"
+            let version = try operations.surveys.publish(orgId: orgId, surveyId: surveyId, by: user, draft: asDraft) {
                 guard let file = form.files["definition"], file.size > 0 else {
                     throw ApiError(.validationFailed, "Choose a definition file to publish.", errors: [FieldError(path: "definition", message: "no file")])
                 }
@@ -350,6 +355,7 @@ struct AdminPages: Sendable {
                                         contentType: file.contentType, fileName: file.fileName, files: files, isBareDefinition: true)
                 return try operations.forms.published(upload, surveyId: surveyId, limits: operations.limits, blobs: operations.blobs)
             }.unkeyed()
+            if asDraft { return Pages.redirect("/console/orgs/\(orgId)/surveys/\(surveyId)?done=draft") }
             return Pages.redirect("/console/orgs/\(orgId)/surveys/\(surveyId)?published=\(version.number)")
         } catch let e as ApiError where [.validationFailed, .subscriptionExpired, .payloadTooLarge].contains(e.code) {
             var f = frame("Survey", v, orgId, "surveys")

@@ -105,6 +105,9 @@ public struct Console: Sendable {
         page(&router, "POST", "/console/orgs/{orgId}/surveys", admins, admin.createSurvey)
         page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}", admins, admin.survey)
         page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/state", admins, admin.setSurveyState)
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/draft/publish", admins, admin.publishDraft)
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/draft/discard", admins, admin.discardDraft)
+        page(&router, "POST", "/console/orgs/{orgId}/surveys/{surveyId}/draft/code", admins, admin.draftCode)
         // An XLSForm or XForm up to the server's form limit, with the files it names up to the
         // limit of a form upload, and room for the form's other fields.
         var publishing = FormDecoder.Limits(maxBytes: operations.limits.maxFormUploadBytes + (64 << 10))

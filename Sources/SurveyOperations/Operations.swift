@@ -75,6 +75,7 @@ public struct Operations: Sendable {
     public var reviews: Reviews { Reviews(operations: self) }
     public var uploads: Uploads { Uploads(operations: self) }
     public var surveys: Surveys { Surveys(operations: self) }
+    public var surveyDrafts: SurveyDrafts { SurveyDrafts(operations: self) }
     public var tasks: FieldTasks { FieldTasks(operations: self) }
     public var users: Users { Users(operations: self) }
     public var organizations: Organizations { Organizations(operations: self) }

@@ -21,7 +21,9 @@ public struct Submissions: Sendable {
     /// free to serve others meanwhile). A refusal leaves nothing behind. The reads and checks run
     /// in the gate's `prepare`: on SQLite in a reader's snapshot before the write is queued, on
     /// PostgreSQL inside the write's own transaction.
-    public func submit(orgId: String, from door: some SubmissionDoor, then: @escaping @Sendable (SubmissionOutcome) -> Void) {
+    /// `store`: the organization's responses, or a draft's test submissions (`SubmissionStore`).
+    public func submit(orgId: String, from door: some SubmissionDoor, store: SubmissionStore = .live,
+                       then: @escaping @Sendable (SubmissionOutcome) -> Void) {
         let metrics = operations.metrics
         // On PostgreSQL the reads that need nothing read before them (the caller's token, what
         // is stored under the body's id, the organization) go with the transaction's BEGIN.
@@ -29,7 +31,7 @@ public struct Submissions: Sendable {
             door.prefetch(in: db, orgId: orgId)
             db.prefetchOrg(orgId)
         }, prepare: { db in
-            try prepare(orgId: orgId, from: door, in: db)
+            try prepare(orgId: orgId, from: door, store: store, in: db)
         }, then: { result in
             switch result {
             case .success(.replayed(let stored)):
@@ -49,7 +51,8 @@ public struct Submissions: Sendable {
     /// Steps 1–4 on one read (who is calling, the task they cite, what is already stored under
     /// this clientSubmissionId, the survey version and the answers' checks), then the write the
     /// gate runs as steps 5–6.
-    private func prepare(orgId: String, from door: some SubmissionDoor, in db: ReadContext) throws -> WriteGate.Prepared<ResponseRecord> {
+    private func prepare(orgId: String, from door: some SubmissionDoor, store: SubmissionStore,
+                         in db: ReadContext) throws -> WriteGate.Prepared<ResponseRecord> {
         let ops = operations
         let user = try ops.admit(try door.caller(in: db, operations: ops), to: Self.access, orgId: orgId, in: db).member()
         let (submission, lookup): (Submission, SubmissionArrival.StoredLookup)
@@ -63,7 +66,9 @@ public struct Submissions: Sendable {
             return t
         }
         let stored: ResponseRecord?
-        if case .lookedUp(submission.clientSubmissionId, let found) = lookup { stored = found } else {
+        if case .draft = store {
+            stored = try db.draftResponse(orgId: orgId, surveyVersionId: submission.surveyVersionId, clientSubmissionId: submission.clientSubmissionId)
+        } else if case .lookedUp(submission.clientSubmissionId, let found) = lookup { stored = found } else {
             stored = try db.response(orgId: orgId, clientSubmissionId: submission.clientSubmissionId)
         }
         let clientSubmissionId = submission.clientSubmissionId, fieldTaskId = submission.fieldTaskId
@@ -77,16 +82,17 @@ public struct Submissions: Sendable {
         }
 
         // 4. validate, reported as itself and never as 1001.
-        guard let published = try ops.definitions.published(orgId: orgId, surveyVersionId: submission.surveyVersionId, in: db) else {
+        guard let published = try Self.version(submission.surveyVersionId, orgId: orgId, store: store, in: db, operations: ops) else {
             throw ApiError.notFound()
         }
-        let version = published.version, survey = published.survey
+        let version = published.version, survey = published.survey, live = store == .live
         guard submission.contentHash == version.contentHash else {
             throw ApiError(.surveyVersionMismatch, "contentHash does not match survey version \(submission.surveyVersionId).")
         }
         // A closing survey still takes what phones hold; a closed one takes nothing new. Read
         // now, not from the cached version: another process may have closed it.
-        guard try db.surveyState(orgId: orgId, surveyId: survey.surveyId) != .closed else {
+        let closed = live ? try db.surveyState(orgId: orgId, surveyId: survey.surveyId) == .closed : false
+        guard !closed else {
             throw ApiError(.surveyClosed, "The survey \(survey.title) is closed: it takes no new responses. Keep this response and ask your admin.")
         }
         let capturedAt: Int64?
@@ -111,7 +117,7 @@ public struct Submissions: Sendable {
             guard task.state == .open else { throw ApiError(.taskAlreadyCompleted, "The field task \(task.taskId) is already completed.") }
         }
         // A survey without review is complete on acceptance, and so is its task.
-        let completesTask = fieldTaskId != nil && !survey.reviewRequired
+        let completesTask = live && fieldTaskId != nil && !survey.reviewRequired
 
         // 5–6. the gate: replay re-checked, subscription, insert + audit, one transaction.
         // The stored answers and the body's digest share one canonical encoding of the answers.
@@ -119,7 +125,7 @@ public struct Submissions: Sendable {
         let digest = submission.digest(canonicalAnswers: canonicalAnswers)
         let responseId = Ids.make("rsp", nowMillis: ops.clock.nowMillis())
         let answersText = String(decoding: canonicalAnswers, as: UTF8.self)
-        let reviewState: ReviewState = survey.reviewRequired ? .submitted : .none
+        let reviewState: ReviewState = live && survey.reviewRequired ? .submitted : .none
         let facts = SummaryFacts(definition: published.definition, answers: answers, hidden: check.hiddenOutsideRepeats).bytes
         let submitter = user.userId, surveyId = survey.surveyId, versionId = version.surveyVersionId
         let staged = submission.stagedUploads, blobs = ops.blobs
@@ -127,17 +133,23 @@ public struct Submissions: Sendable {
         // read above; only then is the stored one read (`.onConflict`). The organization as read
         // above spares SQLite's expiry pre-check a read of its own.
         return .write(WriteGate.PreparedWrite(actor: submitter, organization: try db.org(orgId), replay: { db in
-            try db.response(orgId: orgId, clientSubmissionId: clientSubmissionId).map {
+            try (live ? db.response(orgId: orgId, clientSubmissionId: clientSubmissionId)
+                      : db.draftResponse(orgId: orgId, surveyVersionId: versionId, clientSubmissionId: clientSubmissionId)).map {
                 try Self.replay(of: $0, submitter: submitter, bodySHA256: bodySHA256, digest: { digest })
             }
         }, replayCheck: .onConflict) { tx in
-            // The files sent with it are stored with it, or not at all.
-            for file in staged { try tx.commitUpload(file.record, tempPath: file.tempPath, blobs: blobs) }
             let stored = ResponseRecord(
                 responseId: responseId, orgId: orgId, clientSubmissionId: clientSubmissionId, submitter: submitter,
                 surveyId: surveyId, surveyVersionId: versionId, requestDigest: digest, requestSHA256: bodySHA256,
                 answers: answersText, fieldTaskId: fieldTaskId, capturedAt: capturedAt, receivedAt: tx.now,
                 reviewState: reviewState, revision: 1)
+            // A draft's test submission and its files are stored apart, and nothing else is written.
+            guard live else {
+                try tx.insertDraftResponse(stored, files: staged.map { ($0.record, $0.tempPath) }, blobs: blobs)
+                return stored
+            }
+            // The files sent with it are stored with it, or not at all.
+            for file in staged { try tx.commitUpload(file.record, tempPath: file.tempPath, blobs: blobs) }
             try tx.insertResponse(stored, facts: facts)
             // The entity it creates or updates, in its transaction: a refused submission changes none.
             try entityChange?.apply(in: tx, responseId: stored.responseId, actor: submitter)
@@ -146,6 +158,18 @@ public struct Submissions: Sendable {
             }
             return stored
         })
+    }
+
+    /// The version a submission cites, where `store` takes submissions: any published version of
+    /// the organization, or the survey's draft alone.
+    static func version(_ surveyVersionId: String, orgId: String, store: SubmissionStore, in db: ReadContext,
+                        operations: Operations) throws -> DefinitionCache.Published? {
+        guard case .draft(let surveyId) = store else {
+            return try operations.definitions.published(orgId: orgId, surveyVersionId: surveyVersionId, in: db)
+        }
+        guard let draft = try db.draftVersion(orgId: orgId, surveyId: surveyId), draft.surveyVersionId == surveyVersionId,
+              let survey = try db.survey(orgId: orgId, surveyId: surveyId) else { return nil }
+        return DefinitionCache.Published(version: draft, survey: survey, definition: try operations.definitions.definition(of: draft))
     }
 
     /// Step 3, the replay: the same submitter and the same request → the stored response;

@@ -62,7 +62,10 @@ public struct Surveys: Sendable {
     }
 
     /// A new version of an existing survey (404 before anything else when there is none).
-    public func publish(orgId: String, surveyId: String, by user: UserRecord, key: IdempotencyKey<SurveyVersionRecord>? = nil,
+    /// As a `draft` it becomes the survey's draft (Docs/forms.md, "Drafts"), replacing an earlier
+    /// one and deleting its test submissions in the same transaction: every check of a publication
+    /// is made all the same.
+    public func publish(orgId: String, surveyId: String, by user: UserRecord, key: IdempotencyKey<SurveyVersionRecord>? = nil, draft: Bool = false,
                         definition: () throws -> FormSources.Published) throws -> KeyedOutcome<SurveyVersionRecord> {
         try operations.member(user, of: orgId, withAnyOf: [.admin])
         guard try operations.database.read({ try $0.survey(orgId: orgId, surveyId: surveyId) }) != nil else { throw ApiError.notFound() }
@@ -103,11 +106,12 @@ public struct Surveys: Sendable {
             if let formId = p.formId {
                 try Self.refuseFormIdOfAnotherSurvey(formId, orgId: orgId, surveyId: surveyId, source: p.source, in: tx.read, operations: operations)
             }
-            // The entity list the form writes, and the properties it adds, published with it.
-            if let entity = p.parsed.entity { try tx.declareEntityList(name: entity.list, properties: entity.properties) }
+            // The entity list the form writes, and the properties it adds, published with it (a
+            // draft's once the draft is published).
+            if !draft, let entity = p.parsed.entity { try tx.declareEntityList(name: entity.list, properties: entity.properties) }
             return try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition,
                                   source: p.source, attachments: p.attachments.map { ($0.record(surveyVersionId: p.surveyVersionId), $0.tempPath) },
-                                  blobs: blobs)
+                                  blobs: blobs, draft: draft)
         })
         // The version's first submission finds its definition parsed.
         if case .written(let v) = outcome, let parsed = parsedOnce.withLock({ $0 }) { operations.definitions.remember(parsed, of: v.surveyVersionId) }

@@ -674,6 +674,66 @@ enum Migrations {
             PRIMARY KEY (survey_id, response_id)
         );
         """),
+        // A survey's draft (Docs/forms.md, "Drafts"): a version row marked `draft`, numbered 0
+        // until it is published (then it is copied under a new id and the next number), at most
+        // one a survey. Its test submissions and their files are tables of their own, so that no
+        // read of the live survey can show or count them, and their instanceIDs are not the
+        // organization's clientSubmissionIds.
+        Migration("survey-drafts", sql: """
+        ALTER TABLE survey_versions ADD COLUMN draft INTEGER NOT NULL DEFAULT 0;
+        CREATE UNIQUE INDEX survey_versions_draft ON survey_versions(survey_id) WHERE draft = 1;
+        CREATE TABLE draft_responses (
+            response_id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL,
+            survey_id TEXT NOT NULL,
+            survey_version_id TEXT NOT NULL REFERENCES survey_versions(survey_version_id),
+            client_submission_id TEXT NOT NULL,
+            submitter TEXT NOT NULL,
+            request_digest TEXT NOT NULL,
+            request_sha256 BLOB NOT NULL,
+            answers TEXT NOT NULL,
+            captured_at INTEGER,
+            received_at INTEGER NOT NULL,
+            UNIQUE (survey_version_id, client_submission_id)
+        );
+        CREATE TABLE draft_files (
+            response_id TEXT NOT NULL REFERENCES draft_responses(response_id),
+            client_upload_id TEXT NOT NULL,
+            question_id TEXT NOT NULL,
+            content_type TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            PRIMARY KEY (response_id, client_upload_id)
+        );
+        CREATE INDEX draft_files_sha ON draft_files(sha256);
+        """, postgres: """
+        ALTER TABLE survey_versions ADD COLUMN draft BIGINT NOT NULL DEFAULT 0;
+        CREATE UNIQUE INDEX survey_versions_draft ON survey_versions(survey_id) WHERE draft = 1;
+        CREATE TABLE draft_responses (
+            response_id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL,
+            survey_id TEXT NOT NULL,
+            survey_version_id TEXT NOT NULL REFERENCES survey_versions(survey_version_id),
+            client_submission_id TEXT NOT NULL,
+            submitter TEXT NOT NULL,
+            request_digest TEXT NOT NULL,
+            request_sha256 BYTEA NOT NULL,
+            answers TEXT NOT NULL,
+            captured_at BIGINT,
+            received_at BIGINT NOT NULL,
+            UNIQUE (survey_version_id, client_submission_id)
+        );
+        CREATE TABLE draft_files (
+            response_id TEXT NOT NULL REFERENCES draft_responses(response_id),
+            client_upload_id TEXT NOT NULL,
+            question_id TEXT NOT NULL,
+            content_type TEXT NOT NULL,
+            size BIGINT NOT NULL,
+            sha256 TEXT NOT NULL,
+            PRIMARY KEY (response_id, client_upload_id)
+        );
+        CREATE INDEX draft_files_sha ON draft_files(sha256);
+        """),
     ]
 
 

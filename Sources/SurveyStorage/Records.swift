@@ -91,16 +91,19 @@ public struct SurveyVersionRecord: Sendable, Equatable {
     /// pyxform's warnings when the version was converted from an XLSForm (none otherwise), each a
     /// sentence as pyxform wrote it.
     public let warnings: [String]
+    /// A survey's draft (number 0 until published): never listed, never submitted to as the survey's.
+    public var draft: Bool = false
 }
 
 extension SurveyVersionRecord {
     /// Read from `survey_versions` (the query's only table); the warnings from the version's source, when it has one.
-    static let columns = "survey_version_id, survey_id, org_id, number, content_hash, definition, created_at, "
+    static let columns = "survey_version_id, survey_id, org_id, number, content_hash, definition, created_at, draft, "
         + "(SELECT s.warnings FROM survey_version_sources s WHERE s.survey_version_id = survey_versions.survey_version_id) AS warnings"
     init(row: Row) throws {
         self.init(surveyVersionId: try row["survey_version_id"], surveyId: try row["survey_id"], orgId: try row["org_id"],
                   number: try row["number"], contentHash: try row["content_hash"], definition: try row["definition"],
-                  createdAt: try row["created_at"], warnings: VersionSourceRecord.warnings(fromColumn: try row.optionalString("warnings")))
+                  createdAt: try row["created_at"], warnings: VersionSourceRecord.warnings(fromColumn: try row.optionalString("warnings")),
+                  draft: try row.int("draft") != 0)
     }
 }
 

@@ -57,6 +57,10 @@ public enum SyncWords {
         switch state {
         case "in_review": "in review"
         case "returned": "returned for correction"
+        // A reviewer changed its answers (a new version of the response, the earlier kept).
+        case "edited": "edited by a reviewer"
+        // A reviewer marked it as needing a look, without returning it.
+        case "hasIssues": "flagged as having issues"
         default: state
         }
     }

@@ -42,9 +42,14 @@ import Testing
 
         /// A multipart form with one file field.
         /// The publishing form: the definition's file, and the files the form names (`files`).
-        func upload(_ path: String, file: [UInt8], fileName: String = "survey.json", files: [(String, [UInt8])] = []) throws -> Reply {
+        /// `fields`: the form's other fields (a checkbox ticked: its value).
+        func upload(_ path: String, file: [UInt8], fileName: String = "survey.json", files: [(String, [UInt8])] = [],
+                    fields: [String: String] = [:]) throws -> Reply {
             let boundary = "----surveyd-test-boundary"
             var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n\(try csrf)\r\n".utf8)
+            for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+                body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8)
+            }
             body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"definition\"; filename=\"\(fileName)\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)
             body += file + Array("\r\n".utf8)
             for (name, bytes) in files {

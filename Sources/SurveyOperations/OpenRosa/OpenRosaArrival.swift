@@ -32,8 +32,10 @@ public struct OpenRosaArrival: Sendable {
     }
 
     /// Reads `instance` (the `xml_submission_file` part): 400 for what is not a submission, 1032
-    /// for an unusable instanceID, 404 for a form or version not published here.
-    public static func read(_ instance: [UInt8], orgId: String, in db: ReadContext, operations: Operations) throws -> OpenRosaArrival {
+    /// for an unusable instanceID, 404 for a form or version not published here. `draftOf`: the
+    /// draft door's survey, whose draft alone the instance may name.
+    public static func read(_ instance: [UInt8], orgId: String, in db: ReadContext, operations: Operations,
+                            draftOf surveyId: String? = nil) throws -> OpenRosaArrival {
         let parsed: SubmittedInstance
         do { parsed = try SubmittedInstance(xml: instance) } catch {
             throw ApiError.malformed("The submission could not be read: \(error.message).")
@@ -44,7 +46,14 @@ public struct OpenRosaArrival: Sendable {
         guard ClientIdentifier.isValid(instanceID) else {
             throw ApiError(.invalidIdentifier, "The submission's instanceID must be 8–128 characters of A-Z a-z 0-9 _ - : .")
         }
-        guard let version = try operations.openRosaForms.version(in: db, orgId: orgId, formId: parsed.formId, version: parsed.version) else {
+        let named: SurveyVersionRecord?
+        if let surveyId {
+            named = try operations.openRosaForms.draft(in: db, orgId: orgId, surveyId: surveyId)
+                .flatMap { $0.xform.formId == parsed.formId && $0.xform.version == parsed.version ? $0.version : nil }
+        } else {
+            named = try operations.openRosaForms.version(in: db, orgId: orgId, formId: parsed.formId, version: parsed.version)
+        }
+        guard let version = named else {
             let named = parsed.version.map { "\(parsed.formId) version \($0)" } ?? parsed.formId
             throw ApiError(.notFound, "The form \(named) is not published here: download the blank form again.")
         }

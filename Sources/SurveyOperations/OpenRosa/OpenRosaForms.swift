@@ -45,6 +45,15 @@ public struct OpenRosaForms: Sendable {
         return out
     }
 
+    /// The survey's draft with what an app downloads of it through the draft door; nil when the
+    /// survey has no draft, or its draft has no XForm.
+    public func draft(in db: ReadContext, orgId: String, surveyId: String) throws -> Listed? {
+        guard let version = try db.draftVersion(orgId: orgId, surveyId: surveyId), let survey = try db.survey(orgId: orgId, surveyId: surveyId),
+              case let files = try files(of: version, in: db), let xform = files.xform else { return nil }
+        return Listed(survey: survey, version: version, xform: xform, attachments: files.attachments,
+                      entityList: try operations.definitions.definition(of: version).entityListRead)
+    }
+
     /// The XForm bytes of one version of the organization (any published one), or nil.
     public func xform(in db: ReadContext, orgId: String, surveyVersionId: String) throws -> [UInt8]? {
         guard let version = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId) else { return nil }

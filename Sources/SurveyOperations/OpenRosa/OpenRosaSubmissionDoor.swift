@@ -14,9 +14,12 @@ public struct OpenRosaSubmissionDoor: SubmissionDoor {
     /// The files its POST carried, received before anything was read: bound to the questions
     /// naming them in that same snapshot and committed with the response, or not at all.
     public let files: [ReceivedFile]
+    /// The draft door's survey: the instance must name that survey's draft (stored then as its
+    /// test submission, `SubmissionStore.draft`).
+    public let draftOf: String?
 
-    public init(appToken: String, orgId: String, instance: [UInt8], files: [ReceivedFile] = []) {
-        self.appToken = appToken; self.orgId = orgId; self.instance = instance; self.files = files
+    public init(appToken: String, orgId: String, instance: [UInt8], files: [ReceivedFile] = [], draftOf: String? = nil) {
+        self.appToken = appToken; self.orgId = orgId; self.instance = instance; self.files = files; self.draftOf = draftOf
     }
 
     public func caller(in db: ReadContext, operations: Operations) throws -> Caller {
@@ -40,7 +43,7 @@ public struct OpenRosaSubmissionDoor: SubmissionDoor {
     }
 
     public func arrival(in db: ReadContext, orgId: String, submitter: UserRecord, operations: Operations) throws -> SubmissionArrival {
-        let arrival = try OpenRosaArrival.read(instance, orgId: orgId, in: db, operations: operations)
+        let arrival = try OpenRosaArrival.read(instance, orgId: orgId, in: db, operations: operations, draftOf: draftOf)
         guard !files.isEmpty else { return .submission(arrival.submission, stored: .notLookedUp) }
         let staged = try arrival.stage(files, submitter: submitter.userId, in: db, operations: operations)
         return .submission(arrival.submission.with(staged), stored: .notLookedUp)

@@ -54,6 +54,8 @@ struct OpenRosaService {
             if r.deferred == nil && r.status >= 300 { services.metrics.openRosaSubmission(.refused(code: r.errorCode ?? 0)) }
             return r
         }
+        // The draft door: the same routes for one survey's draft, its submissions kept apart.
+        OpenRosaDraftDoor(services: services).register(into: &router, form: limits, admit: admit)
     }
 
     /// The largest submission body taken: the largest file, and room for the instance.
@@ -169,7 +171,9 @@ struct OpenRosaService {
     /// written), then — unless more POSTs of it are to come — the submission operation, which
     /// reads the caller, the instance, its version and what its files answer in one snapshot and
     /// commits the files with the response in one transaction.
-    func submit(_ request: HTTPRequest) throws -> HTTPResponse {
+    /// `draftOf`: the draft door's survey, whose draft the instance must name; stored then as the
+    /// draft's test submission (`SubmissionStore.draft`), and never an edit or a split submission.
+    func submit(_ request: HTTPRequest, draftOf: String? = nil) throws -> HTTPResponse {
         guard let instance = request.form.files["xml_submission_file"] else {
             throw ApiError.malformed("The submission has no xml_submission_file part: send the filled-in form as that part.")
         }
@@ -184,15 +188,20 @@ struct OpenRosaService {
         let metrics = services.metrics
         let answer = DeferredResponse()
         let parts = request.form.fileParts.filter { $0.name != "xml_submission_file" }
+        let store: SubmissionStore = draftOf.map { .draft(surveyId: $0) } ?? .live
+        if draftOf != nil, partial {
+            throw ApiError.malformed("A draft's test form sent in parts is not taken: nothing was stored. Send it again whole.")
+        }
         let submitAnswersAlone: @Sendable () -> Void = {
-            ops.submissions.submit(orgId: orgId, from: OpenRosaSubmissionDoor(appToken: token, orgId: orgId, instance: xml)) { outcome in
+            let door = OpenRosaSubmissionDoor(appToken: token, orgId: orgId, instance: xml, draftOf: draftOf)
+            ops.submissions.submit(orgId: orgId, from: door, store: store) { outcome in
                 answer.complete { Self.render(outcome, metrics: metrics) }
             }
         }
         // An edit of a sent form (`meta/deprecatedID`): the edit operation, off this thread; an
         // instance that only looked like one goes on as a submission. (One with files is refused
         // by the submission's door.)
-        if !partial, parts.isEmpty, OpenRosaEdit.mayBeAnEdit(xml) {
+        if draftOf == nil, !partial, parts.isEmpty, OpenRosaEdit.mayBeAnEdit(xml) {
             Self.attachments.async {
                 let outcome: OpenRosaEdit.Outcome
                 do { outcome = try ops.openRosaEdits.edit(orgId: orgId, appToken: token, xml: xml) } catch {
@@ -247,7 +256,7 @@ struct OpenRosaService {
             }
             // An edit of a sent form with its files: the edit operation, the files kept in its
             // transaction; an instance that only looked like one goes on as a submission.
-            if OpenRosaEdit.mayBeAnEdit(xml) {
+            if draftOf == nil, OpenRosaEdit.mayBeAnEdit(xml) {
                 let outcome: OpenRosaEdit.Outcome
                 do { outcome = try ops.openRosaEdits.edit(orgId: orgId, appToken: token, xml: xml, files: carried) } catch {
                     for file in carried { file.discard() }
@@ -260,11 +269,12 @@ struct OpenRosaService {
                     return
                 }
             }
-            let door = OpenRosaSubmissionDoor(appToken: token, orgId: orgId, instance: xml, files: carried)
-            ops.submissions.submit(orgId: orgId, from: door) { outcome in
+            let door = OpenRosaSubmissionDoor(appToken: token, orgId: orgId, instance: xml, files: carried, draftOf: draftOf)
+            ops.submissions.submit(orgId: orgId, from: door, store: store) { outcome in
                 // A last POST refused for a file no POST has carried yet keeps the files it did
-                // carry, as a split submission's earlier POSTs do; any other refusal keeps none.
-                if case .refused(let e) = outcome, (e as? ApiError)?.code == .attachmentNotUploaded {
+                // carry, as a split submission's earlier POSTs do; any other refusal keeps none
+                // (a draft's keeps none: its files are never the organization's uploads).
+                if case .refused(let e) = outcome, (e as? ApiError)?.code == .attachmentNotUploaded, draftOf == nil {
                     Self.attachments.async {
                         try? service.storeAsUploads(carried, of: xml, token: token, orgId: orgId)
                         for file in carried { file.discard() }
@@ -331,7 +341,7 @@ struct OpenRosaService {
         }
     }
 
-    private static func render(_ outcome: SubmissionOutcome, metrics: Metrics) -> HTTPResponse {
+    static func render(_ outcome: SubmissionOutcome, metrics: Metrics) -> HTTPResponse {
         switch outcome {
         case .accepted(let stored):
             metrics.openRosaSubmission(.accepted)
@@ -389,7 +399,7 @@ struct OpenRosaService {
     }
 
     /// Runs a handler of the door, answering its refusal as an OpenRosa document.
-    private func answer(_ handler: () throws -> HTTPResponse) -> HTTPResponse {
+    func answer(_ handler: () throws -> HTTPResponse) -> HTTPResponse {
         do { return try handler() } catch let e as ApiError {
             return Self.refusal(e, status: e.code.httpStatus)
         } catch {

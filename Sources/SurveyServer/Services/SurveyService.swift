@@ -21,6 +21,8 @@ struct SurveyService {
         multipart.maxValueBytes = limits.maxJSONBodyBytes
         services.route(&router, "POST", "/v1/orgs/{orgId}/surveys/{surveyId}/versions", .member(anyOf: [.admin]),
                        bodyLimit: Swift.max(limits.maxFormBytes, limits.maxJSONBodyBytes), multipart: multipart, publishVersion)
+        services.route(&router, "POST", "/v1/orgs/{orgId}/surveys/{surveyId}/draft/publish", .member(anyOf: [.admin]), publishDraft)
+        services.route(&router, "DELETE", "/v1/orgs/{orgId}/surveys/{surveyId}/draft", .member(anyOf: [.admin]), discardDraft)
         services.route(&router, "GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}", .member(anyOf: []), getVersion)
         services.route(&router, "GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}/source", .member(anyOf: []), getVersionSource)
         services.route(&router, "GET", "/v1/orgs/{orgId}/survey-versions/{surveyVersionId}/xform", .member(anyOf: []), getVersionXForm)
@@ -28,11 +30,21 @@ struct SurveyService {
                        getVersionAttachment)
     }
 
-    static func surveyJSON(_ s: SurveyRecord, versions: [SurveyVersionRecord]) -> JSONValue {
-        ["surveyId": .string(s.surveyId), "title": .string(s.title), "reviewRequired": .bool(s.reviewRequired),
-         "createdAt": .string(Timestamp.format(s.createdAt)), "state": .string(s.state.rawValue),
-         "versions": .array(versions.map { ["surveyVersionId": .string($0.surveyVersionId), "number": .number(Double($0.number)),
-                                            "contentHash": .string($0.contentHash)] })]
+    /// `draft`: the survey's draft and its count of test submissions, on the survey's own document.
+    static func surveyJSON(_ s: SurveyRecord, versions: [SurveyVersionRecord],
+                           draft: (version: SurveyVersionRecord, testSubmissions: Int64)? = nil) -> JSONValue {
+        var document: JSONValue = [
+            "surveyId": .string(s.surveyId), "title": .string(s.title), "reviewRequired": .bool(s.reviewRequired),
+            "createdAt": .string(Timestamp.format(s.createdAt)), "state": .string(s.state.rawValue),
+            "versions": .array(versions.map { ["surveyVersionId": .string($0.surveyVersionId), "number": .number(Double($0.number)),
+                                               "contentHash": .string($0.contentHash)] })]
+        if let draft, case .object(var members) = document {
+            members["draft"] = ["surveyVersionId": .string(draft.version.surveyVersionId), "contentHash": .string(draft.version.contentHash),
+                                "createdAt": .string(Timestamp.format(draft.version.createdAt)),
+                                "testSubmissions": .number(Double(draft.testSubmissions))]
+            document = .object(members)
+        }
+        return document
     }
 
     /// The version document's bytes. The stored definition is canonical JSON already (a list read
@@ -50,7 +62,7 @@ struct SurveyService {
     private static func versionMembers(_ v: SurveyVersionRecord, files: VersionFiles) -> [String: JSONValue] {
         let (source, xform) = files.json
         return ["surveyVersionId": .string(v.surveyVersionId), "surveyId": .string(v.surveyId), "number": .number(Double(v.number)),
-                "contentHash": .string(v.contentHash),
+                "contentHash": .string(v.contentHash), "draft": .bool(v.draft),
                 "createdAt": .string(Timestamp.format(v.createdAt)), "source": source, "xform": xform,
                 "warnings": .array(v.warnings.map { .string($0) }),
                 "attachments": .array(files.attachments.map { a in
@@ -94,13 +106,16 @@ struct SurveyService {
     func getSurvey(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId")
         let surveyId = request.parameter("surveyId")
-        let found = try services.operations.visibleSurvey(surveyId, of: orgId, by: try context.member())
-        return .json(200, Self.surveyJSON(found.0, versions: found.1))
+        let operations = services.operations
+        let found = try operations.visibleSurvey(surveyId, of: orgId, by: try context.member())
+        let draft = try operations.database.read { try operations.surveyDrafts.draft(orgId: orgId, surveyId: surveyId, in: $0) }
+        return .json(200, Self.surveyJSON(found.0, versions: found.1, draft: draft))
     }
 
     func publishVersion(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
-        let orgId = context.orgId
+        let orgId = context.orgId, surveyId = request.parameter("surveyId")
         let operations = services.operations
+        let draft = try Self.draftParameter(request)
         // What the version is published from and with, read before it is written: its document
         // describes it from these, never from a read (a keyed answer is rendered in the write's
         // transaction, whose rows no reader sees yet).
@@ -108,17 +123,49 @@ struct SurveyService {
         let render: @Sendable (SurveyVersionRecord) throws -> HTTPResponse = {
             guard let published = kept.withLock({ $0 }) else { throw ApiError(.internalError, "The published form was not kept for its answer.") }
             let files = try operations.versionFiles(of: $0, published: published)
-            return HTTPResponse(status: 201, headers: [("Content-Type", "application/json"), ("Location", "/v1/orgs/\(orgId)/survey-versions/\($0.surveyVersionId)")],
+            // A draft is no published version: it is found on its survey.
+            let location = $0.draft ? "/v1/orgs/\(orgId)/surveys/\(surveyId)" : "/v1/orgs/\(orgId)/survey-versions/\($0.surveyVersionId)"
+            return HTTPResponse(status: 201, headers: [("Content-Type", "application/json"), ("Location", location)],
                                 body: Self.versionDocument($0, files: files))
         }
         let keyed = KeyedAnswer(request, render)
         let upload = try Self.formUpload(request, limits: operations.limits)
-        let outcome = try operations.surveys.publish(orgId: orgId, surveyId: request.parameter("surveyId"), by: try context.member(), key: keyed.key) {
+        let outcome = try operations.surveys.publish(orgId: orgId, surveyId: surveyId, by: try context.member(), key: keyed.key, draft: draft) {
             let published = try operations.forms.published(try upload(), surveyId: request.parameter("surveyId"), limits: operations.limits, blobs: operations.blobs)
             kept.withLock { $0 = published }
             return published
         }
         return try keyed.answer(outcome)
+    }
+
+    /// `?draft=true` publishes the survey's draft; `false` or no parameter, a version.
+    static func draftParameter(_ request: HTTPRequest) throws -> Bool {
+        switch request.query["draft"] {
+        case nil, "false": return false
+        case "true": return true
+        default:
+            throw ApiError(.validationFailed, "`draft` is true or false.", errors: [FieldError(path: "draft", message: "must be true or false")])
+        }
+    }
+
+    /// The survey's draft becomes its latest published version: 201 with the version document.
+    func publishDraft(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = context.orgId
+        let operations = services.operations
+        let render: @Sendable (SurveyDrafts.Published) throws -> HTTPResponse = {
+            HTTPResponse(status: 201, headers: [("Content-Type", "application/json"),
+                                                ("Location", "/v1/orgs/\(orgId)/survey-versions/\($0.version.surveyVersionId)")],
+                         body: Self.versionDocument($0.version, files: $0.files))
+        }
+        let keyed = KeyedAnswer(request, render)
+        let outcome = try operations.surveyDrafts.publish(orgId: orgId, surveyId: request.parameter("surveyId"), by: try context.member(), key: keyed.key)
+        return try keyed.answer(outcome)
+    }
+
+    /// The survey's draft and its test submissions are gone: 204.
+    func discardDraft(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        try services.operations.surveyDrafts.discard(orgId: context.orgId, surveyId: request.parameter("surveyId"), by: try context.member())
+        return HTTPResponse(status: 204)
     }
 
     /// What a publishing request sends: the body as the form (its `Content-Type` says which kind),

@@ -71,7 +71,7 @@ public enum Backup {
 
         // The files of the copied snapshot, counted first.
         var blobs = 0, bytes: Int64 = 0, partials = 0
-        let blobRows = try target.query("SELECT sha256, MAX(size) AS size FROM (SELECT sha256, size FROM uploads UNION ALL SELECT sha256, size FROM survey_version_attachments) f GROUP BY sha256")
+        let blobRows = try target.query("SELECT sha256, MAX(size) AS size FROM (SELECT sha256, size FROM uploads UNION ALL SELECT sha256, size FROM survey_version_attachments UNION ALL SELECT sha256, size FROM draft_files) f GROUP BY sha256")
         let partialRows = try target.query("SELECT upload_id, received_bytes FROM resumable_uploads WHERE received_bytes < length")
         var totalBytes: Int64 = 0
         for row in blobRows { totalBytes += try row.int("size") }

@@ -46,7 +46,7 @@ public enum BackupFromPostgres {
         // What there is to copy, counted in the snapshot that is copied.
         var totalRows: Int64 = 0
         for table in MigrateToPostgres.tables { totalRows += try source.query("SELECT COUNT(*) AS n FROM \(table)").first?.int("n") ?? 0 }
-        let blobRows = try source.query("SELECT sha256, MAX(size) AS size FROM (SELECT sha256, size FROM uploads UNION ALL SELECT sha256, size FROM survey_version_attachments) f GROUP BY sha256")
+        let blobRows = try source.query("SELECT sha256, MAX(size) AS size FROM (SELECT sha256, size FROM uploads UNION ALL SELECT sha256, size FROM survey_version_attachments UNION ALL SELECT sha256, size FROM draft_files) f GROUP BY sha256")
         let partialRows = try source.query("""
             SELECT u.upload_id, COALESCE((SELECT SUM(length(bytes)) FROM partial_chunks p WHERE p.upload_id = u.upload_id), 0) AS bytes
             FROM resumable_uploads u WHERE u.received_bytes < u.length

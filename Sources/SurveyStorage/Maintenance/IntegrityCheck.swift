@@ -104,6 +104,18 @@ public enum IntegrityCheck {
             if Int64(size) != (try a.int("size")) { r.violations.append("attachment \(name): file has \(size) bytes, row says \(try a.int("size"))") }
             if hash != sha { r.violations.append("attachment \(name): file hash \(hash) differs from row \(sha)") }
         }
+        // And the files of a draft's test submissions.
+        for d in try conn.query("SELECT response_id, client_upload_id, size, sha256 FROM draft_files") {
+            let sha = try d.string("sha256"), name = "\(try d.string("response_id"))/\(try d.string("client_upload_id"))"
+            referenced.insert(sha)
+            guard sha.utf8.count == 64 else { r.violations.append("draft file \(name): malformed sha256"); continue }
+            guard let (size, hash) = databaseFiles ? try hashRows(conn, sha256: sha) : hashFile(layout.blob(sha256: sha)) else {
+                r.violations.append("draft file \(name): file \(databaseFiles ? "blob_chunks " + sha : layout.blob(sha256: sha)) is missing")
+                continue
+            }
+            if Int64(size) != (try d.int("size")) { r.violations.append("draft file \(name): file has \(size) bytes, row says \(try d.int("size"))") }
+            if hash != sha { r.violations.append("draft file \(name): file hash \(hash) differs from row \(sha)") }
+        }
         var blobFiles = 0
         if databaseFiles {
             for b in try conn.query("SELECT DISTINCT sha256 FROM blob_chunks") {

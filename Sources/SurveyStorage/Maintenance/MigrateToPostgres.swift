@@ -21,7 +21,7 @@ public enum MigrateToPostgres {
         "resumable_uploads", "tasks",
         "idempotency_keys", "invitations", "console_sessions", "webhooks", "webhook_deliveries", "webhook_snapshots", "webhook_identity",
         "export_cursor_key", "entity_lists", "entities", "entity_versions", "entity_waiting",
-        "integer_ids", "api_sessions",
+        "integer_ids", "api_sessions", "draft_responses", "draft_files",
     ]
 
     /// The tables a fresh schema fills with its own values (random keys, id counters at 0); a copy
@@ -48,7 +48,7 @@ public enum MigrateToPostgres {
         // What there is to move, counted in the snapshot that is copied.
         var totalRows: Int64 = 0
         for table in tables { totalRows += try source.query("SELECT COUNT(*) AS n FROM \(table)").first?.int("n") ?? 0 }
-        let blobs = try source.query("SELECT sha256, MAX(size) AS size FROM (SELECT sha256, size FROM uploads UNION ALL SELECT sha256, size FROM survey_version_attachments) f GROUP BY sha256")
+        let blobs = try source.query("SELECT sha256, MAX(size) AS size FROM (SELECT sha256, size FROM uploads UNION ALL SELECT sha256, size FROM survey_version_attachments UNION ALL SELECT sha256, size FROM draft_files) f GROUP BY sha256")
         let partialUploads = try source.query("""
             SELECT upload_id, received_bytes FROM resumable_uploads WHERE received_bytes < length AND received_bytes > 0
             """)

@@ -20,7 +20,7 @@ extension ReadContext {
     }
 
     public func surveyVersion(orgId: String, surveyVersionId: String) throws -> SurveyVersionRecord? {
-        try conn.query("SELECT \(SurveyVersionRecord.columns) FROM survey_versions WHERE survey_version_id = ? AND org_id = ?",
+        try conn.query("SELECT \(SurveyVersionRecord.columns) FROM survey_versions WHERE survey_version_id = ? AND org_id = ? AND draft = 0",
                        [.text(surveyVersionId), .text(orgId)]).first.map(SurveyVersionRecord.init)
     }
 
@@ -61,7 +61,7 @@ extension ReadContext {
         for row in try conn.query("""
             SELECT \(VersionAttachmentRecord.columns) FROM survey_version_attachments a
             JOIN survey_versions v ON v.survey_version_id = a.survey_version_id
-            WHERE v.survey_id = ? AND v.org_id = ? ORDER BY a.survey_version_id, a.file_name
+            WHERE v.survey_id = ? AND v.org_id = ? AND v.draft = 0 ORDER BY a.survey_version_id, a.file_name
             """, [.text(surveyId), .text(orgId)]) {
             let a = try VersionAttachmentRecord(row: row)
             found[a.surveyVersionId, default: []].append(a)
@@ -75,7 +75,7 @@ extension ReadContext {
         var found: [String: VersionSourceSummary] = [:]
         for row in try conn.query("""
             SELECT s.survey_version_id, s.format, s.content_type FROM survey_version_sources s
-            JOIN survey_versions v ON v.survey_version_id = s.survey_version_id WHERE v.survey_id = ? AND v.org_id = ?
+            JOIN survey_versions v ON v.survey_version_id = s.survey_version_id WHERE v.survey_id = ? AND v.org_id = ? AND v.draft = 0
             """, [.text(surveyId), .text(orgId)]) {
             found[try row.string("survey_version_id")] = VersionSourceSummary(format: try row.string("format"), contentType: try row.string("content_type"))
         }
@@ -85,12 +85,12 @@ extension ReadContext {
     /// Every version of the organization, by survey and number, without definitions: the ids an
     /// app's form names are looked up among.
     public func versionKeys(orgId: String) throws -> [(surveyVersionId: String, surveyId: String, number: Int64)] {
-        try conn.query("SELECT survey_version_id, survey_id, number FROM survey_versions WHERE org_id = ? ORDER BY survey_id, number",
+        try conn.query("SELECT survey_version_id, survey_id, number FROM survey_versions WHERE org_id = ? AND draft = 0 ORDER BY survey_id, number",
                        [.text(orgId)]).map { (try $0["survey_version_id"], try $0["survey_id"], try $0["number"]) }
     }
 
     public func surveyVersions(surveyId: String) throws -> [SurveyVersionRecord] {
-        try conn.query("SELECT \(SurveyVersionRecord.columns) FROM survey_versions WHERE survey_id = ? ORDER BY number",
+        try conn.query("SELECT \(SurveyVersionRecord.columns) FROM survey_versions WHERE survey_id = ? AND draft = 0 ORDER BY number",
                        [.text(surveyId)]).map(SurveyVersionRecord.init)
     }
 }
@@ -120,16 +120,25 @@ extension GatedTransaction {
         return SurveyRecord(surveyId: surveyId, orgId: orgId, title: title, reviewRequired: reviewRequired, createdAt: now, state: .open)
     }
 
-    /// Publishes the next version number of a survey; versions are immutable once written.
+    /// Publishes the next version number of a survey; versions are immutable once written. As a
+    /// `draft` it is the survey's draft instead (number 0), replacing an earlier one and its test
+    /// submissions in this transaction.
     public func publishVersion(surveyVersionId: String, surveyId: String, contentHash: String, definition: String,
                                source: VersionSourceRecord? = nil, attachments: [(record: VersionAttachmentRecord, tempPath: String)] = [],
-                               blobs: BlobStore? = nil) throws -> SurveyVersionRecord {
-        let number = try context.conn.query("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM survey_versions WHERE survey_id = ?",
+                               blobs: BlobStore? = nil, draft: Bool = false) throws -> SurveyVersionRecord {
+        let number: Int64
+        if draft {
+            try removeDraft(surveyId: surveyId, blobs: blobs)
+            number = 0
+        } else {
+            number = try context.conn.query("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM survey_versions WHERE survey_id = ? AND draft = 0",
                                             [.text(surveyId)]).first?.int("next") ?? 1
+        }
         try context.conn.run("""
-            INSERT INTO survey_versions(survey_version_id, survey_id, org_id, number, content_hash, definition, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, [.text(surveyVersionId), .text(surveyId), .text(orgId), .int(number), .text(contentHash), .text(definition), .int(now)])
+            INSERT INTO survey_versions(survey_version_id, survey_id, org_id, number, content_hash, definition, created_at, draft)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.text(surveyVersionId), .text(surveyId), .text(orgId), .int(number), .text(contentHash), .text(definition), .int(now),
+                  .int(draft ? 1 : 0)])
         if let source {
             try context.conn.run("""
                 INSERT INTO survey_version_sources(survey_version_id, format, content_type, source, xform, warnings) VALUES (?, ?, ?, ?, ?, ?)
@@ -142,9 +151,9 @@ extension GatedTransaction {
                 INSERT INTO survey_version_attachments(survey_version_id, file_name, content_type, size, sha256, md5) VALUES (?, ?, ?, ?, ?, ?)
                 """, [.text(surveyVersionId), .text(a.fileName), .text(a.contentType), .int(a.size), .text(a.sha256), .text(a.md5)])
         }
-        try audit(action: "survey.version.publish", targetType: "survey_version", targetId: surveyVersionId,
+        try audit(action: draft ? "survey.draft.create" : "survey.version.publish", targetType: "survey_version", targetId: surveyVersionId,
                   detail: "number=\(number)" + (attachments.isEmpty ? "" : " attachments=\(attachments.count)"))
         return SurveyVersionRecord(surveyVersionId: surveyVersionId, surveyId: surveyId, orgId: orgId, number: number,
-                                   contentHash: contentHash, definition: definition, createdAt: now, warnings: source?.warnings ?? [])
+                                   contentHash: contentHash, definition: definition, createdAt: now, warnings: source?.warnings ?? [], draft: draft)
     }
 }

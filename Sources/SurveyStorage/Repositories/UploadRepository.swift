@@ -9,7 +9,7 @@ extension ReadContext {
 
     /// The content hashes that rows reference: every other blob file is garbage.
     public func referencedBlobHashes() throws -> Set<String> {
-        Set(try conn.query("SELECT sha256 FROM uploads UNION SELECT sha256 FROM survey_version_attachments").map { try $0.string("sha256") })
+        Set(try conn.query("SELECT sha256 FROM uploads UNION SELECT sha256 FROM survey_version_attachments UNION SELECT sha256 FROM draft_files").map { try $0.string("sha256") })
     }
 
     public func resumableUpload(orgId: String, uploadId: String) throws -> ResumableUploadRecord? {

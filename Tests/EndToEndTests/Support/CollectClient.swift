@@ -14,9 +14,10 @@ struct CollectClient {
     let base: String
     var deviceID = "collect:Hk3PIUyvEmQ2Lz8b"
 
-    init(_ f: Fixture, token: String? = nil) {
+    /// `draftOf`: the draft door of that survey (`…/drafts/{surveyId}`).
+    init(_ f: Fixture, token: String? = nil, draftOf surveyId: String? = nil) {
         http = f.client
-        base = "/v1/key/\(token ?? f.collectorToken)/orgs/\(f.orgId)"
+        base = "/v1/key/\(token ?? f.collectorToken)/orgs/\(f.orgId)" + (surveyId.map { "/drafts/\($0)" } ?? "")
     }
 
     static let headers = ["X-OpenRosa-Version": "1.0"]
