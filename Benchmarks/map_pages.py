@@ -6,7 +6,7 @@ surveyd, signed in with each survey's admin token; and the server's time to serv
       --survey N:ORG:TOKEN:SURVEY [--survey N:ORG:TOKEN:SURVEY ...]
 
 For each survey (N located responses): the points URL the page names (read from its `data-points`)
-fetched ROUNDS times over HTTP with the session cookie (first byte, total, bytes); then the Map view
+fetched ROUNDS times over HTTP with the sign-in cookie (first byte, total, bytes); then the Map view
 opened in a headless Chromium of its own (Tests/Browser's helpers; one per survey, so no sign-in
 falls inside a round), one round of each survey in turn, after one unmeasured round each.
 
