@@ -1,6 +1,6 @@
 # Sourced by the benchmarks that keep their work in a throwaway dir of their own and build
 # surveyd when they are not given a binary (console.sh, pgfile.sh, postgres.sh, odata.sh,
-# dataviews.sh). The caller sets
+# dataviews.sh, map.sh). The caller sets
 # ROOT (the checkout), WORK (from BENCH_DIR) and BIN (its first argument, possibly empty).
 #
 #   log TEXT             a timestamped line on stderr

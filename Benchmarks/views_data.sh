@@ -1,4 +1,4 @@
-# Sourced by odata.sh and dataviews.sh (after bench_dir.sh): a data dir with the survey of
+# Sourced by odata.sh, dataviews.sh and map.sh (after bench_dir.sh): a data dir with the survey of
 # fixtures/make_views.py and N responses of it. The caller sets HERE, WORK, BIN and PORT.
 #
 #   serve LOG ARGS...            BIN serve on PORT (SERVER_PID), waiting until it answers
@@ -11,7 +11,9 @@
 #                                variants they sent byte for byte (the seeded rows are stored as
 #                                the server stores them); then N - 3 more seeded by
 #                                seed_responses.py with --answers-variants (server stopped), one
-#                                every SPACING_MS ending a minute ago. Fixtures in WORK/fixtures.
+#                                every SPACING_MS ending a minute ago. Fixtures in WORK/fixtures:
+#                                VARIANTS (1,000) different answers documents, each with its own
+#                                location (map.sh: one per response, so no two points coincide).
 
 serve() {
     local logfile=$1; shift
@@ -29,7 +31,7 @@ stop() { kill "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=; }
 make_views_data_dir() {
     local dir=$1 n=$2 spacing=$3 future u v i body stored started
     mkdir -p "$dir"
-    python3 "$HERE/fixtures/make_views.py" "$WORK/fixtures" > /dev/null
+    python3 "$HERE/fixtures/make_views.py" "$WORK/fixtures" "${VARIANTS:-1000}" > /dev/null
     future=$(date -u -d '+1 year' +%Y-%m-%dT%H:%M:%SZ)
     ORG=$("$BIN" admin create-org --name "Bench field team" --expires-at "$future" --data-dir "$dir" | tail -1)
     u=$("$BIN" admin create-user --org "$ORG" --name Collector --roles collector --data-dir "$dir")
@@ -49,7 +51,7 @@ make_views_data_dir() {
     done
     stop
     for i in 1 2 3; do
-        stored=$(sqlite3 "$dir/surveyd.sqlite" "SELECT answers FROM responses WHERE client_submission_id = 'views-check-$i'")
+        stored=$(sqlite3 "$dir/surveyd.sqlite" "SELECT answers FROM responses WHERE client_submission_id = 'views-check-$i' AND survey_id = '$SURVEY'")
         [ "$stored" = "$(sed -n "${i}p" "$WORK/fixtures/variants.jsonl")" ] || die "answers variant $i is not stored as written: $stored"
     done
     started=$(date +%s.%N)

@@ -312,7 +312,7 @@ struct DataPages: Sendable {
                                "lat": .text(Cell.number(lat).csvText), "lon": .text(Cell.number(lon).csvText)])
             }
             let e = q.exportQuery
-            values["pointsUrl"] = .text(base + "/points.geojson?geoField=" + urlEncoded(field) + (e.isEmpty ? "" : "&" + e))
+            values["pointsUrl"] = .text(base + "/points.json?geoField=" + urlEncoded(field) + (e.isEmpty ? "" : "&" + e))
             values["listed"] = .list(listed)
             values["hasListed"] = .flag(!listed.isEmpty)
             values["morePoints"] = .text(more ? "The first \(Self.pointsListed) points are listed here; the map shows every one." : "")

@@ -386,6 +386,13 @@ import Testing
         #expect(points.status == 200 && (points.json?["features"]?.arrayValue ?? [.null]).isEmpty)
         let mine = try collector.get(s.base + "/points.geojson")
         #expect(Set((mine.json?["features"]?.arrayValue ?? []).compactMap { $0["properties"]?["responseId"]?.stringValue }) == located)
+        // The map's compact points: the same responses, each as [lat, lon, responseId, …].
+        let compactIds = { (v: JSONValue?) in Set((v?["points"]?.arrayValue ?? []).compactMap { $0.arrayValue.flatMap { $0.count > 2 ? $0[2].stringValue : nil } }) }
+        let compact = try collector.get(s.base + "/points.json")
+        #expect(compact.status == 200 && compactIds(compact.json) == located)
+        #expect(map.text.contains("/points.json?geoField=place"))
+        let others = try collector.get(s.base + "/points.json?geoField=place&submittedBy=\(s.secondId)")
+        #expect(others.status == 200 && compactIds(others.json).isEmpty && others.json?["points"]?.arrayValue?.isEmpty == true)
         // Expired: reads are never gated.
         try f.expire()
         let reviewer = try Session(f, token: f.reviewerToken)

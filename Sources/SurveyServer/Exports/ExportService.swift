@@ -53,11 +53,14 @@ struct ExportService {
         }
     }
 
-    /// The console map's points (`…/points.geojson?…`): the GeoJSON export's features for the
-    /// signed-in member under the view's filters (RFC 3339 times), a collector's own only.
+    /// The console map's points, for the signed-in member under the view's filters (RFC 3339
+    /// times), a collector's own only, not audited as an export: `…/points.json?…` in the compact
+    /// form the map page reads (`MapPointsEncoder`: a tenth of the bytes), `…/points.geojson?…`
+    /// as the GeoJSON export's features (every answer as a property).
     func registerConsolePoints(into router: inout Router, console: Console) {
         let service = self
-        console.page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/points.geojson", DataViews.access) { visit, request in
+        @Sendable func points(_ visit: Visit, _ request: HTTPRequest, _ producer: (Export, ExportColumns, String) -> any ExportProducer,
+                    _ type: String) throws -> HTTPResponse {
             let query = request.query.filter { !$0.value.isEmpty }
             let export = try service.services.operations.exports.openForView(orgId: visit.admission.orgId, surveyId: request.parameter("surveyId"),
                                                                               by: try visit.admission.member(), try Self.exportRequest("geojson", query))
@@ -67,9 +70,18 @@ struct ExportService {
                 export.close()
                 throw ApiError(.validationFailed, "The survey has no such location (geopoint) question.")
             }
-            return .stream(ExportStream(GeoJSONProducer(export, geoField: field)), headers: [
-                ("Content-Type", "application/geo+json"), ("Cache-Control", "private, no-store"), ("X-Content-Type-Options", "nosniff"),
+            return .stream(ExportStream(producer(export, columns, field)), headers: [
+                ("Content-Type", type), ("Cache-Control", "private, no-store"), ("X-Content-Type-Options", "nosniff"),
             ])
+        }
+        console.page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/points.geojson", DataViews.access) { visit, request in
+            try points(visit, request, { export, _, field in GeoJSONProducer(export, geoField: field) }, "application/geo+json")
+        }
+        console.page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/points.json", DataViews.access) { visit, request in
+            try points(visit, request, { export, columns, field in
+                MapPointsProducer(export, geoField: field,
+                                  lineFields: columns.questions.filter { $0.type == .geotrace || $0.type == .geoshape }.map(\.id))
+            }, "application/json")
         }
     }
 
