@@ -125,18 +125,19 @@ public struct DataViews: Sendable {
         let snapshot = try operations.database.snapshot()
         defer { snapshot.close() }
         let context = try context(snapshot.read, orgId: orgId, surveyId: surveyId, by: user)
-        let perDay = try snapshot.countsBySubmitterAndDay(f)
-        let total = perDay.reduce(0) { $0 + $1.count }
-        guard let latest = context.latest else { return Summary(context: context, total: total, perSubmitterDay: perDay, questions: []) }
+        guard let latest = context.latest else { return Summary(context: context, total: 0, perSubmitterDay: [], questions: []) }
 
         var tally = SummaryTally(latest: latest.questions, versions: context.versions.map(\.definition))
         let versionIds = context.versions.map(\.record.surveyVersionId)
-        func pass(_ each: (Int, UnsafeBufferPointer<UInt8>) throws -> Void) throws {
-            try snapshot.eachSummaryFacts(f, versions: versionIds, each)
+        try snapshot.eachSummaryFacts(f, versions: versionIds) { row in
+            guard tally.add(row) else { throw ApiError(.internalError, "A response's summary facts cannot be read; run surveyd check.") }
         }
-        try pass { version, facts in
-            guard tally.add(version: version, facts: facts) else {
-                throw ApiError(.internalError, "A response's summary facts cannot be read; run surveyd check.")
+        let perDay = tally.perSubmitterDay()
+        let total = perDay.reduce(0) { $0 + $1.count }
+        // A number question with many distinct values has its numbers read again (two passes).
+        func numbers(_ q: Int, _ each: (Double) -> Void) throws {
+            try snapshot.eachSummaryFacts(f, versions: versionIds) { row in
+                Self.numbers(in: row.facts, of: q, columns: tally.columns, version: row.version, each)
             }
         }
 
@@ -148,9 +149,7 @@ public struct DataViews: Sendable {
                 figures = .choices(Self.ordered(question, tally.choices(q)))
             case .integer, .decimal:
                 // A question with many distinct values: its numbers read again (two passes).
-                figures = .numbers(try tally.figures(q, integers: question.type == .integer) { each in
-                    try pass { version, facts in Self.numbers(in: facts, of: q, columns: tally.columns, version: version, each) }
-                })
+                figures = .numbers(try tally.figures(q, integers: question.type == .integer) { each in try numbers(q, each) })
             case .date, .datetime:
                 figures = .days(tally.texts[q].counts.sorted { $0.key < $1.key }.map { (day: $0.key, count: $0.value) })
             default:

@@ -23,8 +23,9 @@ struct SummaryTally {
     /// question's choices (-1: a name the latest lacks, counted by name from `names`).
     let slots: [[[Int]]]
     let names: [[[String]]]
-    /// By latest question and choice slot (`choiceNames`).
-    var choiceCounts: [[Int]]
+    /// By latest question and choice slot (`choiceNames`), flat: question q's from `choiceBase[q]`.
+    var choiceCounts: [Int]
+    let choiceBase: [Int]
     let choiceNames: [[String]]
     var relevant: [Int]
     var answered: [Int]
@@ -43,7 +44,10 @@ struct SummaryTally {
             choiceNames.append(names); slotOf.append(slot)
         }
         self.choiceNames = choiceNames
-        choiceCounts = choiceNames.map { Array(repeating: 0, count: $0.count) }
+        var base: [Int] = [], total = 0
+        for names in choiceNames { base.append(total); total += names.count }
+        choiceBase = base
+        choiceCounts = Array(repeating: 0, count: total)
         var placeSlots: [[[Int]]] = [], names: [[[String]]] = []
         for (v, definition) in versions.enumerated() {
             let entries = SummaryFacts.questions(of: definition)
@@ -59,6 +63,23 @@ struct SummaryTally {
         answered = relevant
         texts = Array(repeating: TextCounts(), count: latest.count)
         numbers = Array(repeating: NumberTally(), count: latest.count)
+    }
+
+    /// Responses per collector and day: the collectors met, and counts by `day << 20 | index`.
+    private var submitters = TextIndex()
+    private var perDay: [Int: Int] = [:]
+
+    /// Adds one response: its collector and day, and its facts; false when the facts are not
+    /// what `SummaryFacts` writes.
+    mutating func add(_ row: SummaryFactsRow) -> Bool {
+        perDay[Int(row.day) << 20 | submitters.index(of: row.submitter), default: 0] += 1
+        return add(version: row.version, facts: row.facts)
+    }
+
+    /// How many responses each collector sent each day, by day then collector.
+    func perSubmitterDay() -> [(submitter: String, day: Int64, count: Int)] {
+        perDay.map { (submitter: submitters.names[$0.key & 0xFFFFF], day: Int64($0.key >> 20), count: $0.value) }
+            .sorted { ($0.day, $0.submitter) < ($1.day, $1.submitter) }
     }
 
     /// Adds one response's facts; false when they are not what `SummaryFacts` writes.
@@ -101,13 +122,15 @@ struct SummaryTally {
     private mutating func count(_ place: Int, version: Int, entry: Int, question q: Int) {
         let map = slots[version][entry]
         guard place >= 0 && place < map.count else { return }
-        if map[place] >= 0 { choiceCounts[q][map[place]] += 1 } else { texts[q].add(name: names[version][entry][place]) }
+        if map[place] >= 0 { choiceCounts[choiceBase[q] + map[place]] += 1 } else { texts[q].add(name: names[version][entry][place]) }
     }
 
     /// Each choice of question `q` with its count: by place and by name together.
     func choices(_ q: Int) -> [String: Int] {
         var out = texts[q].counts
-        for (name, c) in zip(choiceNames[q], choiceCounts[q]) where c > 0 { out[name, default: 0] += c }
+        for (i, name) in choiceNames[q].enumerated() where choiceCounts[choiceBase[q] + i] > 0 {
+            out[name, default: 0] += choiceCounts[choiceBase[q] + i]
+        }
         return out
     }
 
@@ -161,6 +184,31 @@ struct SummaryTally {
         let median = middle.isEmpty ? lo : middle.reduce(0, +) / Double(middle.count)
         return NumberFigures(count: n.count, min: lo, max: hi, mean: n.sum / Double(n.count), median: median,
                              histogram: histogram, binWidth: hi > lo ? width : 0)
+    }
+
+    /// Texts numbered in the order met (a few collectors): the last one met tried first.
+    struct TextIndex {
+        private(set) var names: [String] = []
+        private var bytes: [[UInt8]] = []
+        private var byName: [String: Int] = [:]
+        private var last = -1
+
+        mutating func index(of text: UnsafeBufferPointer<UInt8>) -> Int {
+            func same(_ i: Int) -> Bool {
+                bytes[i].count == text.count && bytes[i].withUnsafeBufferPointer { k in
+                    guard let a = k.baseAddress, let b = text.baseAddress else { return true }
+                    return memcmp(a, b, text.count) == 0
+                }
+            }
+            if last >= 0 && same(last) { return last }
+            if let i = bytes.indices.first(where: same) { last = i; return i }
+            let name = String(decoding: text, as: UTF8.self)
+            if let i = byName[name] { last = i; return i }
+            last = names.count
+            names.append(name); byName[name] = last
+            if bytes.count < 64 { bytes.append(Array(text)) }
+            return last
+        }
     }
 
     /// Each text counted with how often: the first few distinct ones compared as bytes (a

@@ -349,12 +349,16 @@ import Testing
         let conn = try Connection(path: s.f.server.dataDir + "/surveyd.sqlite", readOnly: false)
         try conn.run("DELETE FROM response_facts WHERE response_id IN (SELECT response_id FROM response_facts ORDER BY response_id LIMIT 20)")
         #expect(try conn.query("SELECT COUNT(*) AS n FROM response_facts").first?.int("n") == 10)
+        let (missing, report) = try MaintenanceTests.surveyd(["check", "--data-dir", s.f.server.dataDir])
+        #expect(missing == 1 && report.components(separatedBy: "no summary facts (the server makes them at its next start)").count == 21, "\(report)")
         let again = try TestServer(dataDir: s.f.server.dataDir)
         #expect(try again.count("SELECT COUNT(*) AS n FROM response_facts") == 30)
         let after = try Session(Fixture(server: again, from: s.f), token: s.f.reviewerToken).get(s.base + "/summary")
         #expect(after.status == 200)
         let blocks = { (html: String) in Self.summaryBlocks(html).mapValues { $0.rows.map { "\($0.0)=\($0.1)" } } }
         #expect(blocks(after.text) == blocks(before.text) && !blocks(after.text).isEmpty)
+        let (ok, clean) = try MaintenanceTests.surveyd(["check", "--data-dir", s.f.server.dataDir])
+        #expect(ok == 0, "\(clean)")
     }
 
     // MARK: who sees what

@@ -175,19 +175,21 @@ public enum IntegrityCheck {
 
         // 4. Responses: every revision has exactly one audit entry, the review state is one the
         //    workflow knows (the stored text, not `ReviewState`: a state that is no case is what
-        //    this reports), and an edited response keeps its versions, the last its answers. One
+        //    this reports), an edited response keeps its versions, the last its answers, and its
+        //    summary facts are there, of its state, version and submitter. One
         //    pass over the responses, a row at a time.
         let states = Set(ReviewState.allCases.map(\.rawValue))
         progress.begin("responses", total: Int64(count("responses", in: r)), unit: .rows)
         try forEachRow(conn, """
-            SELECT r.response_id, r.revision, r.review_state, (SELECT COUNT(DISTINCT a.revision) FROM audit a
+            SELECT r.response_id, r.revision, r.review_state, r.survey_version_id, r.submitter, (SELECT COUNT(DISTINCT a.revision) FROM audit a
                 WHERE a.org_id = r.org_id AND a.target_type = 'response' AND a.target_id = r.response_id
                   AND a.revision BETWEEN 1 AND r.revision) AS revisions_audited,
                 (SELECT COUNT(*) FROM audit a WHERE a.org_id = r.org_id AND a.target_type = 'response' AND a.target_id = r.response_id) AS entries,
                 r.edits, (SELECT COUNT(*) FROM response_versions v WHERE v.response_id = r.response_id) AS versions,
                 CASE WHEN r.edits = 0 THEN 1 WHEN (SELECT v.answers FROM response_versions v WHERE v.response_id = r.response_id
-                    ORDER BY v.number DESC LIMIT 1) = r.answers THEN 1 ELSE 0 END AS latest_kept
-            FROM responses r
+                    ORDER BY v.number DESC LIMIT 1) = r.answers THEN 1 ELSE 0 END AS latest_kept,
+                f.response_id AS facts_of, f.review_state AS facts_state, f.survey_version_id AS facts_version, f.submitter AS facts_submitter
+            FROM responses r LEFT JOIN response_facts f ON f.survey_id = r.survey_id AND f.response_id = r.response_id
             """) { m in
             progress.advance()
             let revision = try m.int("revision"), audited = try m.int("revisions_audited"), entries = try m.int("entries")
@@ -203,6 +205,13 @@ public enum IntegrityCheck {
                 r.violations.append("response \(try m.string("response_id")): \(edits) edits but \(versions) versions kept")
             } else if try m.int("latest_kept") != 1 {
                 r.violations.append("response \(try m.string("response_id")): its answers are not its last version's")
+            }
+            // Its summary facts, kept with it in every transaction that changes it.
+            if try m.optionalString("facts_of") == nil {
+                r.violations.append("response \(try m.string("response_id")): no summary facts (the server makes them at its next start)")
+            } else if try m.optionalString("facts_state") != state || m.optionalString("facts_version") != m.string("survey_version_id")
+                        || m.optionalString("facts_submitter") != m.string("submitter") {
+                r.violations.append("response \(try m.string("response_id")): its summary facts are of another state, version or submitter")
             }
         }
         progress.end()

@@ -27,34 +27,51 @@ extension GatedTransaction {
     }
 }
 
+/// One row of `eachSummaryFacts`: the bytes are valid during the call only.
+public struct SummaryFactsRow {
+    /// Its version as an index into the versions asked for (-1: another).
+    public let version: Int
+    public let submitter: UnsafeBufferPointer<UInt8>
+    /// Days since 1970-01-01 UTC of the server's receipt.
+    public let day: Int64
+    public let facts: UnsafeBufferPointer<UInt8>
+}
+
 extension Snapshot {
-    /// The facts of the responses `filter` selects, each with its version as an index into
-    /// `versions` (-1: another version), given to `body` one row at a time. On SQLite the bytes
-    /// are SQLite's own, valid during the call (a million rows, nothing allocated per row).
-    public func eachSummaryFacts(_ filter: ExportFilter, versions: [String],
-                                 _ body: (_ version: Int, _ facts: UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+    /// The responses `filter` selects, each as its version, submitter, day of receipt and facts,
+    /// given to `body` one row at a time. On SQLite the bytes are SQLite's own (a million rows,
+    /// nothing allocated a row).
+    public func eachSummaryFacts(_ filter: ExportFilter, versions: [String], _ body: (SummaryFactsRow) throws -> Void) throws {
         let c = filter.condition
         let index = versions.isEmpty ? "-1" : "CASE survey_version_id " + versions.map { _ in "WHEN ? THEN ?" }.joined(separator: " ") + " ELSE -1 END"
         var args: [SQLValue] = []
         for (i, v) in versions.enumerated() { args += [.text(v), .int(Int64(i))] }
-        let sql = "SELECT \(index) AS v, facts FROM response_facts WHERE \(c.sql)"
+        let sql = "SELECT \(index) AS v, submitter, received_at / 86400000 AS day, facts FROM response_facts WHERE \(c.sql)"
         if let sqlite = conn as? Connection {
             let statement = try Statement(connection: sqlite, sql: sql)
             try statement.bind(args + c.args)
             defer { sqlite3_reset(statement.handle) }
+            let h = statement.handle
             while true {
-                let rc = sqlite3_step(statement.handle)
+                let rc = sqlite3_step(h)
                 if rc == SQLITE_DONE { return }
                 guard rc == SQLITE_ROW else { throw sqlite.error(rc, sql: sql) }
-                let version = Int(sqlite3_column_int64(statement.handle, 0))
-                let p = sqlite3_column_blob(statement.handle, 1), n = Int(sqlite3_column_bytes(statement.handle, 1))
-                try body(version, UnsafeBufferPointer(start: p?.assumingMemoryBound(to: UInt8.self), count: p == nil ? 0 : n))
+                let submitter = sqlite3_column_text(h, 1), submitterBytes = Int(sqlite3_column_bytes(h, 1))
+                let facts = sqlite3_column_blob(h, 3), factsBytes = Int(sqlite3_column_bytes(h, 3))
+                try body(SummaryFactsRow(
+                    version: Int(sqlite3_column_int64(h, 0)),
+                    submitter: UnsafeBufferPointer(start: submitter, count: submitter == nil ? 0 : submitterBytes),
+                    day: sqlite3_column_int64(h, 2),
+                    facts: UnsafeBufferPointer(start: facts?.assumingMemoryBound(to: UInt8.self), count: facts == nil ? 0 : factsBytes)))
             }
         }
         let cursor = try rows(sql, args + c.args)
         while let row = try cursor.next() {
-            let facts = try row.blob("facts")
-            try facts.withUnsafeBufferPointer { try body(Int(try row.int("v")), $0) }
+            let facts = try row.blob("facts"), submitter = Array(try row.string("submitter").utf8)
+            let version = Int(try row.int("v")), day = try row.int("day")
+            try facts.withUnsafeBufferPointer { f in
+                try submitter.withUnsafeBufferPointer { try body(SummaryFactsRow(version: version, submitter: $0, day: day, facts: f)) }
+            }
         }
     }
 }
