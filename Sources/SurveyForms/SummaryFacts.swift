@@ -58,18 +58,43 @@ public struct SummaryFacts: Sendable, Equatable {
         return out
     }
 
+    /// What writing a version's facts needs, worked out once per version (`questions(of:)`, each
+    /// question's path as the logic's hidden paths name it).
+    public final class Plan: Sendable {
+        struct Entry {
+            let id: String
+            let type: QuestionType
+            let choices: ChoiceIndex
+            /// `answers.<id>` where the logic may hide it; nil where it is always shown.
+            let hiddenPath: String?
+        }
+        let entries: [Entry]
+        public init(_ definition: SurveyDefinition) {
+            entries = SummaryFacts.questions(of: definition).map { q, hasLogic in
+                Entry(id: q.id, type: q.type, choices: q.choiceIndex, hiddenPath: hasLogic ? "answers.\(q.id)" : nil)
+            }
+        }
+    }
+
     /// The facts of `answers` (an object) under `definition`; `hidden`: the paths the form's
     /// logic hid (`SurveyDefinition.notRelevant(in:)`, `answers.<id>`).
     public init(definition: SurveyDefinition, answers: JSONValue, hidden: Set<String>) {
+        self.init(plan: Plan(definition), answers: answers, hidden: hidden)
+    }
+
+    /// The same, with the version's plan made before.
+    public init(plan: Plan, answers: JSONValue, hidden: Set<String>) {
         var out: [UInt8] = [Self.format]
-        for (q, hasLogic) in Self.questions(of: definition) {
-            let flag: UInt8 = hasLogic && hidden.contains("answers.\(q.id)") ? Self.hiddenFlag : 0
-            let value = answers[q.id] ?? .null
+        out.reserveCapacity(1 + plan.entries.count * 6)
+        let object = answers.objectValue ?? [:]
+        for q in plan.entries {
+            let flag: UInt8 = q.hiddenPath.map { hidden.contains($0) } == true ? Self.hiddenFlag : 0
+            let value = object[q.id] ?? .null
             switch (q.type, value) {
             case (_, .null):
                 out.append(1 | flag)
             case (.selectOne, .string(let s)):
-                if let at = q.choiceIndex.position(of: s) {
+                if let at = q.choices.position(of: s) {
                     out.append(6 | flag); Self.append(UInt32(at), to: &out)
                 } else {
                     out.append(3 | flag); Self.append(s, to: &out)
@@ -78,7 +103,7 @@ public struct SummaryFacts: Sendable, Equatable {
                 out.append(3 | flag); Self.append(String(s.prefix(10)), to: &out)
             case (.selectMultiple, .array(let items)):
                 let texts = items.compactMap(\.stringValue).prefix(Int(UInt16.max))
-                let places = texts.compactMap { q.choiceIndex.position(of: $0) }
+                let places = texts.compactMap { q.choices.position(of: $0) }
                 if places.count == texts.count {
                     out.append(7 | flag); Self.append(UInt16(places.count), to: &out)
                     for p in places { Self.append(UInt32(p), to: &out) }

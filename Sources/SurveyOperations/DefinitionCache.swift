@@ -1,5 +1,6 @@
 import Synchronization
 import SurveyDomain
+import SurveyForms
 import SurveyStorage
 
 /// Published survey versions — with their survey and parsed definition — by version id. Versions
@@ -11,6 +12,13 @@ public final class DefinitionCache: Sendable {
         public let version: SurveyVersionRecord
         public let survey: SurveyRecord
         public let definition: SurveyDefinition
+        /// How its responses' summary facts are written, worked out once.
+        public let facts: SummaryFacts.Plan
+
+        init(version: SurveyVersionRecord, survey: SurveyRecord, definition: SurveyDefinition) {
+            self.version = version; self.survey = survey; self.definition = definition
+            facts = SummaryFacts.Plan(definition)
+        }
     }
     private let definitions = Mutex<[String: SurveyDefinition]>([:])
     private let published = Mutex<[String: Published]>([:])

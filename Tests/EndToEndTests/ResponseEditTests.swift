@@ -336,6 +336,44 @@ import SurveyServer
         #expect(lost.contains("response \(w.responseId): 1 edits but 1 versions kept"), "\(lost)")
     }
 
+    /// An edited form too large for one POST comes in parts, as Collect sends any form: the
+    /// earlier part's file is kept as an upload of the new instance, the last part makes the edit
+    /// with both files; the last part sent again is 202 and stores nothing twice.
+    @Test func anOpenRosaEditSentInPartsIsMadeByItsLastPart() throws {
+        let p = try OpenRosaTests.Published(definition: OpenRosaTests.photos)
+        let f = p.f
+        let a = "uuid:parts-edit-a001", b = "uuid:parts-edit-b002"
+        func instance(_ id: String, size: String, replacing old: String? = nil) throws -> [UInt8] {
+            let xml = try CollectClient.instance(of: p.xform, instanceID: id, values: [("size", size), ("house", "house.png"), ("water", "water.jpg")])
+            guard let old else { return xml }
+            var text = String(decoding: xml, as: UTF8.self)
+            guard let at = text.range(of: id), let close = text[at.upperBound...].firstIndex(of: ">") else { throw TestFailure("no instanceID") }
+            text.insert(contentsOf: "<deprecatedID>\(old)</deprecatedID>", at: text.index(after: close))
+            return Array(text.utf8)
+        }
+        let house = CollectClient.File(name: "house.png", contentType: "image/png", bytes: Files.png(2_000))
+        let water = CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: Files.jpeg(4_000))
+        let newHouse = CollectClient.File(name: "house.png", contentType: "image/png", bytes: Files.png(3_500))
+        let newWater = CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: Files.jpeg(4_500))
+        #expect(try p.collect.submit(try instance(a, size: "3"), files: [house, water]).status == 201)
+        let responseId = try #require(try p.stored(a).json?["responseId"]?.stringValue)
+        let edit = try instance(b, size: "5", replacing: a)
+        let first = try p.collect.submit(edit, files: [newHouse], incomplete: true)
+        #expect(first.status == 201, "\(first.text)")
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM uploads") == 3 && f.server.count("SELECT COUNT(*) AS n FROM response_versions") == 0)
+        let last = try p.collect.submit(edit, files: [newWater])
+        #expect(last.status == 201, "\(last.text)")
+        let answers = try #require(try f.client.get("/v1/orgs/\(f.orgId)/responses/\(responseId)", token: f.reviewerToken).json?["answers"])
+        #expect(answers["size"]?.intValue == 5)
+        for (question, file) in [("house", newHouse), ("water", newWater)] {
+            let id = try #require(answers[question]?["clientUploadId"]?.stringValue)
+            #expect(try f.client.get("/v1/orgs/\(f.orgId)/uploads/\(id)/content", token: f.reviewerToken).body == file.bytes)
+        }
+        #expect(try p.collect.submit(edit, files: [newWater]).status == 202)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM uploads") == 4 && f.server.count("SELECT COUNT(*) AS n FROM response_versions") == 2)
+        #expect(try p.responses() == 1 && TestEngine.check(dataDir: f.server.dataDir).ok)
+    }
+
     /// An edited form with its files (Collect sends them again): each stored as an upload of the
     /// new instance, in the edit's transaction; sent again, 202 and nothing stored twice.
     @Test func anOpenRosaEditCarriesItsFiles() throws {

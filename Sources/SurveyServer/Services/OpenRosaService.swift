@@ -304,10 +304,9 @@ struct OpenRosaService {
             guard let user = try Self.collector(token: token, orgId: orgId, in: db, operations: ops).user else {
                 throw OpenRosaSubmissionDoor.notACollectorsToken
             }
+            // An edited form's earlier parts too: its files are uploads of the new instance, which
+            // the last part's edit finds as it finds those of any form.
             let arrival = try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: ops)
-            if arrival.deprecatedID != nil {
-                throw ApiError(.notOffered, "An edited form sent in parts is not taken yet: the edit was not stored. Send it again whole.")
-            }
             return try arrival.stage(received, submitter: user.userId, in: db, operations: ops)
         }
         for file in staged { try ops.uploads.keep(file) }
