@@ -81,7 +81,7 @@ public struct Exports: Sendable {
                     try tx.audit(action: action, targetType: "survey", targetId: surveyId, detail: auditDetail)
                 }
             }
-            return Export(snapshot: snapshot, survey: survey, versions: versions, submitterNames: names, cursor: cursor,
+            return Export(snapshot: snapshot, survey: survey, versions: versions, submitterNames: names, cursor: cursor, rows: rows,
                           responses: try snapshot.exportRows(filter), orgId: orgId, described: request.described, audit: audit)
         } catch {
             snapshot.close()
@@ -100,6 +100,8 @@ public final class Export: @unchecked Sendable {
     public let versions: [(record: SurveyVersionRecord, definition: SurveyDefinition)]
     public let submitterNames: [String: String]
     public let cursor: String
+    /// How many responses the export holds (counted in its snapshot).
+    public let rows: Int
     private let responses: ExportRows
     private let orgId: String
     /// The filters as the client gave them (for a manifest).
@@ -111,8 +113,9 @@ public final class Export: @unchecked Sendable {
                                                                   uniquingKeysWith: { a, _ in a })
 
     init(snapshot: Snapshot, survey: SurveyRecord, versions: [(SurveyVersionRecord, SurveyDefinition)], submitterNames: [String: String],
-         cursor: String, responses: ExportRows, orgId: String, described: [String: String], audit: @escaping () throws -> Void) {
+         cursor: String, rows: Int, responses: ExportRows, orgId: String, described: [String: String], audit: @escaping () throws -> Void) {
         self.described = described
+        self.rows = rows
         auditEntry = audit
         self.snapshot = snapshot
         self.survey = survey
@@ -131,6 +134,11 @@ public final class Export: @unchecked Sendable {
         try auditEntry()
         audited = true
     }
+
+    /// The organization's last audit sequence number as of the export's snapshot: with `rows`, a
+    /// cheap mark of whether the export's responses changed since another snapshot (every change
+    /// of a response is audited in its own transaction).
+    public func changeSequence() throws -> Int64 { try snapshot.changeSequence(orgId: orgId) }
 
     /// The next response, or nil after the last.
     public func next() throws -> ExportedResponse? { try responses.next() }

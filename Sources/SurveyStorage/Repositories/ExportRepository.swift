@@ -55,6 +55,13 @@ extension Snapshot {
         try conn.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM audit").first?.int("seq") ?? 0
     }
 
+    /// The organization's last audit sequence number this snapshot sees (0 before any): every
+    /// change of one of its responses appends an audit entry, so this moves whenever a response
+    /// of the organization is created, edited or reviewed. One step down the `audit_feed` index.
+    public func changeSequence(orgId: String) throws -> Int64 {
+        try conn.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM audit WHERE org_id = ?", [.text(orgId)]).first?.int("seq") ?? 0
+    }
+
     /// The key cursors are sealed with (`SealedCursor`).
     public func exportCursorKey() throws -> [UInt8] { try cursorKey(conn) }
 
