@@ -12,8 +12,8 @@
 // `#map` gets `data-markers` (the sum of the drawn counts: every located response, all in the
 // fitted view), `data-total` (the server's count) and `data-lines`, the status line says how
 // many points the map shows, and the page marks `map-bounds-parsed` and `map-clusters-drawn` on
-// its performance timeline. After every drawing `#map` carries `data-in-view` (the counts drawn)
-// and `data-drawn-zoom`.
+// its performance timeline. After every drawing `#map` carries `data-in-view` (the counts drawn),
+// `data-drawn-zoom`, `data-drawn-bbox` (the box asked for) and `data-draws` (how many so far).
 (function () {
   "use strict";
   var el = document.getElementById("map");
@@ -74,7 +74,8 @@
       w = Math.max(-180, Math.min(180, w - shift));
       e = Math.max(w, Math.min(w + 360, e - shift));
     }
-    return { query: "zoom=" + map.getZoom() + "&bbox=" + [w, s, e, n].join(","), shift: shift };
+    var bbox = [w, s, e, n].join(",");
+    return { query: "zoom=" + map.getZoom() + "&bbox=" + bbox, bbox: bbox, shift: shift };
   }
 
   function clusterIcon(n) {
@@ -88,7 +89,8 @@
     map.setView(bounds.getCenter(), z);
   }
 
-  function draw(data, shift) {
+  var draws = 0;
+  function draw(data, shift, bbox) {
     submitters = data.submitters || [];
     markers.clearLayers();
     var sum = 0;
@@ -106,6 +108,8 @@
     });
     el.setAttribute("data-in-view", String(sum));
     el.setAttribute("data-drawn-zoom", String(map.getZoom()));
+    el.setAttribute("data-drawn-bbox", bbox);
+    el.setAttribute("data-draws", String(++draws));
     return sum;
   }
 
@@ -124,7 +128,7 @@
     var n = ++asked, v = view();
     return get(v.query).then(function (data) {
       if (n !== asked) { return; }
-      var sum = draw(data, v.shift);
+      var sum = draw(data, v.shift, v.bbox);
       if (first) {
         mark("map-clusters-drawn");
         el.setAttribute("data-total", String(total));
