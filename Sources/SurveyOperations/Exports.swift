@@ -38,16 +38,19 @@ public struct Exports: Sendable {
     /// The rows of a console view (the map's points), as an export reads them — one snapshot,
     /// the same filters and columns — for any member: a collector's own responses only. Not an
     /// export that leaves the server as a file, so it writes no audit entry (as the data table).
-    public func openForView(orgId: String, surveyId: String, by user: UserRecord, _ request: ExportRequest) throws -> Export {
+    /// `settlingAudit`: the caller reads `Export.changeSequence()` as a mark of change (see
+    /// `Snapshot.changeSequence(orgId:)`).
+    public func openForView(orgId: String, surveyId: String, by user: UserRecord, _ request: ExportRequest,
+                            settlingAudit: Bool = false) throws -> Export {
         try operations.member(user, of: orgId)
         return try open(orgId: orgId, surveyId: surveyId, by: user, request,
-                        onlySubmitter: operations.seesAll(user) ? nil : user.userId, audited: false)
+                        onlySubmitter: operations.seesAll(user) ? nil : user.userId, audited: false, settlingAudit: settlingAudit)
     }
 
     private func open(orgId: String, surveyId: String, by user: UserRecord, _ request: ExportRequest, onlySubmitter: String?,
-                      audited: Bool) throws -> Export {
+                      audited: Bool, settlingAudit: Bool = false) throws -> Export {
         let ops = operations
-        let snapshot = try ops.database.snapshot()
+        let snapshot = try ops.database.snapshot(settlingAudit: settlingAudit)
         do {
             let read = snapshot.read
             guard let survey = try read.survey(orgId: orgId, surveyId: surveyId) else { throw ApiError.notFound() }

@@ -105,7 +105,7 @@ struct ExportService {
         let operations = services.operations
         let filters = query.filter { !$0.value.isEmpty && !["zoom", "bbox", "lines"].contains($0.key) }
         let export = try operations.exports.openForView(orgId: visit.admission.orgId, surveyId: request.parameter("surveyId"), by: user,
-                                                        try Self.exportRequest("geojson", filters))
+                                                        try Self.exportRequest("geojson", filters), settlingAudit: true)
         defer { export.close() }
         let columns = export.columns(splitSelectMultiples: false)
         guard let field = filters["geoField"] ?? columns.firstGeopoint,
