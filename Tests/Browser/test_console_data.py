@@ -328,6 +328,14 @@ def test_data_views_map_clusters_follow_the_view():
 
     zooms = [int(m.get_attribute("data-drawn-zoom"))]
     clusters, singles = drawn_markers(d)[1:]
+    # Drawn in markercluster's own styles: the size's class and colour by the count, 40 px round.
+    colours = {"small": "rgba(181, 226, 140, 0.6)", "medium": "rgba(241, 211, 87, 0.6)", "large": "rgba(253, 156, 115, 0.6)"}
+    for c in clusters:
+        n = int(c.text)
+        size = "small" if n < 10 else "medium" if n < 100 else "large"
+        assert f"marker-cluster-{size}" in c.get_attribute("class").split(), (n, c.get_attribute("class"))
+        assert c.value_of_css_property("background-color") == colours[size], c.value_of_css_property("background-color")
+        assert c.size["width"] == 40 and c.size["height"] == 40 and c.value_of_css_property("border-radius") == "20px"
     while clusters and zooms[-1] < 18:
         biggest = max(clusters, key=lambda c: int(c.text))
         count = int(biggest.text)
@@ -340,6 +348,8 @@ def test_data_views_map_clusters_follow_the_view():
     WebDriverWait(d, 5).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".leaflet-popup-content a"))
     href = d.find_element(By.CSS_SELECTOR, ".leaflet-popup-content a").get_attribute("href")
     assert "/responses/rsp_" in href and href.rsplit("/", 1)[1] in located
+    WebDriverWait(d, 5).until(lambda d: d.find_element(By.CSS_SELECTOR, ".leaflet-popup").value_of_css_property("opacity") == "1")
+    shoot(d, "map-closer-desktop.png")
     # Out again, by the zoom control: drawn anew for each view.
     for _ in range(3):
         after(lambda: d.find_element(By.CSS_SELECTOR, ".leaflet-control-zoom-out").click())
