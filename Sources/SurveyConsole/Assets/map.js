@@ -8,7 +8,8 @@
 // First the whole world is asked for once, with the lines: it gives the box of every point and
 // how many there are; the view is fitted to them (and the lines), then the clusters of that view
 // are fetched and drawn, and again after every move or zoom (debounced; an answer to an older
-// view is dropped). Clicking a cluster zooms into its points' box. When the fitted view is drawn,
+// view is dropped). Clicking a cluster zooms into its points' box; points at one place (from zoom
+// 18 every point comes singly) are spread on a circle around it. When the fitted view is drawn,
 // `#map` gets `data-markers` (the sum of the drawn counts: every located response, all in the
 // fitted view), `data-total` (the server's count) and `data-lines`, the status line says how
 // many points the map shows, and the page marks `map-bounds-parsed` and `map-clusters-drawn` on
@@ -100,11 +101,31 @@
       m.on("click", function () { zoomInto(c, shift); });
       markers.addLayer(m);
     });
+    // Points at exactly one place (they come singly from zoom 18) are spread on a circle around
+    // it, each with a line to the place, as markercluster's "spiderfy" shows them.
+    var places = {}, order = [];
     (data.points || []).forEach(function (q) {
-      sum += 1;
-      var m = L.marker([q[0], q[1] + shift], { title: q[3], alt: "Response " + q[3] });
-      m.bindPopup(function () { return popup(q); });
-      markers.addLayer(m);
+      var k = q[0] + "," + q[1];
+      if (!places[k]) { places[k] = []; order.push(k); }
+      places[k].push(q);
+    });
+    order.forEach(function (k) {
+      var group = places[k], spot = L.latLng(group[0][0], group[0][1] + shift);
+      var centre = group.length > 1 ? map.latLngToLayerPoint(spot) : null, radius = 18 + 4 * group.length;
+      group.forEach(function (q, j) {
+        sum += 1;
+        var at = spot;
+        if (centre) {
+          var angle = 2 * Math.PI * j / group.length;
+          at = map.layerPointToLatLng(centre.add(L.point(radius * Math.cos(angle), radius * Math.sin(angle))));
+          markers.addLayer(L.polyline([spot, at], { weight: 1.5, opacity: 0.6, interactive: false }));
+        }
+        var m = L.marker(at, { title: q[3], alt: "Response " + q[3] });
+        // The map's popup, not the marker's: it stays open when the move it makes (to fit it in
+        // the view) draws the markers anew. Its offset puts it over the default icon's tip.
+        m.on("click", function () { L.popup({ offset: L.point(1, -27) }).setLatLng(at).setContent(popup(q)).openOn(map); });
+        markers.addLayer(m);
+      });
     });
     el.setAttribute("data-in-view", String(sum));
     el.setAttribute("data-drawn-zoom", String(map.getZoom()));
