@@ -431,8 +431,8 @@ import Testing
         }
     }
 
-    static func clusters(_ session: Session, _ s: Setup, _ query: String, zoom: Int = 0, bbox: String = "-180,-90,180,90") throws -> Clusters {
-        try Clusters(try session.get(s.base + "/clusters.json?zoom=\(zoom)&bbox=\(bbox)" + (query.isEmpty ? "" : "&" + query)))
+    static func clusters(_ signedIn: Session, _ s: Setup, _ query: String, zoom: Int = 0, bbox: String = "-180,-90,180,90") throws -> Clusters {
+        try Clusters(try signedIn.get(s.base + "/clusters.json?zoom=\(zoom)&bbox=\(bbox)" + (query.isEmpty ? "" : "&" + query)))
     }
 
     /// The located responses of `s.sent` inside a box, by `keep`.
