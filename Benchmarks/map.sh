@@ -12,14 +12,18 @@
 # responses sent through the API and compared with what is stored, then N - 3 seeded by
 # seed_responses.py), every response with a location of its own (VARIANTS = N answers documents,
 # their points spread over 8° × 8°) · one server on it · map_pages.py (Selenium from
-# .build/venv-browser, the Debian chromium and chromedriver): the points URL the page names fetched
-# ROUNDS times over HTTP; then the Map view of each survey opened ROUNDS (5) times, in turn,
-# after one unmeasured round each, in a headless Chromium of its own signed in as that survey's
-# admin. A round's time runs from the navigation's start until the page is drawn with every
-# point (`data-markers` = N and the marker pane's clusters and markers adding up to N, no
-# animation running; see map_pages.py) → the median per size, the parts of the load (the points'
-# request, the page's own marks), the JS heap after a garbage collection, and the largest size's
-# median over the smallest's.
+# .build/venv-browser, the Debian chromium and chromedriver): the clusters URL the page names
+# asked for the whole world ROUNDS + 1 times over HTTP (the first reads the located responses from
+# the database, the others cluster the list the server kept) and for one view at zoom 10; then the
+# Map view of each survey opened ROUNDS (5) times, in turn, after one unmeasured round each, in a
+# headless Chromium of its own signed in as that survey's admin: once with the server's list kept
+# ("kept"), once with a filter selecting every response spelled anew each round, so the server
+# reads them from the database each time ("read"). A round's time runs from the navigation's
+# start until the page is drawn with every point (`data-markers` = N = the server's `data-total`,
+# and the marker pane's clusters and markers adding up to N, no animation running; see
+# map_pages.py) → the median per size and kind, the parts of the load (the clusters' requests,
+# the page's own marks), the JS heap after a garbage collection, and the largest size's median
+# over the smallest's.
 #
 # Environment: ROUNDS (5) SPACING_MS (500) PORT (18305) BENCH_DIR (default /tmp/surveyd-map)
 # SCRATCH (/tmp/bench-build) VENV (.build/venv-browser). Results: $BENCH_DIR/results.txt; the

@@ -271,7 +271,8 @@ struct DataPages: Sendable {
 
     // MARK: Map
 
-    /// The most points the page lists (the map itself shows every one).
+    /// The most points the page lists (the map itself shows every one, in clusters the server
+    /// makes for each view: `…/clusters.json`).
     static let pointsListed = 500
 
     func map(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
@@ -312,7 +313,10 @@ struct DataPages: Sendable {
                                "lat": .text(Cell.number(lat).csvText), "lon": .text(Cell.number(lon).csvText)])
             }
             let e = q.exportQuery
-            values["pointsUrl"] = .text(base + "/points.json?geoField=" + urlEncoded(field) + (e.isEmpty ? "" : "&" + e))
+            let selection = "?geoField=" + urlEncoded(field) + (e.isEmpty ? "" : "&" + e)
+            values["pointsUrl"] = .text(base + "/points.json" + selection)
+            values["geojsonUrl"] = .text(base + "/points.geojson" + selection)
+            values["clustersUrl"] = .text(base + "/clusters.json" + selection)
             values["listed"] = .list(listed)
             values["hasListed"] = .flag(!listed.isEmpty)
             values["morePoints"] = .text(more ? "The first \(Self.pointsListed) points are listed here; the map shows every one." : "")
@@ -325,7 +329,7 @@ struct DataPages: Sendable {
             values["shapes"] = .text(exportColumns.questions.filter { $0.type == .geoshape }.map(\.id).joined(separator: " "))
             values["responseBase"] = .text("/console/orgs/\(orgId)/responses/")
             if !console.mapAssets.complete {
-                values["noTiles"] = .text("The map's scripts are not installed on this server (Debian packages libjs-leaflet and libjs-leaflet.markercluster); the points are listed below.")
+                values["noTiles"] = .text("The map's scripts are not installed on this server (Debian packages libjs-leaflet and libjs-leaflet.markercluster, for its styles); the points are listed below.")
             }
             headers.append(("Content-Security-Policy", Self.mapPolicy(tiles: tiles?.url)))
         }

@@ -1,16 +1,18 @@
 import Foundation
 import SurveyHTTP
 
-/// Leaflet and Leaflet.markercluster as Debian packages them (`libjs-leaflet`,
+/// Leaflet, and Leaflet.markercluster's styles, as Debian packages them (`libjs-leaflet`,
 /// `libjs-leaflet.markercluster`, installed by scripts/setup.sh), read once from
 /// `/usr/share/javascript/leaflet` (`SURVEYD_LEAFLET_DIR` elsewhere) and served by surveyd
 /// itself under `/console/assets/leaflet/`: no script or style of the console comes from
-/// another host. Only the files the map uses are served. A machine without the packages still
-/// serves the map page: it lists the points, and says what to install.
+/// another host. Only the files the map uses are served: markercluster's script is not one (the
+/// server makes the clusters, `…/clusters.json`; the page draws them with markercluster's CSS
+/// classes). A machine without the packages still serves the map page: it lists the points, and
+/// says what to install.
 struct MapAssets: Sendable {
     static let directory = ProcessInfo.processInfo.environment["SURVEYD_LEAFLET_DIR"] ?? "/usr/share/javascript/leaflet"
     static let files: [String: String] = [
-        "leaflet.js": "text/javascript; charset=utf-8", "leaflet.markercluster.js": "text/javascript; charset=utf-8",
+        "leaflet.js": "text/javascript; charset=utf-8",
         "leaflet.css": "text/css; charset=utf-8", "MarkerCluster.css": "text/css; charset=utf-8",
         "MarkerCluster.Default.css": "text/css; charset=utf-8",
         "images/marker-icon.png": "image/png", "images/marker-icon-2x.png": "image/png", "images/marker-shadow.png": "image/png",
@@ -34,7 +36,7 @@ struct MapAssets: Sendable {
     }
 
     /// Whether every script and style the map needs is there.
-    var complete: Bool { ["leaflet.js", "leaflet.markercluster.js", "leaflet.css", "MarkerCluster.css", "MarkerCluster.Default.css"].allSatisfy { bytes[$0] != nil } }
+    var complete: Bool { ["leaflet.js", "leaflet.css", "MarkerCluster.css", "MarkerCluster.Default.css"].allSatisfy { bytes[$0] != nil } }
 
     func response(_ name: String) -> HTTPResponse? {
         guard let type = Self.files[name], let body = bytes[name] else { return nil }

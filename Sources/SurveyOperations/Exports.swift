@@ -38,16 +38,19 @@ public struct Exports: Sendable {
     /// The rows of a console view (the map's points), as an export reads them — one snapshot,
     /// the same filters and columns — for any member: a collector's own responses only. Not an
     /// export that leaves the server as a file, so it writes no audit entry (as the data table).
-    public func openForView(orgId: String, surveyId: String, by user: UserRecord, _ request: ExportRequest) throws -> Export {
+    /// `settlingAudit`: the caller reads `Export.changeSequence()` as a mark of change (see
+    /// `Snapshot.changeSequence(orgId:)`).
+    public func openForView(orgId: String, surveyId: String, by user: UserRecord, _ request: ExportRequest,
+                            settlingAudit: Bool = false) throws -> Export {
         try operations.member(user, of: orgId)
         return try open(orgId: orgId, surveyId: surveyId, by: user, request,
-                        onlySubmitter: operations.seesAll(user) ? nil : user.userId, audited: false)
+                        onlySubmitter: operations.seesAll(user) ? nil : user.userId, audited: false, settlingAudit: settlingAudit)
     }
 
     private func open(orgId: String, surveyId: String, by user: UserRecord, _ request: ExportRequest, onlySubmitter: String?,
-                      audited: Bool) throws -> Export {
+                      audited: Bool, settlingAudit: Bool = false) throws -> Export {
         let ops = operations
-        let snapshot = try ops.database.snapshot()
+        let snapshot = try ops.database.snapshot(settlingAudit: settlingAudit)
         do {
             let read = snapshot.read
             guard let survey = try read.survey(orgId: orgId, surveyId: surveyId) else { throw ApiError.notFound() }
@@ -81,7 +84,7 @@ public struct Exports: Sendable {
                     try tx.audit(action: action, targetType: "survey", targetId: surveyId, detail: auditDetail)
                 }
             }
-            return Export(snapshot: snapshot, survey: survey, versions: versions, submitterNames: names, cursor: cursor,
+            return Export(snapshot: snapshot, survey: survey, versions: versions, submitterNames: names, cursor: cursor, rows: rows,
                           responses: try snapshot.exportRows(filter), orgId: orgId, described: request.described, audit: audit)
         } catch {
             snapshot.close()
@@ -100,6 +103,8 @@ public final class Export: @unchecked Sendable {
     public let versions: [(record: SurveyVersionRecord, definition: SurveyDefinition)]
     public let submitterNames: [String: String]
     public let cursor: String
+    /// How many responses the export holds (counted in its snapshot).
+    public let rows: Int
     private let responses: ExportRows
     private let orgId: String
     /// The filters as the client gave them (for a manifest).
@@ -111,8 +116,9 @@ public final class Export: @unchecked Sendable {
                                                                   uniquingKeysWith: { a, _ in a })
 
     init(snapshot: Snapshot, survey: SurveyRecord, versions: [(SurveyVersionRecord, SurveyDefinition)], submitterNames: [String: String],
-         cursor: String, responses: ExportRows, orgId: String, described: [String: String], audit: @escaping () throws -> Void) {
+         cursor: String, rows: Int, responses: ExportRows, orgId: String, described: [String: String], audit: @escaping () throws -> Void) {
         self.described = described
+        self.rows = rows
         auditEntry = audit
         self.snapshot = snapshot
         self.survey = survey
@@ -131,6 +137,11 @@ public final class Export: @unchecked Sendable {
         try auditEntry()
         audited = true
     }
+
+    /// The organization's last audit sequence number as of the export's snapshot: with `rows`, a
+    /// cheap mark of whether the export's responses changed since another snapshot (every change
+    /// of a response is audited in its own transaction).
+    public func changeSequence() throws -> Int64 { try snapshot.changeSequence(orgId: orgId) }
 
     /// The next response, or nil after the last.
     public func next() throws -> ExportedResponse? { try responses.next() }

@@ -8,6 +8,10 @@ import SurveyDomain
 public final class Snapshot: @unchecked Sendable {
     // @unchecked: one thread at a time uses it (a request's, then the connection's callbacks in turn).
     let conn: any SQLConnection
+    /// On PostgreSQL, for a snapshot that reads the audit log's sequence as a mark of change: the
+    /// number up to which every entry was committed (or rolled back) before the snapshot began
+    /// (`AuditHorizon`). Nil on SQLite, whose one writer commits in sequence order.
+    let auditHorizon: Int64?
     private var open = true
     private var cursors = 0
     public var read: ReadContext { ReadContext(conn) }
@@ -17,11 +21,14 @@ public final class Snapshot: @unchecked Sendable {
         try sqlite.execute("PRAGMA query_only=ON")
         try sqlite.execute("BEGIN")
         conn = sqlite
+        auditHorizon = nil
     }
 
-    /// PostgreSQL: one REPEATABLE READ transaction on a connection of its own.
-    init(url: String) throws {
+    /// PostgreSQL: one REPEATABLE READ transaction on a connection of its own. `settlingAudit`:
+    /// first wait for the audit entries handed out so far to be committed (`AuditHorizon`).
+    init(url: String, settlingAudit: Bool = false) throws {
         let pg = try PostgresConnection(url: url)
+        auditHorizon = settlingAudit ? try AuditHorizon.settled(pg) : nil
         try pg.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         conn = pg
     }
@@ -69,10 +76,12 @@ public final class RowCursor {
 }
 
 extension Database {
-    /// A long-lived read snapshot on its own connection (see `Snapshot`).
-    public func snapshot() throws -> Snapshot {
+    /// A long-lived read snapshot on its own connection (see `Snapshot`). `settlingAudit`: its
+    /// `changeSequence(orgId:)` is a mark of change also on PostgreSQL, where entries may commit
+    /// out of sequence order (the snapshot waits for the entries in flight when it begins).
+    public func snapshot(settlingAudit: Bool = false) throws -> Snapshot {
         readsBegun.add(1, ordering: .relaxed)
-        if let url = configuration.databaseURL { return try Snapshot(url: url) }
+        if let url = configuration.databaseURL { return try Snapshot(url: url, settlingAudit: settlingAudit) }
         return try Snapshot(path: configuration.path)
     }
 }

@@ -288,10 +288,86 @@ def test_data_views_map_markers_and_the_list_without_javascript():
     assert listed == located, (len(listed), len(located))
 
 
+def drawn_markers(d):
+    """What the marker pane shows: (sum of the counts, clusters as elements, single markers as elements)."""
+    pane = d.find_element(By.CSS_SELECTOR, ".leaflet-marker-pane")
+    clusters = pane.find_elements(By.CSS_SELECTOR, ".marker-cluster")
+    singles = [e for e in pane.find_elements(By.CSS_SELECTOR, ".leaflet-marker-icon") if "marker-cluster" not in e.get_attribute("class")]
+    return sum(int(c.text) for c in clusters) + len(singles), clusters, singles
+
+
+def test_data_views_map_clusters_follow_the_view():
+    """The clusters come from the server for the view shown: clicking a cluster zooms into it and
+    the pane then shows what lies in the new view (counted against the responses sent), zooming
+    out draws again, and at the closest zoom the points come singly with their popups."""
+    srv = shared_server()
+    sid, sent = water_points(srv)
+    located = {rid: a["place"] for rid, a in sent.items() if "place" in a}
+    d = browser()
+    sign_in_token(d, srv, srv["REVIEWER"])
+    d.get(views_base(srv, sid) + "/map")
+    wait_loaded(d)
+    WebDriverWait(d, 20).until(lambda d: d.find_element(By.ID, "map").get_attribute("data-markers") is not None)
+    m = d.find_element(By.ID, "map")
+    assert int(m.get_attribute("data-total")) == len(located)
+    assert not [s for s in d.find_elements(By.TAG_NAME, "script") if "markercluster" in (s.get_attribute("src") or "")]
+    assert not d.execute_script("return !!(window.L && L.markerClusterGroup)"), "markercluster's script is not loaded"
+
+    def in_box():
+        w, s, e, n = (float(x) for x in m.get_attribute("data-drawn-bbox").split(","))
+        return sum(1 for p in located.values() if s <= p["lat"] <= n and w <= p["lon"] <= e)
+
+    def after(action):
+        draws = int(m.get_attribute("data-draws"))
+        action()
+        WebDriverWait(d, 20).until(lambda d: int(m.get_attribute("data-draws")) > draws
+                                   and not d.find_elements(By.CSS_SELECTOR, ".leaflet-zoom-anim"))
+        total, clusters, singles = drawn_markers(d)
+        assert total == int(m.get_attribute("data-in-view")) == in_box(), (total, m.get_attribute("data-in-view"), in_box())
+        return clusters, singles
+
+    zooms = [int(m.get_attribute("data-drawn-zoom"))]
+    clusters, singles = drawn_markers(d)[1:]
+    # Drawn in markercluster's own styles: the size's class and colour by the count, 40 px round.
+    colours = {"small": "rgba(181, 226, 140, 0.6)", "medium": "rgba(241, 211, 87, 0.6)", "large": "rgba(253, 156, 115, 0.6)"}
+    for c in clusters:
+        n = int(c.text)
+        size = "small" if n < 10 else "medium" if n < 100 else "large"
+        assert f"marker-cluster-{size}" in c.get_attribute("class").split(), (n, c.get_attribute("class"))
+        assert c.value_of_css_property("background-color") == colours[size], c.value_of_css_property("background-color")
+        assert c.size["width"] == 40 and c.size["height"] == 40 and c.value_of_css_property("border-radius") == "20px"
+    while clusters and zooms[-1] < 18:
+        biggest = max(clusters, key=lambda c: int(c.text))
+        count = int(biggest.text)
+        clusters, singles = after(biggest.click)
+        zooms.append(int(m.get_attribute("data-drawn-zoom")))
+        assert zooms[-1] > zooms[-2], zooms
+        assert int(m.get_attribute("data-in-view")) >= count, "every point of the cluster clicked is in the new view"
+    assert singles, f"single points at zoom {zooms[-1]}"
+    # The highest point's popup does not fit above it: the map moves to show it, which draws the
+    # markers anew, and the popup stays open.
+    draws = int(m.get_attribute("data-draws"))
+    min(singles, key=lambda e: e.location["y"]).click()
+    WebDriverWait(d, 5).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".leaflet-popup-content a"))
+    WebDriverWait(d, 5).until(lambda d: int(m.get_attribute("data-draws")) > draws)
+    assert d.find_elements(By.CSS_SELECTOR, ".leaflet-popup-content a"), "the popup stays open when the markers are drawn again"
+    href = d.find_element(By.CSS_SELECTOR, ".leaflet-popup-content a").get_attribute("href")
+    assert "/responses/rsp_" in href and href.rsplit("/", 1)[1] in located
+    WebDriverWait(d, 5).until(lambda d: d.find_element(By.CSS_SELECTOR, ".leaflet-popup").value_of_css_property("opacity") == "1")
+    shoot(d, "map-closer-desktop.png")
+    # Out again, by the zoom control: drawn anew for each view.
+    for _ in range(3):
+        after(lambda: d.find_element(By.CSS_SELECTOR, ".leaflet-control-zoom-out").click())
+    assert int(m.get_attribute("data-drawn-zoom")) < zooms[-1]
+    requests = d.execute_script("return performance.getEntriesByType('resource').filter(e => e.name.indexOf('/clusters.json?') >= 0).length")
+    assert requests >= len(zooms) + 3, requests
+
+
 TESTS = [
     test_data_views_table_equals_the_csv_export_and_pages_by_keyset,
     test_data_views_summary_counts_what_was_sent_with_and_without_javascript,
     test_data_views_map_markers_and_the_list_without_javascript,
+    test_data_views_map_clusters_follow_the_view,
 ]
 
 

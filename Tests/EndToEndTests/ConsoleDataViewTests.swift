@@ -408,4 +408,147 @@ import Testing
         #expect(Self.tableRows(try reviewer.get(s.base + "/data").text).count == s.sent.count)
         #expect(try collector.get(s.base + "/data").status == 200)
     }
+
+    // MARK: the map's clusters
+
+    /// `…/clusters.json` of a view: its clusters' counts and single points.
+    struct Clusters {
+        let total: Int
+        let inView: Int
+        /// The counts of the clusters and single points (each point 1).
+        let counted: Int
+        let clusterCount: Int
+        /// The single points' response ids.
+        let singles: Set<String>
+        let kept: Bool
+
+        init(_ r: Reply) throws {
+            guard r.status == 200, let doc = r.json else { throw TestFailure("clusters: \(r.status) \(r.text.prefix(300))") }
+            total = Int(doc["total"]?.doubleValue ?? -1)
+            inView = Int(doc["inView"]?.doubleValue ?? -1)
+            let clusters = doc["clusters"]?.arrayValue ?? []
+            let points = doc["points"]?.arrayValue ?? []
+            clusterCount = clusters.count
+            counted = clusters.reduce(points.count) { $0 + Int($1.arrayValue.flatMap { $0.count > 2 ? $0[2].doubleValue : nil } ?? 0) }
+            singles = Set(points.compactMap { $0.arrayValue.flatMap { $0.count > 2 ? $0[2].stringValue : nil } })
+            kept = r.header("Surveyd-Map-Points") == "kept"
+        }
+    }
+
+    static func clusters(_ signedIn: Session, _ s: Setup, _ query: String, zoom: Int = 0, bbox: String = "-180,-90,180,90") throws -> Clusters {
+        try Clusters(try signedIn.get(s.base + "/clusters.json?zoom=\(zoom)&bbox=\(bbox)" + (query.isEmpty ? "" : "&" + query)))
+    }
+
+    /// The located responses of `s.sent` inside a box, by `keep`.
+    static func located(_ s: Setup, south: Double = -90, west: Double = -180, north: Double = 90, east: Double = 180,
+                        _ keep: (String, String) -> Bool = { _, _ in true }) -> Set<String> {
+        Set(s.sent.compactMap { id, r -> String? in
+            guard keep(id, r.submitter), let lat = r.answers["place"]?["lat"]?.doubleValue, let lon = r.answers["place"]?["lon"]?.doubleValue,
+                  lat >= south, lat <= north, lon >= west, lon <= east else { return nil }
+            return id
+        })
+    }
+
+    /// The clusters of a view count every located response under the filter inside its box, at
+    /// every zoom, for whoever asks: a reviewer sees all, a collector their own only, whatever the
+    /// URL asks; from zoom 18 the points come singly, the very responses located there.
+    @Test func theMapsClustersCountTheLocatedResponsesUnderTheFilterInTheBox() throws {
+        var s = try Setup()
+        try s.send(0..<30)
+        let f = s.f
+        let reviewer = try Session(f, token: f.reviewerToken)
+        let all = Self.located(s)
+        #expect(all.count == 25)
+        for zoom in [0, 4, 9, 12, 15, 17] {
+            let c = try Self.clusters(reviewer, s, "geoField=place", zoom: zoom)
+            #expect(c.total == all.count && c.inView == all.count && c.counted == all.count, "zoom \(zoom)")
+        }
+        let low = try Self.clusters(reviewer, s, "", zoom: 3)
+        #expect(low.clusterCount >= 1 && low.counted == all.count, "points 0.3° apart share a cluster at zoom 3")
+        let singly = try Self.clusters(reviewer, s, "", zoom: 18)
+        #expect(singly.clusterCount == 0 && singly.singles == all)
+        // A filter: one collector's responses, and a review state.
+        let second = Self.located(s) { _, submitter in submitter == s.secondId }
+        let bySecond = try Self.clusters(reviewer, s, "submittedBy=\(s.secondId)", zoom: 18)
+        #expect(bySecond.total == second.count && bySecond.singles == second && !second.isEmpty)
+        let approved = try Self.clusters(reviewer, s, "reviewState=approved", zoom: 7)
+        #expect(approved.total == 0 && approved.counted == 0)
+        // A box: only what lies in it (the points run from 52.00°N 4.5°E north-west by 0.01° and 0.005°).
+        let box = (south: 52.045, west: 4.0, north: 52.155, east: 5.0)
+        let inBox = Self.located(s, south: box.south, west: box.west, north: box.north, east: box.east)
+        #expect(!inBox.isEmpty && inBox.count < all.count)
+        for zoom in [5, 11, 18] {
+            let c = try Self.clusters(reviewer, s, "", zoom: zoom, bbox: "\(box.west),\(box.south),\(box.east),\(box.north)")
+            #expect(c.total == all.count && c.inView == inBox.count && c.counted == inBox.count, "zoom \(zoom)")
+            if zoom == 18 { #expect(c.singles == inBox) }
+        }
+        let elsewhere = try Self.clusters(reviewer, s, "", zoom: 8, bbox: "-80,-40,-60,-20")
+        #expect(elsewhere.inView == 0 && elsewhere.counted == 0 && elsewhere.total == all.count)
+        // Across the antimeridian: a box from 170°E to 370°E (10°E) holds them all.
+        let across = try Self.clusters(reviewer, s, "", zoom: 2, bbox: "170,-80,370,80")
+        #expect(across.counted == all.count)
+        // A collector: their own only, whatever they ask.
+        let collector = try Session(f, token: f.collectorToken)
+        let own = Self.located(s) { _, submitter in submitter == f.collectorId }
+        let mine = try Self.clusters(collector, s, "", zoom: 18)
+        #expect(mine.total == own.count && mine.singles == own)
+        let others = try Self.clusters(collector, s, "submittedBy=\(s.secondId)", zoom: 4)
+        #expect(others.total == 0 && others.counted == 0)
+        #expect(try Self.clusters(collector, s, "", zoom: 6).counted == own.count)
+        // The reviewer's list is not the collector's: after the collector's requests, still all.
+        #expect(try Self.clusters(reviewer, s, "", zoom: 18).singles == all)
+        // Expired: still read.
+        try f.expire()
+        #expect(try Self.clusters(collector, s, "", zoom: 6).counted == own.count)
+    }
+
+    /// A view that cannot be read is refused with the field at fault (422), never guessed at.
+    @Test func aMapViewThatCannotBeReadIsRefused() throws {
+        var s = try Setup()
+        try s.send(0..<3)
+        let reviewer = try Session(s.f, token: s.f.reviewerToken)
+        let bad = ["", "zoom=3", "bbox=-180,-90,180,90", "zoom=x&bbox=-180,-90,180,90", "zoom=23&bbox=-180,-90,180,90",
+                   "zoom=-1&bbox=-180,-90,180,90", "zoom=3.5&bbox=-180,-90,180,90", "zoom=99999999999999999999&bbox=-180,-90,180,90",
+                   "zoom=3&bbox=-180,-90,180", "zoom=3&bbox=-180,-90,180,90,1", "zoom=3&bbox=nan,-90,180,90",
+                   "zoom=3&bbox=-180,-90,inf,90", "zoom=3&bbox=10,-90,5,90", "zoom=3&bbox=-180,10,180,5", "zoom=3&bbox=-190,-90,180,90",
+                   "zoom=3&bbox=-180,-91,180,90", "zoom=3&bbox=0,-90,361,90", "zoom=3&bbox=1e999,-90,180,90", "zoom=3&bbox=%201,-90,180,90",
+                   "zoom=3&bbox=-180,-90,180,90&lines=yes"]
+        for query in bad {
+            let r = try reviewer.get(s.base + "/clusters.json?" + query)
+            #expect(r.status == 422 || r.status == 400, "\(query): \(r.status)")
+        }
+        #expect(try reviewer.get(s.base + "/clusters.json?zoom=3&bbox=-180,-90,180,90&geoField=source").status == 422)
+        #expect(try reviewer.get(s.base + "/clusters.json?zoom=22&bbox=-180,-90,180,90").status == 200)
+    }
+
+    /// The points kept in memory between requests: a new response, an edit that moves one and
+    /// a review are each seen by the next request; without a change the list is kept.
+    @Test func theMapSeesANewResponseAndAnEditOnTheNextRequest() throws {
+        var s = try Setup()
+        try s.send(0..<5)
+        let f = s.f
+        let reviewer = try Session(f, token: f.reviewerToken)
+        let first = try Self.clusters(reviewer, s, "", zoom: 18)
+        #expect(first.total == 5 && !first.kept)
+        let again = try Self.clusters(reviewer, s, "", zoom: 12, bbox: "4,51,5,53")
+        #expect(again.kept && again.counted == 5)
+        // A new response.
+        try s.send(6..<7)
+        let added = try Self.clusters(reviewer, s, "", zoom: 18)
+        #expect(added.total == 6 && !added.kept && added.singles == Self.located(s))
+        #expect(try Self.clusters(reviewer, s, "", zoom: 18).kept)
+        // An edit moving a point far away: the next request finds it there, not here.
+        let moved = try #require(s.sent.first { $0.value.answers["place"] != nil }?.key)
+        var answers = try #require(s.sent[moved]?.answers)
+        answers["place"] = ["lat": -33.9, "lon": 18.4]
+        let edit = try f.client.request("PUT", "/v1/orgs/\(f.orgId)/responses/\(moved)/answers", token: f.reviewerToken,
+                                        json: ["expectedRevision": 1, "answers": .object(answers)])
+        #expect(edit.status == 200, "\(edit.text)")
+        let here = try Self.clusters(reviewer, s, "", zoom: 18, bbox: "4,51,5,53")
+        #expect(!here.kept && here.total == 6 && here.singles.count == 5 && !here.singles.contains(moved))
+        let there = try Self.clusters(reviewer, s, "", zoom: 18, bbox: "18,-34,19,-33")
+        #expect(there.kept && there.singles == [moved])
+        // A filter of its state follows it: edited.
+        #expect(try Self.clusters(reviewer, s, "reviewState=edited", zoom: 18).singles == [moved])
+    }
 }

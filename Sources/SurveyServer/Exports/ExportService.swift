@@ -74,6 +74,12 @@ struct ExportService {
                 ("Content-Type", type), ("Cache-Control", "private, no-store"), ("X-Content-Type-Options", "nosniff"),
             ])
         }
+        // The map's clusters for one view, from the survey's points kept in memory (`MapPointLists`).
+        let lists = MapPointLists()
+        console.page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/clusters.json", DataViews.access,
+                     runs: .blocking) { visit, request in
+            try service.clusters(visit, request, lists)
+        }
         console.page(&router, "GET", "/console/orgs/{orgId}/surveys/{surveyId}/points.geojson", DataViews.access) { visit, request in
             try points(visit, request, { export, _, field in GeoJSONProducer(export, geoField: field) }, "application/geo+json")
         }
@@ -83,6 +89,45 @@ struct ExportService {
                                   lineFields: columns.questions.filter { $0.type == .geotrace || $0.type == .geoshape }.map(\.id))
             }, "application/json")
         }
+    }
+
+    /// `…/clusters.json?geoField=…&<filters>&zoom=Z&bbox=west,south,east,north[&lines=true]`: the
+    /// console map's clusters and single points of one view (`MapClusters`), for the signed-in
+    /// member under the view's filters (RFC 3339 times), a collector's own only, not audited.
+    /// The located responses are read into a `MapPointList` once and kept (`MapPointLists`); a
+    /// request reads its snapshot's count and audit sequence and reads the responses again only
+    /// when either moved. `Surveyd-Map-Points: kept` or `read` says which it was.
+    func clusters(_ visit: Visit, _ request: HTTPRequest, _ lists: MapPointLists) throws -> HTTPResponse {
+        let query = request.query
+        let view = try MapView(zoom: query["zoom"], bbox: query["bbox"])
+        let withLines = try Self.flag(query, "lines")
+        let user = try visit.admission.member()
+        let operations = services.operations
+        let filters = query.filter { !$0.value.isEmpty && !["zoom", "bbox", "lines"].contains($0.key) }
+        let export = try operations.exports.openForView(orgId: visit.admission.orgId, surveyId: request.parameter("surveyId"), by: user,
+                                                        try Self.exportRequest("geojson", filters), settlingAudit: true)
+        defer { export.close() }
+        let columns = export.columns(splitSelectMultiples: false)
+        guard let field = filters["geoField"] ?? columns.firstGeopoint,
+              columns.questions.contains(where: { $0.id == field && $0.type == .geopoint }) else {
+            throw ApiError(.validationFailed, "The survey has no such location (geopoint) question.")
+        }
+        let lineFields = columns.questions.filter { $0.type == .geotrace || $0.type == .geoshape }.map(\.id)
+        let key = MapPointLists.Key(orgId: visit.admission.orgId, surveyId: request.parameter("surveyId"), geoField: field, lineFields: lineFields,
+                                    filters: export.described, onlySubmitter: operations.seesAll(user) ? nil : user.userId)
+        let mark = MapPointLists.Mark(rows: export.rows, sequence: try export.changeSequence())
+        let list: MapPointList, kept: Bool
+        if let found = lists.list(key, at: mark) {
+            (list, kept) = (found, true)
+        } else {
+            var read = MapPointList(geoField: field, lineFields: lineFields)
+            while let r = try export.next() { read.add(r) }
+            lists.keep(read, key, at: mark)
+            (list, kept) = (read, false)
+        }
+        let body = MapClusters(list, view).json(list, names: export.submitterNames, lines: withLines)
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "private, no-store"),
+                                                   ("X-Content-Type-Options", "nosniff"), ("Surveyd-Map-Points", kept ? "kept" : "read")], body: body)
     }
 
     func export(_ format: Format, _ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {

@@ -55,6 +55,21 @@ extension Snapshot {
         try conn.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM audit").first?.int("seq") ?? 0
     }
 
+    /// The organization's last audit sequence number this snapshot sees (0 before any): every
+    /// change of one of its responses appends an audit entry, so this moves whenever a response
+    /// of the organization is created, edited or reviewed. One step down the `audit_feed` index.
+    /// Two snapshots with the same number (and the same rows) hold the same responses — on
+    /// PostgreSQL only for snapshots that settled the audit log (`snapshot(settlingAudit:)`):
+    /// the number then stops at the horizon, below which no entry can still be in flight (an
+    /// entry committed later under a lower number than one already seen would go unnoticed).
+    public func changeSequence(orgId: String) throws -> Int64 {
+        if let horizon = auditHorizon {
+            return try conn.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM audit WHERE org_id = ? AND seq <= ?",
+                                  [.text(orgId), .int(horizon)]).first?.int("seq") ?? 0
+        }
+        return try conn.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM audit WHERE org_id = ?", [.text(orgId)]).first?.int("seq") ?? 0
+    }
+
     /// The key cursors are sealed with (`SealedCursor`).
     public func exportCursorKey() throws -> [UInt8] { try cursorKey(conn) }
 
