@@ -378,6 +378,11 @@ struct DataPages: Sendable {
         for b in s.questions {
             let label = language.text(b.question.labels) ?? b.question.label
             var body = "<p class=\"answered\">Answered <strong>\(b.answered)</strong> · not answered <strong>\(b.notAnswered)</strong></p>"
+            if let inRepeat = b.repeatLabel {
+                // Inside a repeat: every instance is counted (a household's members, each one).
+                let name = language.text(inRepeat) ?? inRepeat.text(in: nil)
+                body = "<p class=\"hint\">Counted in each “\(HTML.escape(name))” of every response.</p>" + body
+            }
             switch b.figures {
             case .choices(let choices):
                 let rows = choices.map { c in

@@ -23,6 +23,8 @@ public struct SummaryFactsReader {
         case choice(Int)
         /// How many places follow; read each with `nextPlace()`.
         case places(Int)
+        /// A question inside repeats: how many entries follow, one an instance (`next()`).
+        case repeated(Int)
     }
 
     /// The next question's entry and whether the logic hid it; nil at the end or at a bad byte.
@@ -44,8 +46,20 @@ public struct SummaryFactsReader {
             return (.number(Double(bitPattern: bits)), hidden)
         case 6: return u32().map { (.choice($0), hidden) }
         case 7: return count().map { (.places($0), hidden) }
+        case 8: return u32().map { (.repeated($0), hidden) }
         default: return nil
         }
+    }
+
+    /// Reads past what follows an entry of choices or places (nothing for another entry);
+    /// false at a bad byte.
+    public mutating func skipItems(of entry: Entry) -> Bool {
+        switch entry {
+        case .choices(let n): for _ in 0..<n { guard nextChoice() != nil else { return false } }
+        case .places(let n): for _ in 0..<n { guard nextPlace() != nil else { return false } }
+        default: break
+        }
+        return true
     }
 
     /// One place of a `.places` entry.
@@ -94,6 +108,7 @@ public struct SummaryFactsReader {
                         places.append(p)
                     }
                     out.append((.places(places), hidden))
+                case .repeated(let n): out.append((.instances(n), hidden))
                 case .choices(let n):
                     var texts: [String] = []
                     for _ in 0..<n {

@@ -106,6 +106,8 @@ public struct DataViews: Sendable {
             case answered
         }
         public let question: Question
+        /// The repeat it is in (its label), when it is: its figures count each instance.
+        public let repeatLabel: LocalizedText?
         /// Responses where the question was relevant (its version has it, and its logic showed it).
         public let relevant: Int
         /// Responses with an answer.
@@ -127,7 +129,8 @@ public struct DataViews: Sendable {
         let context = try context(snapshot.read, orgId: orgId, surveyId: surveyId, by: user)
         guard let latest = context.latest else { return Summary(context: context, total: 0, perSubmitterDay: [], questions: []) }
 
-        var tally = SummaryTally(latest: latest.questions, versions: context.versions.map(\.definition))
+        let places = SummaryFacts.questions(of: latest)
+        var tally = SummaryTally(latest: places.map(\.question), versions: context.versions.map(\.definition))
         let versionIds = context.versions.map(\.record.surveyVersionId)
         try snapshot.eachSummaryFacts(f, versions: versionIds) { row in
             guard tally.add(row) else { throw ApiError(.internalError, "A response's summary facts cannot be read; run surveyd check.") }
@@ -142,7 +145,8 @@ public struct DataViews: Sendable {
         }
 
         var blocks: [QuestionSummary] = []
-        for (q, question) in latest.questions.enumerated() {
+        for (q, place) in places.enumerated() {
+            let question = place.question
             let figures: QuestionSummary.Figures
             switch question.type {
             case .selectOne, .selectMultiple:
@@ -155,24 +159,35 @@ public struct DataViews: Sendable {
             default:
                 figures = .answered
             }
-            blocks.append(QuestionSummary(question: question, relevant: max(tally.relevant[q], tally.answered[q]),
+            blocks.append(QuestionSummary(question: question, repeatLabel: place.repeats.isEmpty ? nil : place.repeatLabel ?? LocalizedText(""), relevant: max(tally.relevant[q], tally.answered[q]),
                                           answered: tally.answered[q], figures: figures))
         }
         return Summary(context: context, total: total, perSubmitterDay: perDay, questions: blocks)
     }
 
-    /// The number question `q`'s value in one response's facts, given to `each`.
+    /// The number question `q`'s values in one response's facts (one an instance inside
+    /// repeats), given to `each`.
     private static func numbers(in facts: UnsafeBufferPointer<UInt8>, of q: Int, columns: [[Int]], version: Int, _ each: (Double) -> Void) {
         guard columns.indices.contains(version), let at = columns[version].firstIndex(of: q), var reader = SummaryFactsReader(facts) else { return }
         var i = 0
         while let (entry, _) = reader.next() {
-            if case .choices(let n) = entry { for _ in 0..<n { _ = reader.nextChoice() } }
-            if case .places(let n) = entry { for _ in 0..<n { _ = reader.nextPlace() } }
-            if i == at {
-                if case .number(let d) = entry { each(d) }
-                return
+            guard i == at else {
+                if case .repeated(let n) = entry {
+                    for _ in 0..<n { guard let (one, _) = reader.next(), reader.skipItems(of: one) else { return } }
+                } else if !reader.skipItems(of: entry) { return }
+                i += 1
+                continue
             }
-            i += 1
+            switch entry {
+            case .number(let d): each(d)
+            case .repeated(let n):
+                for _ in 0..<n {
+                    guard let (one, _) = reader.next() else { return }
+                    if case .number(let d) = one { each(d) } else if !reader.skipItems(of: one) { return }
+                }
+            default: break
+            }
+            return
         }
     }
 

@@ -103,7 +103,7 @@ public struct Reviews: Sendable {
             let (from, to) = try Self.plan(current, expected: r.expectedRevision, action: .resubmit)
             return Step(responseId: responseId, expectedRevision: Int64(r.expectedRevision), from: from, to: to, auditAction: "response.resubmit",
                         comment: nil, answers: (r.surveyVersionId, CanonicalJSON.string(r.answers),
-                                                SummaryFacts(definition: definition, answers: r.answers, hidden: check.hiddenOutsideRepeats).bytes))
+                                                SummaryFacts(definition: definition, answers: r.answers, check: check).bytes))
         }, write: Self.apply))
     }
 
@@ -142,7 +142,7 @@ public struct Reviews: Sendable {
             }
             let (_, to) = try Self.plan(current, expected: r.expectedRevision, action: .edit)
             return Edit(responseId: responseId, expectedRevision: Int64(r.expectedRevision), to: to, answers: CanonicalJSON.string(r.answers),
-                        facts: SummaryFacts(definition: definition, answers: r.answers, hidden: check.hiddenOutsideRepeats).bytes,
+                        facts: SummaryFacts(definition: definition, answers: r.answers, check: check).bytes,
                         source: source, comment: r.comment, entity: entity, actor: user.userId)
         }, write: { e, tx in
             let edited = try tx.editResponse(responseId: e.responseId, expectedRevision: e.expectedRevision, to: e.to, answers: e.answers,

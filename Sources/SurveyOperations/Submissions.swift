@@ -126,7 +126,8 @@ public struct Submissions: Sendable {
         let responseId = Ids.make("rsp", nowMillis: ops.clock.nowMillis())
         let answersText = String(decoding: canonicalAnswers, as: UTF8.self)
         let reviewState: ReviewState = live && survey.reviewRequired ? .submitted : .none
-        let facts = SummaryFacts(plan: published.facts, answers: answers, hidden: check.hiddenOutsideRepeats).bytes
+        let facts = SummaryFacts(plan: published.facts, answers: answers,
+                                 hidden: published.facts.hidden(published.definition, answers: answers, check: check)).bytes
         let submitter = user.userId, surveyId = survey.surveyId, versionId = version.surveyVersionId
         let staged = submission.stagedUploads, blobs = ops.blobs
         // The insert's UNIQUE (org_id, client_submission_id) finds a duplicate committed since the

@@ -88,32 +88,48 @@ struct SummaryTally {
         let map = columns[version]
         var i = 0
         while let (entry, hidden) = reader.next() {
-            let q = i < map.count ? map[i] : -1
+            let q = i < map.count ? map[i] : -1, at = i
             i += 1
-            switch entry {
-            case .choices(let n):
-                for _ in 0..<n {
-                    guard let choice = reader.nextChoice() else { return false }
-                    if q >= 0 { texts[q].add(choice) }
-                }
-            case .places(let n):
-                for _ in 0..<n {
-                    guard let place = reader.nextPlace() else { return false }
-                    if q >= 0 { count(place, version: version, entry: i - 1, question: q) }
-                }
-            case .choice(let place):
-                if q >= 0 { count(place, version: version, entry: i - 1, question: q) }
-            default: break
+            guard case .repeated(let n) = entry else {
+                guard add(entry, hidden: hidden, question: q, version: version, entry: at, &reader) else { return false }
+                continue
             }
-            guard q >= 0 else { continue }
-            if !hidden { relevant[q] += 1 }
-            switch entry {
-            case .none: break
-            case .answered: if !questions[q].type.isNumber { answered[q] += 1 }
-            case .text(let t): answered[q] += 1; texts[q].add(t)
-            case .choices, .choice, .places: answered[q] += 1
-            case .number(let d): answered[q] += 1; numbers[q].add(d)
+            // A question inside repeats: each instance's answer counts.
+            for _ in 0..<n {
+                guard let (one, hidden) = reader.next(), add(one, hidden: hidden, question: q, version: version, entry: at, &reader) else { return false }
             }
+        }
+        return true
+    }
+
+    /// One answer's entry (a repeat's instance's too) to question `q` (-1: read past it).
+    private mutating func add(_ entry: SummaryFactsReader.Entry, hidden: Bool, question q: Int, version: Int, entry at: Int,
+                              _ reader: inout SummaryFactsReader) -> Bool {
+        switch entry {
+        case .choices(let n):
+            for _ in 0..<n {
+                guard let choice = reader.nextChoice() else { return false }
+                if q >= 0 { texts[q].add(choice) }
+            }
+        case .places(let n):
+            for _ in 0..<n {
+                guard let place = reader.nextPlace() else { return false }
+                if q >= 0 { count(place, version: version, entry: at, question: q) }
+            }
+        case .choice(let place):
+            if q >= 0 { count(place, version: version, entry: at, question: q) }
+        case .repeated:
+            return false  // never inside an instance
+        default: break
+        }
+        guard q >= 0 else { return true }
+        if !hidden { relevant[q] += 1 }
+        switch entry {
+        case .none, .repeated: break
+        case .answered: if !questions[q].type.isNumber { answered[q] += 1 }
+        case .text(let t): answered[q] += 1; texts[q].add(t)
+        case .choices, .choice, .places: answered[q] += 1
+        case .number(let d): answered[q] += 1; numbers[q].add(d)
         }
         return true
     }

@@ -294,6 +294,11 @@ import Testing
             for r in responses { if let d = r["visited"]?.stringValue { days[d, default: 0] += 1 } }
             #expect(rows("Visited on") == days)
             #expect(notAnswered("Comment") == responses.filter { $0["comment"] == nil }.count)
+            // Name, inside the repeat Members: every member of every response counted.
+            let members = responses.flatMap { $0["members"]?.arrayValue ?? [] }
+            let nameBlock = try #require(blocks["Name"]?.body)
+            #expect(nameBlock.contains("Counted in each “Members” of every response."), "\(nameBlock)")
+            #expect(nameBlock.contains("Answered <strong>\(members.count)</strong> · not answered <strong>0</strong>"), "\(nameBlock)")
             // Above the questions: per day (all sent today) and per collector, by name.
             #expect(rows("Responses per day") == [String(Timestamp.format(Timestamp.nowMillis()).prefix(10)): responses.count])
             var collectors: [String: Int] = [:]

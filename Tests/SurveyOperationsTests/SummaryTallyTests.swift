@@ -66,6 +66,47 @@ import SurveyForms
                                      "c": amounts.count - shown.count])
     }
 
+    /// Questions inside a repeat: each instance counted, an instance whose logic hid the
+    /// question not relevant, numbers of every instance in the figures; the questions outside
+    /// keep their entries' places.
+    @Test func aRepeatsQuestionsCountEachInstance() throws {
+        let d = try #require(try SurveyDefinition.parse(JSONParser.parse(Array(#"""
+            {"title": "T", "questions": [
+              {"id": "kind", "type": "select_one", "label": "Kind", "choices": ["a", "b"]},
+              {"id": "members", "type": "repeat", "label": "Member", "children": [
+                {"id": "sex", "type": "select_one", "label": "Sex", "choices": ["f", "m"]},
+                {"id": "age", "type": "integer", "label": "Age", "relevant": "${sex} = 'f'"}
+              ]}
+            ]}
+            """#.utf8))))
+        let places = SummaryFacts.questions(of: d)
+        #expect(places.map(\.question.id) == ["kind", "sex", "age"] && places.map(\.repeats) == [[], ["members"], ["members"]])
+        var tally = SummaryTally(latest: places.map(\.question), versions: [d])
+        var females = 0, ages: [Double] = [], instances = 0
+        for i in 0..<50 {
+            var members: [JSONValue] = []
+            for m in 0..<(i % 4) {
+                let female = (i + m) % 3 == 0
+                var member: [String: JSONValue] = ["sex": female ? "f" : "m"]
+                if female { member["age"] = .number(Double(20 + i + m)); ages.append(Double(20 + i + m)); females += 1 }
+                members.append(.object(member))
+                instances += 1
+            }
+            let answers: JSONValue = ["kind": i % 2 == 0 ? "a" : "b", "members": .array(members)]
+            let check = d.validate(answers: answers)
+            #expect(check.errors.isEmpty, "\(check.errors)")
+            let facts = SummaryFacts(definition: d, answers: answers, check: check).bytes
+            #expect(facts.withUnsafeBufferPointer { tally.add(version: 0, facts: $0) })
+        }
+        #expect(tally.choices(0) == ["a": 25, "b": 25])
+        #expect(tally.choices(1) == ["f": females, "m": instances - females] && tally.answered[1] == instances && tally.relevant[1] == instances)
+        // Age: shown only for the women, each of whom answered it.
+        #expect(tally.relevant[2] == females && tally.answered[2] == females)
+        let figures = try #require(tally.figures(2, integers: true) { _ in Issue.record("read again") })
+        #expect(figures.count == ages.count && figures.min == ages.min() && figures.max == ages.max())
+        #expect(figures.median == Self.expected(ages).median)
+    }
+
     @Test func fewDistinctNumbersAreSummedUpInOnePass() throws {
         try check((0..<3001).map { $0 % 9 == 0 ? nil : Double($0 % 100) * 0.5 })
     }

@@ -103,8 +103,7 @@ public struct OpenRosaEdit: Sendable {
                                              submitter: target.submitter, staged: staged, fileNames: arrival.submission.fileNames, in: db)
             let entity = try EntityEdit.plan(definition: definition, responseId: target.responseId, orgId: orgId, stored: target.answers,
                                              edited: arrival.submission.answers, in: db)
-            return .edit(target, to, entity, SummaryFacts(definition: definition, answers: arrival.submission.answers,
-                                                         hidden: check.hiddenOutsideRepeats).bytes)
+            return .edit(target, to, entity, SummaryFacts(definition: definition, answers: arrival.submission.answers, check: check).bytes)
         }
         switch planned {
         case .replayed(let r):
