@@ -1,4 +1,5 @@
 import Foundation
+import SurveyDomain
 
 /// Writes the request log's lines in batches: request threads append to a buffer and one thread
 /// writes it out every 20 ms (sooner once 64 KiB wait). A `write` per request was 3.5 % of a
@@ -35,7 +36,7 @@ final class LogWriter: @unchecked Sendable {
         // The thread holds the writer (not `unowned`): a server dropped without `stop()` must not
         // leave it pointing at freed memory.
         let t = Thread {
-            Thread.current.name = "surveyd-log"
+            ThreadName.set("surveyd-log")
             self.loop()
         }
         t.stackSize = 256 << 10

@@ -1,4 +1,5 @@
 import Foundation
+import SurveyDomain
 import Synchronization
 
 /// Copies committed WAL frames back into the database file on a connection and thread of its own,
@@ -29,7 +30,7 @@ final class Checkpointer: @unchecked Sendable {
         connection = try Connection(path: path, readOnly: false)
         try connection.execute("PRAGMA synchronous=\(synchronous); PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=\(Database.walSizeLimit)")
         let t = Thread { [unowned self] in
-            Thread.current.name = "surveyd-ckpt"
+            ThreadName.set("surveyd-ckpt")
             self.loop()
         }
         t.stackSize = 1 << 20

@@ -40,7 +40,7 @@ final class Writer: WriteExecutor, @unchecked Sendable {
         self.maxGroupSize = maxGroupSize
         self.checkpointer = checkpointer
         let t = Thread { [unowned self] in
-            Thread.current.name = "surveyd-writer"  // set from the thread itself, it reaches the kernel (top -H, perf)
+            ThreadName.set("surveyd-writer")  // from the thread itself (top -H, perf)
             self.loop()
         }
         t.stackSize = 4 << 20

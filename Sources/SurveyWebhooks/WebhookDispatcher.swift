@@ -45,8 +45,8 @@ public final class WebhookDispatcher: Sendable {
     }
 
     public func start() {
-        for i in 0..<configuration.workers { spawn("surveyd-webhook-\(i)") { [self] in work() } }
-        spawn("surveyd-webhooks") { [self] in loop() }
+        for i in 0..<configuration.workers { spawn("surveyd-whk\(i)") { [self] in work() } }
+        spawn("surveyd-hooks") { [self] in loop() }  // thread names: at most 15 bytes
     }
 
     /// Stops looking for work. Attempts in progress get two seconds to finish and be recorded;
@@ -65,7 +65,7 @@ public final class WebhookDispatcher: Sendable {
     private func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
         state.withLock { $0.threads += 1 }
         let t = Thread { [self] in
-            Thread.current.name = name
+            ThreadName.set(name)
             body()
             state.withLock { $0.threads -= 1 }
         }

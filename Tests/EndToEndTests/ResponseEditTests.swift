@@ -336,6 +336,17 @@ import SurveyServer
         #expect(lost.contains("response \(w.responseId): 1 edits but 1 versions kept"), "\(lost)")
     }
 
+    /// An instance of the photos form with both files named, as Collect writes it; an edit
+    /// carries `meta/deprecatedID` right after its instanceID.
+    static func photoInstance(_ p: OpenRosaTests.Published, _ id: String, size: String, replacing old: String?) throws -> [UInt8] {
+        let xml = try CollectClient.instance(of: p.xform, instanceID: id, values: [("size", size), ("house", "house.png"), ("water", "water.jpg")])
+        guard let old else { return xml }
+        var text = String(decoding: xml, as: UTF8.self)
+        guard let at = text.range(of: id), let close = text[at.upperBound...].firstIndex(of: ">") else { throw TestFailure("no instanceID") }
+        text.insert(contentsOf: "<deprecatedID>\(old)</deprecatedID>", at: text.index(after: close))
+        return Array(text.utf8)
+    }
+
     /// An edited form too large for one POST comes in parts, as Collect sends any form: the
     /// earlier part's file is kept as an upload of the new instance, the last part makes the edit
     /// with both files; the last part sent again is 202 and stores nothing twice.
@@ -344,12 +355,7 @@ import SurveyServer
         let f = p.f
         let a = "uuid:parts-edit-a001", b = "uuid:parts-edit-b002"
         func instance(_ id: String, size: String, replacing old: String? = nil) throws -> [UInt8] {
-            let xml = try CollectClient.instance(of: p.xform, instanceID: id, values: [("size", size), ("house", "house.png"), ("water", "water.jpg")])
-            guard let old else { return xml }
-            var text = String(decoding: xml, as: UTF8.self)
-            guard let at = text.range(of: id), let close = text[at.upperBound...].firstIndex(of: ">") else { throw TestFailure("no instanceID") }
-            text.insert(contentsOf: "<deprecatedID>\(old)</deprecatedID>", at: text.index(after: close))
-            return Array(text.utf8)
+            try Self.photoInstance(p, id, size: size, replacing: old)
         }
         let house = CollectClient.File(name: "house.png", contentType: "image/png", bytes: Files.png(2_000))
         let water = CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: Files.jpeg(4_000))
@@ -382,12 +388,7 @@ import SurveyServer
         let house = Files.png(2_000), water = Files.jpeg(4_000), newHouse = Files.png(3_000)
         let a = "uuid:photo-edit-a001", b = "uuid:photo-edit-b002"
         func instance(_ id: String, size: String, replacing old: String? = nil) throws -> [UInt8] {
-            let xml = try CollectClient.instance(of: p.xform, instanceID: id, values: [("size", size), ("house", "house.png"), ("water", "water.jpg")])
-            guard let old else { return xml }
-            var text = String(decoding: xml, as: UTF8.self)
-            guard let at = text.range(of: id), let close = text[at.upperBound...].firstIndex(of: ">") else { throw TestFailure("no instanceID") }
-            text.insert(contentsOf: "<deprecatedID>\(old)</deprecatedID>", at: text.index(after: close))
-            return Array(text.utf8)
+            try Self.photoInstance(p, id, size: size, replacing: old)
         }
         func files(_ h: [UInt8]) -> [CollectClient.File] {
             [CollectClient.File(name: "house.png", contentType: "image/png", bytes: h), CollectClient.File(name: "water.jpg", contentType: "image/jpeg", bytes: water)]

@@ -1,4 +1,5 @@
 import Foundation
+import SurveyDomain
 import SurveyHTTP
 #if canImport(Glibc)
 import Glibc
@@ -17,7 +18,7 @@ final class FeedWorkers: Sendable {
 
     init(limit: Int = ProcessInfo.processInfo.activeProcessorCount / 2, niceness: Int32 = 19, idleSeconds: Double = 10) {
         pool = BlockingPool(stackBytes: 1 << 20, idleSeconds: idleSeconds, limit: limit) {
-            Thread.current.name = "surveyd-feed"
+            ThreadName.set("surveyd-feed")
             #if os(Linux)
             // Linux: PRIO_PROCESS with 0 is the calling thread alone (elsewhere it would be the process).
             _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)

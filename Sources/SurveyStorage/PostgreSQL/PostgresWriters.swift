@@ -52,7 +52,7 @@ final class PostgresWriters: WriteExecutor, @unchecked Sendable {
         for (i, conn) in connections.enumerated() {
             let t = Thread { [unowned self] in
                 // At most 15 bytes, or Linux keeps no name at all (top -H, perf, /proc/*/task/*/comm).
-                Thread.current.name = "surveyd-pgw\(i)"
+                ThreadName.set("surveyd-pgw\(i)")
                 self.loop(conn)
             }
             t.stackSize = 4 << 20
