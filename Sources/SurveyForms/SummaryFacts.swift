@@ -96,7 +96,11 @@ public struct SummaryFacts: Sendable, Equatable {
                       hiddenPath: p.hasLogic ? "answers.\(p.question.id)" : nil, hasLogic: p.hasLogic, repeats: p.repeats)
             }
             needsRepeatRelevance = entries.contains { $0.hasLogic && !$0.repeats.isEmpty }
+            hasLogic = entries.contains { $0.hasLogic }
         }
+
+        /// Some question has logic: facts need the paths it hides.
+        public let hasLogic: Bool
 
         /// The paths the logic hid, as facts need them: the check's own list of those outside
         /// repeats, or every one when a question inside a repeat has logic.
@@ -184,16 +188,11 @@ public struct SummaryFacts: Sendable, Equatable {
         self.init(plan: plan, answers: answers, hidden: plan.hidden(definition, answers: answers, check: check))
     }
 
-    /// Whether facts of `definition` need the paths its logic hides (otherwise pass none).
-    public static func needsRelevance(_ definition: SurveyDefinition) -> Bool {
-        questions(of: definition).contains { $0.hasLogic }
-    }
-
-    /// The facts of a stored answers document (canonical JSON) under its version's definition.
-    public init(definition: SurveyDefinition, storedAnswers: String) {
+    /// The facts of a stored answers document (canonical JSON) under its version's definition
+    /// and plan.
+    public init(plan: Plan, definition: SurveyDefinition, storedAnswers: String) {
         let parsed = (try? JSONParser.parse(Array(storedAnswers.utf8))) ?? .object([:])
-        self.init(definition: definition, answers: parsed,
-                  hidden: Self.needsRelevance(definition) ? definition.notRelevant(in: parsed) : [])
+        self.init(plan: plan, answers: parsed, hidden: plan.hasLogic ? definition.notRelevant(in: parsed) : [])
     }
 
     private static func append(_ n: UInt16, to out: inout [UInt8]) {

@@ -16,6 +16,16 @@ public struct SummaryFactsBackfill: Sendable {
         let database = operations.database
         guard try database.responsesWithoutFactsCount() != 0 else { return 0 }
         var made = 0
+        // Each version read and planned once, however many of its responses lack facts.
+        var versions: [String: (definition: SurveyDefinition, plan: SummaryFacts.Plan)?] = [:]
+        func version(of r: ResponseRecord) throws -> (definition: SurveyDefinition, plan: SummaryFacts.Plan)? {
+            if let known = versions[r.surveyVersionId] { return known }
+            let found = try database.read { try $0.surveyVersion(orgId: r.orgId, surveyVersionId: r.surveyVersionId) }
+                .map { v in try operations.definitions.definition(of: v) }
+                .map { (definition: $0, plan: SummaryFacts.Plan($0)) }
+            versions[r.surveyVersionId] = .some(found)
+            return found
+        }
         // A response edited between the read and the write is left for the next round.
         for _ in 0..<3 {
             var after = ""
@@ -26,9 +36,8 @@ public struct SummaryFactsBackfill: Sendable {
                 after = last.responseId
                 var batch: [(response: ResponseRecord, facts: [UInt8])] = []
                 for r in page {
-                    guard let version = try database.read({ try $0.surveyVersion(orgId: r.orgId, surveyVersionId: r.surveyVersionId) }) else { continue }
-                    let definition = try operations.definitions.definition(of: version)
-                    batch.append((r, SummaryFacts(definition: definition, storedAnswers: r.answers).bytes))
+                    guard let v = try version(of: r) else { continue }
+                    batch.append((r, SummaryFacts(plan: v.plan, definition: v.definition, storedAnswers: r.answers).bytes))
                 }
                 try database.recordFacts(batch)
                 madeThisRound += batch.count

@@ -92,29 +92,22 @@ public enum IntegrityCheck {
             if Int64(size) != rowSize { r.violations.append("upload \(uploadId): file has \(size) bytes, row says \(rowSize)") }
             if hash != sha { r.violations.append("upload \(uploadId): file hash \(hash) differs from row \(sha)") }
         }
-        // A version's attachments are blobs too.
-        for a in try conn.query("SELECT survey_version_id, file_name, size, sha256 FROM survey_version_attachments") {
-            let sha = try a.string("sha256"), name = "\(try a.string("survey_version_id"))/\(try a.string("file_name"))"
+        // A version's attachments are blobs too, and so are the files of a draft's test submissions.
+        func checkBlob(_ what: String, sha: String, size rowSize: Int64) throws {
             referenced.insert(sha)
-            guard sha.utf8.count == 64 else { r.violations.append("attachment \(name): malformed sha256"); continue }
+            guard sha.utf8.count == 64 else { r.violations.append("\(what): malformed sha256"); return }
             guard let (size, hash) = databaseFiles ? try hashRows(conn, sha256: sha) : hashFile(layout.blob(sha256: sha)) else {
-                r.violations.append("attachment \(name): file \(databaseFiles ? "blob_chunks " + sha : layout.blob(sha256: sha)) is missing")
-                continue
+                r.violations.append("\(what): file \(databaseFiles ? "blob_chunks " + sha : layout.blob(sha256: sha)) is missing")
+                return
             }
-            if Int64(size) != (try a.int("size")) { r.violations.append("attachment \(name): file has \(size) bytes, row says \(try a.int("size"))") }
-            if hash != sha { r.violations.append("attachment \(name): file hash \(hash) differs from row \(sha)") }
+            if Int64(size) != rowSize { r.violations.append("\(what): file has \(size) bytes, row says \(rowSize)") }
+            if hash != sha { r.violations.append("\(what): file hash \(hash) differs from row \(sha)") }
         }
-        // And the files of a draft's test submissions.
+        for a in try conn.query("SELECT survey_version_id, file_name, size, sha256 FROM survey_version_attachments") {
+            try checkBlob("attachment \(try a.string("survey_version_id"))/\(try a.string("file_name"))", sha: try a.string("sha256"), size: try a.int("size"))
+        }
         for d in try conn.query("SELECT response_id, client_upload_id, size, sha256 FROM draft_files") {
-            let sha = try d.string("sha256"), name = "\(try d.string("response_id"))/\(try d.string("client_upload_id"))"
-            referenced.insert(sha)
-            guard sha.utf8.count == 64 else { r.violations.append("draft file \(name): malformed sha256"); continue }
-            guard let (size, hash) = databaseFiles ? try hashRows(conn, sha256: sha) : hashFile(layout.blob(sha256: sha)) else {
-                r.violations.append("draft file \(name): file \(databaseFiles ? "blob_chunks " + sha : layout.blob(sha256: sha)) is missing")
-                continue
-            }
-            if Int64(size) != (try d.int("size")) { r.violations.append("draft file \(name): file has \(size) bytes, row says \(try d.int("size"))") }
-            if hash != sha { r.violations.append("draft file \(name): file hash \(hash) differs from row \(sha)") }
+            try checkBlob("draft file \(try d.string("response_id"))/\(try d.string("client_upload_id"))", sha: try d.string("sha256"), size: try d.int("size"))
         }
         var blobFiles = 0
         if databaseFiles {
