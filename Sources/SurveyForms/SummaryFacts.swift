@@ -40,7 +40,6 @@ public struct SummaryFacts: Sendable, Equatable {
 
     public var bytes: [UInt8]
 
-    public init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// A question the summary shows: where it is (`repeats`: the ids of the repeats around it,
     /// outermost first; empty outside repeats) and whether a `relevant` on it or on a group or
@@ -109,13 +108,8 @@ public struct SummaryFacts: Sendable, Equatable {
         }
     }
 
-    /// The facts of `answers` (an object) under `definition`; `hidden`: the paths the form's
-    /// logic hid (`SurveyDefinition.notRelevant(in:)`, `answers.<id>`).
-    public init(definition: SurveyDefinition, answers: JSONValue, hidden: Set<String>) {
-        self.init(plan: Plan(definition), answers: answers, hidden: hidden)
-    }
-
-    /// The same, with the version's plan made before.
+    /// The facts of `answers` (an object) under the version's plan; `hidden`: the paths the
+    /// form's logic hid (`SurveyDefinition.notRelevant(in:)`, `answers.<id>`).
     public init(plan: Plan, answers: JSONValue, hidden: Set<String>) {
         var out: [UInt8] = [Self.format]
         out.reserveCapacity(1 + plan.entries.count * 6)

@@ -25,7 +25,7 @@ import SurveyForms
             if let amount, kinds(i) != "c" { answers["amount"] = .number(amount) }
             let check = d.validate(answers: .object(answers))
             #expect(check.errors.isEmpty, "\(check.errors)")
-            let facts = SummaryFacts(definition: d, answers: .object(answers), hidden: check.hiddenOutsideRepeats).bytes
+            let facts = SummaryFacts(definition: d, answers: .object(answers), check: check).bytes
             #expect(facts.withUnsafeBufferPointer { tally.add(version: 0, facts: $0) })
             rows.append(facts)
         }
