@@ -258,6 +258,7 @@ struct ReviewDesk: Sendable {
         case "review.resubmit", "response.resubmit": "Resubmitted"
         case "review.flagIssues": "Issues flagged"
         case "response.edit": "Answers edited"
+        case "response.comment": "Comment"
         default: state.map { "\(action) → \(ReviewState(rawValue: $0).map(label) ?? $0)" } ?? action
         }
     }

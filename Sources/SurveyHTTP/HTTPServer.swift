@@ -243,7 +243,8 @@ public final class HTTPServer: @unchecked Sendable {
                 do {
                     return .receive(route, params, ExchangeState(.receiving(.sink(try opener(head(route, params))))))
                 } catch {
-                    return .answerNow(.refusal(error, mapped: errorMapper, headers: close))
+                    // Rendered as the path's door renders its refusals (ODK Central's shape under its paths).
+                    return .answerNow(refusal(error, path))
                 }
             }
             let asForm = route.form != nil && (!route.formOnlyIfMultipart || Router.isMultipartForm(headers["content-type"]))

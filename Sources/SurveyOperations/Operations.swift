@@ -73,6 +73,7 @@ public struct Operations: Sendable {
     public var submissions: Submissions { Submissions(operations: self) }
     public var openRosaForms: OpenRosaForms { OpenRosaForms(operations: self) }
     public var reviews: Reviews { Reviews(operations: self) }
+    public var responseComments: ResponseComments { ResponseComments(operations: self) }
     public var uploads: Uploads { Uploads(operations: self) }
     public var surveys: Surveys { Surveys(operations: self) }
     public var surveyDrafts: SurveyDrafts { SurveyDrafts(operations: self) }
@@ -85,5 +86,6 @@ public struct Operations: Sendable {
     public var consoleSessions: ConsoleSessions { ConsoleSessions(operations: self) }
     public var centralSessions: CentralSessions { CentralSessions(operations: self) }
     public var centralReviews: CentralReviews { CentralReviews(operations: self) }
+    public var centralSubmissionFiles: CentralSubmissionFiles { CentralSubmissionFiles(operations: self) }
     public var webhooks: Webhooks { Webhooks(operations: self) }
 }

@@ -26,6 +26,8 @@ public struct Submission: Sendable {
     public internal(set) var stagedUploads: [StagedUpload] = []
     /// The names its sender knows its files by, by upload id (an ODK app's file names).
     var fileNames: [String: String] = [:]
+    /// Whether its XML may be waiting for its files (`CentralSubmissionFiles`): stored, it is removed.
+    var releasesWaiting = false
 
     /// The same submission with the files sent with it.
     public func with(_ staged: [StagedUpload]) -> Submission {

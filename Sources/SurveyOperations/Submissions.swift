@@ -129,7 +129,7 @@ public struct Submissions: Sendable {
         let facts = SummaryFacts(plan: published.facts, answers: answers,
                                  hidden: published.facts.hidden(published.definition, answers: answers, check: check)).bytes
         let submitter = user.userId, surveyId = survey.surveyId, versionId = version.surveyVersionId
-        let staged = submission.stagedUploads, blobs = ops.blobs
+        let staged = submission.stagedUploads, blobs = ops.blobs, releasesWaiting = submission.releasesWaiting
         // The insert's UNIQUE (org_id, client_submission_id) finds a duplicate committed since the
         // read above; only then is the stored one read (`.onConflict`). The organization as read
         // above spares SQLite's expiry pre-check a read of its own.
@@ -152,6 +152,7 @@ public struct Submissions: Sendable {
             // The files sent with it are stored with it, or not at all.
             for file in staged { try tx.commitUpload(file.record, tempPath: file.tempPath, blobs: blobs) }
             try tx.insertResponse(stored, facts: facts)
+            if releasesWaiting { try tx.releaseWaitingSubmission(clientSubmissionId: clientSubmissionId) }
             // The entity it creates or updates, in its transaction: a refused submission changes none.
             try entityChange?.apply(in: tx, responseId: stored.responseId, actor: submitter)
             if completesTask, let taskId = fieldTaskId {

@@ -173,7 +173,7 @@ public struct Uploads: Sendable {
             try tx.commitUpload(record, tempPath: tempPath, blobs: blobs)
             return UploadRecord(orgId: record.orgId, clientUploadId: record.clientUploadId, uploader: record.uploader,
                                 surveyVersionId: record.surveyVersionId, questionId: record.questionId, contentType: record.contentType,
-                                size: record.size, sha256: record.sha256, receivedAt: tx.now)
+                                size: record.size, sha256: record.sha256, receivedAt: tx.now, fileName: record.fileName)
         }
         if case .written(let u) = outcome { operations.metrics.add(.uploadBytes, Int(u.size)) }
         return outcome
@@ -221,7 +221,8 @@ public struct Uploads: Sendable {
         try received.check.verdict()
         let record = UploadRecord(orgId: target.orgId, clientUploadId: target.clientUploadId, uploader: target.uploader,
                                   surveyVersionId: target.surveyVersionId, questionId: target.questionId, contentType: target.contentType,
-                                  size: Int64(size), sha256: received.sha256, receivedAt: operations.clock.nowMillis())
+                                  size: Int64(size), sha256: received.sha256, receivedAt: operations.clock.nowMillis(),
+                                  fileName: received.fileName)
         return StagedUpload(record: record, file: received.file)
     }
 

@@ -734,6 +734,35 @@ enum Migrations {
         );
         CREATE INDEX draft_files_sha ON draft_files(sha256);
         """),
+        // ODK Central's clients send a submission's XML before its files (each POSTed to the
+        // submission after it). The XML waits in `waiting_submissions` until its last file is
+        // an upload, then becomes a response like any other. An upload keeps the name its
+        // sender knew it by (an ODK app's file name), so a response's files can be listed by it.
+        Migration("submissions-waiting-for-files", sql: """
+        ALTER TABLE uploads ADD COLUMN file_name TEXT;
+        CREATE TABLE waiting_submissions (
+            org_id TEXT NOT NULL,
+            client_submission_id TEXT NOT NULL,
+            survey_id TEXT NOT NULL,
+            submitter TEXT NOT NULL,
+            instance BLOB NOT NULL,
+            instance_sha256 TEXT NOT NULL,
+            received_at INTEGER NOT NULL,
+            PRIMARY KEY (org_id, client_submission_id)
+        );
+        """, postgres: """
+        ALTER TABLE uploads ADD COLUMN file_name TEXT;
+        CREATE TABLE waiting_submissions (
+            org_id TEXT NOT NULL,
+            client_submission_id TEXT NOT NULL,
+            survey_id TEXT NOT NULL,
+            submitter TEXT NOT NULL,
+            instance BYTEA NOT NULL,
+            instance_sha256 TEXT NOT NULL,
+            received_at BIGINT NOT NULL,
+            PRIMARY KEY (org_id, client_submission_id)
+        );
+        """),
     ]
 
 

@@ -287,21 +287,23 @@ public struct UploadRecord: Sendable, Equatable {
     public let size: Int64
     public let sha256: String
     public let receivedAt: Int64
+    /// The name its sender knew it by (an ODK app's file name), when it came with a form's XML.
+    public let fileName: String?
 
     public init(orgId: String, clientUploadId: String, uploader: String, surveyVersionId: String, questionId: String,
-                contentType: String, size: Int64, sha256: String, receivedAt: Int64) {
+                contentType: String, size: Int64, sha256: String, receivedAt: Int64, fileName: String? = nil) {
         self.orgId = orgId; self.clientUploadId = clientUploadId; self.uploader = uploader
         self.surveyVersionId = surveyVersionId; self.questionId = questionId; self.contentType = contentType
-        self.size = size; self.sha256 = sha256; self.receivedAt = receivedAt
+        self.size = size; self.sha256 = sha256; self.receivedAt = receivedAt; self.fileName = fileName
     }
 }
 
 extension UploadRecord {
-    static let columns = "org_id, client_upload_id, uploader, survey_version_id, question_id, content_type, size, sha256, received_at"
+    static let columns = "org_id, client_upload_id, uploader, survey_version_id, question_id, content_type, size, sha256, received_at, file_name"
     init(row: Row) throws {
         self.init(orgId: try row["org_id"], clientUploadId: try row["client_upload_id"], uploader: try row["uploader"],
                   surveyVersionId: try row["survey_version_id"], questionId: try row["question_id"], contentType: try row["content_type"],
-                  size: try row["size"], sha256: try row["sha256"], receivedAt: try row["received_at"])
+                  size: try row["size"], sha256: try row["sha256"], receivedAt: try row["received_at"], fileName: try row["file_name"])
     }
 }
 

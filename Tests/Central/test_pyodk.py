@@ -25,7 +25,9 @@ Then, through pyodk alone:
    changed), `entities.delete`; while expired `entities.create` raises 402 / 1001 and stores
    nothing, and the same call after renewal stores it once;
 8. `projects.create_app_users(display_names, forms)`: collectors whose tokens open the OpenRosa
-   door's form list; run again, it makes no one twice.
+   door's form list; run again, it makes no one twice;
+9. `submissions.create(xml=…, attachments=[…])` (the XML, then its file): refused whole while
+   expired, then one response with the very bytes sent; `add_comment` and `list_comments`.
 
 Run with the venv scripts/setup.sh makes: `.build/venv-central/bin/python Tests/Central/test_pyodk.py`.
 Exits 1 on any failure.
@@ -95,6 +97,38 @@ def client(server, d, password=PASSWORD, email=EMAIL):
     with open(config, "w") as f:
         f.write(f'[central]\nbase_url = "{server.url}"\nusername = "{email}"\npassword = "{password}"\ndefault_project_id = 1\n')
     return Client(config_path=config, cache_path=os.path.join(d, f"cache-{uuid.uuid4().hex}.toml"))
+
+
+def submission_files(c, server, base, e, form, user):
+    """`submissions.create(…, attachments=[…])` in Central's order (the XML, then its file):
+    refused whole while expired; after renewal one response with its photo; then a reviewer's
+    `add_comment` and `list_comments`."""
+    iid = "uuid:" + str(uuid.uuid4())
+    path = os.path.join(server.dir, "pump.jpg")
+    jpeg = bytes([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10]) + b"JFIF\x00" + bytes(range(256)) * 8 + bytes([0xFF, 0xD9])
+    with open(path, "wb") as f:
+        f.write(jpeg)
+    xml = instance(form.xmlFormId, form.version, iid, 4).replace("<photo/>", "<photo>pump.jpg</photo>")
+    set_expiry(base, e, timedelta(minutes=-1))
+    try:
+        c.submissions.create(xml=xml, form_id=form.xmlFormId, attachments=[path])
+        check(False, "an expired subscription refuses a submission with files")
+    except PyODKError as err:
+        check(err.is_central_error("402.1001"), f"a submission with files while expired: {err}")
+    waiting = requests.get(f"{base}/v1/projects/1/forms/{form.xmlFormId}/submissions/{iid}", headers={"Authorization": "Bearer " + e["ADMIN"]})
+    check(stored(base, e, iid) == [] and waiting.status_code == 404, f"nothing is stored or waits while expired: {waiting.status_code}")
+    set_expiry(base, e, timedelta(days=1))
+    made = c.submissions.create(xml=xml, form_id=form.xmlFormId, attachments=[path])
+    check([(a.name, a.exists) for a in (made.attachments or [])] == [("pump.jpg", True)], f"submissions.create with a file: {made.attachments}")
+    now = stored(base, e, iid)
+    check(len(now) == 1 and now[0]["submittedBy"] == user["userId"], f"one response is stored with its file: {now}")
+    upload = (now[0]["answers"].get("photo") or {}).get("clientUploadId") if now else None
+    content = requests.get(f"{base}/v1/orgs/{e['ORG']}/uploads/{upload}/content", headers={"Authorization": "Bearer " + e["ADMIN"]})
+    check(content.status_code == 200 and content.content == jpeg, f"the photo is the file pyodk sent: {content.status_code}")
+
+    c.submissions.add_comment(instance_id=iid, comment="Photo is blurry", form_id=form.xmlFormId)
+    comments = c.submissions.list_comments(instance_id=iid, form_id=form.xmlFormId)
+    check([(x.body, x.actorId) for x in comments] == [("Photo is blurry", user["actorId"])], f"add_comment / list_comments: {comments}")
 
 
 def entities(server, base, e):
@@ -264,6 +298,8 @@ def main():
         c.submissions.review(instance_id=first, review_state="approved", form_id=form.xmlFormId)
         check(review_state(first) == ["approved"], f"submissions.review approved it: {review_state(first)}")
         check(c.submissions.get(form_id=form.xmlFormId, instance_id=first).reviewState == "approved", "Central's reviewState reads approved")
+
+        submission_files(c, server, base, e, form, user)
 
         # A wrong password: pyodk raises at sign-in (401.2), and signs in nothing.
         try:

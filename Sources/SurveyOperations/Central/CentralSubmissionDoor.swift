@@ -21,14 +21,20 @@ public struct CentralSubmissionDoor: SubmissionDoor {
     }
 
     public func arrival(in db: ReadContext, orgId: String, submitter: UserRecord, operations: Operations) throws -> SubmissionArrival {
+        var submission = try read(in: db, orgId: orgId, operations: operations).submission
+        // Its XML may have waited here for its files (`CentralSubmissionFiles`): stored, it waits no more.
+        submission.releasesWaiting = true
+        return .submission(submission, stored: .notLookedUp)
+    }
+
+    /// The XML read by the OpenRosa door's rules, of the path's form. Files it names are uploads
+    /// sent after it (`CentralSubmissionFiles`): until they are all here it is refused 422 / 1014
+    /// and waits.
+    public func read(in db: ReadContext, orgId: String, operations: Operations) throws -> OpenRosaArrival {
         let arrival = try OpenRosaArrival.read(xml, orgId: orgId, in: db, operations: operations)
         guard arrival.formId == xmlFormId else {
             throw ApiError.malformed("The submission is of the form \(arrival.formId), not \(xmlFormId): post it to that form's submissions.")
         }
-        guard arrival.files.isEmpty else {
-            // Files are posted after the XML on Central; this door does not take them yet.
-            throw ApiError(.notOffered, "Submissions that name files are not taken through ODK Central's API yet: send them through the OpenRosa door (Docs/odk-collect.md) or the JSON API.")
-        }
-        return .submission(arrival.submission, stored: .notLookedUp)
+        return arrival
     }
 }

@@ -67,11 +67,23 @@ public struct OpenRosaEdit: Sendable {
             return .notAnEdit
         }
         let instanceID = arrival.instanceID
-        let answers = CanonicalJSON.string(arrival.submission.answers)
         let planned = try ops.database.read { db -> Planned in
             guard let target = try db.response(orgId: orgId, instanceId: deprecatedID), may(user, target) else {
                 throw ApiError(.notFound, "No form with the instance ID \(deprecatedID) was received from you here, so this edit of it was not stored.")
             }
+            // A door that carries no files (Central's PUT): the files it names as the response
+            // has them are kept; a file the response does not have cannot come through it.
+            var edited = arrival.submission.answers
+            if !takesFiles, !arrival.files.isEmpty {
+                let names = arrival.files.map(\.fileName)
+                let carried = try CarriedFiles(of: target, currentInstanceId: deprecatedID, names: names, in: db)
+                let (kept, missing) = carried.apply(to: edited, instanceID: instanceID, names: names)
+                guard missing.isEmpty else {
+                    throw ApiError(.notOffered, "An edit through this door keeps the submission's files but takes no new ones (\(missing.joined(separator: ", "))): the edit was not stored. Send it through the OpenRosa door, or edit its answers on the server.")
+                }
+                edited = kept
+            }
+            let answers = CanonicalJSON.string(edited)
             // 3. replay: this instanceID already made an edit, or is another submission's id.
             if let made = try db.responseVersion(orgId: orgId, instanceId: instanceID) {
                 guard made.responseId == target.responseId, made.version.answers == answers else { throw Self.conflict }
@@ -83,11 +95,8 @@ public struct OpenRosaEdit: Sendable {
                 throw ApiError(.validationFailed, "The edited form is of another form version than the one it replaces.",
                                errors: [FieldError(path: "version", message: "must be the version of the form it edits")])
             }
-            guard takesFiles || arrival.files.isEmpty else {
-                throw ApiError(.notOffered, "An edited form that carries files is not taken through this door yet: the edit was not stored. Send it through the OpenRosa door, or edit its answers on the server.")
-            }
             let definition = try ops.definitions.definition(of: arrival.version)
-            let check = definition.validate(answers: arrival.submission.answers)
+            let check = definition.validate(answers: edited)
             let problems = check.errors + arrival.submission.doorProblems
             guard problems.isEmpty else {
                 ops.metrics.add(.validationRefusals)
@@ -102,13 +111,13 @@ public struct OpenRosaEdit: Sendable {
             try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: arrival.version.surveyVersionId,
                                              submitter: target.submitter, staged: staged, fileNames: arrival.submission.fileNames, in: db)
             let entity = try EntityEdit.plan(definition: definition, responseId: target.responseId, orgId: orgId, stored: target.answers,
-                                             edited: arrival.submission.answers, in: db)
-            return .edit(target, to, entity, SummaryFacts(definition: definition, answers: arrival.submission.answers, check: check).bytes)
+                                             edited: edited, in: db)
+            return .edit(target, to, entity, SummaryFacts(definition: definition, answers: edited, check: check).bytes, answers)
         }
         switch planned {
         case .replayed(let r):
             return .replayed(r)
-        case .edit(let target, let to, let entity, let facts):
+        case .edit(let target, let to, let entity, let facts, let answers):
             do {
                 let blobs = ops.blobs
                 let written = try ops.gate.write(orgId: orgId, actor: user.userId) { tx in
@@ -134,7 +143,8 @@ public struct OpenRosaEdit: Sendable {
 
     private enum Planned {
         case replayed(ResponseRecord)
-        case edit(ResponseRecord, ReviewState, EntityEdit?, [UInt8])
+        /// The answers as stored: canonical, with the files it keeps.
+        case edit(ResponseRecord, ReviewState, EntityEdit?, [UInt8], String)
     }
 
     static let conflict = ApiError(.idempotencyConflict, "A different form with this instance ID was already received, so this one was not stored. Nothing was changed.")

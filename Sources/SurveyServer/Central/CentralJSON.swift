@@ -27,6 +27,13 @@ enum CentralJSON {
          "userAgent": .null, "instanceName": .null, "surveydReviewState": .string(r.reviewState.rawValue)]
     }
 
+    /// A submission whose XML waits for its files: not reviewed, not yet a response.
+    static func submission(waiting w: WaitingSubmissionRecord, submitterId: Int64) -> JSONValue {
+        ["instanceId": .string(w.clientSubmissionId), "submitterId": .number(Double(submitterId)), "deviceId": .null,
+         "createdAt": .string(Timestamp.format(w.receivedAt)), "updatedAt": .null, "reviewState": .null,
+         "userAgent": .null, "instanceName": .null, "surveydReviewState": .string("waitingForFiles")]
+    }
+
     /// Central's name for a review state: not yet decided is `null`; returned is `hasIssues`.
     static func reviewState(_ s: ReviewState) -> JSONValue {
         switch s {

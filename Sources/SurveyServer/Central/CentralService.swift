@@ -1,3 +1,4 @@
+import Foundation
 import SurveyDomain
 import SurveyForms
 import SurveyHTTP
@@ -45,9 +46,8 @@ struct CentralService {
         }
         router.add("PUT", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}", access: readers,
                    bodyLimit: 10 << 20, runs: .blocking) { request in CentralRefusal.answer { try editSubmission(request) } }
-        router.add("GET", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}/attachments", access: readers) { request in
-            CentralRefusal.answer { try attachments(request) }
-        }
+        registerAttachments(into: &router)
+        registerComments(into: &router)
         registerDatasets(into: &router)
         registerAppUsers(into: &router)
     }
@@ -153,24 +153,43 @@ struct CentralService {
             throw ApiError.notFound()
         }
         let door = CentralSubmissionDoor(bearerToken: bearer, xmlFormId: request.parameter("xmlFormId"), xml: request.body)
-        let users = services.database
+        let users = services.database, files = operations.centralSubmissionFiles
         let answer = DeferredResponse()
         operations.submissions.submit(orgId: org.orgId, from: door) { outcome in
-            answer.complete {
-                switch outcome {
-                case .accepted(let r):
+            switch outcome {
+            case .accepted(let r):
+                answer.complete {
                     let actor = try users.read { try $0.user(r.submitter)?.actorId } ?? 0
                     return HTTPResponse.json(200, CentralJSON.submission(r, submitterId: actor)).logging(["responseId": r.responseId])
-                case .replayed(let r):
+                }
+            case .replayed(let r):
+                answer.complete {
                     let actor = try users.read { try $0.user(r.submitter)?.actorId } ?? 0
                     return HTTPResponse.replayed(.json(200, CentralJSON.submission(r, submitterId: actor))).logging(["responseId": r.responseId])
-                case .refused(let e):
-                    return CentralRefusal.problem(e as? ApiError ?? ApiError(.internalError, "The server could not take this submission; keep it and try again later."))
                 }
+            case .refused(let e as ApiError) where e.code == .attachmentNotUploaded:
+                // Checked in full but for files still to come (Central's order): the XML waits
+                // for them, in a gated write of its own, off the writer's thread.
+                Self.waitingWork.async {
+                    answer.complete {
+                        do {
+                            let held = try files.hold(orgId: org.orgId, door: door)
+                            let (w, replayed) = switch held { case .written(let w): (w, false); case .replayed(let w): (w, true) }
+                            let actor = try users.read { try $0.user(w.submitter)?.actorId } ?? 0
+                            let doc = HTTPResponse.json(200, CentralJSON.submission(waiting: w, submitterId: actor))
+                            return replayed ? .replayed(doc) : doc
+                        } catch { return CentralRefusal.problem(Self.refusal(error)) }
+                    }
+                }
+            case .refused(let e):
+                answer.complete { CentralRefusal.problem(Self.refusal(e)) }
             }
         }
         return .later(answer)
     }
+
+    /// Where a submission's XML is put to wait for its files: never the writer's own thread.
+    static let waitingWork = DispatchQueue(label: "surveyd.central-waiting", attributes: .concurrent)
 
     func submissions(_ request: HTTPRequest) throws -> HTTPResponse {
         let (user, org) = try admitMember(request)
@@ -189,9 +208,12 @@ struct CentralService {
         return .json(200, .array(rows.map { CentralJSON.submission($0, submitterId: actors[$0.submitter] ?? 0) }))
     }
 
+    /// A stored submission, or one whose XML waits for its files (shown to its submitter).
     func submission(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (_, r) = try visibleSubmission(request)
-        return .json(200, CentralJSON.submission(r, submitterId: try actorIds(of: [r])[r.submitter] ?? 0))
+        switch try visibleOrWaiting(request) {
+        case .stored(let r): return .json(200, CentralJSON.submission(r, submitterId: try actorIds(of: [r])[r.submitter] ?? 0))
+        case .waiting(let w): return .json(200, CentralJSON.submission(waiting: w, submitterId: try actorIds(ofUsers: [w.submitter])[w.submitter] ?? 0))
+        }
     }
 
     /// Central's review state set through surveyd's review steps (`CentralReviews`).
@@ -229,19 +251,8 @@ struct CentralService {
         }
     }
 
-    func attachments(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (_, r) = try visibleSubmission(request)
-        guard let version = try services.database.read({ try $0.surveyVersion(orgId: r.orgId, surveyVersionId: r.surveyVersionId) }) else {
-            throw ApiError.notFound()
-        }
-        if CentralAttachments.namesFiles(r, definition: try operations.definitions.definition(of: version)) {
-            throw CentralAttachments.notOffered(r)
-        }
-        return .json(200, .array([]))
-    }
-
     /// The path's submission (by its first instanceID) of the path's form, visible to the caller.
-    private func visibleSubmission(_ request: HTTPRequest) throws -> (OpenRosaForms.Listed, ResponseRecord) {
+    func visibleSubmission(_ request: HTTPRequest) throws -> (OpenRosaForms.Listed, ResponseRecord) {
         let (user, org) = try admitMember(request)
         let form = try listedForm(request, orgId: org.orgId)
         let instanceId = request.parameter("instanceId")
@@ -252,7 +263,11 @@ struct CentralService {
     }
 
     private func actorIds(of rows: [ResponseRecord]) throws -> [String: Int64] {
-        let ids = Set(rows.map(\.submitter))
+        try actorIds(ofUsers: rows.map(\.submitter))
+    }
+
+    func actorIds(ofUsers users: [String]) throws -> [String: Int64] {
+        let ids = Set(users)
         return try services.database.read { db in
             var out: [String: Int64] = [:]
             for id in ids { if let u = try db.user(id) { out[id] = u.actorId } }

@@ -21,7 +21,7 @@ public enum MigrateToPostgres {
         "resumable_uploads", "tasks",
         "idempotency_keys", "invitations", "console_sessions", "webhooks", "webhook_deliveries", "webhook_snapshots", "webhook_identity",
         "export_cursor_key", "entity_lists", "entities", "entity_versions", "entity_waiting",
-        "integer_ids", "api_sessions", "draft_responses", "draft_files",
+        "integer_ids", "api_sessions", "draft_responses", "draft_files", "waiting_submissions",
     ]
 
     /// The tables a fresh schema fills with its own values (random keys, id counters at 0); a copy

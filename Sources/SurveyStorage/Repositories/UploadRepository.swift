@@ -114,10 +114,10 @@ extension GatedTransaction {
 
     private func recordUpload(_ u: UploadRecord) throws {
         try context.conn.run("""
-            INSERT INTO uploads(org_id, client_upload_id, uploader, survey_version_id, question_id, content_type, size, sha256, received_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO uploads(org_id, client_upload_id, uploader, survey_version_id, question_id, content_type, size, sha256, received_at,
+                file_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(orgId), .text(u.clientUploadId), .text(u.uploader), .text(u.surveyVersionId), .text(u.questionId),
-                  .text(u.contentType), .int(u.size), .text(u.sha256), .int(now)])
+                  .text(u.contentType), .int(u.size), .text(u.sha256), .int(now), .optional(u.fileName)])
         try audit(action: "upload.commit", targetType: "upload", targetId: u.clientUploadId, detail: "sha256=\(u.sha256) size=\(u.size)")
     }
 
