@@ -13,18 +13,24 @@ public struct EntityListFeed: Sendable {
     static let systemType = "EntitySystem"
     static let namespace = "surveyd.entities"
     static let containerName = "EntityList"
-    static let systemProperties: [(String, ODataModel.EdmType)] = [
+    static let ownSystemProperties: [(String, ODataModel.EdmType)] = [
         ("createdAt", .dateTimeOffset), ("creatorId", .string), ("updatedAt", .dateTimeOffset), ("version", .int64), ("conflict", .string),
     ]
 
     public let list: EntityListRecord
+    /// surveyd's names, or ODK Central's (`creatorId` the actorId, `updates` added).
+    public let naming: ODataNaming
+    /// `__system`'s properties and their types, in order.
+    let systemProperties: [(String, ODataModel.EdmType)]
     /// Each property's name in the feed: the list's own where OData can name it (a letter or `_`,
     /// then letters, digits, `_`), else with `_` for each other character (`village-name` →
     /// `village_name`); a name taken twice, or one the row's own members use, gets a number after it.
     public let propertyNames: [(property: String, odata: String)]
 
-    public init(list: EntityListRecord) {
+    public init(list: EntityListRecord, naming: ODataNaming = .surveyd) {
         self.list = list
+        self.naming = naming
+        systemProperties = Self.ownSystemProperties + (naming.entityUpdates ? [("updates", .int64)] : [])
         var taken: Set<String> = ["__id", "label", "__system"]
         propertyNames = list.properties.map { property in
             var base = String(String.UnicodeScalarView(property.unicodeScalars.map { c in
@@ -62,7 +68,7 @@ public struct EntityListFeed: Sendable {
             try w.attribute("Namespace", Self.namespace)
             try w.startElement("ComplexType")
             try w.attribute("Name", Self.systemType)
-            for (name, type) in Self.systemProperties { try w.element("Property", [("Name", name), ("Type", type.rawValue)]) }
+            for (name, type) in systemProperties { try w.element("Property", [("Name", name), ("Type", type.rawValue)]) }
             try w.endElement()
             try w.startElement("EntityType")
             try w.attribute("Name", Self.typeName)
@@ -93,7 +99,7 @@ public struct EntityListFeed: Sendable {
         switch path.count {
         case 1 where path[0] == "__id" || path[0] == "label" || properties.contains(path[0]): return .primitive(.string)
         case 1 where path[0] == "__system": return .complex
-        case 2 where path[0] == "__system": return Self.systemProperties.first { $0.0 == path[1] }.map { .primitive($0.1) }
+        case 2 where path[0] == "__system": return systemProperties.first { $0.0 == path[1] }.map { .primitive($0.1) }
         default: return nil
         }
     }
@@ -138,12 +144,13 @@ public struct EntityListFeed: Sendable {
 
     /// An entity's row as the feed writes it (and `$filter` reads it).
     public func row(_ e: EntityRecord) -> JSONValue {
-        var row: [String: JSONValue] = [
-            "__id": .string(e.entityId), "label": .string(e.label),
-            "__system": ["createdAt": .string(Timestamp.format(e.createdAt)), "creatorId": .string(e.createdBy),
-                         "updatedAt": .string(Timestamp.format(e.updatedAt)), "version": .number(Double(e.version)),
-                         "conflict": e.conflict.map(JSONValue.string) ?? .null],
+        var system: [String: JSONValue] = [
+            "createdAt": .string(Timestamp.format(e.createdAt)), "creatorId": .string(naming.user(e.createdBy)),
+            "updatedAt": .string(Timestamp.format(e.updatedAt)), "version": .number(Double(e.version)),
+            "conflict": e.conflict.map(JSONValue.string) ?? .null,
         ]
+        if naming.entityUpdates { system["updates"] = .number(Double(e.version - 1)) }
+        var row: [String: JSONValue] = ["__id": .string(e.entityId), "label": .string(e.label), "__system": .object(system)]
         for (property, name) in propertyNames { row[name] = e.properties[property].map(JSONValue.string) ?? .null }
         return .object(row)
     }
