@@ -105,17 +105,20 @@ public struct EntityListFeed: Sendable {
     }
 
     /// The options a request may carry: `$top`, `$skip`, `$count`, `$filter` (as a survey's
-    /// feed reads it, over `__id`, `label`, `__system/…` and the properties), `$skiptoken` (the
+    /// feed reads it, over `__id`, `label`, `__system/…` and the properties), `$select` (of
+    /// those), `$skiptoken` (the
     /// last id of the page before); any other `$` option is 501, never ignored.
     public struct Query: Sendable {
         public let top: Int?
         public let skip: Int
         public let count: Bool
         public let filter: ODataFilter?
+        /// nil: every property.
+        public let select: [[String]]?
         public let after: String?
 
         public init(_ options: [String: String], feed: EntityListFeed) throws(ODataError) {
-            var top: Int?, skip = 0, count = false, after: String?, filter: ODataFilter?
+            var top: Int?, skip = 0, count = false, after: String?, filter: ODataFilter?, select: [[String]]?
             for (key, value) in options.sorted(by: { $0.key < $1.key }) where key.hasPrefix("$") {
                 switch key {
                 case "$top":
@@ -126,6 +129,8 @@ public struct EntityListFeed: Sendable {
                     skip = n
                 case "$filter":
                     filter = try ODataFilter(value) { feed.resolve($0) }
+                case "$select":
+                    select = try ODataQuery.select(value) { feed.resolve($0) }
                 case "$count":
                     guard value == "true" || value == "false" else { throw ODataError.bad("$count must be true or false.") }
                     count = value == "true"
@@ -135,10 +140,10 @@ public struct EntityListFeed: Sendable {
                 case "$format" where value == "json" || value.hasPrefix("application/json"):
                     continue
                 default:
-                    throw ODataError.unsupported("\(key) is not supported on an entity list's feed: it offers $filter, $top, $skip, $count and server-driven paging (@odata.nextLink).")
+                    throw ODataError.unsupported("\(key) is not supported on an entity list's feed: it offers $filter, $select, $top, $skip, $count and server-driven paging (@odata.nextLink).")
                 }
             }
-            self.top = top; self.skip = skip; self.count = count; self.filter = filter; self.after = after
+            self.top = top; self.skip = skip; self.count = count; self.filter = filter; self.select = select; self.after = after
         }
     }
 
@@ -153,6 +158,15 @@ public struct EntityListFeed: Sendable {
         var row: [String: JSONValue] = ["__id": .string(e.entityId), "label": .string(e.label), "__system": .object(system)]
         for (property, name) in propertyNames { row[name] = e.properties[property].map(JSONValue.string) ?? .null }
         return .object(row)
+    }
+
+    /// `row` cut to `$select`'s paths, with its key whatever is selected (a client relates rows by it).
+    public func select(_ row: JSONValue, _ paths: [[String]]?) -> JSONValue {
+        guard let paths, case .object(let o) = row else { return row }
+        var out: [String: JSONValue] = [:]
+        if let key = o["__id"] { out["__id"] = key }
+        for p in paths { ODataFeed.copy(p[...], from: o, into: &out) }
+        return .object(out)
     }
 
     /// A page's JSON: `@odata.context`, `@odata.count` when asked, `value`, `@odata.nextLink`.

@@ -22,10 +22,10 @@ extension CentralService {
         let routes: [(String, @Sendable (HTTPRequest) throws -> HTTPResponse)] = [
             (Self.formFeed, { request in try surveyFeeds.serviceDocument(try surveyFeed(request)) }),
             (Self.formFeed + "/$metadata", { request in try surveyFeeds.metadata(try surveyFeed(request)) }),
-            (Self.formFeed + "/{table}", { request in try surveyFeeds.entitySet(try surveyFeed(request), request, wholeUnlessPaged: true) }),
+            (Self.formFeed + "/{table}", { request in try surveyFeeds.entitySet(try surveyFeed(request), request, options: Self.options(request), wholeUnlessPaged: true) }),
             (Self.datasetFeed, { request in try entityFeeds.serviceDocument(try entityFeed(request)) }),
             (Self.datasetFeed + "/$metadata", { request in try entityFeeds.metadata(try entityFeed(request)) }),
-            (Self.datasetFeed + "/{table}", { request in try entityFeeds.entitySet(try entityFeed(request), request, wholeUnlessPaged: true) }),
+            (Self.datasetFeed + "/{table}", { request in try entityFeeds.entitySet(try entityFeed(request), request, options: Self.options(request), wholeUnlessPaged: true) }),
         ]
         for (pattern, handler) in routes {
             // Blocking: a page may read many rows.
@@ -64,6 +64,16 @@ extension CentralService {
                                 naming: { db in
                                     .central(actorIds: Dictionary(try db.users(orgId: orgId).map { ($0.userId, $0.actorId) }, uniquingKeysWith: { a, _ in a }))
                                 })
+    }
+
+    /// The request's query options, its booleans read as Central reads them: in any case
+    /// (pyodk sends `$count=True`).
+    static func options(_ request: HTTPRequest) -> [String: String] {
+        var q = request.query
+        for key in ["$count", "$wkt"] {
+            if let v = q[key], v.lowercased() == "true" || v.lowercased() == "false" { q[key] = v.lowercased() }
+        }
+        return q
     }
 
     /// A path parameter written back into a link: whatever a path may not hold, percent-encoded.

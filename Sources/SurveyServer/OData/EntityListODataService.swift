@@ -35,7 +35,7 @@ struct EntityListODataService {
     }
 
     func entitySet(_ admission: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
-        try entitySet(target(admission, request), request, wholeUnlessPaged: false)
+        try entitySet(target(admission, request), request, options: request.query, wholeUnlessPaged: false)
     }
 
     // MARK: - An entity list's feed, whichever door names it
@@ -59,7 +59,7 @@ struct EntityListODataService {
     /// A page of `Entities`, with `@odata.nextLink` under the target's service root; with
     /// `wholeUnlessPaged` (ODK Central's door, as a survey's feed there) every row up to `$top`
     /// unless `Prefer: odata.maxpagesize` asks for pages, written a page at a time.
-    func entitySet(_ target: EntityFeedTarget, _ request: HTTPRequest, wholeUnlessPaged: Bool) throws -> HTTPResponse {
+    func entitySet(_ target: EntityFeedTarget, _ request: HTTPRequest, options: [String: String], wholeUnlessPaged: Bool) throws -> HTTPResponse {
         let name = request.parameter("table")
         guard name == EntityListFeed.setName else {
             if name.hasPrefix(EntityListFeed.setName + "(") {
@@ -68,17 +68,16 @@ struct EntityListODataService {
             throw ApiError.notFound()
         }
         let (size, applied) = ODataService.pageSize(request.header("prefer"))
-        let first = try page(target, request.query, size: size)
+        let first = try page(target, options, size: size)
         if wholeUnlessPaged && !applied {
             let head = ODataFeed.head(count: first.count, setName: name, serviceRoot: target.serviceRoot, nextLink: nil)
-            let options = request.query
             let stream = ODataRowStream(head: head, first: first) { token, delivered in
                 try page(target, Self.following(options, after: token, delivered: delivered, counted: true), size: size)
             }
             return .stream(stream, headers: ODataService.headers(ODataService.jsonType))
         }
         let next = first.next.map { token in
-            target.serviceRoot + "/" + name + "?" + ODataService.encode(Self.following(request.query, after: token, delivered: first.rowCount, counted: false))
+            target.serviceRoot + "/" + name + "?" + ODataService.encode(Self.following(options, after: token, delivered: first.rowCount, counted: false))
         }
         var response = ODataService.answer(ODataFeed.body(first, setName: name, serviceRoot: target.serviceRoot, nextLink: next), ODataService.jsonType)
         if applied { response.headers.append(("Preference-Applied", "odata.maxpagesize=\(size)")) }
@@ -113,7 +112,7 @@ struct EntityListODataService {
                 if toSkip > 0 { toSkip -= 1; return true }
                 if page.rowCount == limit { more = true; return false }
                 if page.rowCount > 0 { page.rows.append(UInt8(ascii: ",")) }
-                CanonicalJSON.encode(row, into: &page.rows)
+                CanonicalJSON.encode(feed.select(row, query.select), into: &page.rows)
                 page.rowCount += 1
                 last = row["__id"]?.stringValue
                 return true

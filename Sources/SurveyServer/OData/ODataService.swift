@@ -87,7 +87,7 @@ struct ODataService {
     }
 
     func entitySet(_ admission: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
-        try entitySet(try target(admission, request), request, wholeUnlessPaged: false)
+        try entitySet(try target(admission, request), request, options: request.query, wholeUnlessPaged: false)
     }
 
     // MARK: - A survey's feed, whichever door names it
@@ -115,15 +115,15 @@ struct ODataService {
     /// asked, and pyodk reads `value` alone), a request without `Prefer: odata.maxpagesize` is
     /// answered whole — up to its `$top` — written a page at a time while it is sent, each page
     /// from its own snapshot, so neither memory nor a snapshot grows with the table.
-    func entitySet(_ target: SurveyFeedTarget, _ request: HTTPRequest, wholeUnlessPaged: Bool) throws -> HTTPResponse {
+    func entitySet(_ target: SurveyFeedTarget, _ request: HTTPRequest, options: [String: String], wholeUnlessPaged: Bool) throws -> HTTPResponse {
         let name = request.parameter("table")
         if name.contains("(") {
             throw ODataError.unsupported("Addressing one row by its key (\(name)) is not supported; use $filter=__id eq '…'.")
         }
         let (size, applied) = Self.pageSize(request.header("prefer"))
         if wholeUnlessPaged && !applied {
-            let first = try workers.run { try readPage(target, name, request.query, size: size) }
-            var rest = request.query
+            let first = try workers.run { try readPage(target, name, options, size: size) }
+            var rest = options
             rest["$count"] = nil  // counted once, on the first page
             let head = ODataFeed.head(count: first.count, setName: name, serviceRoot: target.serviceRoot, nextLink: nil)
             let stream = ODataRowStream(head: head, first: first) { token, _ in
@@ -133,9 +133,9 @@ struct ODataService {
             }
             return .stream(stream, headers: Self.headers(Self.jsonType))
         }
-        let page = try workers.run { try readPage(target, name, request.query, size: size) }
+        let page = try workers.run { try readPage(target, name, options, size: size) }
         let next = page.next.map { token in
-            var q = request.query
+            var q = options
             q["$skiptoken"] = token
             return target.serviceRoot + "/" + name + "?" + Self.encode(q)
         }
