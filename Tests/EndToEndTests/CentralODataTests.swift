@@ -273,5 +273,20 @@ import SurveyDomain
         }
         #expect(pages == 2 && paged == Array(rows.prefix(4)))
         #expect(try f.client.get(root + "/Entities?$orderby=label", token: f.reviewerToken).status == 501)
+        let selected = try f.client.get(root + "/Entities?$select=label,__system/updates&$top=2&$count=True", token: f.reviewerToken)
+        #expect(selected.json?["value"]?.arrayValue == rows.prefix(2).map { ["__id": $0["__id"] ?? .null, "label": $0["label"] ?? .null,
+                                                                               "__system": ["updates": $0["__system"]?["updates"] ?? .null]] },
+                "\(selected.text)")
+        #expect(selected.json?["@odata.count"] == 5)
+
+        // More entities than a page: one response, each once, $top and $skip across the pages.
+        let batch: [JSONValue] = (0..<1_000).map { i in ["label": .string(String(format: "Batch %04d", i)), "data": ["head": .string("H\(i)")]] }
+        let made = try f.client.post("/v1/projects/\(projectId)/datasets/households/entities", token: f.adminToken, ["entities": .array(batch), "source": ["name": "test"]])
+        #expect(made.status == 200, "\(made.text)")
+        let whole = try f.client.get(root + "/Entities?$count=true", token: f.reviewerToken)
+        let ids = whole.json?["value"]?.arrayValue?.compactMap { $0["__id"]?.stringValue } ?? []
+        #expect(whole.json?["@odata.count"] == 1_005 && ids.count == 1_005 && Set(ids).count == 1_005 && ids == ids.sorted())
+        let some = try f.client.get(root + "/Entities?$skip=2&$top=1001", token: f.reviewerToken)
+        #expect(some.json?["value"]?.arrayValue?.compactMap { $0["__id"]?.stringValue } == Array(ids[2..<1_003]))
     }
 }
