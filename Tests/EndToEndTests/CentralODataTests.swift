@@ -153,6 +153,41 @@ import SurveyDomain
         #expect(members.rows == ownMembers.json?["value"]?.arrayValue && members.pages == 2)
     }
 
+    /// `__system/formVersion` is the XForm's `version` on Central's path (a team's reports
+    /// filter on it), where the own feed names the version's number.
+    @Test func formVersionIsTheXFormsVersion() throws {
+        let f = try Fixture()
+        let c = f.client
+        let created = try c.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": "Visits"])
+        let surveyId = try #require(created.json?["surveyId"]?.stringValue, "\(created.text)")
+        let xform = """
+            <?xml version="1.0"?>
+            <h:html xmlns="http://www.w3.org/2002/xforms" xmlns:h="http://www.w3.org/1999/xhtml" xmlns:jr="http://openrosa.org/javarosa">
+              <h:head><h:title>Visits</h:title><model>
+                <instance><data id="visits" version="2026-12-a"><name/><meta><instanceID/></meta></data></instance>
+                <bind nodeset="/data/name" type="string"/>
+                <bind nodeset="/data/meta/instanceID" type="string" readonly="true()" jr:preload="uid"/>
+              </model></h:head>
+              <h:body><input ref="/data/name"><label>Name</label></input></h:body>
+            </h:html>
+            """
+        let published = try c.request("POST", "/v1/orgs/\(f.orgId)/surveys/\(surveyId)/versions", token: f.adminToken, body: Array(xform.utf8),
+                                      headers: ["Content-Type": "application/xml"])
+        #expect(published.status == 201, "\(published.text)")
+        let projectId = try #require(try c.get("/v1/projects", token: f.adminToken).json?.arrayValue?.first?["id"]?.intValue)
+        let instance = #"<data id="visits" version="2026-12-a"><name>Ana</name><meta><instanceID>uuid:central-version-1</instanceID></meta></data>"#
+        let sent = try c.request("POST", "/v1/projects/\(projectId)/forms/visits/submissions", token: f.collectorToken, body: Array(instance.utf8),
+                                 headers: ["Content-Type": "application/xml"])
+        #expect(sent.status == 200, "\(sent.text)")
+        let central = try c.get("/v1/projects/\(projectId)/forms/visits.svc/Submissions", token: f.reviewerToken)
+        let own = try c.get("/v1/orgs/\(f.orgId)/surveys/\(surveyId).svc/Submissions", token: f.reviewerToken)
+        #expect(central.json?["value"]?.arrayValue?.first?["__system"]?["formVersion"] == "2026-12-a", "\(central.text)")
+        #expect(own.json?["value"]?.arrayValue?.first?["__system"]?["formVersion"] == "1", "\(own.text)")
+        #expect(central.json?["value"]?.arrayValue?.first?["name"] == "Ana" && central.json?["value"]?.arrayValue?.first?["__id"] == "uuid:central-version-1")
+        let filtered = try c.get("/v1/projects/\(projectId)/forms/visits.svc/Submissions?$filter=__system/formVersion%20eq%20'2026-12-a'", token: f.reviewerToken)
+        #expect(filtered.json?["value"]?.arrayValue?.count == 1, "\(filtered.text)")
+    }
+
     /// Without a page size a table comes in one response, written a page at a time: more rows
     /// than a page, each once and in order, `$top` and `$skip` across the pages.
     @Test func aWholeTableIsWrittenAPageAtATime() throws {
