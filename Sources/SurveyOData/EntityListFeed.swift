@@ -106,8 +106,8 @@ public struct EntityListFeed: Sendable {
 
     /// The options a request may carry: `$top`, `$skip`, `$count`, `$filter` (as a survey's
     /// feed reads it, over `__id`, `label`, `__system/…` and the properties), `$select` (of
-    /// those), `$skiptoken` (the
-    /// last id of the page before); any other `$` option is 501, never ignored.
+    /// those), `$skiptoken` (the last id of the page before); any other `$` option is 501,
+    /// never ignored.
     public struct Query: Sendable {
         public let top: Int?
         public let skip: Int
@@ -167,13 +167,5 @@ public struct EntityListFeed: Sendable {
         if let key = o["__id"] { out["__id"] = key }
         for p in paths { ODataFeed.copy(p[...], from: o, into: &out) }
         return .object(out)
-    }
-
-    /// A page's JSON: `@odata.context`, `@odata.count` when asked, `value`, `@odata.nextLink`.
-    public func body(_ rows: [JSONValue], count: Int?, serviceRoot: String, nextLink: String?) -> [UInt8] {
-        var document: [String: JSONValue] = ["@odata.context": .string(serviceRoot + "/$metadata#" + Self.setName), "value": .array(rows)]
-        if let count { document["@odata.count"] = .number(Double(count)) }
-        if let nextLink { document["@odata.nextLink"] = .string(nextLink) }
-        return CanonicalJSON.encode(.object(document))
     }
 }

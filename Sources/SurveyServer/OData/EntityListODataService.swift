@@ -6,7 +6,9 @@ import SurveyStorage
 
 /// The door onto an entity list's OData feed (`/v1/orgs/{orgId}/entity-lists/{name}.svc`): the
 /// service document, `$metadata` and `Entities`, admitted as a survey's feed is (a bearer token
-/// or HTTP Basic; any member, as every read of entity lists). Reads only: never gated.
+/// or HTTP Basic; any member, as every read of entity lists). Reads only: never gated. ODK
+/// Central's door serves the same feed at `…/datasets/{name}.svc` through the
+/// `EntityFeedTarget` functions below.
 struct EntityListODataService {
     let services: Services
     /// The survey feeds' door, whose admission and routes this one shares.
@@ -15,8 +17,7 @@ struct EntityListODataService {
     static let root = "/v1/orgs/{orgId}/entity-lists/{listName}.svc"
 
     func register(into router: inout Router) {
-        surveyFeeds.addFeed(root: Self.root, serviceDocument: serviceDocument, metadata: metadata,
-                                                  entitySet: entitySet, into: &router)
+        surveyFeeds.addFeed(root: Self.root, serviceDocument: serviceDocument, metadata: metadata, entitySet: entitySet, into: &router)
     }
 
     /// The list the path names, in the admitted caller's organization, with surveyd's own names.

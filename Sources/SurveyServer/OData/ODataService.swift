@@ -10,7 +10,9 @@ import SurveyStorage
 /// A caller is a bearer token or HTTP Basic credentials (what Excel and Power BI offer for a
 /// feed: a console user's email and password, or any user name with an API token), admitted
 /// with the same `Access` as every read (`FeedReads.access`: any member; a collector sees only
-/// their own responses). Reads only: never gated, not audited per page.
+/// their own responses). Reads only: never gated, not audited per page. ODK Central's door
+/// serves the same feed under its own paths (`CentralService+OData`): it resolves and admits in
+/// its own way, then reads through the `SurveyFeedTarget` functions below.
 struct ODataService {
     let services: Services
     /// Where pages are read and written.
