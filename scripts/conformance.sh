@@ -235,12 +235,16 @@ for op, statuses in [("createTask", ["422"]), ("createToken", ["422"]), ("invite
 # A feed takes HTTP Basic, so every wrong credential is a sign-in attempt: past ten from one
 # address in fifteen minutes the answer is 429 / 1030 (the console's throttle), which the check of
 # invalid credentials (ignored_auth) does not expect. The feeds' 401s are tested end to end
-# (ODataTests, EntityListODataTests).
-for op in ["odataEntitySet", "odataServiceDocument", "odataMetadata", "entityListODataEntitySet", "entityListODataServiceDocument", "entityListODataMetadata"]:
+# (ODataTests, EntityListODataTests). The same feeds under ODK Central's paths take a bearer
+# token only, as every Central route: their credentials are checked as usual.
+for op in ["odataEntitySet", "odataServiceDocument", "odataMetadata", "entityListODataEntitySet", "entityListODataServiceDocument", "entityListODataMetadata",
+           "centralFormODataEntitySet", "centralFormODataServiceDocument", "centralFormODataMetadata",
+           "centralDatasetODataEntitySet", "centralDatasetODataServiceDocument", "centralDatasetODataMetadata"]:
     lines += ["[[operations]]", f"include-operation-id = {q(op)}",
               "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "400", "401", "403", "404", "429", "501"]),
-              "checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"]),
-              "checks.ignored_auth.enabled = false"]
+              "checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"])]
+    if not op.startswith("central"):
+        lines.append("checks.ignored_auth.enabled = false")
 # deleteEntity is a soft delete that restoreEntity undoes, and keyed: a DELETE whose key was used
 # before is the stored 204 again and changes nothing (the contract's replay), so an entity restored
 # since is still there. Reading it afterwards is not a use after free.
@@ -264,19 +268,15 @@ lines += ["[[operations]]", 'include-operation-id = "centralSetReviewState"',
 lines += ["[[operations]]", 'include-operation-id = "centralListSubmissionAttachments"',
           "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "501"]),
           "checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"])]
-lines += ["[[operations]]", 'include-operation-id = "centralGetForm"',
-          "checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"])]
 # Central's entity lists and entities: the same state as surveyd's own entity writes (a name the
 # organization has, 409.3; a property the list lacks or a reserved property name, 422; a stale
 # baseVersion, 409.15), and a PATCH with neither baseVersion nor force=true is 400 (two query
-# parameters, one of which is needed: no schema says so). approvalRequired true is 501 / 1050, as
-# is the list's OData service under Central's paths (`{name}.svc`).
-for op, statuses in [("centralCreateDataset", ["422", "501"]), ("centralGetDataset", None), ("centralAddDatasetProperty", ["422"]),
+# parameters, one of which is needed: no schema says so). approvalRequired true is 501 / 1050.
+for op, statuses in [("centralCreateDataset", ["422", "501"]), ("centralAddDatasetProperty", ["422"]),
                      ("centralCreateEntities", ["422"]), ("centralUpdateEntity", ["400", "422"])]:
-    lines += ["[[operations]]", f"include-operation-id = {q(op)}"]
-    if statuses is not None:
-        lines.append("checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "409", "429"] + statuses))
-    if op in ("centralCreateDataset", "centralGetDataset"):
+    lines += ["[[operations]]", f"include-operation-id = {q(op)}",
+              "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "409", "429"] + statuses)]
+    if op == "centralCreateDataset":
         lines.append("checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"]))
 # Central's app users: a collector's creation, whose Idempotency-Key may have been used with
 # another body (409 / 1004). An assignment names a form, an actor and a role: a form that is not

@@ -13,18 +13,24 @@ public struct EntityListFeed: Sendable {
     static let systemType = "EntitySystem"
     static let namespace = "surveyd.entities"
     static let containerName = "EntityList"
-    static let systemProperties: [(String, ODataModel.EdmType)] = [
+    static let ownSystemProperties: [(String, ODataModel.EdmType)] = [
         ("createdAt", .dateTimeOffset), ("creatorId", .string), ("updatedAt", .dateTimeOffset), ("version", .int64), ("conflict", .string),
     ]
 
     public let list: EntityListRecord
+    /// surveyd's names, or ODK Central's (`creatorId` the actorId, `updates` added).
+    public let naming: ODataNaming
+    /// `__system`'s properties and their types, in order.
+    let systemProperties: [(String, ODataModel.EdmType)]
     /// Each property's name in the feed: the list's own where OData can name it (a letter or `_`,
     /// then letters, digits, `_`), else with `_` for each other character (`village-name` →
     /// `village_name`); a name taken twice, or one the row's own members use, gets a number after it.
     public let propertyNames: [(property: String, odata: String)]
 
-    public init(list: EntityListRecord) {
+    public init(list: EntityListRecord, naming: ODataNaming = .surveyd) {
         self.list = list
+        self.naming = naming
+        systemProperties = Self.ownSystemProperties + (naming.entityUpdates ? [("updates", .int64)] : [])
         var taken: Set<String> = ["__id", "label", "__system"]
         propertyNames = list.properties.map { property in
             var base = String(String.UnicodeScalarView(property.unicodeScalars.map { c in
@@ -62,7 +68,7 @@ public struct EntityListFeed: Sendable {
             try w.attribute("Namespace", Self.namespace)
             try w.startElement("ComplexType")
             try w.attribute("Name", Self.systemType)
-            for (name, type) in Self.systemProperties { try w.element("Property", [("Name", name), ("Type", type.rawValue)]) }
+            for (name, type) in systemProperties { try w.element("Property", [("Name", name), ("Type", type.rawValue)]) }
             try w.endElement()
             try w.startElement("EntityType")
             try w.attribute("Name", Self.typeName)
@@ -93,23 +99,26 @@ public struct EntityListFeed: Sendable {
         switch path.count {
         case 1 where path[0] == "__id" || path[0] == "label" || properties.contains(path[0]): return .primitive(.string)
         case 1 where path[0] == "__system": return .complex
-        case 2 where path[0] == "__system": return Self.systemProperties.first { $0.0 == path[1] }.map { .primitive($0.1) }
+        case 2 where path[0] == "__system": return systemProperties.first { $0.0 == path[1] }.map { .primitive($0.1) }
         default: return nil
         }
     }
 
     /// The options a request may carry: `$top`, `$skip`, `$count`, `$filter` (as a survey's
-    /// feed reads it, over `__id`, `label`, `__system/…` and the properties), `$skiptoken` (the
-    /// last id of the page before); any other `$` option is 501, never ignored.
+    /// feed reads it, over `__id`, `label`, `__system/…` and the properties), `$select` (of
+    /// those), `$skiptoken` (the last id of the page before); any other `$` option is 501,
+    /// never ignored.
     public struct Query: Sendable {
         public let top: Int?
         public let skip: Int
         public let count: Bool
         public let filter: ODataFilter?
+        /// nil: every property.
+        public let select: [[String]]?
         public let after: String?
 
         public init(_ options: [String: String], feed: EntityListFeed) throws(ODataError) {
-            var top: Int?, skip = 0, count = false, after: String?, filter: ODataFilter?
+            var top: Int?, skip = 0, count = false, after: String?, filter: ODataFilter?, select: [[String]]?
             for (key, value) in options.sorted(by: { $0.key < $1.key }) where key.hasPrefix("$") {
                 switch key {
                 case "$top":
@@ -120,6 +129,8 @@ public struct EntityListFeed: Sendable {
                     skip = n
                 case "$filter":
                     filter = try ODataFilter(value) { feed.resolve($0) }
+                case "$select":
+                    select = try ODataQuery.select(value) { feed.resolve($0) }
                 case "$count":
                     guard value == "true" || value == "false" else { throw ODataError.bad("$count must be true or false.") }
                     count = value == "true"
@@ -129,30 +140,32 @@ public struct EntityListFeed: Sendable {
                 case "$format" where value == "json" || value.hasPrefix("application/json"):
                     continue
                 default:
-                    throw ODataError.unsupported("\(key) is not supported on an entity list's feed: it offers $filter, $top, $skip, $count and server-driven paging (@odata.nextLink).")
+                    throw ODataError.unsupported("\(key) is not supported on an entity list's feed: it offers $filter, $select, $top, $skip, $count and server-driven paging (@odata.nextLink).")
                 }
             }
-            self.top = top; self.skip = skip; self.count = count; self.filter = filter; self.after = after
+            self.top = top; self.skip = skip; self.count = count; self.filter = filter; self.select = select; self.after = after
         }
     }
 
     /// An entity's row as the feed writes it (and `$filter` reads it).
     public func row(_ e: EntityRecord) -> JSONValue {
-        var row: [String: JSONValue] = [
-            "__id": .string(e.entityId), "label": .string(e.label),
-            "__system": ["createdAt": .string(Timestamp.format(e.createdAt)), "creatorId": .string(e.createdBy),
-                         "updatedAt": .string(Timestamp.format(e.updatedAt)), "version": .number(Double(e.version)),
-                         "conflict": e.conflict.map(JSONValue.string) ?? .null],
+        var system: [String: JSONValue] = [
+            "createdAt": .string(Timestamp.format(e.createdAt)), "creatorId": .string(naming.user(e.createdBy)),
+            "updatedAt": .string(Timestamp.format(e.updatedAt)), "version": .number(Double(e.version)),
+            "conflict": e.conflict.map(JSONValue.string) ?? .null,
         ]
+        if naming.entityUpdates { system["updates"] = .number(Double(e.version - 1)) }
+        var row: [String: JSONValue] = ["__id": .string(e.entityId), "label": .string(e.label), "__system": .object(system)]
         for (property, name) in propertyNames { row[name] = e.properties[property].map(JSONValue.string) ?? .null }
         return .object(row)
     }
 
-    /// A page's JSON: `@odata.context`, `@odata.count` when asked, `value`, `@odata.nextLink`.
-    public func body(_ rows: [JSONValue], count: Int?, serviceRoot: String, nextLink: String?) -> [UInt8] {
-        var document: [String: JSONValue] = ["@odata.context": .string(serviceRoot + "/$metadata#" + Self.setName), "value": .array(rows)]
-        if let count { document["@odata.count"] = .number(Double(count)) }
-        if let nextLink { document["@odata.nextLink"] = .string(nextLink) }
-        return CanonicalJSON.encode(.object(document))
+    /// `row` cut to `$select`'s paths, with its key whatever is selected (a client relates rows by it).
+    public func select(_ row: JSONValue, _ paths: [[String]]?) -> JSONValue {
+        guard let paths, case .object(let o) = row else { return row }
+        var out: [String: JSONValue] = [:]
+        if let key = o["__id"] { out["__id"] = key }
+        for p in paths { ODataFeed.copy(p[...], from: o, into: &out) }
+        return .object(out)
     }
 }

@@ -24,9 +24,11 @@ public struct ODataFeed {
     public let source: FeedSource
     public let table: Int
     public let query: ODataQuery
+    /// surveyd's names in `__system`, or ODK Central's (its door's feed).
+    public let naming: ODataNaming
 
-    public init(model: ODataModel, source: FeedSource, table: Int, query: ODataQuery) {
-        self.model = model; self.source = source; self.table = table; self.query = query
+    public init(model: ODataModel, source: FeedSource, table: Int, query: ODataQuery, naming: ODataNaming = .surveyd) {
+        self.model = model; self.source = source; self.table = table; self.query = query; self.naming = naming
     }
 
     public struct Page: Sendable {
@@ -36,28 +38,42 @@ public struct ODataFeed {
         public var count: Int?
         /// The `$skiptoken` of the next page, nil after the last.
         public var next: String?
+
+        public init(rows: [UInt8] = [], rowCount: Int = 0, count: Int? = nil, next: String? = nil) {
+            self.rows = rows; self.rowCount = rowCount; self.count = count; self.next = next
+        }
     }
 
     /// The JSON body: `@odata.context`, `@odata.count`, `@odata.nextLink`, `value` — canonical
     /// JSON, so the link comes before the rows.
     public static func body(_ page: Page, setName: String, serviceRoot: String, nextLink: String?) -> [UInt8] {
+        var out = head(count: page.count, setName: setName, serviceRoot: serviceRoot, nextLink: nextLink, reserving: page.rows.count)
+        out += page.rows
+        out += tail
+        return out
+    }
+
+    /// A body up to its first row (`body` without its rows and `tail`): a response written a
+    /// page at a time starts with it.
+    public static func head(count: Int?, setName: String, serviceRoot: String, nextLink: String?, reserving: Int = 0) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(page.rows.count + 1024)
+        out.reserveCapacity(reserving + 1024)
         out += #"{"@odata.context":"#.utf8
         CanonicalJSON.encode(.string(serviceRoot + "/$metadata#" + setName), into: &out)
-        if let c = page.count {
+        if let count {
             out += #","@odata.count":"#.utf8
-            CanonicalJSON.encode(.number(Double(c)), into: &out)
+            CanonicalJSON.encode(.number(Double(count)), into: &out)
         }
         if let nextLink {
             out += #","@odata.nextLink":"#.utf8
             CanonicalJSON.encode(.string(nextLink), into: &out)
         }
         out += #","value":["#.utf8
-        out += page.rows
-        out += "]}".utf8
         return out
     }
+
+    /// What closes a body after its last row.
+    public static let tail = Array("]}".utf8)
 
     /// The page, read and written at once (`plainPage` and `write`, or the general path).
     public func page(size: Int) throws -> Page {
@@ -140,10 +156,10 @@ public struct ODataFeed {
             "__id": .string(r.clientSubmissionId),
             "__system": [
                 "submissionDate": .string(Timestamp.format(r.receivedAt)),
-                "submitterId": .string(r.submittedBy),
+                "submitterId": .string(naming.user(r.submittedBy)),
                 "submitterName": r.submitterName.map(JSONValue.string) ?? .null,
-                "reviewState": .string(r.reviewState),
-                "formVersion": r.versionNumber.map { .string(String($0)) } ?? .string(r.surveyVersionId),
+                "reviewState": naming.reviewState(named: r.reviewState),
+                "formVersion": .string(naming.formVersion(r.surveyVersionId, number: r.versionNumber)),
                 // A resubmission replaces the answers under review; an edit (`PUT …/answers`) counts.
                 "edits": .number(Double(r.edits)),
                 // A response is accepted only with every file it names uploaded.

@@ -40,7 +40,7 @@ extension ODataFeed {
         /// The page's body rows.
         public func write() throws -> Page {
             var page = Page(rows: [], rowCount: rowCount, count: count, next: nil)
-            guard var writer = ODataRowWriter(model: feed.model, table: feed.table, wkt: feed.query.wkt) else {
+            guard var writer = ODataRowWriter(model: feed.model, table: feed.table, wkt: feed.query.wkt, naming: feed.naming) else {
                 throw ApiError(.internalError, "The feed's rows could not be written.")
             }
             // Grown once rather than doubled through a page (a row is 0.3–1 KB).
@@ -77,7 +77,7 @@ extension ODataFeed {
     /// `write`, which needs no snapshot); nil when the query asks for more than a plain read.
     public func plainPage(size: Int) throws -> PlainPage? {
         guard query.filter == nil, query.orderBy.isEmpty, query.select == nil, query.expand == .none,
-              ODataRowWriter(model: model, table: table, wkt: query.wkt) != nil else { return nil }
+              ODataRowWriter(model: model, table: table, wkt: query.wkt, naming: naming) != nil else { return nil }
         let (delivered, skip, limit) = window(size: size)
         var plain = PlainPage(feed: self)
         plain.delivered = delivered

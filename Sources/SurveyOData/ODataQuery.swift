@@ -111,11 +111,16 @@ public struct ODataQuery: Sendable {
     }
 
     static func select(_ text: String, model: ODataModel, table: Int) throws(ODataError) -> [[String]]? {
+        try select(text) { model.resolve($0, in: table) }
+    }
+
+    /// `$select`'s property paths, each one `resolve` types (nil: `*`, every property).
+    static func select(_ text: String, resolve: ([String]) -> ODataModel.Resolved?) throws(ODataError) -> [[String]]? {
         var out: [[String]] = []
         for item in names(text) {
             if item == "*" { return nil }
             let p = try path(item, "$select")
-            guard let r = model.resolve(p, in: table) else { throw .bad("$select: there is no property \(item).") }
+            guard let r = resolve(p) else { throw .bad("$select: there is no property \(item).") }
             if case .navigation = r { throw .bad("$select: \(item) is a repeat; use $expand for it.") }
             out.append(p)
         }

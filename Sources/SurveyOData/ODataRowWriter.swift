@@ -39,11 +39,12 @@ struct ODataRowWriter {
     /// A response's row: its `__system` counts the files its answers name.
     private let countsFiles: Bool
     private let wkt: Bool
+    private let naming: ODataNaming
     private var cells: StoredCells
 
     /// nil when a name of the table's rows is taken twice (a question called `__id`): the general
     /// path decides which one wins.
-    init?(model: ODataModel, table: Int, wkt: Bool) {
+    init?(model: ODataModel, table: Int, wkt: Bool, naming: ODataNaming = .surveyd) {
         let t = model.tables[table]
         var questions: [Question] = []
         // A level's properties by name, each group's own members ordered already.
@@ -96,6 +97,7 @@ struct ODataRowWriter {
         self.literals = literals
         countsFiles = t.parentKey == nil
         self.wkt = wkt
+        self.naming = naming
         cells = StoredCells(questions: questions, choices: nil)
     }
 
@@ -174,13 +176,13 @@ struct ODataRowWriter {
         out += #","edits":"#.utf8
         CanonicalJSON.encode(.number(Double(s.edits)), into: &out)
         out += #","formVersion":"#.utf8
-        CanonicalJSON.encode(.string(keys.versionNumber.map { String($0) } ?? s.surveyVersionId), into: &out)
+        CanonicalJSON.encode(.string(naming.formVersion(s.surveyVersionId, number: keys.versionNumber)), into: &out)
         out += #","reviewState":"#.utf8
-        CanonicalJSON.encode(.string(s.reviewState.rawValue), into: &out)
+        CanonicalJSON.encode(naming.reviewState(s.reviewState), into: &out)
         out += #","submissionDate":"#.utf8
         CanonicalJSON.encode(.string(Timestamp.format(s.receivedAt)), into: &out)
         out += #","submitterId":"#.utf8
-        CanonicalJSON.encode(.string(s.submitter), into: &out)
+        CanonicalJSON.encode(.string(naming.user(s.submitter)), into: &out)
         out += #","submitterName":"#.utf8
         CanonicalJSON.encode(keys.submitterName.map(JSONValue.string) ?? .null, into: &out)
         out.append(UInt8(ascii: "}"))

@@ -20,10 +20,13 @@ public struct FeedReads: Sendable {
             let read = snapshot.read
             guard let survey = try read.survey(orgId: orgId, surveyId: surveyId) else { throw ApiError.notFound() }
             let versions = try read.surveyVersions(surveyId: surveyId).map { v in (v, try ops.definitions.definition(of: v)) }
-            let names = Dictionary(try read.users(orgId: orgId).map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
+            let users = try read.users(orgId: orgId)
+            let names = Dictionary(users.map { ($0.userId, $0.name) }, uniquingKeysWith: { a, _ in a })
+            let actors = Dictionary(users.map { ($0.userId, $0.actorId) }, uniquingKeysWith: { a, _ in a })
             var filter = ExportFilter(orgId: orgId, surveyId: surveyId)
             if !ops.seesAll(user) { filter.submittedBy = user.userId }
-            return FeedSource(snapshot: snapshot, survey: survey, versions: versions, submitterNames: names, filter: filter)
+            return FeedSource(snapshot: snapshot, survey: survey, versions: versions, submitterNames: names, actorIds: actors,
+                              filter: filter)
         } catch {
             snapshot.close()
             throw error
@@ -40,16 +43,19 @@ public final class FeedSource: @unchecked Sendable {
     /// Every version, oldest first, with its definition.
     public let versions: [(record: SurveyVersionRecord, definition: SurveyDefinition)]
     public let submitterNames: [String: String]
+    /// Each user's actorId (ODK Central's names for users), by userId.
+    public let actorIds: [String: Int64]
     private let filter: ExportFilter
     private lazy var versionNumbers: [String: Int64] = Dictionary(versions.map { ($0.record.surveyVersionId, $0.record.number) },
                                                                   uniquingKeysWith: { a, _ in a })
 
     init(snapshot: Snapshot, survey: SurveyRecord, versions: [(SurveyVersionRecord, SurveyDefinition)], submitterNames: [String: String],
-         filter: ExportFilter) {
+         actorIds: [String: Int64], filter: ExportFilter) {
         self.snapshot = snapshot
         self.survey = survey
         self.versions = versions.map { (record: $0.0, definition: $0.1) }
         self.submitterNames = submitterNames
+        self.actorIds = actorIds
         self.filter = filter
     }
 

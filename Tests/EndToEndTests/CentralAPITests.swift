@@ -157,9 +157,9 @@ import Testing
         let w = try World()
         let c = w.f.client
         let p = w.projectId
-        for (method, path) in [("GET", "/v1/projects/\(p)/datasets/households.svc"), ("PATCH", "/v1/projects/\(p)/forms/\(w.xmlFormId)/draft"),
+        for (method, path) in [("GET", "/v1/projects/\(p)/datasets/households.svc/Entities/more"), ("PATCH", "/v1/projects/\(p)/forms/\(w.xmlFormId)/draft"),
                                ("GET", "/v1/users"), ("GET", "/v1/roles"), ("DELETE", "/v1/projects/\(p)/app-users/3"),
-                               ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId).svc"), ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId)/submissions.csv"),
+                               ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId).svc/Submissions/more"), ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId)/submissions.csv"),
                                ("GET", "/v1/config/analytics"), ("GET", "/v1/audits")] {
             let r = try c.request(method, path, token: w.f.adminToken)
             #expect(r.status == 501, "\(method) \(path): \(r.status)")
@@ -167,7 +167,9 @@ import Testing
             #expect(r.json?["code"]?.doubleValue == 501.105 && r.json?["message"] == r.json?["detail"])
             #expect(r.json?["detail"]?.stringValue?.contains("Docs/central-api.md") == true, "\(path)")
         }
-        #expect(try c.get("/v1/projects/\(p)/datasets/households.svc/Entities", token: w.f.adminToken).json?["detail"]?.stringValue?.contains("/entity-lists") == true)
+        // Below an OData service: what the services offer.
+        let below = try c.get("/v1/projects/\(p)/forms/\(w.xmlFormId).svc/Submissions/more", token: w.f.adminToken)
+        #expect(below.json?["detail"]?.stringValue?.contains("/v1/projects/{projectId}/forms/{xmlFormId}.svc") == true, "\(below.text)")
         // A method a served path does not take stays HTTP's 405 with Allow, saying what is offered.
         for (method, path) in [("POST", "/v1/projects"), ("DELETE", "/v1/projects/\(p)")] {
             let r = try c.request(method, path, token: w.f.adminToken)

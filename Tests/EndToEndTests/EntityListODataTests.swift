@@ -5,8 +5,8 @@ import SurveyDomain
 
 /// An entity list's OData feed (`…/entity-lists/{name}.svc`) on a real server: the service
 /// document, `$metadata` as CSDL, and `Entities` a page at a time by `@odata.nextLink` — every
-/// entity that is not deleted exactly once, as the API stores it; Basic and bearer alike; what
-/// it does not support is 501, never ignored.
+/// entity that is not deleted exactly once, as the API stores it; `$filter`, `$select`; Basic
+/// and bearer alike; what it does not support is 501, never ignored.
 @Suite struct EntityListODataTests {
     @Test func theFeedServesEveryEntityOnceAPageAtATime() throws {
         let p = try EntityListTests.Published()
@@ -76,6 +76,10 @@ import SurveyDomain
         #expect(some.json?["value"]?.arrayValue?.compactMap { $0["head"]?.stringValue } == ["Head 5", "Head 6", "Head 7"], "\(some.text)")
         let unknown = try f.client.get(root + "/Entities?$filter=colour%20eq%20'red'", token: f.reviewerToken)
         #expect(unknown.status == 400, "\(unknown.text)")
+        // $select: the properties asked for, each row with its key.
+        let selected = try f.client.get(root + "/Entities?$select=head,__system/version&$top=1", token: f.reviewerToken)
+        #expect(selected.json?["value"]?.arrayValue == [["__id": .string(made.keys.sorted()[0]), "head": "Head 1", "__system": ["version": 1]]], "\(selected.text)")
+        #expect(try f.client.get(root + "/Entities?$select=colour", token: f.reviewerToken).status == 400)
 
         // Not supported: 501 with OData's error body; a list that is not there: 404.
         let ordered = try f.client.get(root + "/Entities?$orderby=label", token: f.reviewerToken)

@@ -16,6 +16,18 @@ public struct CentralReviews: Sendable {
     /// Central's names of the states a PATCH may set.
     public static let targets = ["hasIssues", "approved", "rejected"]
 
+    /// Central's name for a state, as every Central read writes it: not yet decided is nil
+    /// (`null`); returned is `hasIssues`.
+    public static func centralName(_ state: ReviewState) -> String? {
+        switch state {
+        case .none, .submitted, .inReview: nil
+        case .returned, .hasIssues: "hasIssues"
+        case .edited: "edited"
+        case .approved: "approved"
+        case .rejected: "rejected"
+        }
+    }
+
     /// The steps from `from` to Central's `target`; nil when none leads there (1020).
     static func steps(from: ReviewState, to target: String) -> [ReviewAction]? {
         let last: ReviewAction

@@ -60,6 +60,12 @@ public struct OpenRosaForms: Sendable {
         return try FormSources.xform(of: version, kept: try db.versionSource(orgId: orgId, surveyVersionId: surveyVersionId))
     }
 
+    /// The `version` of one version's XForm (what ODK Central calls the form's version); nil
+    /// when its XForm has none, or the version has no XForm.
+    public func xformVersion(of version: SurveyVersionRecord, in db: ReadContext) throws -> String? {
+        try files(of: version, in: db).xform?.version
+    }
+
     /// The files one version of the organization (any published one) was published with; nil
     /// when there is no such version.
     public func attachments(in db: ReadContext, orgId: String, surveyVersionId: String) throws -> [VersionAttachmentRecord]? {

@@ -36,14 +36,9 @@ enum CentralJSON {
 
     /// Central's name for a review state: not yet decided is `null`; returned is `hasIssues`.
     static func reviewState(_ s: ReviewState) -> JSONValue {
-        switch s {
-        case .none, .submitted, .inReview: .null
-        case .returned, .hasIssues: .string("hasIssues")
-        case .edited: .string("edited")
-        case .approved: .string("approved")
-        case .rejected: .string("rejected")
-        }
+        CentralReviews.centralName(s).map(JSONValue.string) ?? .null
     }
+
     /// An entity list as Central's dataset; `properties` (with the forms that write each: none
     /// are named, surveyd keeps no such link) on the one-list read.
     static func dataset(_ l: EntityListRecord, projectId: Int64, withProperties: Bool) -> JSONValue {

@@ -1,6 +1,7 @@
 import SurveyDomain
 import SurveyForms
 import SurveyHTTP
+import SurveyOData
 
 /// How ODK Central's API refuses: surveyd's problem document with Central's `message` (the
 /// detail) and numeric `code` added, so pyodk's `PyODKError` and `is_central_error` work as on
@@ -24,6 +25,14 @@ enum CentralRefusal {
         // A door's own case keeps its code (a stale entity version: 409.15).
         if e.extra["code"] == nil { e.extra["code"] = .number(centralCode(error.code, status: status)) }
         return .problem(e, status: status, headers: headers)
+    }
+
+    /// A feed's refusal of its query (400, 501) under Central's paths: OData's error body, which
+    /// OData clients read, with Central's `message` and `code` beside it, which pyodk reads.
+    static func odata(_ e: ODataError) -> HTTPResponse {
+        let body: JSONValue = ["error": ["code": .string(String(e.status)), "message": .string(e.message)], "message": .string(e.message),
+                               "code": .number(Double("\(e.status).1") ?? Double(e.status))]
+        return HTTPResponse(status: e.status, headers: [("Content-Type", "application/json"), ("OData-Version", "4.0")], body: CanonicalJSON.encode(body))
     }
 
     /// Central's code for a refusal: its own where Central has one for the case, else
@@ -58,7 +67,9 @@ enum CentralRefusal {
 
     /// What surveyd offers instead of the route at `path`, in a sentence.
     static func instead(_ path: String) -> String {
-        if path.contains(".svc") { return "A survey's OData feed is /v1/orgs/{orgId}/surveys/{surveyId}.svc, an entity list's /v1/orgs/{orgId}/entity-lists/{name}.svc." }
+        if path.contains(".svc") {
+            return "A form's OData service is /v1/projects/{projectId}/forms/{xmlFormId}.svc (service document, $metadata and its tables), an entity list's /v1/projects/{projectId}/datasets/{name}.svc/Entities; surveyd's own are /v1/orgs/{orgId}/surveys/{surveyId}.svc and /v1/orgs/{orgId}/entity-lists/{name}.svc."
+        }
         if path.contains("/datasets") { return "Entity lists and their entities are at /v1/orgs/{orgId}/entity-lists (Docs/entities.md)." }
         if path.contains("/app-users") || path.contains("/assignments") || path.hasPrefix("/v1/users") || path.hasPrefix("/v1/roles") {
             return "Users, their roles and their tokens are managed at /v1/orgs/{orgId}/users, or on the console's users page."

@@ -60,8 +60,6 @@ extension CentralService {
     }
 
     func dataset(_ request: HTTPRequest) throws -> HTTPResponse {
-        // `{name}.svc` (the list's OData service under Central's paths, not offered) fits this route's pattern.
-        if request.parameter("name").hasSuffix(".svc") { throw CentralRefusal.notOffered(request.head.path) }
         let (user, org) = try admitMember(request)
         let list = try operations.entityLists.list(user, orgId: org.orgId, name: request.parameter("name"))
         return .json(200, CentralJSON.dataset(list, projectId: org.projectId, withProperties: true))

@@ -14,6 +14,9 @@ import SurveyStorage
 /// this door does not offer is 501 / 1050 naming what surveyd offers instead.
 struct CentralService {
     let services: Services
+    /// The OData feeds this door serves under Central's paths (`CentralService+OData`).
+    let surveyFeeds: ODataService
+    let entityFeeds: EntityListODataService
 
     func register(into router: inout Router) {
         for prefix in CentralRefusal.prefixes {
@@ -50,6 +53,7 @@ struct CentralService {
         registerComments(into: &router)
         registerDatasets(into: &router)
         registerAppUsers(into: &router)
+        registerOData(into: &router)
     }
 
     var operations: Operations { services.operations }
@@ -111,8 +115,6 @@ struct CentralService {
     }
 
     func form(_ request: HTTPRequest) throws -> HTTPResponse {
-        // `{xmlFormId}.svc` (the OData service, not offered yet) fits this route's pattern.
-        if request.parameter("xmlFormId").hasSuffix(".svc") { throw CentralRefusal.notOffered(request.head.path) }
         let (_, org) = try admit(request, .memberOrOperator(anyOf: []))
         return .json(200, CentralJSON.form(try listedForm(request, orgId: org.orgId), projectId: org.projectId))
     }

@@ -10,7 +10,9 @@ import SurveyStorage
 /// A caller is a bearer token or HTTP Basic credentials (what Excel and Power BI offer for a
 /// feed: a console user's email and password, or any user name with an API token), admitted
 /// with the same `Access` as every read (`FeedReads.access`: any member; a collector sees only
-/// their own responses). Reads only: never gated, not audited per page.
+/// their own responses). Reads only: never gated, not audited per page. ODK Central's door
+/// serves the same feed under its own paths (`CentralService+OData`): it resolves and admits in
+/// its own way, then reads through the `SurveyFeedTarget` functions below.
 struct ODataService {
     let services: Services
     /// Where pages are read and written.
@@ -71,61 +73,92 @@ struct ODataService {
         return (String(text[..<colon]), String(text[text.index(after: colon)...]))
     }
 
-    /// The feed's snapshot and model for the caller: 404 for a survey that is not there (or not the caller's organization's).
-    private func open(_ admission: Admission, _ request: HTTPRequest) throws -> (FeedSource, ODataModel) {
-        let source = try services.operations.feeds.open(orgId: admission.orgId, surveyId: request.parameter("surveyId"), by: try admission.member())
-        return (source, ODataModel(definitions: source.versions.map(\.definition)))
-    }
-
-    private func serviceRoot(_ request: HTTPRequest) -> String {
-        request.origin + "/v1/orgs/\(request.parameter("orgId"))/surveys/\(request.parameter("surveyId")).svc"
+    /// The survey the path names, read by the admitted caller, with surveyd's own names.
+    private func target(_ admission: Admission, _ request: HTTPRequest) throws -> SurveyFeedTarget {
+        SurveyFeedTarget(orgId: admission.orgId, surveyId: request.parameter("surveyId"), user: try admission.member(),
+                         serviceRoot: request.origin + "/v1/orgs/\(request.parameter("orgId"))/surveys/\(request.parameter("surveyId")).svc",
+                         naming: { _ in .surveyd })
     }
 
     func serviceDocument(_ admission: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
-        let (source, model) = try open(admission, request)
-        defer { source.close() }
-        return Self.answer(ODataDocuments.serviceDocument(model, serviceRoot: serviceRoot(request)), Self.jsonType)
+        try serviceDocument(try target(admission, request))
     }
 
     func metadata(_ admission: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
-        let (source, model) = try open(admission, request)
+        try metadata(try target(admission, request))
+    }
+
+    func entitySet(_ admission: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        try entitySet(try target(admission, request), request, options: request.query, wholeUnlessPaged: false)
+    }
+
+    // MARK: - A survey's feed, whichever door names it
+
+    /// The feed's snapshot and model for the caller: 404 for a survey that is not there (or not the caller's organization's).
+    private func open(_ target: SurveyFeedTarget) throws -> (FeedSource, ODataModel) {
+        let source = try services.operations.feeds.open(orgId: target.orgId, surveyId: target.surveyId, by: target.user)
+        return (source, ODataModel(definitions: source.versions.map(\.definition)))
+    }
+
+    func serviceDocument(_ target: SurveyFeedTarget) throws -> HTTPResponse {
+        let (source, model) = try open(target)
+        defer { source.close() }
+        return Self.answer(ODataDocuments.serviceDocument(model, serviceRoot: target.serviceRoot), Self.jsonType)
+    }
+
+    func metadata(_ target: SurveyFeedTarget) throws -> HTTPResponse {
+        let (source, model) = try open(target)
         defer { source.close() }
         return Self.answer(try ODataDocuments.metadata(model), "application/xml")
     }
 
-    func entitySet(_ admission: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
-        try workers.run { try readPage(admission, request) }
-    }
-
-    /// An entity set's page, on one of the feed's workers.
-    private func readPage(_ admission: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
-        let (source, model) = try open(admission, request)
-        defer { source.close() }
+    /// A page of the path's table, with `@odata.nextLink` under the target's service root. With
+    /// `wholeUnlessPaged` (ODK Central's door: Central answers every row unless a page size is
+    /// asked, and pyodk reads `value` alone), a request without `Prefer: odata.maxpagesize` is
+    /// answered whole — up to its `$top` — written a page at a time while it is sent, each page
+    /// from its own snapshot, so neither memory nor a snapshot grows with the table.
+    func entitySet(_ target: SurveyFeedTarget, _ request: HTTPRequest, options: [String: String], wholeUnlessPaged: Bool) throws -> HTTPResponse {
         let name = request.parameter("table")
         if name.contains("(") {
             throw ODataError.unsupported("Addressing one row by its key (\(name)) is not supported; use $filter=__id eq '…'.")
         }
-        guard let table = model.table(named: name) else { throw ApiError.notFound() }
-        let query = try ODataQuery(request.query, model: model, table: table)
         let (size, applied) = Self.pageSize(request.header("prefer"))
-        let feed = ODataFeed(model: model, source: source, table: table, query: query)
-        let page: ODataFeed.Page
+        if wholeUnlessPaged && !applied {
+            let first = try workers.run { try readPage(target, name, options, size: size) }
+            var rest = options
+            rest["$count"] = nil  // counted once, on the first page
+            let head = ODataFeed.head(count: first.count, setName: name, serviceRoot: target.serviceRoot, nextLink: nil)
+            let stream = ODataRowStream(head: head, first: first) { token, _ in
+                var q = rest
+                q["$skiptoken"] = token
+                return try workers.run { try readPage(target, name, q, size: size) }
+            }
+            return .stream(stream, headers: Self.headers(Self.jsonType))
+        }
+        let page = try workers.run { try readPage(target, name, options, size: size) }
+        let next = page.next.map { token in
+            var q = options
+            q["$skiptoken"] = token
+            return target.serviceRoot + "/" + name + "?" + Self.encode(q)
+        }
+        var response = Self.answer(ODataFeed.body(page, setName: name, serviceRoot: target.serviceRoot, nextLink: next), Self.jsonType)
+        if applied { response.headers.append(("Preference-Applied", "odata.maxpagesize=\(size)")) }
+        return response
+    }
+
+    /// One page of a table, on one of the feed's workers.
+    private func readPage(_ target: SurveyFeedTarget, _ name: String, _ options: [String: String], size: Int) throws -> ODataFeed.Page {
+        let (source, model) = try open(target)
+        defer { source.close() }
+        guard let table = model.table(named: name) else { throw ApiError.notFound() }
+        let query = try ODataQuery(options, model: model, table: table)
+        let feed = ODataFeed(model: model, source: source, table: table, query: query, naming: try target.naming(source))
         if let plain = try feed.plainPage(size: size) {
             // The rows are read; writing them needs no snapshot.
             source.close()
-            page = try plain.write()
-        } else {
-            page = try feed.page(size: size)
+            return try plain.write()
         }
-        let root = serviceRoot(request)
-        let next = page.next.map { token in
-            var q = request.query
-            q["$skiptoken"] = token
-            return root + "/" + name + "?" + Self.encode(q)
-        }
-        var response = Self.answer(ODataFeed.body(page, setName: name, serviceRoot: root, nextLink: next), Self.jsonType)
-        if applied { response.headers.append(("Preference-Applied", "odata.maxpagesize=\(size)")) }
-        return response
+        return try feed.page(size: size)
     }
 
     /// `Prefer: odata.maxpagesize=<n>` (clamped to 1…`ODataFeed.maxPageSize`), else the default.
@@ -149,7 +182,11 @@ struct ODataService {
     }
 
     static func answer(_ body: [UInt8], _ contentType: String) -> HTTPResponse {
-        HTTPResponse(status: 200, headers: [("Content-Type", contentType), ("OData-Version", "4.0"), ("Cache-Control", "private, no-store")], body: body)
+        HTTPResponse(status: 200, headers: headers(contentType), body: body)
+    }
+
+    static func headers(_ contentType: String) -> [(String, String)] {
+        [("Content-Type", contentType), ("OData-Version", "4.0"), ("Cache-Control", "private, no-store")]
     }
 
     /// OData's error body: `{"error": {"code": "<status>", "message": "<sentence>"}}`.

@@ -36,9 +36,12 @@ struct Services: Sendable {
         ExportService(services: self).register(into: &router)
         WebhookService(services: self).register(into: &router)
         OpenRosaService(services: self).register(into: &router)
-        ODataService(services: self).register(into: &router)
-        EntityListODataService(services: self).register(into: &router)
-        CentralService(services: self).register(into: &router)
+        // One feed, with one set of feed workers, behind every door that reads it.
+        let surveyFeeds = ODataService(services: self)
+        let entityFeeds = EntityListODataService(services: self, surveyFeeds: surveyFeeds)
+        surveyFeeds.register(into: &router)
+        entityFeeds.register(into: &router)
+        CentralService(services: self, surveyFeeds: surveyFeeds, entityFeeds: entityFeeds).register(into: &router)
     }
 
     /// Step 1 from a request's `Authorization` header.
