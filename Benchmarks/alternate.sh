@@ -3,7 +3,7 @@
 #
 #   measure LABEL SCRIPT   a 3 s warm-up, then $SECS s of wrk (2 threads, 64 connections) of
 #                          Benchmarks/wrk/SCRIPT against $BASE; prints "rate us_per_request",
-#                          the server's ($pid) CPU included; every answer must be 201
+#                          the server's ($pid) CPU included; every answer must be $EXPECT (201)
 #   alternate A B ROUNDS   ROUNDS rounds of `one A` and `one B` (the caller's function, printing
 #                          what `measure` prints), A first in odd rounds; prints each round and
 #                          the means, and sets MEAN_US_A and MEAN_US_B
@@ -14,7 +14,7 @@ measure() {
     local line; line=$(RUN_TAG="m$1$(date +%s%N)" wrk -t2 -c64 -d"${SECS}s" -s "$HERE/wrk/$2" "$BASE" 2>&1 | grep '^RESULT')
     local c1; c1=$(awk '{print $14 + $15}' /proc/$pid/stat)
     local statuses; statuses=$(echo "$line" | sed 's/.* statuses=\([^ ]*\).*/\1/')
-    case $statuses in 201:*) ;; *) echo "$(basename "$0"): $1 answered $statuses, not all 201" >&2; exit 1 ;; esac
+    case $statuses in "${EXPECT:-201}":*) ;; *) echo "$(basename "$0"): $1 answered $statuses, not all ${EXPECT:-201}" >&2; exit 1 ;; esac
     local n rate; n=$(echo "$line" | sed 's/.* requests=\([0-9]*\).*/\1/'); rate=$(echo "$line" | sed 's/.* ok_rps=\([0-9.]*\).*/\1/')
     awk -v r="$rate" -v t=$((c1 - c0)) -v h="$(getconf CLK_TCK)" -v n="$n" 'BEGIN {printf "%.0f %.0f\n", r, t / h * 1e6 / n}'
 }

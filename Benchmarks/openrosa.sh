@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# The OpenRosa door against the JSON API, measured alternately in the same minutes on one server:
+# Two submission doors measured alternately in the same minutes on one server (DOORS, default
+# "json openrosa"; "openrosa central" compares ODK Central's API with the OpenRosa door):
 #   json      — POST /v1/orgs/{org}/responses, the answers as JSON
 #   openrosa  — POST /v1/key/{token}/orgs/{org}/submission, the same answers as ODK Collect sends
 #               them: multipart/form-data, one xml_submission_file part (the instance written from
 #               the form's XForm as served by the door)
-# both new submissions of the flat 62-question form of Benchmarks/fixtures/make_forms.py at 64
-# connections. Then a submission with a 100 MB attachment, the server's RSS sampled every 50 ms
-# against its RSS just before.
+#   central   — POST /v1/projects/{n}/forms/{formId}/submissions, the same instance as pyodk's
+#               submissions.create sends it: the XML as the body, a bearer token
+# all new submissions of the flat 62-question form of Benchmarks/fixtures/make_forms.py at 64
+# connections. Then (BIG=1, the default) a submission with a 100 MB attachment through the
+# OpenRosa door, the server's RSS sampled every 50 ms against its RSS just before.
 #
 #   Benchmarks/openrosa.sh [BIN] [ROUNDS]
+#   DOORS="openrosa central" BIG=0 Benchmarks/openrosa.sh [BIN] [ROUNDS]
 #
 # Uses the data dir and tokens a previous Benchmarks/run.sh left in $BENCH_DIR (QUICK=1 is
 # enough). Each round measures $SECS s (8) of wrk for each door after a 3 s warm-up, the order
 # turning from round to round (use an even number). Prints accepted/s and server CPU µs per
-# submission per door, the ratio openrosa/json over all rounds, then the attachment's RSS.
+# submission per door, the ratio second/first over all rounds, then the attachment's RSS.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${BENCH_DIR:-/tmp/surveyd-bench}
@@ -67,14 +71,22 @@ for e in root.iter():
     if e.tag == "photo": e.text = "big.jpg"
 open(sys.argv[4], "wb").write(E.tostring(root, encoding="utf-8", xml_declaration=True))
 PY
-export INSTANCE="$FX/instance.xml"
+export INSTANCE="$FX/instance.xml" FORM_ID
+PROJECT=$(curl -sf "$BASE/v1/projects" -H "Authorization: Bearer $COLLECTOR" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+export PROJECT
 
 # shellcheck source=Benchmarks/alternate.sh
 source "$HERE/alternate.sh"
 one() {  # door -> "rate us_per_submission"
-    if [ "$1" = openrosa ]; then measure "$1" openrosa.lua; else measure "$1" submit.lua; fi
+    case $1 in
+        openrosa) measure "$1" openrosa.lua ;;
+        central) EXPECT=200 measure "$1" central.lua ;;
+        *) measure "$1" submit.lua ;;
+    esac
 }
-alternate json openrosa "$ROUNDS"
+read -r DOOR_A DOOR_B <<< "${DOORS:-json openrosa}"
+alternate "$DOOR_A" "$DOOR_B" "$ROUNDS"
+[ "${BIG:-1}" = 1 ] || exit 0
 
 # One submission with a 100 MB photo: the server's RSS while it streams to disk, hashes and commits.
 python3 -c '
