@@ -48,6 +48,7 @@ struct CentralService {
         router.add("GET", "/v1/projects/{projectId}/forms/{xmlFormId}/submissions/{instanceId}/attachments", access: readers) { request in
             CentralRefusal.answer { try attachments(request) }
         }
+        registerForms(into: &router)
         registerDatasets(into: &router)
         registerAppUsers(into: &router)
     }
