@@ -83,7 +83,10 @@ import Testing
         // The survey requires review; its one version is its draft, which no app lists yet.
         #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM surveys WHERE review_required = 1 AND title = 'Trees'") == 1)
         #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM survey_versions WHERE draft = 1") == 1)
-        #expect(try c.get(w.forms + "/trees", token: w.f.adminToken).status == 404)
+        // Read as Central reads it: the draft, not published yet.
+        let draft = try c.get(w.forms + "/trees", token: w.f.adminToken)
+        #expect(draft.status == 200 && draft.json?["publishedAt"] == .null && draft.json?["hash"] == made.json?["hash"], "\(draft.text)")
+        #expect(try CollectClient(w.f).formList().forms.allSatisfy { $0.formID != "trees" })
         let published = try w.post("/trees/draft/publish")
         #expect(published.status == 200 && published.json?["success"]?.boolValue == true, "\(published.text)")
         let form = try c.get(w.forms + "/trees", token: w.f.adminToken)

@@ -115,7 +115,15 @@ struct CentralService {
         // `{xmlFormId}.svc` (the OData service, not offered yet) fits this route's pattern.
         if request.parameter("xmlFormId").hasSuffix(".svc") { throw CentralRefusal.notOffered(request.head.path) }
         let (_, org) = try admit(request, .memberOrOperator(anyOf: []))
-        return .json(200, CentralJSON.form(try listedForm(request, orgId: org.orgId), projectId: org.projectId))
+        do {
+            return .json(200, CentralJSON.form(try listedForm(request, orgId: org.orgId), projectId: org.projectId))
+        } catch let e as ApiError where e.code == .notFound {
+            // A form made as a draft and not published yet: its draft, `publishedAt` null.
+            guard let survey = try? formSurvey(request, orgId: org.orgId), let draft = try storedVersions(of: survey).draft,
+                  try services.database.read({ try $0.surveyVersions(surveyId: survey.surveyId) }).isEmpty else { throw e }
+            let files = try operations.versionFiles(of: draft.version)
+            return .json(200, CentralJSON.form(survey, version: draft.version, xform: files.xform, projectId: org.projectId))
+        }
     }
 
     /// The XForm of the form's latest published version, as the OpenRosa door serves it: never
