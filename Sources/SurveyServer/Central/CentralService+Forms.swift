@@ -123,9 +123,9 @@ extension CentralService {
 
     // MARK: - Reading the request
 
-    /// `true` or `false`; absent is false.
+    /// `true` or `false` in any case (pyodk sends Python's `True` and `False`); absent is false.
     static func flag(_ request: HTTPRequest, _ name: String) throws -> Bool {
-        switch request.query[name] {
+        switch request.query[name]?.lowercased() {
         case nil, "false": return false
         case "true": return true
         default: throw ApiError(.validationFailed, "`\(name)` is true or false.", errors: [FieldError(path: name, message: "must be true or false")])
