@@ -159,6 +159,10 @@ import Testing
         let c = w.f.client
         #expect(try w.create(Self.xform(id: "trees", version: "1"), publish: true).status == 200)
         #expect(try w.post("/trees/draft").status == 200)
+        // The published version again while the draft is that already: nothing written.
+        let before = try w.traces()
+        #expect(try w.post("/trees/draft").status == 200)
+        #expect(try w.traces() == before)
         let published = try w.post("/trees/draft/publish?version=v9")
         #expect(published.status == 200, "\(published.text)")
         let form = try c.get(w.forms + "/trees", token: w.f.adminToken)
@@ -190,10 +194,26 @@ import Testing
         // No draft to attach to: the 404 comes before the gate, as the contract orders it.
         #expect(refused[2].status == 404)
         #expect(try w.traces() == traces)
+        // A draft's file and its publication wait for the renewal too.
         try w.f.renew()
+        #expect(try w.create(Self.xform(id: "sites", version: "1", csv: true)).status == 200)
+        try w.f.expire()
+        var waiting = try w.traces()
+        let file = try w.post("/sites/draft/attachments/villages.csv", body: Self.villages)
+        #expect(file.status == 402 && file.json?["errorCode"]?.intValue == 1001, "\(file.status) \(file.text)")
+        #expect(try w.traces() == waiting)
+        try w.f.renew()
+        #expect(try w.post("/sites/draft/attachments/villages.csv", body: Self.villages).status == 200)
+        try w.f.expire()
+        waiting = try w.traces()
+        let publication = try w.post("/sites/draft/publish")
+        #expect(publication.status == 402 && publication.json?["errorCode"]?.intValue == 1001, "\(publication.status) \(publication.text)")
+        #expect(try w.traces() == waiting)
+        try w.f.renew()
+        #expect(try w.post("/sites/draft/publish").status == 200)
         #expect(try w.create(Self.xform(id: "visits", version: "1", csv: true)).status == 200)
         #expect(try w.create(Self.xform(id: "visits", version: "1", csv: true)).status == 409)
-        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM surveys") == 2)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM surveys") == 3)
     }
 
     @Test func aCollectorOrReviewerIsRefused403() throws {
