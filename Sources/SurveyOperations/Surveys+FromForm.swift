@@ -30,14 +30,8 @@ extension Surveys {
             let published = try definition(surveyId)
             staged.withLock { $0 = published.attachments }
             let p = try Self.newVersion(published, surveyId: surveyId, draft: draft, nowMillis: clock.nowMillis())
-            let title = p.parsed.title
-            guard !title.isEmpty, title.count <= 500 else {
-                throw ApiError(.validationFailed, "The form's title is 1 to 500 characters.", errors: [FieldError(path: "title", message: "1 to 500 characters")])
-            }
-            if let problem = OpenRosaDocuments.uncarriedCharacter(in: title) {
-                throw ApiError(.validationFailed, "The form's title holds a character that form lists cannot carry.",
-                               errors: [FieldError(path: "title", message: problem)])
-            }
+            // The form's title is the survey's, checked as any survey's.
+            try Self.checkTitle(p.parsed.title)
             // Before the gate, as every validation is; checked again in the write's turn.
             if let formId = p.formId { try operations.database.read { try Self.refuseUsedFormId(formId, orgId: orgId, in: $0, operations: operations) } }
             return (surveyId, p)

@@ -21,18 +21,23 @@ public struct Surveys: Sendable {
         let clock = operations.clock
         return try operations.keyedWrite(orgId: orgId, caller: user.userId, target: "", key: key, prepare: { () throws -> (NewSurvey, String) in
             let new = try request()
-            guard !new.title.isEmpty, new.title.count <= 500 else {
-                throw ApiError(.validationFailed, "`title` must be 1 to 500 characters.", errors: [FieldError(path: "title", message: "1 to 500 characters")])
-            }
-            // The title is the form's name in every app's form list, an XML document.
-            if let problem = OpenRosaDocuments.uncarriedCharacter(in: new.title) {
-                throw ApiError(.validationFailed, "`title` holds a character that form lists cannot carry.",
-                               errors: [FieldError(path: "title", message: problem)])
-            }
+            try Self.checkTitle(new.title)
             return (new, Ids.make("srv", nowMillis: clock.nowMillis()))
         }, write: { prepared, tx in
             try tx.createSurvey(surveyId: prepared.1, title: prepared.0.title, reviewRequired: prepared.0.reviewRequired, createdBy: user.userId)
         })
+    }
+
+    /// A survey's title: 1 to 500 characters, each one an XML document can carry (the title is
+    /// the form's name in every app's form list). 422 / 1002 at `title`.
+    static func checkTitle(_ title: String) throws {
+        guard !title.isEmpty, title.count <= 500 else {
+            throw ApiError(.validationFailed, "`title` must be 1 to 500 characters.", errors: [FieldError(path: "title", message: "1 to 500 characters")])
+        }
+        if let problem = OpenRosaDocuments.uncarriedCharacter(in: title) {
+            throw ApiError(.validationFailed, "`title` holds a character that form lists cannot carry.",
+                           errors: [FieldError(path: "title", message: problem)])
+        }
     }
 
     /// Moves a survey through its life (`SurveyState`): an admin's gated, audited write. 404 for a
