@@ -87,11 +87,14 @@ import Testing
         let draft = try c.get(w.forms + "/trees", token: w.f.adminToken)
         #expect(draft.status == 200 && draft.json?["publishedAt"] == .null && draft.json?["hash"] == made.json?["hash"], "\(draft.text)")
         #expect(try CollectClient(w.f).formList().forms.allSatisfy { $0.formID != "trees" })
+        let listed = try c.get(w.forms, token: w.f.adminToken).json?.arrayValue ?? []
+        #expect(listed.filter { $0["xmlFormId"]?.stringValue == "trees" } == [draft.json ?? .null])
         let published = try w.post("/trees/draft/publish")
         #expect(published.status == 200 && published.json?["success"]?.boolValue == true, "\(published.text)")
         let form = try c.get(w.forms + "/trees", token: w.f.adminToken)
         #expect(form.status == 200 && form.json?["version"]?.stringValue == "1" && form.json?["publishedAt"]?.stringValue != nil)
         #expect(form.json?["hash"] == made.json?["hash"])
+        #expect((try c.get(w.forms, token: w.f.adminToken).json?.arrayValue ?? []).filter { $0["xmlFormId"]?.stringValue == "trees" } == [form.json ?? .null])
         // Published once: the same call again finds no draft and writes nothing.
         let traces = try w.traces()
         #expect(try w.post("/trees/draft/publish").status == 404)

@@ -71,11 +71,11 @@ extension CentralService {
             }
             if let draft = current.draft, draft.version.contentHash == latest.version.contentHash, draft.source?.xform == latest.source?.xform,
                draft.fileDigests == latest.fileDigests {
-                return Self.success
+                return try Self.nothingToWrite(request)
             }
             upload = try latest.upload(files: latest.attachments.map { FormUpload.SentFile.stored($0, blobs: operations.blobs) })
         } else {
-            if let draft = current.draft, draft.source?.source == request.body { return Self.success }
+            if let draft = current.draft, draft.source?.source == request.body { return try Self.nothingToWrite(request) }
             upload = try Self.formUpload(request)
             carried = (current.draft ?? current.published)?.attachments.map { FormUpload.SentFile.stored($0, blobs: operations.blobs) } ?? []
         }
@@ -97,7 +97,9 @@ extension CentralService {
         }
         let fileName = request.parameter("fileName")
         let body = request.body
-        if draft.attachments.contains(where: { $0.fileName == fileName && $0.sha256 == Digest.sha256Hex(body) }) { return Self.success }
+        if draft.attachments.contains(where: { $0.fileName == fileName && $0.sha256 == Digest.sha256Hex(body) }) {
+            return try Self.nothingToWrite(request)
+        }
         var files = draft.attachments.filter { $0.fileName != fileName }.map { FormUpload.SentFile.stored($0, blobs: operations.blobs) }
         files.append(FormUpload.SentFile(fileName: fileName, declaredType: request.header("Content-Type") ?? "", size: body.count) { read in
             try body.withUnsafeBytes { try read($0) }
@@ -119,6 +121,14 @@ extension CentralService {
         let outcome = try operations.surveyDrafts.publish(orgId: org.orgId, surveyId: survey.surveyId, by: user, version: request.query["version"],
                                                           key: keyed.key)
         return try keyed.answer(outcome).logging(["surveyId": survey.surveyId])
+    }
+
+    /// The answer to a write the draft has already: success, nothing written — once the
+    /// request's `Idempotency-Key`, if any, has the format every key has (400 / 1032 otherwise,
+    /// in the order every write checks it).
+    static func nothingToWrite(_ request: HTTPRequest) throws -> HTTPResponse {
+        if let raw = request.header("idempotency-key") { _ = try IdempotencyKey<Bool>.normalized(raw) }
+        return success
     }
 
     // MARK: - Reading the request

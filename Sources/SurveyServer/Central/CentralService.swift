@@ -108,7 +108,20 @@ struct CentralService {
     func forms(_ request: HTTPRequest) throws -> HTTPResponse {
         let (_, org) = try admit(request, .memberOrOperator(anyOf: []))
         let listed = try services.database.read { try operations.openRosaForms.forms(in: $0, orgId: org.orgId, states: Set(SurveyState.allCases)) }
-        return .json(200, .array(listed.map { CentralJSON.form($0, projectId: org.projectId) }))
+        return .json(200, .array(listed.map { CentralJSON.form($0, projectId: org.projectId) } + (try draftOnlyForms(org))))
+    }
+
+    /// The forms made as drafts and not published yet, as Central lists them: `publishedAt` null.
+    func draftOnlyForms(_ org: OrgRecord) throws -> [JSONValue] {
+        let drafts = try services.database.read { db in
+            try db.draftVersions(orgId: org.orgId).compactMap { draft -> (SurveyRecord, SurveyVersionRecord)? in
+                guard try db.surveyVersions(surveyId: draft.surveyId).isEmpty, let survey = try db.survey(orgId: org.orgId, surveyId: draft.surveyId) else { return nil }
+                return (survey, draft)
+            }
+        }
+        return try drafts.map { survey, draft in
+            CentralJSON.form(survey, version: draft, xform: try operations.versionFiles(of: draft).xform, projectId: org.projectId)
+        }
     }
 
     func form(_ request: HTTPRequest) throws -> HTTPResponse {
