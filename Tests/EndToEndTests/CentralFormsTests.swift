@@ -118,9 +118,26 @@ import Testing
         #expect(try w.f.client.get("/v1/orgs/\(w.f.orgId)/survey-versions/\(versionId)/source", token: w.f.adminToken).body == xlsx)
     }
 
+    /// An XLSForm without `form_id` takes the id pyodk names in `X-XlsForm-FormId-Fallback`
+    /// (percent-encoded), never the survey's generated id.
+    @Test func anXLSFormWithoutAFormIdTakesTheFallbackHeaders() throws {
+        let w = try World()
+        let noId = [UInt8](try Data(contentsOf: CentralFormsTests.fixtures.appendingPathComponent("central_no_id.xlsx")))
+        let made = try w.create(noId, contentType: FormPublishingTests.xlsx, publish: true, headers: ["X-XlsForm-FormId-Fallback": "plots%2D2024"])
+        #expect(made.status == 200 && made.json?["xmlFormId"]?.stringValue == "plots-2024", "\(made.text)")
+        #expect(try w.f.client.get(w.forms + "/plots-2024.xml", token: w.f.adminToken).text.contains(#"id="plots-2024""#))
+    }
+
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
+
     @Test func aUsedXmlFormIdIs409AndCreatesNothing() throws {
         let w = try World()
-        #expect(try w.create(Self.xform(id: "trees", version: "1")).status == 200)
+        // With an Idempotency-Key the same create again is the stored answer, not a second form.
+        let key = ["Idempotency-Key": "central-form-create-1"]
+        let first = try w.create(Self.xform(id: "trees", version: "1"), headers: key)
+        let replayed = try w.create(Self.xform(id: "trees", version: "1"), headers: key)
+        #expect(first.status == 200 && replayed.status == 200 && replayed.header("idempotent-replayed") == "true" && replayed.body == first.body)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM surveys") == 1)
         let traces = try w.traces()
         for publish in [false, true] {
             let again = try w.create(Self.xform(id: "trees", version: "2", title: "Other trees"), publish: publish)

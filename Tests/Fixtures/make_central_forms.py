@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""The XLSForm `Tests/Central/test_pyodk.py` creates through pyodk's `forms.create`: sites chosen
-from a CSV file the form names (`select_one_from_file sites.csv`), which pyodk uploads to the
-draft before publishing it. pyodk's venv has no openpyxl, so the workbook is committed; run this
-with the python of the venv `scripts/setup.sh` makes for pyxform to write it again:
+"""The XLSForms of ODK Central's form routes. `central_sites.xlsx`, which
+`Tests/Central/test_pyodk.py` creates through pyodk's `forms.create`: sites chosen from a CSV
+file the form names (`select_one_from_file sites.csv`), which pyodk uploads to the draft before
+publishing it. `central_no_id.xlsx` has no settings sheet, so its form id is the one the
+`X-XlsForm-FormId-Fallback` header names (Tests/EndToEndTests/CentralFormsTests.swift). pyodk's
+venv has no openpyxl, so the workbooks are committed; run this with the python of the venv
+`scripts/setup.sh` makes for pyxform to write them again:
 
     .build/venv-forms/bin/python Tests/Fixtures/make_central_forms.py
 
@@ -24,5 +27,8 @@ SHEETS = {
     "settings": [["form_title", "form_id", "version"], ["Site count", "central_sites", "1"]],
 }
 
+NO_ID = {"survey": [["type", "name", "label"], ["text", "plot", "Plot"]]}
+
 if __name__ == "__main__":
     write_xlsx(os.path.join(HERE, "central_sites.xlsx"), SHEETS)
+    write_xlsx(os.path.join(HERE, "central_no_id.xlsx"), NO_ID)
