@@ -69,8 +69,11 @@ public struct Surveys: Sendable {
     /// A new version of an existing survey (404 before anything else when there is none).
     /// As a `draft` it becomes the survey's draft (Docs/forms.md, "Drafts"), replacing an earlier
     /// one and deleting its test submissions in the same transaction: every check of a publication
-    /// is made all the same.
+    /// is made all the same. `replacingDraft`: the draft the new one was made from (a file added
+    /// to it); when another request has replaced that draft since, 409 / 1021 and nothing written,
+    /// so that no file added meanwhile is lost.
     public func publish(orgId: String, surveyId: String, by user: UserRecord, key: IdempotencyKey<SurveyVersionRecord>? = nil, draft: Bool = false,
+                        replacingDraft: String? = nil,
                         definition: () throws -> FormSources.Published) throws -> KeyedOutcome<SurveyVersionRecord> {
         try operations.member(user, of: orgId, withAnyOf: [.admin])
         guard try operations.database.read({ try $0.survey(orgId: orgId, surveyId: surveyId) }) != nil else { throw ApiError.notFound() }
@@ -93,6 +96,9 @@ public struct Surveys: Sendable {
             try tx.takePublishingTurn()
             if let formId = p.formId {
                 try Self.refuseFormIdOfAnotherSurvey(formId, orgId: orgId, surveyId: surveyId, source: p.source, in: tx.read, operations: operations)
+            }
+            if let replacingDraft, try tx.read.draftVersion(orgId: orgId, surveyId: surveyId)?.surveyVersionId != replacingDraft {
+                throw ApiError(.staleRevision, "The survey's draft was replaced while this file was added to it; send the file again.")
             }
             return try Self.write(p, surveyId: surveyId, draft: draft, in: tx, blobs: blobs)
         })

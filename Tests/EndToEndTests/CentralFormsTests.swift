@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SurveyDomain
 import SurveyServer
 import Testing
@@ -170,6 +171,32 @@ import Testing
         let listed = try #require(try collect.formList().forms.first { $0.formID == "visits" })
         let media = try collect.mediaFiles(listed)
         #expect(media.map(\.name) == ["villages.csv"] && media.first?.bytes == Self.villages)
+    }
+
+    /// Two files sent at once to one draft: each is attached, or refused as sent to a draft
+    /// replaced meanwhile (409 / 1021, then attached when sent again) — none is lost.
+    @Test func twoFilesSentAtOnceAreBothKept() throws {
+        let w = try World()
+        let xform = String(decoding: Self.xform(id: "farms", version: "1", title: "Farms", csv: true), as: UTF8.self)
+            .replacingOccurrences(of: "<village/>", with: "<village/><crop/>")
+            .replacingOccurrences(of: #"<bind nodeset="/data/village" type="string"/>"#, with: #"""
+                <bind nodeset="/data/village" type="string"/><bind nodeset="/data/crop" type="string"/><instance id="crops" src="jr://file-csv/crops.csv"/>
+                """#)
+            .replacingOccurrences(of: "</select1>", with: #"</select1><select1 ref="/data/crop"><label>Crop</label><itemset nodeset="instance('crops')/root/item"><value ref="name"/><label ref="label"/></itemset></select1>"#)
+        #expect(try w.create(Array(xform.utf8)).status == 200)
+        let names = ["villages.csv", "crops.csv"]
+        let statuses = Mutex<[String: Int]>([:])
+        atOnce(2) { i in
+            let r = try? w.post("/farms/draft/attachments/\(names[i])", body: Self.villages, contentType: "text/csv")
+            statuses.withLock { $0[names[i]] = r.map { $0.status == 409 && $0.json?["errorCode"]?.intValue == 1021 ? 409 : $0.status } ?? -1 }
+        }
+        for (name, status) in statuses.withLock({ $0 }) where status != 200 {
+            #expect(status == 409, "\(name): \(status)")
+            #expect(try w.post("/farms/draft/attachments/\(name)", body: Self.villages, contentType: "text/csv").status == 200)
+        }
+        #expect(try w.post("/farms/draft/publish").status == 200)
+        let files = try w.f.server.rows("SELECT a.file_name FROM survey_version_attachments a JOIN survey_versions v USING (survey_version_id) WHERE v.draft = 0")
+        #expect(Set(try files.map { try $0.string("file_name") }) == Set(names))
     }
 
     /// pyodk's `forms.update(…, attachments=[…], version_updater=…)`: the published version again

@@ -107,7 +107,8 @@ extension CentralService {
         let upload = try draft.upload(files: files)
         let defaultFormId = draft.formId ?? survey.surveyId
         let keyed = KeyedAnswer(request) { (_: SurveyVersionRecord) in Self.success }
-        let outcome = try operations.surveys.publish(orgId: org.orgId, surveyId: survey.surveyId, by: user, key: keyed.key, draft: true) {
+        let outcome = try operations.surveys.publish(orgId: org.orgId, surveyId: survey.surveyId, by: user, key: keyed.key, draft: true,
+                                                     replacingDraft: draft.version.surveyVersionId) {
             try published(upload, defaultFormId: defaultFormId, ignoreWarnings: true, draft: true)
         }
         return try keyed.answer(outcome).logging(["surveyId": survey.surveyId])
