@@ -228,6 +228,11 @@ import Testing
         }
         #expect(try w.traces() == traces)
         #expect(try w.post("/trees/draft/publish?version=v10").status == 200)
+        // A draft is the same form: another form id is refused, nothing written.
+        let before2 = try w.traces()
+        let other = try w.post("/trees/draft", body: Self.xform(id: "shrubs", version: "11"), contentType: "application/xml")
+        #expect(other.status == 422 && other.json?["errors"]?.arrayValue?.first?["path"]?.stringValue == "xform", "\(other.text)")
+        #expect(try w.traces() == before2)
         #expect(try c.get(w.forms + "/trees", token: w.f.adminToken).json?["version"]?.stringValue == "v10")
     }
 

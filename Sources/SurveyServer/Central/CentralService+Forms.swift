@@ -82,7 +82,8 @@ extension CentralService {
         let defaultFormId = current.formId ?? survey.surveyId
         let keyed = KeyedAnswer(request) { (_: SurveyVersionRecord) in Self.success }
         let outcome = try operations.surveys.publish(orgId: org.orgId, surveyId: survey.surveyId, by: user, key: keyed.key, draft: true) {
-            try published(upload, defaultFormId: defaultFormId, ignoreWarnings: ignoreWarnings, draft: true, carrying: carried)
+            try published(upload, defaultFormId: defaultFormId, ignoreWarnings: ignoreWarnings, draft: true, carrying: carried,
+                          formId: request.parameter("xmlFormId"))
         }
         return try keyed.answer(outcome).logging(["surveyId": survey.surveyId])
     }
@@ -154,15 +155,25 @@ extension CentralService {
 
     /// The form read as every door reads one (pyxform for an XLSForm); a draft may lack files
     /// its form names. `ignoreWarnings` false: a form with warnings is refused (422 / 1002 at
-    /// `ignoreWarnings`), as Central does.
+    /// `ignoreWarnings`), as Central does. `formId`: the id the form must have (a form's new
+    /// draft is the same form: 422 / 1002 at `xform` or `xlsform` otherwise).
     func published(_ upload: FormUpload, defaultFormId: String, ignoreWarnings: Bool, draft: Bool,
-                   carrying: [FormUpload.SentFile] = []) throws -> FormSources.Published {
+                   carrying: [FormUpload.SentFile] = [], formId: String? = nil) throws -> FormSources.Published {
         let published = try operations.forms.published(upload, surveyId: defaultFormId, limits: operations.limits, blobs: operations.blobs,
                                                        draftLackingFiles: draft, carrying: carrying)
+        var refusal: ApiError?
         if !ignoreWarnings, let warnings = published.source?.warnings, !warnings.isEmpty {
+            refusal = ApiError(.validationFailed, "The form has warnings; send ignoreWarnings=true to take it with them.",
+                               errors: warnings.map { FieldError(path: "ignoreWarnings", message: $0) })
+        }
+        if let formId, let xform = published.source?.xform, let sent = try? XFormReader.identity(from: xform).formId, sent != formId {
+            refusal = ApiError(.validationFailed, "The form's id is \(sent), not \(formId): a form's draft is the same form.",
+                               errors: [FieldError(path: upload.format.rawValue, message: "the form's id is \(sent); a draft of \(formId) has the id \(formId)")])
+        }
+        if let refusal {
+            // Staged for a write that will not happen.
             for staged in published.attachments { unlink(staged.tempPath) }
-            throw ApiError(.validationFailed, "The form has warnings; send ignoreWarnings=true to take it with them.",
-                           errors: warnings.map { FieldError(path: "ignoreWarnings", message: $0) })
+            throw refusal
         }
         return published
     }
