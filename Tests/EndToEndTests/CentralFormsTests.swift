@@ -153,7 +153,7 @@ import Testing
         let w = try World()
         #expect(try w.create(Self.xform(id: "visits", version: "1", title: "Visits", csv: true)).status == 200)
         // A draft waiting for its file is consistent data: surveyd's check finds nothing wrong.
-        let (status, report) = try MaintenanceTests.surveyd(["check", "--data-dir", w.f.server.dataDir])
+        let (status, report) = try MaintenanceTests.surveyd(["check", "--data-dir", w.f.server.dataDir] + TestEngine.urlArguments(dataDir: w.f.server.dataDir))
         #expect(status == 0, "\(report)")
         // Not published while a file it names is missing; a file it does not name is refused.
         var traces = try w.traces()
