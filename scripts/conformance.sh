@@ -278,6 +278,13 @@ for op, statuses in [("centralCreateDataset", ["422", "501"]), ("centralAddDatas
               "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "409", "429"] + statuses)]
     if op == "centralCreateDataset":
         lines.append("checks.not_a_server_error.expected-statuses = " + q(["2xx", "3xx", "4xx", "501"]))
+# Central's form writes: the body is a form whose grammar no schema has (an XForm or XLSForm that
+# cannot be read or published, 422 / 1002; not one of those types, 415), a file the draft's form
+# does not name and a version published already are 422, a form id in use is 409.3, and a form
+# without a draft (or without a published version to make one of) is 404.
+for op in ("centralCreateForm", "centralCreateFormDraft", "centralUploadFormDraftAttachment", "centralPublishFormDraft"):
+    lines += ["[[operations]]", f"include-operation-id = {q(op)}",
+              "checks.positive_data_acceptance.expected-statuses = " + q(["2xx", "401", "403", "404", "409", "413", "415", "422", "429"])]
 # Central's app users: a collector's creation, whose Idempotency-Key may have been used with
 # another body (409 / 1004). An assignment names a form, an actor and a role: a form that is not
 # published and open, or an actor that is no active collector of the project, is 404 (state no

@@ -20,6 +20,15 @@ public enum FormAttachments {
 
     /// What the published definition keeps of a CSV file `pulldata` reads.
     public static let lookupTablesKey = "lookupTables"
+    /// The files a draft's form names that are not attached to it yet (ODK Central's drafts take
+    /// their files one by one): only a draft's definition has it, and a draft that has it is not
+    /// published (`pendingFiles(of:)`).
+    public static let pendingFilesKey = "pendingFiles"
+
+    /// The files the draft's definition says are still to be attached, in order.
+    public static func pendingFiles(of definition: JSONValue) -> [String] {
+        (definition[pendingFilesKey]?.arrayValue ?? []).compactMap(\.stringValue)
+    }
     /// The forms of media a label shows: the keys of a `media` object.
     public static let mediaForms: Set<String> = ["image", "big-image", "audio", "video"]
 
@@ -90,13 +99,18 @@ public enum FormAttachments {
     /// `lookupTables`. What the definition held under those names is replaced: the file is
     /// what the version says. First every named file must have been sent (`sent`) and every
     /// file sent named; `read` gives a sent CSV file's bytes. Throws `ValidationErrors`.
+    /// `pendingAllowed` (a draft's): a named file not sent is listed under `pendingFiles`
+    /// instead, its list left without choices until it is attached.
     public static func resolve(_ definition: JSONValue, sent: Set<String>, limits: CSVTable.Limits = CSVTable.Limits(),
-                               read: (String) throws -> [UInt8]) throws -> JSONValue {
+                               pendingAllowed: Bool = false, read: (String) throws -> [UInt8]) throws -> JSONValue {
         let named = named(in: definition)
         var errors: [FieldError] = []
         let names = Set(named.map(\.fileName))
-        for n in named where !sent.contains(n.fileName) {
-            errors.append(FieldError(path: "attachments.\(n.fileName)", message: "the form names \(n.fileName) (at \(n.path)), which was not sent"))
+        let pending = named.map(\.fileName).filter { !sent.contains($0) }
+        if !pendingAllowed {
+            for n in named where !sent.contains(n.fileName) {
+                errors.append(FieldError(path: "attachments.\(n.fileName)", message: "the form names \(n.fileName) (at \(n.path)), which was not sent"))
+            }
         }
         for name in sent.sorted() where !names.contains(name) {
             errors.append(FieldError(path: "attachments.\(name)", message: "\(name) was sent, but the form names no such file"))
@@ -104,6 +118,8 @@ public enum FormAttachments {
         guard errors.isEmpty else { throw ValidationErrors(errors) }
         guard var object = definition.objectValue else { return definition }
         let served = entityListFile(of: definition)
+        // Only the server writes it: a definition sent with it claims nothing.
+        object[pendingFilesKey] = nil
 
         var tables: [String: CSVTable] = [:]
         func table(_ name: String) -> CSVTable? {
@@ -125,7 +141,8 @@ public enum FormAttachments {
         var read: Set<String> = []
         var stack: [JSONValue] = object["questions"]?.arrayValue ?? []
         while let node = stack.popLast() {
-            if let name = node["choiceList"]?.stringValue, isCSVName(name), name != served, listed.insert(name).inserted, let t = table(name) {
+            if let name = node["choiceList"]?.stringValue, isCSVName(name), name != served, sent.contains(name), listed.insert(name).inserted,
+               let t = table(name) {
                 do { lists[name] = try choices(of: t) } catch {
                     let message = (error as? CSVTable.Refusal)?.message ?? "\(error)"
                     errors.append(FieldError(path: "attachments.\(name)", message: "\(name) cannot be read as choices: \(message)"))
@@ -134,7 +151,7 @@ public enum FormAttachments {
             // A file pulldata reads.
             for key in logicKeys {
                 guard let source = node[key]?.stringValue, source.contains("pulldata"), let expression = try? Expression(source) else { continue }
-                for lookup in expression.lookups where read.insert(lookup.fileName).inserted {
+                for lookup in expression.lookups where sent.contains(lookup.fileName) && read.insert(lookup.fileName).inserted {
                     guard let t = table(lookup.fileName) else { continue }
                     lookups[lookup.fileName] = ["columns": .array(t.columns.map { .string($0) }),
                                                 "rows": .array(t.rows.map { .array($0.map { .string($0) }) })]
@@ -145,6 +162,7 @@ public enum FormAttachments {
         guard errors.isEmpty else { throw ValidationErrors(errors) }
         if !lists.isEmpty { object["choiceLists"] = .object(lists) }
         if !lookups.isEmpty { object[lookupTablesKey] = .object(lookups) }
+        if !pending.isEmpty { object[pendingFilesKey] = .array(pending.map { .string($0) }) }
         return .object(object)
     }
 

@@ -186,6 +186,9 @@ private struct DefinitionChecker {
     /// The file of the entity list the form declares: a select naming it takes any entity's id,
     /// the list being served by the server rather than published with the version.
     var entityListFile: String?
+    /// A draft's files not attached yet (`FormAttachments.pendingFilesKey`): a list read from
+    /// one has no choices until it is.
+    var pendingFiles: Set<String> = []
 
     mutating func definition(_ json: JSONValue, path: String) -> SurveyDefinition? {
         guard let object = json.objectValue else { fail(path, "must be an object"); return nil }
@@ -208,6 +211,7 @@ private struct DefinitionChecker {
             needsStructure = true
         }
 
+        pendingFiles = Set(FormAttachments.pendingFiles(of: json))
         if let tables = object[FormAttachments.lookupTablesKey], !tables.isNull { lookupTables(tables, "\(path).\(FormAttachments.lookupTablesKey)") }
         // Read before the nodes: a select question may take its choices from the list's file.
         var entity: EntityDeclaration?
@@ -589,6 +593,9 @@ private struct DefinitionChecker {
                     index = choiceIndexes[name]
                 } else if let name = listName.stringValue, name == entityListFile {
                     index = ChoiceIndex.anyName
+                } else if let name = listName.stringValue, pendingFiles.contains(name) {
+                    // A draft's list whose file is still to come: no choice is taken meanwhile.
+                    options = []
                 } else if let name = listName.stringValue, FormAttachments.isCSVName(name) {
                     fail("\(path).choiceList", "names the file \(name), whose choices are read when it is attached to the version")
                 } else {

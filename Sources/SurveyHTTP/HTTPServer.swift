@@ -243,8 +243,7 @@ public final class HTTPServer: @unchecked Sendable {
                 do {
                     return .receive(route, params, ExchangeState(.receiving(.sink(try opener(head(route, params))))))
                 } catch {
-                    // Rendered as the path's door renders its refusals (ODK Central's shape under its paths).
-                    return .answerNow(refusal(error, path))
+                    return .answerNow(.refusal(error, mapped: errorMapper, headers: close))
                 }
             }
             let asForm = route.form != nil && (!route.formOnlyIfMultipart || Router.isMultipartForm(headers["content-type"]))

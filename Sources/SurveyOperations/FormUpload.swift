@@ -23,6 +23,21 @@ public struct FormUpload: Sendable {
             self.read = read
         }
 
+        /// A file a version holds already, read again from the store: a draft made again with
+        /// the files it has (ODK Central's draft takes its files one at a time).
+        public static func stored(_ a: VersionAttachmentRecord, blobs: BlobStore) -> SentFile {
+            SentFile(fileName: a.fileName, declaredType: a.contentType, size: Int(a.size)) { body in
+                let reader = try blobs.reader(sha256: a.sha256)
+                defer { reader.close() }
+                var buffer = [UInt8](repeating: 0, count: 64 << 10)
+                while true {
+                    let n = try buffer.withUnsafeMutableBytes { try reader.read(into: $0) }
+                    guard n > 0 else { break }
+                    try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                }
+            }
+        }
+
         func bytes() throws -> [UInt8] {
             var out: [UInt8] = []
             out.reserveCapacity(size)
@@ -86,7 +101,12 @@ extension FormSources {
     /// `attachments.<file name>` otherwise), its CSV files read into the definition, then each
     /// file staged in `blobs`' temp directory. Nothing is staged when anything is refused.
     /// `surveyId`: the survey it is published to, whose id an XLSForm without `form_id` takes.
-    public func published(_ upload: FormUpload, surveyId: String, limits: Operations.Limits, blobs: BlobStore) throws -> Published {
+    /// `draftLackingFiles`: for a draft that takes its files later (ODK Central's), a named file
+    /// not sent is listed as pending rather than refused (`FormAttachments.pendingFilesKey`).
+    /// `carrying`: files a version had, taken again where the form names them and does not come
+    /// with a file of that name (ODK Central's new draft keeps the files it still names).
+    public func published(_ upload: FormUpload, surveyId: String, limits: Operations.Limits, blobs: BlobStore,
+                          draftLackingFiles: Bool = false, carrying: [FormUpload.SentFile] = []) throws -> Published {
         var sent: [String: FormUpload.SentFile] = [:]
         for file in upload.files {
             guard FormAttachments.isValidFileName(file.fileName) else {
@@ -126,12 +146,20 @@ extension FormSources {
             source = VersionSourceRecord(format: Format.xform.rawValue, contentType: "application/xml", source: upload.form, xform: upload.form,
                                          warnings: read.warnings)
         }
+        var files = upload.files
+        if !carrying.isEmpty {
+            let named = Set(FormAttachments.named(in: definition).map(\.fileName))
+            for file in carrying where named.contains(file.fileName) && sent[file.fileName] == nil {
+                sent[file.fileName] = file
+                files.append(file)
+            }
+        }
         // Every file named is sent and every file sent is named; the CSV files read into it.
         var csvLimits = CSVTable.Limits()
         csvLimits.maxBytes = min(csvLimits.maxBytes, limits.maxFormBytes)
         let csvLimit = csvLimits.maxBytes
         do {
-            definition = try FormAttachments.resolve(definition, sent: Set(sent.keys), limits: csvLimits) { name in
+            definition = try FormAttachments.resolve(definition, sent: Set(sent.keys), limits: csvLimits, pendingAllowed: draftLackingFiles) { name in
                 guard let file = sent[name] else { return [] }
                 guard file.size <= csvLimit else {
                     throw CSVTable.Refusal(message: "it is \(file.size) bytes; a CSV file a form reads is at most \(csvLimit) bytes")
@@ -151,7 +179,7 @@ extension FormSources {
         }
         var staged: [FormUpload.Staged] = []
         do {
-            for file in upload.files { staged.append(try Self.stage(file, blobs: blobs)) }
+            for file in files { staged.append(try Self.stage(file, blobs: blobs)) }
         } catch {
             for s in staged { unlink(s.tempPath) }
             throw error

@@ -21,18 +21,23 @@ public struct Surveys: Sendable {
         let clock = operations.clock
         return try operations.keyedWrite(orgId: orgId, caller: user.userId, target: "", key: key, prepare: { () throws -> (NewSurvey, String) in
             let new = try request()
-            guard !new.title.isEmpty, new.title.count <= 500 else {
-                throw ApiError(.validationFailed, "`title` must be 1 to 500 characters.", errors: [FieldError(path: "title", message: "1 to 500 characters")])
-            }
-            // The title is the form's name in every app's form list, an XML document.
-            if let problem = OpenRosaDocuments.uncarriedCharacter(in: new.title) {
-                throw ApiError(.validationFailed, "`title` holds a character that form lists cannot carry.",
-                               errors: [FieldError(path: "title", message: problem)])
-            }
+            try Self.checkTitle(new.title)
             return (new, Ids.make("srv", nowMillis: clock.nowMillis()))
         }, write: { prepared, tx in
             try tx.createSurvey(surveyId: prepared.1, title: prepared.0.title, reviewRequired: prepared.0.reviewRequired, createdBy: user.userId)
         })
+    }
+
+    /// A survey's title: 1 to 500 characters, each one an XML document can carry (the title is
+    /// the form's name in every app's form list). 422 / 1002 at `title`.
+    static func checkTitle(_ title: String) throws {
+        guard !title.isEmpty, title.count <= 500 else {
+            throw ApiError(.validationFailed, "`title` must be 1 to 500 characters.", errors: [FieldError(path: "title", message: "1 to 500 characters")])
+        }
+        if let problem = OpenRosaDocuments.uncarriedCharacter(in: title) {
+            throw ApiError(.validationFailed, "`title` holds a character that form lists cannot carry.",
+                           errors: [FieldError(path: "title", message: problem)])
+        }
     }
 
     /// Moves a survey through its life (`SurveyState`): an admin's gated, audited write. 404 for a
@@ -64,8 +69,11 @@ public struct Surveys: Sendable {
     /// A new version of an existing survey (404 before anything else when there is none).
     /// As a `draft` it becomes the survey's draft (Docs/forms.md, "Drafts"), replacing an earlier
     /// one and deleting its test submissions in the same transaction: every check of a publication
-    /// is made all the same.
+    /// is made all the same. `replacingDraft`: the draft the new one was made from (a file added
+    /// to it); when another request has replaced that draft since, 409 / 1021 and nothing written,
+    /// so that no file added meanwhile is lost.
     public func publish(orgId: String, surveyId: String, by user: UserRecord, key: IdempotencyKey<SurveyVersionRecord>? = nil, draft: Bool = false,
+                        replacingDraft: String? = nil,
                         definition: () throws -> FormSources.Published) throws -> KeyedOutcome<SurveyVersionRecord> {
         try operations.member(user, of: orgId, withAnyOf: [.admin])
         guard try operations.database.read({ try $0.survey(orgId: orgId, surveyId: surveyId) }) != nil else { throw ApiError.notFound() }
@@ -76,46 +84,70 @@ public struct Surveys: Sendable {
         let staged = Mutex<[FormUpload.Staged]>([])
         defer { for s in staged.withLock({ $0 }) { unlink(s.tempPath) } }
         let parsedOnce = Mutex<SurveyDefinition?>(nil)
+        let operations = self.operations
         let outcome = try operations.keyedWrite(orgId: orgId, caller: user.userId, target: surveyId, key: key, prepare: { () throws -> NewVersion in
             let published = try definition()
             staged.withLock { $0 = published.attachments }
-            let definition = published.definition
-            let parsed: SurveyDefinition
-            do {
-                parsed = try published.parsed ?? SurveyDefinition.parse(definition)
-            } catch let e as ValidationErrors {
-                throw ApiError(.validationFailed, "The survey definition is not valid.", errors: e.errors)
-            }
-            // The id apps will know the form by: the XForm's, or for JSON the definition's, else the survey's.
-            let formId = parsed.formId ?? (published.source == nil ? surveyId : nil)
-            // A JSON definition reaches ODK apps as an XForm surveyd writes of it: text no XML
-            // can carry (a control character pasted with a label) is refused now, where it can
-            // be corrected, not found missing from every phone's form list later.
-            if published.source == nil, let problem = Self.uncarriedText(in: definition, at: "definition") {
-                throw ApiError(.validationFailed, "The definition holds text that ODK apps' forms cannot carry.", errors: [problem])
-            }
-            // Encoded once: its bytes are stored and hashed.
-            let canonical = CanonicalJSON.encode(definition)
-            parsedOnce.withLock { $0 = parsed }
-            return NewVersion(contentHash: "sha256:" + Digest.sha256Hex(canonical), definition: String(decoding: canonical, as: UTF8.self),
-                              surveyVersionId: Ids.make("sv", nowMillis: clock.nowMillis()), source: published.source,
-                              attachments: published.attachments, parsed: parsed, formId: formId)
+            let p = try Self.newVersion(published, surveyId: surveyId, draft: draft, nowMillis: clock.nowMillis())
+            parsedOnce.withLock { $0 = p.parsed }
+            return p
         }, write: { p, tx in
             // Checked again in turn: another publication may have taken the id since the read above.
             try tx.takePublishingTurn()
             if let formId = p.formId {
                 try Self.refuseFormIdOfAnotherSurvey(formId, orgId: orgId, surveyId: surveyId, source: p.source, in: tx.read, operations: operations)
             }
-            // The entity list the form writes, and the properties it adds, published with it (a
-            // draft's once the draft is published).
-            if !draft, let entity = p.parsed.entity { try tx.declareEntityList(name: entity.list, properties: entity.properties) }
-            return try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition,
-                                  source: p.source, attachments: p.attachments.map { ($0.record(surveyVersionId: p.surveyVersionId), $0.tempPath) },
-                                  blobs: blobs, draft: draft)
+            if let replacingDraft, try tx.read.draftVersion(orgId: orgId, surveyId: surveyId)?.surveyVersionId != replacingDraft {
+                throw ApiError(.staleRevision, "The survey's draft was replaced while this file was added to it; send the file again.")
+            }
+            return try Self.write(p, surveyId: surveyId, draft: draft, in: tx, blobs: blobs)
         })
         // The version's first submission finds its definition parsed.
         if case .written(let v) = outcome, let parsed = parsedOnce.withLock({ $0 }) { operations.definitions.remember(parsed, of: v.surveyVersionId) }
         return outcome
+    }
+
+    /// What a publication writes, read and checked before its transaction: the definition's rules
+    /// (422 / 1002), text XML cannot carry, files a version must have (only a draft may lack some).
+    static func newVersion(_ published: FormSources.Published, surveyId: String, draft: Bool, nowMillis: Int64) throws -> NewVersion {
+        let definition = published.definition
+        let parsed: SurveyDefinition
+        do {
+            parsed = try published.parsed ?? SurveyDefinition.parse(definition)
+        } catch let e as ValidationErrors {
+            throw ApiError(.validationFailed, "The survey definition is not valid.", errors: e.errors)
+        }
+        let pending = FormAttachments.pendingFiles(of: definition)
+        if !draft, !pending.isEmpty { throw notAttached(pending, to: "version") }
+        // The id apps will know the form by: the XForm's, or for JSON the definition's, else the survey's.
+        let formId = parsed.formId ?? (published.source == nil ? surveyId : nil)
+        // A JSON definition reaches ODK apps as an XForm surveyd writes of it: text no XML
+        // can carry (a control character pasted with a label) is refused now, where it can
+        // be corrected, not found missing from every phone's form list later.
+        if published.source == nil, let problem = Self.uncarriedText(in: definition, at: "definition") {
+            throw ApiError(.validationFailed, "The definition holds text that ODK apps' forms cannot carry.", errors: [problem])
+        }
+        // Encoded once: its bytes are stored and hashed.
+        let canonical = CanonicalJSON.encode(definition)
+        return NewVersion(contentHash: "sha256:" + Digest.sha256Hex(canonical), definition: String(decoding: canonical, as: UTF8.self),
+                          surveyVersionId: Ids.make("sv", nowMillis: nowMillis), source: published.source,
+                          attachments: published.attachments, parsed: parsed, formId: formId)
+    }
+
+    /// The version's rows, in the publication's transaction (its turn taken, its form id checked).
+    static func write(_ p: NewVersion, surveyId: String, draft: Bool, in tx: GatedTransaction, blobs: BlobStore) throws -> SurveyVersionRecord {
+        // The entity list the form writes, and the properties it adds, published with it (a
+        // draft's once the draft is published).
+        if !draft, let entity = p.parsed.entity { try tx.declareEntityList(name: entity.list, properties: entity.properties) }
+        return try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition,
+                                     source: p.source, attachments: p.attachments.map { ($0.record(surveyVersionId: p.surveyVersionId), $0.tempPath) },
+                                     blobs: blobs, draft: draft)
+    }
+
+    /// 422 / 1002 at `attachments.<file>` for each file the form names that is not attached.
+    static func notAttached(_ files: [String], to what: String) -> ApiError {
+        ApiError(.validationFailed, "The form names files that are not attached to the \(what): \(files.joined(separator: ", ")).",
+                 errors: files.map { FieldError(path: "attachments.\($0)", message: "the form names \($0), which is not attached yet") })
     }
 
     struct NewVersion: Sendable {

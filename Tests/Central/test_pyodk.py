@@ -31,9 +31,15 @@ Then, through pyodk alone:
    `top`, `skip`, `count`) and `entities.merge(…, delete_not_matched=True)`: what it stores, read
    back through surveyd's own API (one updated, one created, a new property, one deleted), and
    the same merge again changes nothing;
-10. `projects.create_app_users(display_names, forms)`: collectors whose tokens open the OpenRosa
+10. as an admin: `forms.create` with an XLSForm naming a CSV file and that file (a draft, the file
+    uploaded to it, then published: the file is in the OpenRosa door's manifest) and with an XForm
+    string; a form id in use raises 409.3 and makes nothing; `forms.update` with a new definition,
+    and with a file only (`version_updater`, or pyodk's timestamp version): the XForm served has
+    the version; a version published already raises 422; while expired `forms.create` raises
+    402 / 1001 and makes nothing, after renewal the same call makes it once; a collector raises 403;
+11. `projects.create_app_users(display_names, forms)`: collectors whose tokens open the OpenRosa
     door's form list; run again, it makes no one twice;
-11. `submissions.create(xml=…, attachments=[…])` (the XML, then its file): refused whole while
+12. `submissions.create(xml=…, attachments=[…])` (the XML, then its file): refused whole while
     expired, then one response with the very bytes sent; `add_comment` and `list_comments`.
 
 Run with the venv scripts/setup.sh makes: `.build/venv-central/bin/python Tests/Central/test_pyodk.py`.
@@ -42,6 +48,7 @@ Exits 1 on any failure.
 import hashlib
 import logging
 import os
+import re
 import shutil
 import sys
 import uuid
@@ -274,6 +281,111 @@ def entity_table(a, base, e, rows):
     check({x["label"]: (x["properties"], x["version"]) for x in rows()} == stored, "nothing changed the second time")
 
 
+def trees_xform(version, title="Tree count"):
+    """An XForm as a script holds one in memory: pyodk sends a string with the XForms namespace as XML."""
+    return f"""<?xml version="1.0"?>
+<h:html xmlns="http://www.w3.org/2002/xforms" xmlns:h="http://www.w3.org/1999/xhtml" xmlns:jr="http://openrosa.org/javarosa">
+  <h:head>
+    <h:title>{title}</h:title>
+    <model>
+      <instance><data id="py_trees" version="{version}"><height/><meta><instanceID/></meta></data></instance>
+      <bind nodeset="/data/height" type="int"/>
+      <bind nodeset="/data/meta/instanceID" type="string" readonly="true()" jr:preload="uid"/>
+    </model>
+  </h:head>
+  <h:body><input ref="/data/height"><label>Height</label></input></h:body>
+</h:html>
+"""
+
+
+def forms(server, base, e):
+    """Forms made and updated through pyodk, as an admin's script publishes a round's forms."""
+    a = client(server, server.dir, email="ada@example.org")
+    files = os.path.join(server.dir, "attachments")
+    os.makedirs(os.path.join(files, "later"), exist_ok=True)
+    sites = os.path.join(files, "sites.csv")
+    with open(sites, "w") as f:
+        f.write("name,label\nridge,North ridge\nford,South ford\n")
+    later = os.path.join(files, "later", "sites.csv")
+    with open(later, "w") as f:
+        f.write("name,label\nridge,North ridge\nford,South ford\nmarsh,East marsh\n")
+
+    def manifest(form_id):
+        """The files ODK Collect downloads with the form: name → bytes, through the OpenRosa door."""
+        door = f"{base}/v1/key/{e['COLLECTOR']}/orgs/{e['ORG']}"
+        listing = requests.get(f"{door}/formList", headers={"X-OpenRosa-Version": "1.0"}).text
+        listed = [x for x in listing.split("<xform>")[1:] if f"<formID>{form_id}</formID>" in x]
+        url = re.findall(r"<manifestUrl>([^<]+)</manifestUrl>", listed[0]) if listed else []
+        if not url:
+            return None
+        r = requests.get(url[0].replace("&amp;", "&"), headers={"X-OpenRosa-Version": "1.0"})
+        names = re.findall(r"<filename>([^<]+)</filename>", r.text)
+        urls = [u.replace("&amp;", "&") for u in re.findall(r"<downloadUrl>([^<]+)</downloadUrl>", r.text)]
+        return {n: requests.get(u, headers={"X-OpenRosa-Version": "1.0"}).content for n, u in zip(names, urls)}
+
+    def surveys():
+        r = requests.get(f"{base}/v1/orgs/{e['ORG']}/surveys", params={"limit": "200"}, headers={"Authorization": "Bearer " + e["ADMIN"]})
+        return r.json()["items"]
+
+    # An XLSForm naming a CSV file: created as a draft, the file uploaded to it, then published.
+    xlsx = os.path.join(ROOT, "Tests", "Fixtures", "central_sites.xlsx")
+    made = a.forms.create(definition=xlsx, attachments=[sites])
+    check(made.xmlFormId == "central_sites" and made.version == "1" and made.name == "Site count" and made.publishedAt is None,
+          f"forms.create answers the draft it made: {made}")
+    got = a.forms.get("central_sites")
+    check(got.publishedAt is not None and got.version == "1", f"forms.create publishes the draft: {got}")
+    check(manifest("central_sites") == {"sites.csv": open(sites, "rb").read()}, f"the file is in the form's manifest: {manifest('central_sites')}")
+    check([x["reviewRequired"] for x in surveys() if x["title"] == "Site count"] == [True], "the survey requires review")
+
+    # An XForm held as a string.
+    trees = a.forms.create(definition=trees_xform("1"))
+    check(trees.xmlFormId == "py_trees" and a.forms.get("py_trees").version == "1", f"forms.create from an XForm: {trees}")
+    count = len(surveys())
+    try:
+        a.forms.create(definition=trees_xform("2", title="Another tree count"))
+        check(False, "a form id in use is refused")
+    except PyODKError as err:
+        check(err.is_central_error("409.3"), f"409.3: {err}")
+    check(len(surveys()) == count, "a refused create makes no survey")
+
+    # A new definition; then only a new file, the version set by version_updater.
+    a.forms.update("py_trees", definition=trees_xform("2"))
+    check(a.forms.get("py_trees").version == "2" and 'version="2"' in a.forms.get_xml("py_trees"), "forms.update with a new definition")
+    a.forms.update("central_sites", attachments=[later], version_updater=lambda v: v + "-sites2")
+    got = a.forms.get("central_sites")
+    check(got.version == "1-sites2" and 'version="1-sites2"' in a.forms.get_xml("central_sites"), f"version_updater sets the version: {got}")
+    check(manifest("central_sites") == {"sites.csv": open(later, "rb").read()}, "the new file replaces the old in the manifest")
+    try:
+        a.forms.update("central_sites", attachments=[later], version_updater=lambda v: "1")
+        check(False, "a version published already is refused")
+    except PyODKError as err:
+        check("422" in str(err) and "version" in str(err), f"a version published already: {err}")
+    check(a.forms.get("central_sites").version == "1-sites2", "the refused publication changed nothing")
+    # No definition and no version_updater: the version is a timestamp.
+    a.forms.update("py_trees", attachments=[])
+    check(a.forms.get("py_trees").version not in ("", "2"), f"forms.update's default version: {a.forms.get('py_trees').version}")
+
+    # While expired nothing is made; after renewal the same call makes it once.
+    set_expiry(base, e, timedelta(minutes=-1))
+    count = len(surveys())
+    try:
+        a.forms.create(definition=trees_xform("1", title="Shrub count").replace("py_trees", "py_shrubs"))
+        check(False, "an expired subscription refuses the form")
+    except PyODKError as err:
+        check(err.is_central_error("402.1001"), f"forms.create while expired: {err}")
+    check(len(surveys()) == count, "nothing made while expired")
+    set_expiry(base, e, timedelta(days=1))
+    a.forms.create(definition=trees_xform("1", title="Shrub count").replace("py_trees", "py_shrubs"))
+    check(len([x for x in surveys() if x["title"] == "Shrub count"]) == 1, "after renewal the same call makes it once")
+
+    # A collector's script may not make forms.
+    try:
+        client(server, server.dir).forms.create(definition=trees_xform("1", title="Bush count").replace("py_trees", "py_bushes"))
+        check(False, "a collector is refused")
+    except PyODKError as err:
+        check(err.is_central_error("403.1"), f"403.1: {err}")
+
+
 def app_users(server, base, e, form_id):
     """App users made in bulk for a new district, as a team's script does."""
     a = client(server, server.dir, email="ada@example.org")
@@ -302,9 +414,9 @@ def main():
 
         projects = c.projects.list()
         check([(p.id, p.name) for p in projects] == [(1, "Demo Field Team")], f"projects.list: {projects}")
-        forms = c.forms.list()
-        check(len(forms) == 1 and forms[0].projectId == 1 and forms[0].state == "open", f"forms.list: {forms}")
-        form = forms[0]
+        listed = c.forms.list()
+        check(len(listed) == 1 and listed[0].projectId == 1 and listed[0].state == "open", f"forms.list: {listed}")
+        form = listed[0]
         xml = c.forms.get_xml(form_id=form.xmlFormId)
         check(f'id="{form.xmlFormId}"' in xml and hashlib.md5(xml.encode()).hexdigest() == form.hash, "forms.get_xml: the XForm whose MD5 is the form's hash")
 
@@ -394,6 +506,7 @@ def main():
 
         submission_table(c, base, e, form, user)
         entities(server, base, e)
+        forms(server, base, e)
         app_users(server, base, e, form.xmlFormId)
     finally:
         server.stop()

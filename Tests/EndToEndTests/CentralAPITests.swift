@@ -157,7 +157,7 @@ import Testing
         let w = try World()
         let c = w.f.client
         let p = w.projectId
-        for (method, path) in [("GET", "/v1/projects/\(p)/datasets/households.svc/Entities/more"), ("PATCH", "/v1/projects/\(p)/forms/\(w.xmlFormId)/draft"),
+        for (method, path) in [("GET", "/v1/projects/\(p)/datasets/households.svc/Entities/more"), ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId)/versions"),
                                ("GET", "/v1/users"), ("GET", "/v1/roles"), ("DELETE", "/v1/projects/\(p)/app-users/3"),
                                ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId).svc/Submissions/more"), ("GET", "/v1/projects/\(p)/forms/\(w.xmlFormId)/submissions.csv"),
                                ("GET", "/v1/config/analytics"), ("GET", "/v1/audits")] {

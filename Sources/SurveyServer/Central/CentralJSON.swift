@@ -13,10 +13,17 @@ enum CentralJSON {
 
     /// A survey as Central's form: its XForm's id and version, the md5 of the XForm served.
     static func form(_ f: OpenRosaForms.Listed, projectId: Int64) -> JSONValue {
-        ["projectId": .number(Double(projectId)), "xmlFormId": .string(f.xform.formId ?? ""), "name": .string(f.survey.title),
-         "version": .string(f.xform.version ?? ""), "hash": .string(f.xform.md5), "state": .string(f.survey.state.rawValue),
-         "enketoId": .null, "keyId": .null, "createdAt": .string(Timestamp.format(f.survey.createdAt)),
-         "updatedAt": .string(Timestamp.format(f.version.createdAt)), "publishedAt": .string(Timestamp.format(f.version.createdAt))]
+        form(f.survey, version: f.version, xform: f.xform, projectId: projectId)
+    }
+
+    /// The same of a survey's version, published or its draft (`publishedAt` null while the
+    /// survey has only a draft).
+    static func form(_ survey: SurveyRecord, version: SurveyVersionRecord, xform: VersionFiles.XForm?, projectId: Int64) -> JSONValue {
+        ["projectId": .number(Double(projectId)), "xmlFormId": .string(xform?.formId ?? ""), "name": .string(survey.title),
+         "version": .string(xform?.version ?? ""), "hash": .string(xform?.md5 ?? ""), "state": .string(survey.state.rawValue),
+         "enketoId": .null, "keyId": .null, "createdAt": .string(Timestamp.format(survey.createdAt)),
+         "updatedAt": .string(Timestamp.format(version.createdAt)),
+         "publishedAt": version.draft ? .null : .string(Timestamp.format(version.createdAt))]
     }
 
     /// A response as Central's submission: `instanceId` is its `clientSubmissionId`;

@@ -20,11 +20,22 @@ enum CentralRefusal {
 
     static func problem(_ error: ApiError, status: Int? = nil, headers: [(String, String)] = []) -> HTTPResponse {
         let status = status ?? error.code.httpStatus
+        return .problem(shaped(error, status: status), status: status, headers: headers)
+    }
+
+    /// `error` with Central's `message` and `code` beside surveyd's members.
+    static func shaped(_ error: ApiError, status: Int) -> ApiError {
         var e = error
         e.extra["message"] = .string(error.detail)
         // A door's own case keeps its code (a stale entity version: 409.15).
         if e.extra["code"] == nil { e.extra["code"] = .number(centralCode(error.code, status: status)) }
-        return .problem(e, status: status, headers: headers)
+        return e
+    }
+
+    /// A refusal before a streamed body is read (the engine answers it as thrown), in Central's shape.
+    static func beforeTheBody(_ error: any Error) -> ProtocolRefusal {
+        let e = error as? ApiError ?? ApiError(.internalError, "The server could not answer; nothing was written. Try again later.")
+        return ProtocolRefusal(shaped(e, status: e.code.httpStatus))
     }
 
     /// A feed's refusal of its query (400, 501) under Central's paths: OData's error body, which

@@ -14,7 +14,7 @@ extension CentralService {
         router.add("GET", path, access: readers) { request in CentralRefusal.answer { try attachments(request) } }
         router.add("GET", path + "/{name}", access: readers, runs: .blocking) { request in CentralRefusal.answer { try attachment(request) } }
         router.add("POST", path + "/{name}", access: Submissions.access, streamingTo: receiveAttachment) { request in
-            CentralRefusal.answer { try attach(request) }
+            CentralRefusal.answer { try attachToSubmission(request) }
         }
     }
 
@@ -44,17 +44,21 @@ extension CentralService {
 
     /// The body goes to a temp file only once its sender is known and the project is theirs.
     func receiveAttachment(_ head: RequestHead) throws -> any BodySink {
-        let caller = try services.authenticate(head)
-        guard let projectId = CentralIds.projectId(head.parameter("projectId")),
-              let org = try services.database.read({ try $0.org(projectId: projectId) }),
-              caller.user?.orgId == org.orgId else { throw ApiError.notFound() }
-        let type = head.header("content-type") ?? ""
-        return ReceivedFileSink(try operations.uploads.receive(fileName: head.parameter("name"), contentType: type.isEmpty ? "application/octet-stream" : type))
+        do {
+            let caller = try services.authenticate(head)
+            guard let projectId = CentralIds.projectId(head.parameter("projectId")),
+                  let org = try services.database.read({ try $0.org(projectId: projectId) }),
+                  caller.user?.orgId == org.orgId else { throw ApiError.notFound() }
+            let type = head.header("content-type") ?? ""
+            return ReceivedFileSink(try operations.uploads.receive(fileName: head.parameter("name"), contentType: type.isEmpty ? "application/octet-stream" : type))
+        } catch {
+            throw CentralRefusal.beforeTheBody(error)
+        }
     }
 
     /// `{success: true}` once the file is kept; the last file the XML waited for makes the
     /// submission, through the submission operation (its refusal is this answer's).
-    func attach(_ request: HTTPRequest) throws -> HTTPResponse {
+    func attachToSubmission(_ request: HTTPRequest) throws -> HTTPResponse {
         guard let sink = request.sink as? ReceivedFileSink else { throw ApiError(.internalError) }
         defer { sink.file.discard() }
         try sink.file.finish()

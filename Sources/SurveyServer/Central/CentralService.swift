@@ -51,6 +51,7 @@ struct CentralService {
                    bodyLimit: 10 << 20, runs: .blocking) { request in CentralRefusal.answer { try editSubmission(request) } }
         registerAttachments(into: &router)
         registerComments(into: &router)
+        registerForms(into: &router)
         registerDatasets(into: &router)
         registerAppUsers(into: &router)
         registerOData(into: &router)
@@ -111,12 +112,33 @@ struct CentralService {
     func forms(_ request: HTTPRequest) throws -> HTTPResponse {
         let (_, org) = try admit(request, .memberOrOperator(anyOf: []))
         let listed = try services.database.read { try operations.openRosaForms.forms(in: $0, orgId: org.orgId, states: Set(SurveyState.allCases)) }
-        return .json(200, .array(listed.map { CentralJSON.form($0, projectId: org.projectId) }))
+        return .json(200, .array(listed.map { CentralJSON.form($0, projectId: org.projectId) } + (try draftOnlyForms(org))))
+    }
+
+    /// The forms made as drafts and not published yet, as Central lists them: `publishedAt` null.
+    func draftOnlyForms(_ org: OrgRecord) throws -> [JSONValue] {
+        let drafts = try services.database.read { db in
+            try db.draftVersions(orgId: org.orgId).compactMap { draft -> (SurveyRecord, SurveyVersionRecord)? in
+                guard try db.surveyVersions(surveyId: draft.surveyId).isEmpty, let survey = try db.survey(orgId: org.orgId, surveyId: draft.surveyId) else { return nil }
+                return (survey, draft)
+            }
+        }
+        return try drafts.map { survey, draft in
+            CentralJSON.form(survey, version: draft, xform: try operations.versionFiles(of: draft).xform, projectId: org.projectId)
+        }
     }
 
     func form(_ request: HTTPRequest) throws -> HTTPResponse {
         let (_, org) = try admit(request, .memberOrOperator(anyOf: []))
-        return .json(200, CentralJSON.form(try listedForm(request, orgId: org.orgId), projectId: org.projectId))
+        do {
+            return .json(200, CentralJSON.form(try listedForm(request, orgId: org.orgId), projectId: org.projectId))
+        } catch let e as ApiError where e.code == .notFound {
+            // A form made as a draft and not published yet: its draft, `publishedAt` null.
+            guard let survey = try? formSurvey(request, orgId: org.orgId), let draft = try storedVersions(of: survey).draft,
+                  try services.database.read({ try $0.surveyVersions(surveyId: survey.surveyId) }).isEmpty else { throw e }
+            let files = try operations.versionFiles(of: draft.version)
+            return .json(200, CentralJSON.form(survey, version: draft.version, xform: files.xform, projectId: org.projectId))
+        }
     }
 
     /// The XForm of the form's latest published version, as the OpenRosa door serves it: never

@@ -12,6 +12,12 @@ extension ReadContext {
                        [.text(surveyId), .text(orgId)]).first.map(SurveyVersionRecord.init)
     }
 
+    /// Every draft of the organization's surveys.
+    public func draftVersions(orgId: String) throws -> [SurveyVersionRecord] {
+        try conn.query("SELECT \(SurveyVersionRecord.columns) FROM survey_versions WHERE org_id = ? AND draft = 1 ORDER BY survey_id",
+                       [.text(orgId)]).map(SurveyVersionRecord.init)
+    }
+
     /// The test submission stored under `clientSubmissionId` for this draft, as a response record
     /// (no review, revision 1): what a replay is checked against.
     public func draftResponse(orgId: String, surveyVersionId: String, clientSubmissionId: String) throws -> ResponseRecord? {
@@ -95,8 +101,10 @@ extension GatedTransaction {
 
     /// The survey's draft becomes its next published version, under the new id `surveyVersionId`
     /// (its definition, source and files copied; the draft's rows and test submissions go), audited
-    /// like any publication. nil when the survey has no draft.
-    public func publishDraft(surveyId: String, as surveyVersionId: String, blobs: BlobStore?) throws -> SurveyVersionRecord? {
+    /// like any publication. nil when the survey has no draft. `xform`: the XForm the version
+    /// serves instead of the draft's (its version attribute set on publishing); an uploaded
+    /// XForm is its source too.
+    public func publishDraft(surveyId: String, as surveyVersionId: String, xform: [UInt8]? = nil, blobs: BlobStore?) throws -> SurveyVersionRecord? {
         guard let draft = try read.draftVersion(orgId: orgId, surveyId: surveyId) else { return nil }
         let number = try context.conn.query("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM survey_versions WHERE survey_id = ? AND draft = 0",
                                             [.text(surveyId)]).first?.int("next") ?? 1
@@ -104,10 +112,18 @@ extension GatedTransaction {
             INSERT INTO survey_versions(survey_version_id, survey_id, org_id, number, content_hash, definition, created_at, draft)
             SELECT ?, survey_id, org_id, ?, content_hash, definition, ?, 0 FROM survey_versions WHERE survey_version_id = ?
             """, [.text(surveyVersionId), .int(number), .int(now), .text(draft.surveyVersionId)])
-        try context.conn.run("""
-            INSERT INTO survey_version_sources(survey_version_id, format, content_type, source, xform, warnings)
-            SELECT ?, format, content_type, source, xform, warnings FROM survey_version_sources WHERE survey_version_id = ?
-            """, [.text(surveyVersionId), .text(draft.surveyVersionId)])
+        if let xform {
+            try context.conn.run("""
+                INSERT INTO survey_version_sources(survey_version_id, format, content_type, source, xform, warnings)
+                SELECT ?, format, content_type, CASE WHEN format = 'xform' THEN ? ELSE source END, ?, warnings
+                FROM survey_version_sources WHERE survey_version_id = ?
+                """, [.text(surveyVersionId), .blob(xform), .blob(xform), .text(draft.surveyVersionId)])
+        } else {
+            try context.conn.run("""
+                INSERT INTO survey_version_sources(survey_version_id, format, content_type, source, xform, warnings)
+                SELECT ?, format, content_type, source, xform, warnings FROM survey_version_sources WHERE survey_version_id = ?
+                """, [.text(surveyVersionId), .text(draft.surveyVersionId)])
+        }
         try context.conn.run("""
             INSERT INTO survey_version_attachments(survey_version_id, file_name, content_type, size, sha256, md5)
             SELECT ?, file_name, content_type, size, sha256, md5 FROM survey_version_attachments WHERE survey_version_id = ?
