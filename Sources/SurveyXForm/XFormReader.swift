@@ -72,8 +72,11 @@ public enum XFormReader {
         if let language = translations.defaultLanguage { definition["defaultLanguage"] = .string(language) }
         try readSurveydModel(model, into: &definition, translations: translations)
         if let encryption { definition[EncryptedEnvelope.key] = encryption }
-        if let entity = try XFormEntities.declaration(data: data, model: model, binds: binds, translator: builder.translator, warnings: &warnings) {
-            definition["entity"] = entity
+        if var entity = try XFormEntities.declaration(data: data, model: model, binds: binds, translator: builder.translator, warnings: &warnings)?.objectValue {
+            // What `XFormWriter` wrote of a declaration that did not say it (a version, an id made on first load).
+            let unsaid = (model.attribute(Surveyd.absent, namespace: XMLNamespace.surveyd) ?? "").split(separator: " ")
+            for property in unsaid where property.hasPrefix("entity.") { entity[String(property.dropFirst("entity.".count))] = nil }
+            definition["entity"] = .object(entity)
         }
         let json = JSONValue.object(definition)
         // A CSV file no question's choices come from is there for pulldata.
@@ -114,6 +117,8 @@ public enum XFormReader {
             switch a.name {
             case Surveyd.absent:
                 for property in a.value.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }) {
+                    // The entity's are taken away once the entity is read (`unsaidOfEntity`).
+                    if property == "entity.id" || property == "entity.specVersion" { continue }
                     guard property == "formId" || property == "defaultLanguage" else {
                         throw XFormRefusal("the model's surveyd:absent names \(property), which surveyd does not read there")
                     }

@@ -39,8 +39,6 @@ public enum XFormWriter {
                 throw Unwritable("the definition is not valid: \(problems)")
             }
         }
-        // Publish such a form as an XLSForm or XForm: its XForm, entity block included, is kept as sent.
-        if parsed.entity != nil { throw Unwritable("an XForm written of a JSON definition does not carry its entity declaration") }
         var planner = XFormPlanner(definition: definition, parsed: parsed)
         let plan = try planner.plan(fallbackFormId: formId, version: version)
         do {
@@ -150,6 +148,8 @@ struct XFormPlan {
     var texts = ItextTable()
     var nodes: [XFormPlan.Node] = []
     var lists: [ChoiceList] = []
+    /// The entity the form creates or updates.
+    var entity: XFormEntityPlan?
 }
 
 /// Text ids in the order they were added, each with its text by language, and the media a
@@ -237,7 +237,6 @@ struct XFormPlanner {
         if formId == nil { absent.append("formId") }
         if declaredDefault == nil && !parsed.languages.isEmpty { absent.append("defaultLanguage") }
         plan.modelAttributes = [("odk:xforms-version", "1.0.0")]
-        if !absent.isEmpty { plan.modelAttributes.append(("surveyd:\(Surveyd.absent)", absent.joined(separator: " "))) }
         if let declaredDefault, parsed.languages.isEmpty {
             plan.modelAttributes.append(("surveyd:defaultLanguage", declaredDefault))
         }
@@ -259,6 +258,8 @@ struct XFormPlanner {
         // The CSV files the form reads (its choice lists' and pulldata's): instances the app fills
         // from the files it downloads with the form.
         var files = Set(lists.keys.filter { FormAttachments.isCSVName($0) && usedLists.contains($0) })
+        // The entity list the form writes, which the server serves as a file of its own.
+        if let served = FormAttachments.entityListFile(of: definition), usedLists.contains(served) { files.insert(served) }
         files.formUnion((Self.present(definition[FormAttachments.lookupTablesKey])?.objectValue ?? [:]).keys)
         for file in files.sorted() {
             let id = String(file.dropLast(4))
@@ -274,6 +275,26 @@ struct XFormPlanner {
             plan.lists.append(list)
         }
         plan.lists += inlineLists
+        if let entity = parsed.entity {
+            let written = try XFormEntityPlan(entity, printer: printer, readsFiles: Set(plan.lists.compactMap(\.file)))
+            var byId: [String: XFormPlan.Node] = [:]
+            var stack = plan.nodes
+            while let node = stack.popLast() { byId[node.id] = node; stack += node.children }
+            for (questionId, property) in written.saveTo.sorted(by: { $0.key < $1.key }) {
+                guard let node = byId[questionId], node.kind == .question else {
+                    throw Unwritable("the entity saves \(questionId) to \(property), but \(questionId) is no question of the definition")
+                }
+                node.bind.append(("entities:saveto", property))
+            }
+            plan.modelAttributes.append(("entities:entities-version", written.specVersion))
+            // What the reader would find that the declaration does not say: an id made on first load, a version.
+            var unsaid: [String] = []
+            if entity.create != .never && entity.id == nil { unsaid.append("entity.id") }
+            if entity.specVersion == nil { unsaid.append("entity.specVersion") }
+            if !unsaid.isEmpty { absent += unsaid }
+            plan.entity = written
+        }
+        if !absent.isEmpty { plan.modelAttributes.append(("surveyd:\(Surveyd.absent)", absent.joined(separator: " "))) }
         return plan
     }
 
@@ -696,6 +717,7 @@ enum XFormRendering {
         try w.startDocument()
         try w.startElement("h:html")
         for (name, uri) in namespaces { try w.attribute(name, uri) }
+        if plan.entity != nil { try w.attribute("xmlns:entities", XMLNamespace.entities) }
         try w.startElement("h:head")
         try w.element("h:title", preserving(plan.title), text: plan.title)
         try w.startElement("model")
@@ -708,12 +730,24 @@ enum XFormRendering {
         for (name, value) in root { try w.attribute(name, value) }
         for node in plan.nodes { try instance(node, w, mode: .normal) }
         try w.startElement("meta")
+        if let entity = plan.entity {
+            try w.startElement("entity")
+            for (name, value) in entity.attributes { try w.attribute(name, value) }
+            try w.element("label")
+            try w.endElement()
+        }
         try w.element("instanceID")
         try w.endElement()
         try w.endElement()
         try w.endElement()
         for list in plan.lists { try choiceList(list, w) }
         for node in plan.nodes { try binds(node, w) }
+        if let entity = plan.entity {
+            for bind in entity.binds { try w.element("bind", bind) }
+            if entity.idOnFirstLoad {
+                try w.element("setvalue", [("ref", XFormEntityPlan.at + "/@id"), ("event", "odk-instance-first-load"), ("value", "uuid()")])
+            }
+        }
         try w.element("bind", [("nodeset", "/\(XFormWriter.root)/meta/instanceID"), ("type", "string"), ("readonly", "true()"), ("jr:preload", "uid")])
         if let key = plan.publicKey { try w.element("submission", [("base64RsaPublicKey", key), ("method", "post")]) }
         try w.endElement() // model

@@ -62,7 +62,7 @@ import Testing
     }
 
     @Test func theFixturesReadBackAsTheyWereRead() throws {
-        for name in ["household", "simple"] {
+        for name in ["household", "simple", "household_registration", "household_visit"] {
             let definition = try XFormReader.definition(from: try Fixture.bytes(name))
             try Self.roundTrip(definition, label: name)
         }
