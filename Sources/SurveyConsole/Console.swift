@@ -92,6 +92,7 @@ public struct Console: Sendable {
         page(&router, "GET", "/console/orgs/{orgId}/entity-lists/{name}", anyMember, entities.list)
         page(&router, "GET", "/console/orgs/{orgId}/entity-lists/{name}/entities/{entityId}", anyMember, entities.entity)
         page(&router, "POST", "/console/orgs/{orgId}/entity-lists/{name}/entities/{entityId}/resolve", admins, entities.resolve)
+        page(&router, "POST", "/console/orgs/{orgId}/entity-lists/{name}/entities/{entityId}/edit", admins, entities.edit)
         let admin = AdminPages(console: self)
         page(&router, "GET", "/console/orgs/{orgId}/users", admins, admin.users)
         page(&router, "POST", "/console/orgs/{orgId}/users", admins, admin.createUser)

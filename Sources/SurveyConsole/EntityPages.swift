@@ -137,7 +137,12 @@ struct EntityPages: Sendable {
             return item
         }
         var f = frame(e.label, visit)
-        if request.query["done"] == "resolved" { f.notice = "Done: the conflict is resolved." }
+        switch request.query["done"] {
+        case "resolved"?: f.notice = "Done: the conflict is resolved."
+        case "edited"?: f.notice = "Saved: version \(e.version) of the entity."
+        case "unchanged"?: f.notice = "Nothing was changed, so no version was made."
+        default: break
+        }
         let values: [String: TemplateValue] = [
             "listsUrl": .text(Self.listsURL(orgId)), "listUrl": .text(Self.listURL(orgId, name)), "listLabel": .text(list.label),
             "label": .text(e.label), "entityId": .text(e.entityId), "version": .text(String(e.version)),
@@ -149,7 +154,8 @@ struct EntityPages: Sendable {
             "properties": .list(list.properties.map { ["name": .text($0), "value": .text(e.properties[$0] ?? "")] }),
             "createdAt": .text(Pages.time(e.createdAt)), "createdBy": .text(names[e.createdBy] ?? e.createdBy), "updatedAt": .text(Pages.time(e.updatedAt)),
             "canResolve": .flag(user.has(.admin)), "csrf": .text(visit.visitor.csrf), "resolveUrl": .text(page + "/resolve"),
-            "gatedOff": .text(f.expired == nil ? "" : "The subscription has expired: resolving waits until it is renewed."),
+            "editUrl": .text(page + "/edit"),
+            "gatedOff": .text(f.expired == nil ? "" : "The subscription has expired: changes wait until it is renewed."),
             "versions": .list(history),
             "moreVersions": .text(versions.count > Self.versionsShown ? page + "?after=\(versions[Self.versionsShown - 1].version.version)" : ""),
         ]
@@ -174,6 +180,31 @@ struct EntityPages: Sendable {
             EntityWrites.Change(baseVersion: base, label: nil, properties: [:], force: false, resolve: true)
         }
         return Pages.redirect(Self.entityURL(orgId, name, entityId) + "?done=resolved")
+    }
+
+    /// An admin's correction of the label and values, from the version the page showed: only what
+    /// differs from it is sent, as one new version (`source` console), through the same update as
+    /// the API's; if the entity has changed since, the refusal says so and nothing changes.
+    func edit(_ visit: Visit, _ request: HTTPRequest) throws -> HTTPResponse {
+        let user = try visit.member(), orgId = visit.orgId
+        let name = request.parameter("name"), entityId = request.parameter("entityId")
+        guard let base = Int64(visit.form["baseVersion"] ?? ""), base >= 1 else { throw ApiError.malformed("The form has no version; reload the page.") }
+        let shown = try operations.entityLists.entity(user, orgId: orgId, list: name, entityId: entityId)
+        let list = try operations.entityLists.list(user, orgId: orgId, name: name)
+        let label = (visit.form["label"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        var properties: [String: String] = [:]
+        for property in list.properties {
+            guard let value = visit.form["p." + property], value != (shown.properties[property] ?? "") else { continue }
+            properties[property] = value
+        }
+        let newLabel = label.isEmpty || label == shown.label ? nil : label
+        guard newLabel != nil || !properties.isEmpty else {
+            return Pages.redirect(Self.entityURL(orgId, name, entityId) + "?done=unchanged")
+        }
+        _ = try operations.entityWrites.update(orgId: orgId, list: name, entityId: entityId, by: user, source: "console") {
+            EntityWrites.Change(baseVersion: base, label: newLabel, properties: properties, force: false, resolve: false)
+        }
+        return Pages.redirect(Self.entityURL(orgId, name, entityId) + "?done=edited")
     }
 
     // MARK: on a response's page

@@ -149,6 +149,25 @@ def test_entity_list_found_from_the_menu_searched_and_resolved():
     assert [li.get_attribute("data-version") for li in d.find_elements(By.CSS_SELECTOR, "ol.entity-history > li")] == ["1", "2", "3", "4"]
     status, _, out = srv.request("GET", f"/v1/orgs/{srv['ORG']}/entity-lists/households/entities/{world['Ada']}", srv["ADMIN"])
     assert status == 200 and out["conflict"] is None and out["version"] == 4, out
+    # A correction: the label and one value, saved as version 5 from the console, its diff in the history.
+    label = field(d, "Label")
+    label.clear()
+    label.send_keys("Household of Ada (moved)")
+    members = field(d, "members")
+    members.clear()
+    members.send_keys("8")
+    click_and_load(d, button(d, "Save a new version"))
+    assert "Saved: version 5 of the entity." in page_text(d), page_text(d)
+    history = d.find_elements(By.CSS_SELECTOR, "ol.entity-history > li")
+    assert history[-1].get_attribute("data-version") == "5" and "changed in the console" in history[-1].text, history[-1].text
+    diff = [[c.text for c in tr.find_elements(By.CSS_SELECTOR, "th, td")] for tr in history[-1].find_elements(By.CSS_SELECTOR, "tbody tr")]
+    assert ["members", "7", "8"] in diff and ["Label", "Household of Ada", "Household of Ada (moved)"] in diff, diff
+    status, _, out = srv.request("GET", f"/v1/orgs/{srv['ORG']}/entity-lists/households/entities/{world['Ada']}", srv["ADMIN"])
+    assert status == 200 and out["version"] == 5 and out["properties"]["members"] == "8" and out["label"] == "Household of Ada (moved)", out
+    # Saving the form unchanged makes no version.
+    click_and_load(d, button(d, "Save a new version"))
+    assert "Nothing was changed" in page_text(d)
+    assert len(d.find_elements(By.CSS_SELECTOR, "ol.entity-history > li")) == 5
 
 
 def test_entity_pages_for_a_collector_read_but_never_resolve():
@@ -163,6 +182,7 @@ def test_entity_pages_for_a_collector_read_but_never_resolve():
     wait_loaded(d)
     assert "Household of Bo" in page_text(d)
     assert not d.find_elements(By.XPATH, "//button[normalize-space()='Mark as resolved']")
+    assert not d.find_elements(By.XPATH, "//button[normalize-space()='Save a new version']")
 
 
 TESTS = [

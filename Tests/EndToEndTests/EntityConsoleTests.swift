@@ -230,7 +230,7 @@ import Testing
         #expect(try s.f.server.count("SELECT revision AS n FROM entity_lists WHERE name = 'households'") == revision)
         // Reading goes on: the pages, with the button off and the reason given.
         let page = try admin.get(s.list + "/entities/\(Self.soft)")
-        #expect(page.status == 200 && page.text.contains("resolving waits until it is renewed") && page.text.contains(" disabled>"))
+        #expect(page.status == 200 && page.text.contains("changes wait until it is renewed") && page.text.contains(" disabled>"))
         #expect(try admin.get(s.list).status == 200)
         #expect(try admin.get(s.list + "/download?format=csv").status == 200)
         try s.f.renew()
