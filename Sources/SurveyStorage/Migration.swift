@@ -6,8 +6,8 @@ struct Migration: Sendable {
     let name: String
     /// What SQLite runs; nil: nothing (the step is recorded all the same).
     let sqlite: String?
-    /// What PostgreSQL runs.
-    let postgres: String
+    /// What PostgreSQL runs; nil: nothing.
+    let postgres: String?
 
     /// `postgres`: PostgreSQL's text where it differs from SQLite's (nil: the same text).
     init(_ name: String, sql: String, postgres: String? = nil) {
@@ -22,6 +22,13 @@ struct Migration: Sendable {
         self.name = name
         sqlite = nil
         postgres = sql
+    }
+
+    /// A step for what only SQLite keeps in the database (a full-text index PostgreSQL does not have).
+    init(_ name: String, sqliteOnly sql: String) {
+        self.name = name
+        sqlite = sql
+        postgres = nil
     }
 
     /// The statements this engine runs for the step; nil when it has nothing to do.

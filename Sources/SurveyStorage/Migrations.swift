@@ -763,6 +763,25 @@ enum Migrations {
             PRIMARY KEY (org_id, client_submission_id)
         );
         """),
+        // The console's search of an entity list (SQLite): a trigram index of each entity's label
+        // and properties, kept by triggers in the transaction that writes the entity, so a search
+        // for a rare name reads its few matches instead of the list. Case-insensitive; three
+        // characters at least. PostgreSQL reads its window of the list as before.
+        Migration("entity-search", sqliteOnly: """
+        CREATE VIRTUAL TABLE entity_search USING fts5(label, properties, content='entities', content_rowid='rowid', tokenize='trigram');
+        CREATE TRIGGER entity_search_insert AFTER INSERT ON entities BEGIN
+            INSERT INTO entity_search(rowid, label, properties) VALUES (new.rowid, new.label, new.properties);
+        END;
+        CREATE TRIGGER entity_search_delete AFTER DELETE ON entities BEGIN
+            INSERT INTO entity_search(entity_search, rowid, label, properties) VALUES ('delete', old.rowid, old.label, old.properties);
+        END;
+        CREATE TRIGGER entity_search_update AFTER UPDATE OF label, properties ON entities
+        WHEN old.label IS NOT new.label OR old.properties IS NOT new.properties BEGIN
+            INSERT INTO entity_search(entity_search, rowid, label, properties) VALUES ('delete', old.rowid, old.label, old.properties);
+            INSERT INTO entity_search(rowid, label, properties) VALUES (new.rowid, new.label, new.properties);
+        END;
+        INSERT INTO entity_search(entity_search) VALUES ('rebuild');
+        """),
     ]
 
 

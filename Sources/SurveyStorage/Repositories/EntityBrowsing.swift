@@ -34,6 +34,43 @@ extension ReadContext {
     /// after the last entity it read.
     public func entityPage(orgId: String, list: String, search: String?, from cursor: EntityPageCursor?, limit: Int,
                            budget: Int = entitySearchBudget) throws -> (rows: [EntityRecord], next: EntityPageCursor?, partial: Bool) {
+        // With SQLite's trigram index (three characters at least): a short window first, where
+        // a common word fills the page at once; when it does not, the index's few matches.
+        if let search, !search.isEmpty, conn.dialect == .sqlite, search.unicodeScalars.count >= 3 {
+            let quick = try windowPage(orgId: orgId, list: list, search: search, from: cursor, limit: limit, budget: min(budget, Self.indexedWindow))
+            guard quick.partial else { return quick }
+            return try indexedPage(orgId: orgId, list: list, search: search, from: cursor, limit: limit)
+        }
+        return try windowPage(orgId: orgId, list: list, search: search, from: cursor, limit: limit, budget: budget)
+    }
+
+    /// The window a search with the index reads before it asks the index.
+    static let indexedWindow = 2_000
+
+    /// A searched page from the trigram index (`entity_search`): every match, in the page's order.
+    private func indexedPage(orgId: String, list: String, search: String, from cursor: EntityPageCursor?, limit: Int) throws
+        -> (rows: [EntityRecord], next: EntityPageCursor?, partial: Bool) {
+        var rows: [(Int, EntityRecord)] = []
+        let start = cursor?.rank ?? 0
+        // One phrase of the text's trigrams: a substring, whatever characters it holds.
+        let phrase = "\"" + search.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        for rank in start..<EntityPageCursor.marks.count where rows.count <= limit {
+            var range = "org_id = ? AND list_name = ? AND deleted_at IS NULL AND entity_id > ?"
+            var args: [SQLValue] = [.text(orgId), .text(list), .text(rank == start ? cursor?.after ?? "" : "")]
+            if let mark = EntityPageCursor.marks[rank] { range += " AND conflict = ?"; args.append(.text(mark)) } else { range += " AND conflict IS NULL" }
+            rows += try conn.query("""
+                SELECT \(EntityRecord.columns) FROM entities
+                WHERE rowid IN (SELECT rowid FROM entity_search WHERE entity_search MATCH ?) AND \(range) ORDER BY entity_id LIMIT ?
+                """, [.text(phrase)] + args + [.int(Int64(limit + 1 - rows.count))]).map { (rank, try EntityRecord(row: $0)) }
+        }
+        guard rows.count > limit, limit > 0 else { return (rows.map(\.1), nil, false) }
+        let last = rows[limit - 1]
+        return (rows.prefix(limit).map(\.1), EntityPageCursor(rank: last.0, after: last.1.entityId), false)
+    }
+
+    /// A page read from a window of the list's index (`budget` entries at most), the matches kept.
+    private func windowPage(orgId: String, list: String, search: String?, from cursor: EntityPageCursor?, limit: Int,
+                            budget: Int) throws -> (rows: [EntityRecord], next: EntityPageCursor?, partial: Bool) {
         var rows: [(Int, EntityRecord)] = []
         let start = cursor?.rank ?? 0
         let search = search.flatMap { $0.isEmpty ? nil : $0 }
