@@ -277,6 +277,30 @@ import SurveyDomain
         #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'task.complete'") == 3)
     }
 
+    /// ODK Central's API (pyodk's `submissions.create`): the same follow-up, the same completion.
+    @Test func aFollowUpThroughCentralsAPICompletesTheTask() throws {
+        let w = try Field()
+        let taskId = try w.task(for: w.deeId, Self.cy)
+        let projects = try w.f.client.get("/v1/projects", token: w.f.adminToken)
+        let project = try #require(projects.json?.arrayValue?.first?["id"]?.intValue, "\(projects.text)")
+        let visit = try w.visitOf(Self.cy, "uuid:visit-central-cy1", members: 8)
+        func send() throws -> Reply {
+            try w.f.client.request("POST", "/v1/projects/\(project)/forms/household_visit/submissions", token: w.deeToken, body: visit,
+                                   headers: ["Content-Type": "application/xml"])
+        }
+        let accepted = try send()
+        #expect(accepted.status == 200, "\(accepted.text)")
+        let done = try #require(try w.task(taskId))
+        #expect(done.state == "completed" && done.completedBy == w.deeId)
+        #expect(done.responseId == (try w.response("uuid:visit-central-cy1")?.responseId))
+        #expect(try w.version(Self.cy) == 2)
+        let again = try send()
+        #expect(again.status == 200 && again.header("idempotent-replayed") == "true")
+        #expect(try w.task(taskId) == done)
+        #expect(try w.version(Self.cy) == 2)
+        #expect(try w.copy(w.dee).ids.isEmpty)
+    }
+
     @Test func aReviewedSurveysFollowUpCompletesTheTaskOnApproval() throws {
         let w = try Field(reviewRequired: true)
         let taskId = try w.task(for: w.f.collectorId, Self.ada)
