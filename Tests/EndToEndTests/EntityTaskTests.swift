@@ -1,5 +1,6 @@
 import Foundation
 import FoundationXML
+import Synchronization
 import Testing
 import SurveyDomain
 @testable import SurveyStorage
@@ -277,6 +278,28 @@ import SurveyDomain
         #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'task.complete'") == 3)
     }
 
+    /// Several visits of one household sent at once (two phones of one collector): every one is
+    /// accepted and updates the entity; exactly one is linked to the task and completes it (on
+    /// PostgreSQL the task's row is locked by the first until its commit).
+    @Test func followUpsSentAtOnceCompleteTheTaskOnce() throws {
+        let w = try Field()
+        let taskId = try w.task(for: w.f.collectorId, Self.ada)
+        let visits = try (0..<4).map { try w.visitOf(Self.ada, "uuid:visit-at-once-\($0)", members: 10 + $0) }
+        let statuses = Mutex<[Int]>([])
+        atOnce(visits.count) { i in
+            let r = try? w.cole.submit(visits[i])
+            statuses.withLock { $0.append(r?.status ?? -1) }
+        }
+        #expect(statuses.withLock { $0 } == [201, 201, 201, 201])
+        let linked = try w.f.server.rows("SELECT response_id FROM responses WHERE field_task_id = ?", [.text(taskId)])
+        #expect(linked.count == 1)
+        let linkedId = try linked.first?.string("response_id")
+        let done = try #require(try w.task(taskId))
+        #expect(done.state == "completed" && done.responseId == linkedId)
+        #expect(try w.version(Self.ada) == 5)
+        #expect(try w.f.server.count("SELECT COUNT(*) AS n FROM audit WHERE action = 'task.complete'") == 1)
+    }
+
     /// ODK Central's API (pyodk's `submissions.create`): the same follow-up, the same completion.
     @Test func aFollowUpThroughCentralsAPICompletesTheTask() throws {
         let w = try Field()
@@ -292,7 +315,8 @@ import SurveyDomain
         #expect(accepted.status == 200, "\(accepted.text)")
         let done = try #require(try w.task(taskId))
         #expect(done.state == "completed" && done.completedBy == w.deeId)
-        #expect(done.responseId == (try w.response("uuid:visit-central-cy1")?.responseId))
+        let stored = try w.response("uuid:visit-central-cy1")
+        #expect(done.responseId == stored?.responseId)
         #expect(try w.version(Self.cy) == 2)
         let again = try send()
         #expect(again.status == 200 && again.header("idempotent-replayed") == "true")
