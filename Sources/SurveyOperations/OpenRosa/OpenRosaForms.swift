@@ -74,9 +74,9 @@ public struct OpenRosaForms: Sendable {
     }
 
     /// The entity list one version of the organization reads (`SurveyDefinition.entityListRead`),
-    /// as it is in `db` and as `collector` receives it with
-    /// that version's form (`EntityListCopy`: narrowed to their open tasks' entities when the
-    /// survey's scope is `assigned`); nil when the version reads none or does not exist.
+    /// as it is in `db` and as `collector` receives it with that version's form (`EntityListCopy`:
+    /// narrowed to their open tasks' entities when the survey's scope is `assigned`); nil when the
+    /// version reads none or does not exist.
     public func entityListCopy(in db: ReadContext, orgId: String, surveyVersionId: String, collector: String) throws -> EntityListCopy? {
         guard let version = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId),
               let name = try operations.definitions.definition(of: version).entityListRead,
