@@ -13,13 +13,23 @@ public final class EntityListCSV: ExportProducer {
     private let properties: [String]
     private var header: [String]?
 
-    /// Reads the list in `snapshot` (closed with the producer). 404 when the list does not exist.
-    public init(snapshot: Snapshot, orgId: String, list: String) throws {
+    /// A collector's copy of the list for a survey whose scope is `assigned`: only the entities
+    /// their open tasks of that survey name.
+    public struct Assignment: Sendable, Equatable {
+        public let surveyId: String
+        public let assignee: String
+        public init(surveyId: String, assignee: String) { self.surveyId = surveyId; self.assignee = assignee }
+    }
+
+    /// Reads the list in `snapshot` (closed with the producer), narrowed to `assignment` when
+    /// there is one. 404 when the list does not exist.
+    public init(snapshot: Snapshot, orgId: String, list: String, assignment: Assignment? = nil) throws {
         self.snapshot = snapshot
         guard let record = try snapshot.read.entityList(orgId: orgId, name: list) else { throw ApiError.notFound() }
         properties = record.properties
         header = Self.header(record)
-        cursor = try Self.rows(snapshot, orgId: orgId, list: list)
+        cursor = try assignment.map { try Self.rows(snapshot, orgId: orgId, list: list, assignment: $0) }
+            ?? Self.rows(snapshot, orgId: orgId, list: list)
     }
 
     /// The columns: the entity's id, label and version, the phone's own two, then the properties.
@@ -32,6 +42,19 @@ public final class EntityListCSV: ExportProducer {
             SELECT entity_id, label, version, properties FROM entities
             WHERE org_id = ? AND list_name = ? AND deleted_at IS NULL ORDER BY entity_id
             """, [.text(orgId), .text(list)])
+    }
+
+    /// The entities of the list named by the assignee's open tasks of the survey, joined in the
+    /// database so that the copy streams like the whole list.
+    static func rows(_ snapshot: Snapshot, orgId: String, list: String, assignment: Assignment) throws -> RowCursor {
+        try snapshot.rows("""
+            SELECT entity_id, label, version, properties FROM entities
+            WHERE org_id = ? AND list_name = ? AND deleted_at IS NULL AND entity_id IN (
+                SELECT entity_id FROM tasks
+                WHERE org_id = ? AND assignee_user_id = ? AND survey_id = ? AND entity_list = ? AND entity_id IS NOT NULL AND state = ?)
+            ORDER BY entity_id
+            """, [.text(orgId), .text(list), .text(orgId), .text(assignment.assignee), .text(assignment.surveyId), .text(list),
+                  .text(TaskState.open.rawValue)])
     }
 
     /// A row's fields, in the header's order.

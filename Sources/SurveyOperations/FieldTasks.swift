@@ -11,8 +11,13 @@ public struct FieldTasks: Sendable {
         public let assigneeUserId: String
         public let notes: String?
         public let dueAt: Int64?
-        public init(title: String, surveyId: String, assigneeUserId: String, notes: String?, dueAt: Int64?) {
+        /// The entity the task is about ("visit this household"): both or neither.
+        public let entityList: String?
+        public let entityId: String?
+        public init(title: String, surveyId: String, assigneeUserId: String, notes: String?, dueAt: Int64?,
+                    entityList: String? = nil, entityId: String? = nil) {
             self.title = title; self.surveyId = surveyId; self.assigneeUserId = assigneeUserId; self.notes = notes; self.dueAt = dueAt
+            self.entityList = entityList; self.entityId = entityId
         }
     }
 
@@ -31,15 +36,40 @@ public struct FieldTasks: Sendable {
             if assignee?.orgId != orgId || assignee?.active != true || assignee?.has(.collector) != true {
                 errors.append(FieldError(path: "assigneeUserId", message: "not an active collector of this organization"))
             }
+            errors += try Self.entityProblems(new, orgId: orgId, in: ops)
             guard errors.isEmpty else { throw ApiError(.validationFailed, "The task is not valid.", errors: errors) }
             let now = ops.clock.nowMillis()
             return TaskRecord(taskId: Ids.make("tsk", nowMillis: now), orgId: orgId, title: new.title, surveyId: new.surveyId,
                               assigneeUserId: new.assigneeUserId, dueAt: new.dueAt, notes: new.notes, state: .open, createdAt: now,
-                              completedAt: nil, completedBy: nil, responseId: nil)
+                              completedAt: nil, completedBy: nil, responseId: nil, entityList: new.entityList, entityId: new.entityId)
         }, write: { [createdBy = user.userId] task, tx in
             try tx.createTask(task, createdBy: createdBy)
             guard let stored = try tx.read.task(orgId: orgId, taskId: task.taskId) else { throw ApiError(.internalError) }
             return stored
         })
+    }
+
+    /// What is wrong with the entity a task names: `entityList` and `entityId` come both or
+    /// neither; the list must be the organization's; the id must be one an entity can have. The
+    /// entity itself need not exist yet: a phone may have created it offline, its create still
+    /// on the way (its copy of the list shows it once it arrives).
+    static func entityProblems(_ new: NewTask, orgId: String, in ops: Operations) throws -> [FieldError] {
+        switch (new.entityList, new.entityId) {
+        case (nil, nil):
+            return []
+        case (nil, .some):
+            return [FieldError(path: "entityList", message: "required with entityId: the entity list the entity is in")]
+        case (.some, nil):
+            return [FieldError(path: "entityId", message: "required with entityList: the entity the task is about")]
+        case (.some(let list), .some(let id)):
+            var errors: [FieldError] = []
+            if try ops.database.read({ try $0.entityList(orgId: orgId, name: list) }) == nil {
+                errors.append(FieldError(path: "entityList", message: "no such entity list in this organization"))
+            }
+            if !ClientIdentifier.isValid(id) {
+                errors.append(FieldError(path: "entityId", message: "must be an entity's id: 8–128 characters of A-Z a-z 0-9 _ - : . (a UUID)"))
+            }
+            return errors
+        }
     }
 }

@@ -118,6 +118,12 @@ public struct Submissions: Sendable {
         }
         // A survey without review is complete on acceptance, and so is its task.
         let completesTask = live && fieldTaskId != nil && !survey.reviewRequired
+        // A follow-up citing no task that updates an entity: the caller's open task of this survey
+        // naming that entity is linked as if cited (Docs/entities.md), looked up in the write,
+        // where the task read is the one completed.
+        let followsUp: (list: String, entityId: String)? = live && fieldTaskId == nil && entityChange?.update == true
+            ? entityChange.map { (list: $0.list, entityId: $0.entityId) } : nil
+        let reviewRequired = survey.reviewRequired
 
         // 5–6. the gate: replay re-checked, subscription, insert + audit, one transaction.
         // The stored answers and the body's digest share one canonical encoding of the answers.
@@ -139,10 +145,13 @@ public struct Submissions: Sendable {
                 try Self.replay(of: $0, submitter: submitter, bodySHA256: bodySHA256, digest: { digest })
             }
         }, replayCheck: .onConflict) { tx in
+            let followed = try followsUp.flatMap {
+                try tx.openEntityTask(surveyId: surveyId, assignee: submitter, list: $0.list, entityId: $0.entityId)
+            }
             let stored = ResponseRecord(
                 responseId: responseId, orgId: orgId, clientSubmissionId: clientSubmissionId, submitter: submitter,
                 surveyId: surveyId, surveyVersionId: versionId, requestDigest: digest, requestSHA256: bodySHA256,
-                answers: answersText, fieldTaskId: fieldTaskId, capturedAt: capturedAt, receivedAt: tx.now,
+                answers: answersText, fieldTaskId: fieldTaskId ?? followed?.taskId, capturedAt: capturedAt, receivedAt: tx.now,
                 reviewState: reviewState, revision: 1)
             // A draft's test submission and its files are stored apart, and nothing else is written.
             guard live else {
@@ -157,6 +166,10 @@ public struct Submissions: Sendable {
             try entityChange?.apply(in: tx, responseId: stored.responseId, actor: submitter)
             if completesTask, let taskId = fieldTaskId {
                 try tx.completeTask(taskId: taskId, responseId: stored.responseId, completedBy: submitter)
+            }
+            // The same rule for a task the follow-up completes: now, or on the response's approval.
+            if let followed, !reviewRequired {
+                try tx.completeTask(taskId: followed.taskId, responseId: stored.responseId, completedBy: submitter)
             }
             return stored
         })

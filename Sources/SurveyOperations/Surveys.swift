@@ -12,7 +12,21 @@ public struct Surveys: Sendable {
     public struct NewSurvey: Sendable {
         public let title: String
         public let reviewRequired: Bool
-        public init(title: String, reviewRequired: Bool) { self.title = title; self.reviewRequired = reviewRequired }
+        public let entityListScope: EntityListScope
+        public init(title: String, reviewRequired: Bool, entityListScope: EntityListScope = .all) {
+            self.title = title; self.reviewRequired = reviewRequired; self.entityListScope = entityListScope
+        }
+    }
+
+    /// `entityListScope` as a body says it: absent is `all`; 422 / 1002 at `entityListScope` for
+    /// anything but `all` or `assigned`.
+    public static func entityListScope(_ asked: String?) throws -> EntityListScope {
+        guard let asked else { return .all }
+        guard let scope = EntityListScope(rawValue: asked) else {
+            throw ApiError(.validationFailed, "`entityListScope` is all or assigned.",
+                           errors: [FieldError(path: "entityListScope", message: "must be all or assigned")])
+        }
+        return scope
     }
 
     public func create(orgId: String, by user: UserRecord, key: IdempotencyKey<SurveyRecord>? = nil,
@@ -24,7 +38,8 @@ public struct Surveys: Sendable {
             try Self.checkTitle(new.title)
             return (new, Ids.make("srv", nowMillis: clock.nowMillis()))
         }, write: { prepared, tx in
-            try tx.createSurvey(surveyId: prepared.1, title: prepared.0.title, reviewRequired: prepared.0.reviewRequired, createdBy: user.userId)
+            try tx.createSurvey(surveyId: prepared.1, title: prepared.0.title, reviewRequired: prepared.0.reviewRequired,
+                                entityListScope: prepared.0.entityListScope, createdBy: user.userId)
         })
     }
 
@@ -57,6 +72,22 @@ public struct Surveys: Sendable {
             guard let survey = try tx.read.survey(orgId: orgId, surveyId: surveyId) else { throw ApiError.notFound() }
             // What the answer shows, read in the write: the answer may be kept with the write.
             return SurveyWithVersions(survey: try tx.setSurveyState(survey, to: state), versions: try tx.read.surveyVersions(surveyId: surveyId))
+        })
+    }
+
+    /// Which entities of a list the survey's forms read reach a collector's phone (`EntityListScope`):
+    /// an admin's gated, audited write, like `setState`. Phones see the change at their next
+    /// update check (the manifest hash of their copy changes with it). 404 for a survey the
+    /// caller cannot see, 422 at `entityListScope` for a scope that is not one.
+    public func setEntityListScope(orgId: String, surveyId: String, by user: UserRecord, key: IdempotencyKey<SurveyWithVersions>? = nil,
+                                   _ request: () throws -> String) throws -> KeyedOutcome<SurveyWithVersions> {
+        try operations.member(user, of: orgId, withAnyOf: [.admin])
+        guard try operations.database.read({ try $0.survey(orgId: orgId, surveyId: surveyId) }) != nil else { throw ApiError.notFound() }
+        return try operations.keyedWrite(orgId: orgId, caller: user.userId, target: surveyId, key: key, prepare: { () throws -> EntityListScope in
+            try Self.entityListScope(try request())
+        }, write: { scope, tx in
+            guard let survey = try tx.read.survey(orgId: orgId, surveyId: surveyId) else { throw ApiError.notFound() }
+            return SurveyWithVersions(survey: try tx.setEntityListScope(survey, to: scope), versions: try tx.read.surveyVersions(surveyId: surveyId))
         })
     }
 

@@ -782,6 +782,16 @@ enum Migrations {
         END;
         INSERT INTO entity_search(entity_search) VALUES ('rebuild');
         """),
+        // Field tasks on entities (Docs/entities.md): a task may name an entity ("visit this
+        // household"), and a survey says whether a collector's phone gets all of a list or only
+        // the entities of their open tasks. The index finds a collector's open tasks of a survey
+        // on a list: their copy of the list, its hash, and the task a follow-up completes.
+        Migration("entity-tasks", sql: """
+        ALTER TABLE surveys ADD COLUMN entity_list_scope TEXT NOT NULL DEFAULT 'all';
+        ALTER TABLE tasks ADD COLUMN entity_list TEXT;
+        ALTER TABLE tasks ADD COLUMN entity_id TEXT;
+        CREATE INDEX tasks_entity ON tasks(org_id, assignee_user_id, survey_id, entity_list, entity_id) WHERE entity_id IS NOT NULL;
+        """),
     ]
 
 

@@ -75,6 +75,10 @@ extension TaskRecord {
         if let c = completedAt { o["completedAt"] = .string(Timestamp.format(c)) }
         if let b = completedBy { o["completedBy"] = .string(b) }
         if let r = responseId { o["responseId"] = .string(r) }
+        if let list = entityList, let id = entityId {
+            o["entityList"] = .string(list)
+            o["entityId"] = .string(id)
+        }
         return .object(o)
     }
 }

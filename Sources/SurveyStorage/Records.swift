@@ -62,6 +62,14 @@ public struct SurveyRecord: Sendable, Equatable {
     public let createdAt: Int64
     /// Where the survey is in its life (`SurveyState`).
     public let state: SurveyState
+    /// Which entities of a list its forms read reach a collector's phone (`EntityListScope`).
+    public var entityListScope: EntityListScope = .all
+}
+
+/// Which entities of a list a survey's forms read reach a collector's phone: `all` of them, or
+/// only those its `assigned` open field tasks of the survey name (Docs/entities.md).
+public enum EntityListScope: String, Sendable, CaseIterable {
+    case all, assigned
 }
 
 /// A survey's life: `open` (listed to apps, taking responses), `closing` (no longer listed, so
@@ -72,11 +80,12 @@ public enum SurveyState: String, Sendable, CaseIterable {
 }
 
 extension SurveyRecord {
-    static let columns = "survey_id, org_id, title, review_required, created_at, state"
+    static let columns = "survey_id, org_id, title, review_required, created_at, state, entity_list_scope"
     init(row: Row) throws {
-        let state: String = try row["state"]
+        let state: String = try row["state"], scope: String = try row["entity_list_scope"]
         self.init(surveyId: try row["survey_id"], orgId: try row["org_id"], title: try row["title"],
-                  reviewRequired: try row["review_required"], createdAt: try row["created_at"], state: SurveyState(rawValue: state) ?? .open)
+                  reviewRequired: try row["review_required"], createdAt: try row["created_at"], state: SurveyState(rawValue: state) ?? .open,
+                  entityListScope: EntityListScope(rawValue: scope) ?? .all)
     }
 }
 
@@ -354,24 +363,29 @@ public struct TaskRecord: Sendable, Equatable {
     public let completedAt: Int64?
     public let completedBy: String?
     public let responseId: String?
+    /// The entity the task is about ("visit this household"): both or neither.
+    public let entityList: String?
+    public let entityId: String?
 
     public init(taskId: String, orgId: String, title: String, surveyId: String, assigneeUserId: String, dueAt: Int64?, notes: String?,
-                state: TaskState, createdAt: Int64, completedAt: Int64?, completedBy: String?, responseId: String?) {
+                state: TaskState, createdAt: Int64, completedAt: Int64?, completedBy: String?, responseId: String?,
+                entityList: String? = nil, entityId: String? = nil) {
         self.taskId = taskId; self.orgId = orgId; self.title = title; self.surveyId = surveyId; self.assigneeUserId = assigneeUserId
         self.dueAt = dueAt; self.notes = notes; self.state = state; self.createdAt = createdAt; self.completedAt = completedAt
-        self.completedBy = completedBy; self.responseId = responseId
+        self.completedBy = completedBy; self.responseId = responseId; self.entityList = entityList; self.entityId = entityId
     }
 }
 
 extension TaskRecord {
     static let columns = """
-        task_id, org_id, title, survey_id, assignee_user_id, due_at, notes, state, created_at, completed_at, completed_by, response_id
+        task_id, org_id, title, survey_id, assignee_user_id, due_at, notes, state, created_at, completed_at, completed_by, response_id,
+        entity_list, entity_id
         """
     init(row: Row) throws {
         self.init(taskId: try row["task_id"], orgId: try row["org_id"], title: try row["title"], surveyId: try row["survey_id"],
                   assigneeUserId: try row["assignee_user_id"], dueAt: try row["due_at"], notes: try row["notes"], state: try row["state"],
                   createdAt: try row["created_at"], completedAt: try row["completed_at"], completedBy: try row["completed_by"],
-                  responseId: try row["response_id"])
+                  responseId: try row["response_id"], entityList: try row["entity_list"], entityId: try row["entity_id"])
     }
 }
 

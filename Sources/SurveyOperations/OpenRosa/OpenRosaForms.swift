@@ -74,11 +74,15 @@ public struct OpenRosaForms: Sendable {
     }
 
     /// The entity list one version of the organization reads (`SurveyDefinition.entityListRead`),
-    /// as it is in `db`; nil when the version reads none or does not exist.
-    public func entityList(in db: ReadContext, orgId: String, surveyVersionId: String) throws -> EntityListRecord? {
+    /// as it is in `db` and as `collector` receives it with that version's form (`EntityListCopy`:
+    /// narrowed to their open tasks' entities when the survey's scope is `assigned`); nil when the
+    /// version reads none or does not exist.
+    public func entityListCopy(in db: ReadContext, orgId: String, surveyVersionId: String, collector: String) throws -> EntityListCopy? {
         guard let version = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId),
-              let name = try operations.definitions.definition(of: version).entityListRead else { return nil }
-        return try db.entityList(orgId: orgId, name: name)
+              let name = try operations.definitions.definition(of: version).entityListRead,
+              let list = try db.entityList(orgId: orgId, name: name),
+              let survey = try db.survey(orgId: orgId, surveyId: version.surveyId) else { return nil }
+        return try EntityListCopy(list, survey: survey, collector: collector, in: db)
     }
 
     /// An entity list's manifest hash: it names the list's revision, which every change of an

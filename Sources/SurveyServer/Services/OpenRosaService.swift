@@ -89,24 +89,24 @@ struct OpenRosaService {
     }
 
     /// The files an app downloads with a form: each by name, `md5:` hash and absolute URL; the
-    /// entity list it reads as `type="entityList"`, its hash changing exactly when the list does.
+    /// entity list it reads as `type="entityList"`, its hash changing exactly when the copy this
+    /// collector receives does (`EntityListCopy`).
     func manifest(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId"), surveyVersionId = request.parameter("surveyVersionId")
         let forms = services.operations.openRosaForms
-        let (attachments, list) = try services.database.read { db in
-            try admitCollector(request, in: db)
+        let (attachments, copy) = try services.database.read { db in
+            let collector = try admittedCollector(request, in: db)
             return (try forms.attachments(in: db, orgId: orgId, surveyVersionId: surveyVersionId),
-                    try forms.entityList(in: db, orgId: orgId, surveyVersionId: surveyVersionId))
+                    try forms.entityListCopy(in: db, orgId: orgId, surveyVersionId: surveyVersionId, collector: collector))
         }
         guard let attachments else { throw ApiError(.notFound, "This form is not published here: refresh the list of blank forms.") }
         let base = request.origin + "/v1/key/\(request.parameter("token"))/orgs/\(orgId)/forms/\(surveyVersionId)/attachments/"
         var files = attachments.map { a in
             OpenRosaDocuments.MediaFile(fileName: a.fileName, md5: a.md5, downloadURL: base + Self.pathSegment(a.fileName))
         }
-        if let list {
-            let name = list.name + ".csv"
-            files.append(OpenRosaDocuments.MediaFile(fileName: name, md5: OpenRosaForms.entityListMD5(orgId: orgId, list),
-                                                     downloadURL: base + Self.pathSegment(name), type: "entityList"))
+        if let copy {
+            let name = copy.list.name + ".csv"
+            files.append(OpenRosaDocuments.MediaFile(fileName: name, md5: copy.md5, downloadURL: base + Self.pathSegment(name), type: "entityList"))
         }
         return Self.document(200, try OpenRosaDocuments.manifest(files))
     }
@@ -116,16 +116,19 @@ struct OpenRosaService {
     func attachment(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId"), surveyVersionId = request.parameter("surveyVersionId"), fileName = request.parameter("fileName")
         let forms = services.operations.openRosaForms
-        let (found, list) = try services.database.read { db in
-            try admitCollector(request, in: db)
-            let list = try forms.entityList(in: db, orgId: orgId, surveyVersionId: surveyVersionId)
-            if let list, fileName == list.name + ".csv" { return (nil as VersionAttachmentRecord?, list as EntityListRecord?) }
+        let (found, copy) = try services.database.read { db in
+            let collector = try admittedCollector(request, in: db)
+            let copy = try forms.entityListCopy(in: db, orgId: orgId, surveyVersionId: surveyVersionId, collector: collector)
+            if let copy, fileName == copy.list.name + ".csv" { return (nil as VersionAttachmentRecord?, copy as EntityListCopy?) }
             return (try db.versionAttachment(orgId: orgId, surveyVersionId: surveyVersionId, fileName: fileName), nil)
         }
-        if let list {
+        if let copy {
             let snapshot = try services.database.snapshot()
             let csv: EntityListCSV
-            do { csv = try EntityListCSV(snapshot: snapshot, orgId: orgId, list: list.name) } catch { snapshot.close(); throw error }
+            let assignment = copy.assignee.map { EntityListCSV.Assignment(surveyId: copy.surveyId, assignee: $0) }
+            do { csv = try EntityListCSV(snapshot: snapshot, orgId: orgId, list: copy.list.name, assignment: assignment) } catch {
+                snapshot.close(); throw error
+            }
             return .stream(ExportStream(csv), headers: [Self.headers[0], ("Content-Type", "text/csv; charset=utf-8")])
         }
         guard let found else { throw ApiError(.notFound, "This form has no such file: refresh the list of blank forms.") }
@@ -149,7 +152,12 @@ struct OpenRosaService {
     }
 
     private func admitCollector(_ request: HTTPRequest, in db: ReadContext) throws {
-        _ = try Self.collector(token: request.parameter("token"), orgId: request.parameter("orgId"), in: db, operations: services.operations)
+        _ = try admittedCollector(request, in: db)
+    }
+
+    /// The app token's collector, admitted (403 otherwise): their user id.
+    private func admittedCollector(_ request: HTTPRequest, in db: ReadContext) throws -> String {
+        try Self.collector(token: request.parameter("token"), orgId: request.parameter("orgId"), in: db, operations: services.operations).actorId
     }
 
     /// The app token's collector, admitted to submit in `orgId` (403 otherwise): every route of the door asks this first.

@@ -13,6 +13,7 @@ struct SurveyService {
         services.route(&router, "GET", "/v1/orgs/{orgId}/surveys", .member(anyOf: []), listSurveys)
         services.route(&router, "GET", "/v1/orgs/{orgId}/surveys/{surveyId}", .member(anyOf: []), getSurvey)
         services.route(&router, "PUT", "/v1/orgs/{orgId}/surveys/{surveyId}/state", .member(anyOf: [.admin]), setSurveyState)
+        services.route(&router, "PUT", "/v1/orgs/{orgId}/surveys/{surveyId}/entity-list-scope", .member(anyOf: [.admin]), setEntityListScope)
         // An XLSForm or an XForm may be larger than a JSON body: the route takes up to the form limit;
         // a form sent with its files (multipart/form-data) up to the limit of a form upload, decoded as it arrives.
         let limits = services.operations.limits
@@ -36,6 +37,7 @@ struct SurveyService {
         var document: JSONValue = [
             "surveyId": .string(s.surveyId), "title": .string(s.title), "reviewRequired": .bool(s.reviewRequired),
             "createdAt": .string(Timestamp.format(s.createdAt)), "state": .string(s.state.rawValue),
+            "entityListScope": .string(s.entityListScope.rawValue),
             "versions": .array(versions.map { ["surveyVersionId": .string($0.surveyVersionId), "number": .number(Double($0.number)),
                                                "contentHash": .string($0.contentHash)] })]
         if let draft, case .object(var members) = document {
@@ -79,7 +81,19 @@ struct SurveyService {
         let keyed = KeyedAnswer(request, render)
         let outcome = try services.operations.surveys.create(orgId: orgId, by: try context.member(), key: keyed.key) {
             let body = try JSONBody(request.body)
-            return Surveys.NewSurvey(title: try body.string("title"), reviewRequired: try body.bool("reviewRequired", default: false))
+            return Surveys.NewSurvey(title: try body.string("title"), reviewRequired: try body.bool("reviewRequired", default: false),
+                                     entityListScope: try Surveys.entityListScope(try body.optionalString("entityListScope")))
+        }
+        return try keyed.answer(outcome)
+    }
+
+    /// `{"entityListScope": "all" | "assigned"}` → the survey document.
+    func setEntityListScope(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
+        let orgId = context.orgId, surveyId = request.parameter("surveyId")
+        let render: @Sendable (Surveys.SurveyWithVersions) -> HTTPResponse = { .json(200, Self.surveyJSON($0.survey, versions: $0.versions)) }
+        let keyed = KeyedAnswer(request, render)
+        let outcome = try services.operations.surveys.setEntityListScope(orgId: orgId, surveyId: surveyId, by: try context.member(), key: keyed.key) {
+            try JSONBody(request.body).string("entityListScope")
         }
         return try keyed.answer(outcome)
     }

@@ -21,7 +21,8 @@ struct TaskService {
             let body = try JSONBody(request.body)
             return FieldTasks.NewTask(title: try body.string("title"), surveyId: try body.string("surveyId"),
                                       assigneeUserId: try body.string("assigneeUserId"), notes: try body.optionalString("notes"),
-                                      dueAt: try body.optionalTimestamp("dueAt"))
+                                      dueAt: try body.optionalTimestamp("dueAt"), entityList: try body.optionalString("entityList"),
+                                      entityId: try body.optionalString("entityId"))
         }
         return try keyed.answer(outcome)
     }

@@ -133,7 +133,7 @@ public enum IntegrityCheck {
         // 3. Tasks: completion is all or nothing, and made by its response.
         progress.begin("tasks", total: Int64(count("tasks", in: r)), unit: .rows)
         try forEachRow(conn, """
-            SELECT t.task_id, t.state, t.completed_at, t.completed_by, t.response_id, r.response_id AS found_response_id,
+            SELECT t.task_id, t.state, t.completed_at, t.completed_by, t.response_id, t.entity_list, t.entity_id, r.response_id AS found_response_id,
                    r.submitter, r.field_task_id, r.review_state, r.first_review_state, s.review_required
             FROM tasks t LEFT JOIN responses r ON r.response_id = t.response_id LEFT JOIN surveys s ON s.survey_id = t.survey_id
             """) { t in
@@ -141,6 +141,10 @@ public enum IntegrityCheck {
             // The stored text, not `TaskState`: a state that is no case is what this reports.
             let id = try t.string("task_id"), state = try t.string("state")
             let stamps = try ["completed_at", "completed_by", "response_id"].filter { try t.value($0) != .null }.count
+            // The entity a task is about: its list and id both, or neither.
+            if try (t.value("entity_list") == .null) != (t.value("entity_id") == .null) {
+                r.violations.append("task \(id): names an entity list without an entity id, or an id without a list")
+            }
             switch state {
             case TaskState.completed.rawValue:
                 if stamps != 3 { r.violations.append("task \(id): completed without completedAt, completedBy and responseId") }

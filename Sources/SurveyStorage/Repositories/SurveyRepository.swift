@@ -102,7 +102,18 @@ extension GatedTransaction {
                              [.text(state.rawValue), .text(survey.surveyId), .text(orgId)])
         try audit(action: "survey.state", targetType: "survey", targetId: survey.surveyId, detail: "from=\(survey.state.rawValue) to=\(state.rawValue)")
         return SurveyRecord(surveyId: survey.surveyId, orgId: survey.orgId, title: survey.title, reviewRequired: survey.reviewRequired,
-                            createdAt: survey.createdAt, state: state)
+                            createdAt: survey.createdAt, state: state, entityListScope: survey.entityListScope)
+    }
+
+    /// Which entities of a list the survey's forms read reach a collector's phone from now on:
+    /// each phone's copy and its manifest hash follow at its next update check.
+    public func setEntityListScope(_ survey: SurveyRecord, to scope: EntityListScope) throws -> SurveyRecord {
+        try context.conn.run("UPDATE surveys SET entity_list_scope = ? WHERE survey_id = ? AND org_id = ?",
+                             [.text(scope.rawValue), .text(survey.surveyId), .text(orgId)])
+        try audit(action: "survey.entityListScope", targetType: "survey", targetId: survey.surveyId,
+                  detail: "from=\(survey.entityListScope.rawValue) to=\(scope.rawValue)")
+        return SurveyRecord(surveyId: survey.surveyId, orgId: survey.orgId, title: survey.title, reviewRequired: survey.reviewRequired,
+                            createdAt: survey.createdAt, state: survey.state, entityListScope: scope)
     }
 
     /// Publications of one organization run one after the other (on PostgreSQL; SQLite's one
@@ -112,12 +123,14 @@ extension GatedTransaction {
         try context.conn.takeTurn("publish\u{1}" + orgId)
     }
 
-    public func createSurvey(surveyId: String, title: String, reviewRequired: Bool, createdBy: String) throws -> SurveyRecord {
+    public func createSurvey(surveyId: String, title: String, reviewRequired: Bool, entityListScope: EntityListScope = .all,
+                             createdBy: String) throws -> SurveyRecord {
         try context.conn.run("""
-            INSERT INTO surveys(survey_id, org_id, title, review_required, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)
-            """, [.text(surveyId), .text(orgId), .text(title), .bool(reviewRequired), .text(createdBy), .int(now)])
+            INSERT INTO surveys(survey_id, org_id, title, review_required, entity_list_scope, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, [.text(surveyId), .text(orgId), .text(title), .bool(reviewRequired), .text(entityListScope.rawValue), .text(createdBy), .int(now)])
         try audit(action: "survey.create", targetType: "survey", targetId: surveyId)
-        return SurveyRecord(surveyId: surveyId, orgId: orgId, title: title, reviewRequired: reviewRequired, createdAt: now, state: .open)
+        return SurveyRecord(surveyId: surveyId, orgId: orgId, title: title, reviewRequired: reviewRequired, createdAt: now, state: .open,
+                            entityListScope: entityListScope)
     }
 
     /// Publishes the next version number of a survey; versions are immutable once written. As a

@@ -14,16 +14,40 @@ extension ReadContext {
         args.append(.int(Int64(limit)))
         return try conn.query(sql, args).map(TaskRecord.init)
     }
+
+    /// The entities of a list named by a collector's open tasks of a survey, each once, in id
+    /// order: what their copy of the list holds when the survey's scope is `assigned`.
+    public func assignedEntityIds(orgId: String, surveyId: String, assignee: String, list: String) throws -> [String] {
+        try conn.query("""
+            SELECT DISTINCT entity_id FROM tasks
+            WHERE org_id = ? AND assignee_user_id = ? AND survey_id = ? AND entity_list = ? AND entity_id IS NOT NULL AND state = ?
+            ORDER BY entity_id
+            """, [.text(orgId), .text(assignee), .text(surveyId), .text(list), .text(TaskState.open.rawValue)]).map { try $0.string("entity_id") }
+    }
 }
 
 extension GatedTransaction {
     public func createTask(_ t: TaskRecord, createdBy: String) throws {
         try context.conn.run("""
-            INSERT INTO tasks(task_id, org_id, title, survey_id, assignee_user_id, due_at, notes, state, created_by, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO tasks(task_id, org_id, title, survey_id, assignee_user_id, due_at, notes, state, created_by, created_at,
+                              entity_list, entity_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(t.taskId), .text(orgId), .text(t.title), .text(t.surveyId), .text(t.assigneeUserId), .optional(t.dueAt),
-                  .optional(t.notes), .text(TaskState.open.rawValue), .text(createdBy), .int(now)])
+                  .optional(t.notes), .text(TaskState.open.rawValue), .text(createdBy), .int(now), .optional(t.entityList), .optional(t.entityId)])
         try audit(action: "task.create", targetType: "task", targetId: t.taskId, detail: #"{"taskState":"open"}"#)
+    }
+
+    /// The open task of `assignee` on `surveyId` that names this entity, the oldest first: the one
+    /// a follow-up submission completes. Locked on PostgreSQL until the transaction ends, so that
+    /// no other transaction completes it meanwhile.
+    public func openEntityTask(surveyId: String, assignee: String, list: String, entityId: String) throws -> TaskRecord? {
+        let lock = context.conn.dialect == .postgres ? " FOR UPDATE" : ""
+        return try context.conn.query("""
+            SELECT \(TaskRecord.columns) FROM tasks
+            WHERE org_id = ? AND assignee_user_id = ? AND survey_id = ? AND entity_list = ? AND entity_id = ? AND state = ?
+            ORDER BY task_id LIMIT 1
+            """ + lock, [.text(orgId), .text(assignee), .text(surveyId), .text(list), .text(entityId), .text(TaskState.open.rawValue)])
+            .first.map(TaskRecord.init)
     }
 
     /// Completes an open task for a response, in this transaction: state, completedAt,
