@@ -21,7 +21,8 @@ Then, through pyodk alone:
    (a form's `submissions.csv`) raises with 501 / 1050;
 7. `submissions.get_table(…)`: the form's OData table is every stored submission, in Central's
    names (`reviewState`, `submitterId` the actorId, `formVersion`), whole without a page size;
-   `filter` on the review state (`'approved'`, `null`), `top`, `skip`, `count`, `select`;
+   `filter` on the review state (`'approved'`, `null`), `top`, `skip`, `count`, `select`; the same
+   submissions and answers as the survey's CSV export;
 8. as an admin: `entity_lists.create`, `entity_lists.add_property`, `entities.create` (sent
    again: the same entity), `entities.create_many` (all in one transaction), `entities.list`,
    `entities.update` with `base_version` (sent again: no new version; a stale one 409.15, nothing
@@ -45,7 +46,9 @@ Then, through pyodk alone:
 Run with the venv scripts/setup.sh makes: `.build/venv-central/bin/python Tests/Central/test_pyodk.py`.
 Exits 1 on any failure.
 """
+import csv
 import hashlib
+import io
 import logging
 import os
 import re
@@ -247,6 +250,15 @@ def submission_table(c, base, e, form, user):
           f"get_table(top=1, count=True): {first}")
     rest = c.submissions.get_table(form_id=form.xmlFormId, skip=1)["value"]
     check([r["__id"] for r in rest] == [r["__id"] for r in rows[1:]], f"get_table(skip=1): {rest}")
+    # The same table as the CSV export of the survey: the same submissions, the same answers.
+    survey = own[0]["surveyId"] if own else ""
+    export = requests.get(f"{base}/v1/orgs/{e['ORG']}/surveys/{survey}/responses.csv", headers={"Authorization": "Bearer " + e["ADMIN"]})
+    exported = {r["clientSubmissionId"]: r for r in csv.DictReader(io.StringIO(export.content.decode("utf-8-sig")))}
+    check(export.status_code == 200 and sorted(exported) == sorted(r["__id"] for r in rows), f"the CSV export has the table's submissions: {sorted(exported)}")
+    for r in rows:
+        x = exported.get(r["__id"], {})
+        check(x.get("household_size") == str(r["household_size"]) and x.get("water_source") == r["water_source"],
+              f"the CSV export's answers are the table's: {x} / {r}")
     picked = c.submissions.get_table(form_id=form.xmlFormId, select="household_size", wkt=True)["value"]
     check(picked == [{"__id": r["__id"], "household_size": r["household_size"]} for r in rows], f"get_table(select=…): {picked}")
 
