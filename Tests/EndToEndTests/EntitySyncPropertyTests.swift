@@ -585,6 +585,37 @@ import TestProcesses
         ((try? JSONParser.parse(Array(text.utf8)))?.objectValue ?? [:]).compactMapValues(\.stringValue)
     }
 
+    /// "Changed since its base version" compares the base version with the current one, as ODK
+    /// Central does (Docs/entities.md): a village moved and moved back by one phone meanwhile is
+    /// unchanged, so another phone's late move is a soft conflict; left moved, a hard one.
+    @Test func aPropertyChangedAndChangedBackSinceTheBaseMakesNoHardConflict() throws {
+        let field = try Field()
+        for movedBack in [true, false] {
+            let team = try field.team(phones: 2, name: movedBack ? "Moved back" : "Moved")
+            var rng = SeededGenerator(state: movedBack ? 11 : 12)
+            let id = rng.uuid()
+            func move(_ phone: Int, _ village: String, base: Int64, branch: String) -> Sent {
+                Sent(instanceID: "uuid:" + rng.uuid(), phone: phone, form: .move, entityId: id, answers: ["village": village],
+                     baseVersion: base, trunkVersion: 1, branchId: branch)
+            }
+            let a = rng.uuid(), b = rng.uuid()
+            let sent = [Sent(instanceID: "uuid:" + rng.uuid(), phone: 0, form: .registration, entityId: id,
+                             answers: ["head": "Ada", "members": "4", "village": "Kisii"], baseVersion: nil, trunkVersion: nil, branchId: nil),
+                        move(0, "Nyeri", base: 1, branch: a), move(0, movedBack ? "Kisii" : "Meru", base: 2, branch: a),
+                        move(1, "Embu", base: 1, branch: b)]
+            for s in sent {
+                let r = try field.collect(team, s.phone).submit(try Self.instance(s, xforms: team.xforms))
+                #expect(r.status == 201, "\(s): \(r.text)")
+            }
+            let row = try #require(try field.rows("SELECT properties, version, conflict FROM entities WHERE org_id = ?", [.text(team.orgId)]).first)
+            #expect(Self.properties(try row.string("properties"))["village"] == "Embu")
+            #expect(try row.int("version") == 4)
+            #expect(try row.optionalString("conflict") == (movedBack ? "soft" : "hard"))
+        }
+        let (status, report) = try field.stopAndCheck()
+        #expect(status == 0, "surveyd check: \(report)")
+    }
+
     // MARK: - The manifest hash
 
     /// The list's hash in the manifest phones read moves exactly with the submissions that change
