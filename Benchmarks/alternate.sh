@@ -3,13 +3,16 @@
 #
 #   measure LABEL SCRIPT   a 3 s warm-up, then $SECS s of wrk (2 threads, 64 connections) of
 #                          Benchmarks/wrk/SCRIPT against $BASE; prints "rate us_per_request",
-#                          the server's ($pid) CPU included; every answer must be $EXPECT (201)
+#                          the server's ($pid) CPU included; every answer must be $EXPECT (201);
+#                          before each wrk run the caller's `before_wrk LABEL`, when it has one
 #   alternate A B ROUNDS   ROUNDS rounds of `one A` and `one B` (the caller's function, printing
 #                          what `measure` prints), A first in odd rounds; prints each round and
 #                          the means, and sets MEAN_US_A and MEAN_US_B
 
 measure() {
+    if declare -F before_wrk > /dev/null; then before_wrk "$1"; fi
     RUN_TAG="w$1$(date +%s%N)" wrk -t2 -c64 -d3s -s "$HERE/wrk/$2" "$BASE" > /dev/null 2>&1
+    if declare -F before_wrk > /dev/null; then before_wrk "$1"; fi
     local c0; c0=$(awk '{print $14 + $15}' /proc/$pid/stat)
     local line; line=$(RUN_TAG="m$1$(date +%s%N)" wrk -t2 -c64 -d"${SECS}s" -s "$HERE/wrk/$2" "$BASE" 2>&1 | grep '^RESULT')
     local c1; c1=$(awk '{print $14 + $15}' /proc/$pid/stat)

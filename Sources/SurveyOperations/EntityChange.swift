@@ -109,7 +109,8 @@ struct EntityChange: Sendable {
     /// not exist yet, or whose predecessor in its phone's branch has not arrived, waits.
     @discardableResult
     func apply(in tx: GatedTransaction, responseId: String, actor: String) throws -> Outcome {
-        try tx.declareEntityList(name: list, properties: Array(properties.keys))
+        // The list gets the properties it lacks with the change that writes them (`insertEntity`,
+        // `updateEntity`): a waiting update writes none yet.
         guard let outcome = try applyNow(in: tx, responseId: responseId, actor: actor) else {
             try tx.insertWaitingEntityChange(list: list, entityId: entityId, responseId: responseId, change: json, actor: actor)
             return .waiting

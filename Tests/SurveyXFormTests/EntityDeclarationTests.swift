@@ -32,6 +32,14 @@ import Testing
         #expect(parsed.validate(answers: ["household": "4b1c2d3e-0000-4000-8000-000000000001", "members_now": 3]).errors.isEmpty)
     }
 
+    /// A follow-up form without a label on its entities sheet: its updates keep the entity's label.
+    @Test func aFollowUpFormWithoutALabelDeclaresNone() throws {
+        let definition = try XFormReader.definition(from: try Fixture.bytes("household_move"))
+        #expect(definition["entity"] == ["list": "households", "update": true, "id": "${household}",
+                                         "saveTo": ["village_now": "village"], "specVersion": "2024.1.0"])
+        #expect(definition.node("household")?["choiceList"] == "households.csv")
+    }
+
     @Test func whatSurveydDoesNotReadIsNamed() throws {
         func refusal(_ entity: String, binds: String = "", root: String = "") -> String? {
             let xml = XFormDocument.make(instance: "<a/><meta>\(entity)</meta>", binds: binds,

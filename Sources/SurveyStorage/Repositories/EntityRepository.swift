@@ -241,7 +241,7 @@ extension GatedTransaction {
                   e.conflict.map { .text($0) } ?? .null, .text(e.createdBy), .int(now), .int(now)])
         guard !inserted.isEmpty else { return false }
         try insertVersion(e, baseVersion: nil, conflict: e.conflict, source: source, responseId: responseId, actor: actor)
-        try touchList(e.listName)
+        try touchList(e.listName, declaring: Array(e.properties.keys))
         return true
     }
 
@@ -249,27 +249,28 @@ extension GatedTransaction {
     /// `expectedVersion`, the one read in this transaction), and the version row saying what made it.
     public func updateEntity(_ e: EntityRecord, expectedVersion: Int64, baseVersion: Int64?, trunkVersion: Int64? = nil, branchId: String? = nil,
                              markedConflict: String?, source: String, responseId: String?, actor: String) throws {
+        let properties = EntityText.text(e.properties)
         try context.conn.run("""
             UPDATE entities SET label = ?, properties = ?, version = ?, conflict = ?, updated_at = ?
             WHERE org_id = ? AND list_name = ? AND entity_id = ? AND version = ?
-            """, [.text(e.label), .text(EntityText.text(e.properties)), .int(e.version), .optional(e.conflict), .int(now),
+            """, [.text(e.label), .text(properties), .int(e.version), .optional(e.conflict), .int(now),
                   .text(orgId), .text(e.listName), .text(e.entityId), .int(expectedVersion)])
         // The row was read locked (`lockedEntity`): anything else is a bug, and nothing is kept.
         guard context.conn.changes == 1 else {
             throw ApiError(.internalError, "The entity \(e.entityId) changed while a change of it was applied; nothing was written.")
         }
-        try insertVersion(e, baseVersion: baseVersion, trunkVersion: trunkVersion, branchId: branchId, conflict: markedConflict, source: source,
-                          responseId: responseId, actor: actor)
-        try touchList(e.listName)
+        try insertVersion(e, properties: properties, baseVersion: baseVersion, trunkVersion: trunkVersion, branchId: branchId,
+                          conflict: markedConflict, source: source, responseId: responseId, actor: actor)
+        try touchList(e.listName, declaring: Array(e.properties.keys))
     }
 
-    private func insertVersion(_ e: EntityRecord, baseVersion: Int64?, trunkVersion: Int64? = nil, branchId: String? = nil, conflict: String?,
-                               source: String, responseId: String?, actor: String) throws {
+    private func insertVersion(_ e: EntityRecord, properties: String? = nil, baseVersion: Int64?, trunkVersion: Int64? = nil, branchId: String? = nil,
+                               conflict: String?, source: String, responseId: String?, actor: String) throws {
         try context.conn.run("""
             INSERT INTO entity_versions(org_id, list_name, entity_id, version, label, properties, base_version, trunk_version, branch_id,
                                         conflict, source, response_id, actor, created_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.text(orgId), .text(e.listName), .text(e.entityId), .int(e.version), .text(e.label), .text(EntityText.text(e.properties)),
+            """, [.text(orgId), .text(e.listName), .text(e.entityId), .int(e.version), .text(e.label), .text(properties ?? EntityText.text(e.properties)),
                   .optional(baseVersion), .optional(trunkVersion), .optional(branchId), .optional(conflict), .text(source), .optional(responseId),
                   .text(actor), .int(now)])
     }
@@ -314,8 +315,22 @@ extension GatedTransaction {
         return true
     }
 
-    private func touchList(_ name: String) throws {
-        try context.conn.run("UPDATE entity_lists SET revision = revision + 1 WHERE org_id = ? AND name = ?", [.text(orgId), .text(name)])
+    /// Raises the list's revision (its CSV changed, so does the manifest hash). `declaring`: the
+    /// properties the change wrote, added where the list lacks them (created when it is new) —
+    /// read back from the same statement, so a submission's change reads the list no more.
+    private func touchList(_ name: String, declaring properties: [String] = []) throws {
+        let rows = try context.conn.query("UPDATE entity_lists SET revision = revision + 1 WHERE org_id = ? AND name = ? RETURNING properties",
+                                          [.text(orgId), .text(name)])
+        guard let row = rows.first else {
+            if !properties.isEmpty { try declareEntityList(name: name, properties: properties) }
+            return
+        }
+        guard !properties.isEmpty else { return }
+        let known = EntityText.names(try row.string("properties"))
+        let new = Array(Set(properties).subtracting(known)).sorted()
+        guard !new.isEmpty else { return }
+        try context.conn.run("UPDATE entity_lists SET properties = ? WHERE org_id = ? AND name = ?",
+                             [.text(EntityText.text(known + new)), .text(orgId), .text(name)])
     }
 }
 

@@ -7,7 +7,9 @@ as ODK Collect sends them):
 - household_registration: creates a `households` entity, its label from the head's name, three
   answers saved to properties (`head`, `members`, `village`);
 - household_visit: picks a household from `households.csv` (the entity list the server serves)
-  and updates it: `members` saved again, a label of its own, and one answer that is not saved.
+  and updates it: `members` saved again, a label of its own, and one answer that is not saved;
+- household_move: picks a household the same way and saves only `village` (no label: the
+  entity keeps its own), so a move and a visit made from one version change different properties.
 
 It writes `<name>.xlsx` (openpyxl, with make_corpus.py's fixed timestamps) and `<name>.xml`, the
 XForm pyxform 4.5.0 makes of it as the server does (`xls2xform --skip_validate`), which ODK
@@ -55,6 +57,15 @@ FORMS = {
         "settings": [["form_title", "form_id", "version"], ["Household visit", "household_visit", "1"]],
         "entities": [["list_name", "entity_id", "label"],
                      ["households", "${household}", "concat('Household of ', ${members_now}, ' people')"]],
+    },
+    "household_move": {
+        "survey": [
+            SURVEY,
+            row("select_one_from_file households.csv", "household", "Which household?", required="yes"),
+            row("text", "village_now", "Village the household lives in now", required="yes", save_to="village"),
+        ],
+        "settings": [["form_title", "form_id", "version"], ["Household move", "household_move", "1"]],
+        "entities": [["list_name", "entity_id"], ["households", "${household}"]],
     },
 }
 
