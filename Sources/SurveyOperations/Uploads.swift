@@ -233,6 +233,18 @@ public struct Uploads: Sendable {
         _ = try commit(file.record, tempPath: file.tempPath)
     }
 
+    /// The upload ids `answers` cite (each file answer is `{"clientUploadId": …}`), in key order,
+    /// repeats included, each as often as cited.
+    public static func citedIds(in answers: JSONValue) -> [String] {
+        switch answers {
+        case .object(let o):
+            if case .string(let id)? = o["clientUploadId"], o.count == 1 { return [id] }
+            return o.keys.sorted().flatMap { citedIds(in: o[$0] ?? .null) }
+        case .array(let a): return a.flatMap(citedIds)
+        default: return []
+        }
+    }
+
     /// Every file answer cites a completed upload of this organization, version and question that
     /// `submitter` made — stored, or among `staged` (the files sent with the submission) — so a
     /// response never takes another collector's file. (Uploads are never deleted, so a check

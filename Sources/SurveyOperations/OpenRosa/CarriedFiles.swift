@@ -11,7 +11,7 @@ struct CarriedFiles {
 
     init(of target: ResponseRecord, currentInstanceId: String, names: [String], in db: ReadContext) throws {
         var byName: [String: String] = [:]
-        for id in Self.uploadIds(in: (try? JSONParser.parse(Array(target.answers.utf8))) ?? .null) {
+        for id in Uploads.citedIds(in: (try? JSONParser.parse(Array(target.answers.utf8))) ?? .null) {
             guard let u = try db.upload(orgId: target.orgId, clientUploadId: id) else { continue }
             if let name = u.fileName {
                 byName[name] = id
@@ -32,16 +32,6 @@ struct CarriedFiles {
             if let kept = byName[name] { replaced[OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: name)] = kept } else { missing.append(name) }
         }
         return (Self.replacing(replaced, in: answers), missing)
-    }
-
-    static func uploadIds(in value: JSONValue) -> [String] {
-        switch value {
-        case .object(let o):
-            if case .string(let id)? = o["clientUploadId"], o.count == 1 { return [id] }
-            return o.keys.sorted().flatMap { uploadIds(in: o[$0] ?? .null) }
-        case .array(let a): return a.flatMap(uploadIds)
-        default: return []
-        }
     }
 
     static func replacing(_ ids: [String: String], in value: JSONValue) -> JSONValue {

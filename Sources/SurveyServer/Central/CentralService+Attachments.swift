@@ -1,5 +1,4 @@
 import SurveyDomain
-import SurveyForms
 import SurveyHTTP
 import SurveyOperations
 import SurveyStorage
@@ -100,42 +99,11 @@ extension CentralService {
         }
     }
 
-    /// The uploads a stored response's file answers cite (anywhere, repeats included).
+    /// The uploads a stored response's file answers cite (anywhere, repeats included), each once.
     func storedFiles(_ r: ResponseRecord) throws -> [UploadRecord] {
-        guard let version = try services.database.read({ try $0.surveyVersion(orgId: r.orgId, surveyVersionId: r.surveyVersionId) }) else { return [] }
-        let ids = Self.fileUploadIds(r, definition: try operations.definitions.definition(of: version))
+        var seen = Set<String>()
+        let ids = Uploads.citedIds(in: (try? JSONParser.parse(Array(r.answers.utf8))) ?? .null).filter { seen.insert($0).inserted }
         return try services.database.read { db in try ids.compactMap { try db.upload(orgId: r.orgId, clientUploadId: $0) } }
-    }
-
-    /// Each upload id a file question's answer cites, once, in the order met.
-    static func fileUploadIds(_ response: ResponseRecord, definition: SurveyDefinition) -> [String] {
-        var fileIds: Set<String> = []
-        var stack = definition.nodes
-        while let n = stack.popLast() {
-            switch n.kind {
-            case .question(let q): if q.type == .file { fileIds.insert(q.id) }
-            case .group, .repeat: stack += n.children
-            case .note: break
-            }
-        }
-        guard !fileIds.isEmpty, let answers = try? JSONParser.parse(Array(response.answers.utf8)) else { return [] }
-        var ids: [String] = [], seen = Set<String>()
-        var values = [answers]
-        while let v = values.popLast() {
-            switch v {
-            case .object(let o):
-                for (k, x) in o.sorted(by: { $0.key > $1.key }) {
-                    if fileIds.contains(k), case .string(let id)? = x.objectValue?["clientUploadId"] {
-                        if seen.insert(id).inserted { ids.append(id) }
-                    } else {
-                        values.append(x)
-                    }
-                }
-            case .array(let a): values += a.reversed()
-            default: break
-            }
-        }
-        return ids
     }
 
     static func refusal(_ e: any Error) -> ApiError {
