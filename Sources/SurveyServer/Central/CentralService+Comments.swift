@@ -18,11 +18,7 @@ extension CentralService {
         let (user, org) = try admitMember(request)
         let (_, r) = try visibleSubmission(request)
         let listed = try operations.responseComments.list(orgId: org.orgId, responseId: r.responseId, by: user)
-        let actors = try services.database.read { db in
-            var out: [String: Int64] = [:]
-            for id in Set(listed.map(\.actor)) { if let u = try db.user(id) { out[id] = u.actorId } }
-            return out
-        }
+        let actors = try actorIds(ofUsers: listed.map(\.actor))
         return .json(200, .array(listed.map { Self.comment($0.text, actorId: actors[$0.actor] ?? 0, at: $0.at) }))
     }
 
