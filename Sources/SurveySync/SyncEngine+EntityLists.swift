@@ -34,13 +34,20 @@ extension SyncEngine {
                 try store.saveEntityList(owner, name, etag: stored?.etag, list: nil, settling: settling, at: now)
                 report.entityListsUnchanged.append(name)
             case 200:
+                let list: ServerEntityList
                 do {
-                    let list = try EntityListCSVReader.read(answer.body)
+                    list = try EntityListCSVReader.read(answer.body)
+                } catch {
+                    // A damaged download never replaces a good copy.
+                    report.entityListsFailed[name] = "the server's CSV could not be read: \(error.reason)"
+                    continue
+                }
+                do {
                     try store.saveEntityList(owner, name, etag: answer.header("ETag"), list: list, settling: settling, at: now)
                     report.entityListsRefreshed.append(name)
-                } catch let malformed as EntityListCSVReader.Malformed {
-                    // A damaged download never replaces a good copy.
-                    report.entityListsFailed[name] = "the server's CSV could not be read: \(malformed.reason)"
+                } catch let error as SQLiteError where error.isFull || error.isIO {
+                    // Rolled back whole: the previous copy stands; the other lists may still fit.
+                    report.entityListsFailed[name] = "not stored on this device: \(error)"
                 }
             case 401:
                 report.entityListsFailed[name] = "HTTP 401"
