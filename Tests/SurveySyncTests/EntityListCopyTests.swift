@@ -175,4 +175,24 @@ import Testing
         #expect(try outbox.commands().map(\.stateLabel) == ["Completed"])
         #expect(try outbox.entities(in: Self.list).map { "\($0.id) v\($0.version) \($0.isLocal)" } == ["\(Self.north) v1 false", "\(Self.east) v1 false"], "by id, as the server sends them")
     }
+
+    /// A registration the server refuses stays on the phone, and so in the list, until the person
+    /// discards it; then it is gone from both.
+    @Test func aRefusedRegistrationShowsUntilItIsDiscarded() async throws {
+        let f = try await SyncFixture()
+        let water = try await WaterPoints(f)
+        let outbox = try f.device("phone")
+        let engine = f.engine(outbox, entityLists: [Self.list])
+        let refused = try outbox.captureResponse(surveyVersionId: water.versionId, contentHash: water.contentHash,
+                                                 answers: ["point": "East spring", "flow": "a lot"],
+                                                 entity: ["id": Self.east, "create": true, "label": "East spring"], form: water.form)
+        let report = await engine.syncNow()
+        #expect(report.entityListsRefreshed == [Self.list])
+        #expect(try outbox.command(refused.id)?.stateLabel == "Needs attention")
+        #expect(try outbox.entities(in: Self.list).map { "\($0.id) \($0.isLocal)" } == ["\(Self.east) true"])
+        try outbox.discard(refused.id)
+        #expect(try outbox.entities(in: Self.list).isEmpty)
+        let server = try await f.api("GET", "/v1/orgs/\(f.org)/entity-lists/\(Self.list)/entities/\(Self.east)", token: f.adminToken)
+        #expect(server.status == 404)
+    }
 }
