@@ -101,10 +101,13 @@ public final class Outbox: Sendable {
     /// transaction. `answers` is the JSON object of answers; each attachment's answer is set to
     /// `{"clientUploadId": ...}` here. `entity`: what the response does to an entity of the form's
     /// list (`{"id", "create": true, "label"}` or `{"id", "update": true, "baseVersion"}`), sent with
-    /// it and applied with it. Returns the response's command (its id is the `clientSubmissionId`).
+    /// it and applied with it. `form`: the version's form; with `entity`, the change shows in
+    /// `entities(in:)` at once, before it is sent. Returns the response's command (its id is the
+    /// `clientSubmissionId`).
     @discardableResult
     public func captureResponse(title: String = "", surveyVersionId: String, contentHash: String, answers: [String: any Sendable],
                                 attachments: [Attachment] = [], fieldTaskId: String? = nil, entity: [String: any Sendable]? = nil,
+                                form: SurveyForm? = nil,
                                 clientSubmissionId: String = UUID().uuidString.lowercased()) throws -> OutboxCommand {
         let owner = try requireOwner()
         let now = configuration.now()
@@ -134,7 +137,8 @@ public final class Outbox: Sendable {
                                       path: "/v1/orgs/\(owner.organization)/responses",
                                       headers: ["Content-Type": "application/json"], body: try jsonBytes(envelope),
                                       file: nil, dependsOn: uploads.map(\.id), now: now)
-            try commit(uploads + [response])
+            let change = entity.flatMap { entity in form?.entityChange(entity, answers: answers) }
+            try commit(uploads + [response], entityChanges: change.map { [clientSubmissionId: $0] } ?? [:])
             return response
         } catch {
             for url in copied { try? FileManager.default.removeItem(at: url) }
@@ -169,12 +173,12 @@ public final class Outbox: Sendable {
                       responseId: nil, revision: nil, uploadLocation: nil, uploadOffset: 0, capturedAt: now, updatedAt: now)
     }
 
-    private func commit(_ commands: [OutboxCommand]) throws {
+    private func commit(_ commands: [OutboxCommand], entityChanges: [String: CapturedEntityChange] = [:]) throws {
         for c in commands where !ClientIdentifier.isValid(c.id) {
             throw OutboxError.invalidCapture("the id \(c.id) is not 8-128 characters of A-Z a-z 0-9 _ - : .")
         }
         do {
-            try store.insert(commands)
+            try store.insert(commands, entityChanges: entityChanges)
         } catch let error as SQLiteError where error.isFull {
             throw OutboxError.storageFull
         } catch let error as SQLiteError where error.isIO {
@@ -218,6 +222,23 @@ public final class Outbox: Sendable {
     public func command(_ id: String) throws -> OutboxCommand? {
         guard let owner = currentSession?.owner, let c = try store.command(id), c.owner == owner else { return nil }
         return c
+    }
+
+    /// The entities of `list` as the signed-in person's phone knows them: the copy the last sync
+    /// downloaded (`SyncConfiguration.entityLists`), with the changes of their captured work that
+    /// the copy does not show yet laid over it, in capture order — an entity registered on the
+    /// phone appears (version 1, `isLocal`), an update shows its values. The server's order (by
+    /// id), then the phone's registrations in capture order. Nobody signed in, or never
+    /// downloaded and nothing captured: empty.
+    public func entities(in list: String) throws -> [LocalEntity] {
+        guard let owner = currentSession?.owner else { return [] }
+        let copy = try store.entityList(owner, list)
+        return EntityOverlay.entities(server: copy?.list.entities ?? [], pending: try store.pendingEntityChanges(owner, list: list))
+    }
+
+    /// One entity of `list` as the phone knows it (see `entities(in:)`).
+    public func entity(_ id: String, in list: String) throws -> LocalEntity? {
+        try entities(in: list).first { $0.id == id }
     }
 
     /// A person fixed the cause elsewhere (a role given back, the survey downloaded again) and

@@ -4,7 +4,7 @@ import Foundation
 /// the version; a store is migrated in one transaction, so an interrupted migration leaves the
 /// older version whole and is simply run again.
 enum OutboxSchema {
-    static let current: Int64 = 2
+    static let current: Int64 = 3
 
     static let version2 = """
     CREATE TABLE commands(
@@ -31,6 +31,24 @@ enum OutboxSchema {
         PRIMARY KEY(server, organization));
     """
 
+    /// Version 3: the device's copies of entity lists (per owner, replaced whole by each download)
+    /// and, on each command, the entity change the phone shows until the server's copy does.
+    static let version3 = """
+    ALTER TABLE commands ADD COLUMN entity_list TEXT;
+    ALTER TABLE commands ADD COLUMN entity_change TEXT;
+    ALTER TABLE commands ADD COLUMN entity_settled INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX commands_entity_list ON commands(server, organization, user, entity_list);
+    CREATE TABLE entity_lists(
+        server TEXT NOT NULL, organization TEXT NOT NULL, user TEXT NOT NULL, name TEXT NOT NULL,
+        etag TEXT, properties TEXT NOT NULL DEFAULT '[]', refreshed_at REAL NOT NULL,
+        PRIMARY KEY(server, organization, user, name));
+    CREATE TABLE entities(
+        server TEXT NOT NULL, organization TEXT NOT NULL, user TEXT NOT NULL, list TEXT NOT NULL,
+        position INTEGER NOT NULL, id TEXT NOT NULL, label TEXT NOT NULL, version INTEGER NOT NULL,
+        properties TEXT NOT NULL DEFAULT '{}',
+        PRIMARY KEY(server, organization, user, list, id));
+    """
+
     /// Brings `db` to the current version. Throws for a store written by a newer library (it is
     /// left untouched: never dropped, never downgraded).
     static func migrate(_ db: SQLiteDatabase) throws {
@@ -47,9 +65,13 @@ enum OutboxSchema {
             case 1:
                 try db.execute(version2)
                 try migrateVersion1Rows(db)
+            case 2:
+                break
             default:
                 throw OutboxError.unreadable("unknown store version \(version)")
             }
+            // Each step after the first layout, in order.
+            try db.execute(version3)
             try db.execute("PRAGMA user_version = \(current)")
         }
     }

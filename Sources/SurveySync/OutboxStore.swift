@@ -52,23 +52,26 @@ final class OutboxStore: Sendable {
             capturedAt: Date(timeIntervalSince1970: row[24].double ?? 0), updatedAt: Date(timeIntervalSince1970: row[25].double ?? 0))
     }
 
-    /// Commits the commands of one user action together: all of them or none.
-    func insert(_ commands: [OutboxCommand]) throws {
+    /// Commits the commands of one user action together: all of them or none. `entityChanges`:
+    /// by command id, what the command does to an entity, shown on the phone until the server's copy shows it.
+    func insert(_ commands: [OutboxCommand], entityChanges: [String: CapturedEntityChange] = [:]) throws {
         try db.withLock { db in
             try db.transaction {
                 for c in commands {
+                    let change = entityChanges[c.id]
                     try db.query("""
                         INSERT INTO commands(id, server, organization, user, kind, title, method, path, headers, body, file_path,
                             file_size, file_sha256, depends_on, state, attempts, next_attempt_at, ambiguous, attention,
-                            captured_at, updated_at)
-                        VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, 0, '[]', ?, ?)
+                            captured_at, updated_at, entity_list, entity_change)
+                        VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, 0, '[]', ?, ?, ?, ?)
                         """, [.text(c.id), .text(c.owner.server), .text(c.owner.organization), .text(c.owner.user),
                               .text(c.kind.rawValue), .text(c.title), .text(c.method), .text(c.path),
                               .text(JSONText.encode(c.headers)), .blob(c.body), c.filePath.map(SQLValue.text) ?? .null,
                               .integer(c.fileSize), c.fileSHA256.map(SQLValue.text) ?? .null,
                               .text(JSONText.encode(c.dependsOn)), .text(c.state.rawValue),
                               .real(c.nextAttemptAt.timeIntervalSince1970), .real(c.capturedAt.timeIntervalSince1970),
-                              .real(c.updatedAt.timeIntervalSince1970)])
+                              .real(c.updatedAt.timeIntervalSince1970),
+                              change.map { .text($0.list) } ?? .null, change.map { .text(JSONText.encode($0)) } ?? .null])
                 }
             }
         }
@@ -153,6 +156,81 @@ final class OutboxStore: Sendable {
                 INSERT INTO organizations(server, organization, renewal_required) VALUES(?, ?, ?)
                 ON CONFLICT(server, organization) DO UPDATE SET renewal_required = excluded.renewal_required
                 """, [.text(server), .text(organization), .integer(required ? 1 : 0)])
+        }
+    }
+
+    // MARK: entity lists
+
+    /// The owner's copy of a list as last downloaded: its `ETag` and entities; nil: never downloaded.
+    func entityList(_ owner: Owner, _ name: String) throws -> (etag: String?, list: ServerEntityList)? {
+        try db.withLock { db in
+            let key: [SQLValue] = [.text(owner.server), .text(owner.organization), .text(owner.user), .text(name)]
+            guard let row = try db.query("SELECT etag, properties FROM entity_lists WHERE server = ? AND organization = ? AND user = ? AND name = ?",
+                                         key).first, row.count == 2 else { return nil }
+            let entities = try db.query("""
+                SELECT id, label, version, properties FROM entities WHERE server = ? AND organization = ? AND user = ? AND list = ?
+                ORDER BY position
+                """, key).map { row -> ServerEntity in
+                guard row.count == 4, let id = row[0].string, let version = row[2].int else {
+                    throw OutboxError.unreadable("an entity row does not read back")
+                }
+                return ServerEntity(id: id, label: row[1].string ?? "", version: Int(version),
+                                    properties: JSONText.decode([String: String].self, row[3].string, default: [:]))
+            }
+            return (row[0].string, ServerEntityList(properties: JSONText.decode([String].self, row[1].string, default: []), entities: entities))
+        }
+    }
+
+    /// The changes of the owner's commands to entities of `list` that the phone's copy does not
+    /// show yet, in capture order.
+    func pendingEntityChanges(_ owner: Owner, list: String) throws -> [CapturedEntityChange] {
+        try db.withLock { db in
+            try db.query("""
+                SELECT entity_change FROM commands
+                WHERE server = ? AND organization = ? AND user = ? AND entity_list = ? AND entity_settled = 0 ORDER BY seq
+                """, [.text(owner.server), .text(owner.organization), .text(owner.user), .text(list)])
+                .compactMap { row in row.first?.string.flatMap { JSONText.decode(CapturedEntityChange?.self, $0, default: nil) } }
+        }
+    }
+
+    /// Commands with a change to `list` that the server holds and the phone's copy may not show
+    /// yet: a download that starts now shows them, so they are settled with it.
+    func heldUnsettledEntityCommands(_ owner: Owner, list: String) throws -> [String] {
+        let held = CommandState.allCases.filter(\.isHeldByServer).map { SQLValue.text($0.rawValue) }
+        return try db.withLock { db in
+            try db.query("""
+                SELECT id FROM commands WHERE server = ? AND organization = ? AND user = ? AND entity_list = ? AND entity_settled = 0
+                AND state IN (\(held.map { _ in "?" }.joined(separator: ", ")))
+                """, [.text(owner.server), .text(owner.organization), .text(owner.user), .text(list)] + held).compactMap { $0.first?.string }
+        }
+    }
+
+    /// Replaces the owner's copy of a list in one transaction (a crash keeps the previous copy
+    /// whole) and settles the commands it shows. `list` nil: the server said the copy is current.
+    func saveEntityList(_ owner: Owner, _ name: String, etag: String?, list: ServerEntityList?, settling: [String], at moment: Date) throws {
+        try db.withLock { db in
+            try db.transaction {
+                let key: [SQLValue] = [.text(owner.server), .text(owner.organization), .text(owner.user), .text(name)]
+                if let list {
+                    try db.query("DELETE FROM entities WHERE server = ? AND organization = ? AND user = ? AND list = ?", key)
+                    for (position, e) in list.entities.enumerated() {
+                        try db.query("""
+                            INSERT INTO entities(server, organization, user, list, position, id, label, version, properties)
+                            VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            """, key + [.integer(Int64(position)), .text(e.id), .text(e.label), .integer(Int64(e.version)),
+                                        .text(JSONText.encode(e.properties))])
+                    }
+                    try db.query("""
+                        INSERT INTO entity_lists(server, organization, user, name, etag, properties, refreshed_at) VALUES(?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(server, organization, user, name) DO UPDATE SET etag = excluded.etag, properties = excluded.properties,
+                            refreshed_at = excluded.refreshed_at
+                        """, key + [etag.map(SQLValue.text) ?? .null, .text(JSONText.encode(list.properties)), .real(moment.timeIntervalSince1970)])
+                } else {
+                    try db.query("UPDATE entity_lists SET refreshed_at = ? WHERE server = ? AND organization = ? AND user = ? AND name = ?",
+                                 [.real(moment.timeIntervalSince1970)] + key)
+                }
+                for id in settling { try db.query("UPDATE commands SET entity_settled = 1 WHERE id = ?", [.text(id)]) }
+            }
         }
     }
 }

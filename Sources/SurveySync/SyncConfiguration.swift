@@ -7,6 +7,9 @@ public struct SyncConfiguration: Sendable {
     public var maxBackoff: TimeInterval = 600
     /// Requests in flight at once (phones on poor links do better with few).
     public var maxConcurrentRequests = 2
+    /// Entity lists of the signed-in person's organization the phone keeps a copy of, by name:
+    /// each pass downloads the ones that changed after sending (`Outbox.entities(in:)`).
+    public var entityLists: [String] = []
     /// Bytes per tus PATCH.
     public var uploadChunkSize = 1 << 20
     /// A draw in 0..<1 for jitter; tests fix it.

@@ -16,11 +16,12 @@ public final class SyncEngine: Sendable {
         self.configuration = configuration
     }
 
-    private var store: OutboxStore { outbox.store }
-    private var now: Date { outbox.configuration.now() }
+    var store: OutboxStore { outbox.store }
+    var now: Date { outbox.configuration.now() }
 
     /// One pass: check a lapsed subscription, send every command that is due (files before the
-    /// responses that cite them, a few at a time), then follow the changes feed.
+    /// responses that cite them, a few at a time), follow the changes feed, then bring the
+    /// phone's copies of entity lists up to date.
     public func syncNow() async -> SyncReport {
         var report = SyncReport()
         // One pass at a time: a foreground pass and a background task must not send a command twice at once.
@@ -47,6 +48,7 @@ public final class SyncEngine: Sendable {
             }
             try await sendDueCommands(session, &report)
             if !report.signInRequired { try await followChanges(session, &report) }
+            if !report.signInRequired { try await refreshEntityLists(session, &report) }
             if report.reachedServer {
                 var record = try store.ownerRecord(owner)
                 record.lastSyncAt = now
@@ -256,7 +258,7 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    private func markSignInRequired(_ session: Session, _ report: inout SyncReport) throws {
+    func markSignInRequired(_ session: Session, _ report: inout SyncReport) throws {
         report.signInRequired = true
         let owner = session.owner
         var record = try store.ownerRecord(owner)
@@ -309,7 +311,7 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    private func send(_ session: Session, _ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8] = []) async throws -> IncomingAnswer {
+    func send(_ session: Session, _ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8] = []) async throws -> IncomingAnswer {
         guard let url = URL(string: session.owner.server + path) else { throw URLError(.badURL) }
         var headers = headers
         headers["Authorization"] = "Bearer \(session.token)"

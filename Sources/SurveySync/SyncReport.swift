@@ -23,4 +23,12 @@ public struct SyncReport: Sendable, Equatable {
     /// port if it named one; empty if it named no host). Nothing and no token went there; the
     /// address is probably wrong (`SyncWords.uploadElsewhere(to:)` says so).
     public var uploadPointedTo: String?
+    /// Entity lists (`SyncConfiguration.entityLists`) whose copy on the phone was replaced by
+    /// the server's newer one in this pass.
+    public var entityListsRefreshed: [String] = []
+    /// Entity lists the server said had not changed since the phone's copy (304).
+    public var entityListsUnchanged: [String] = []
+    /// Entity lists that could not be brought up to date, each with why (no answer, an HTTP
+    /// status, a body that is not the list's CSV). The phone's previous copy of each is kept.
+    public var entityListsFailed: [String: String] = [:]
 }

@@ -8,12 +8,14 @@ usage:
   surveysync capture --store FILE --server URL --org ORG --user USER --version VERSION_ID --hash CONTENT_HASH
                      --answers JSON [--file QUESTION=PATH:TYPE]... [--title TEXT] [--id CLIENT_SUBMISSION_ID] [--hold]
   surveysync sync    --store FILE --server URL --org ORG --user USER [--token TOKEN] [--timeout SECONDS] [--stop-after-answer]
-  surveysync status  --store FILE --server URL --org ORG --user USER
+                     [--entity-list NAME]...
+  surveysync status  --store FILE --server URL --org ORG --user USER [--entity-list NAME]...
   surveysync export-quarantine --store FILE --to DIR
 
 The token comes from --token or SURVEYSYNC_TOKEN; it is only held in memory.
 --hold keeps the process alive after the capture is committed (to be killed, as a phone's app is);
 --stop-after-answer stops (sleeps) after the first server answer arrives and before it is recorded.
+--entity-list names a list the device keeps a copy of: sync refreshes it, status prints it.
 """
 
 struct Arguments {
@@ -60,7 +62,7 @@ func signIn(_ outbox: Outbox, _ a: Arguments) throws {
     outbox.signIn(Session(owner: owner, token: token))
 }
 
-func printStatus(_ outbox: Outbox) throws {
+func printStatus(_ outbox: Outbox, entityLists: [String] = []) throws {
     for notice in outbox.notices() { print("! \(notice)") }
     for c in try outbox.commands() {
         print("\(c.id)\t\(c.kind.rawValue)\t\(c.title)\t\(c.stateLabel)\t\(c.lastAnswer ?? "")")
@@ -70,6 +72,14 @@ func printStatus(_ outbox: Outbox) throws {
     let counts = m.countsByState.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.label): \($0.value)" }
     print("counts: \(counts.joined(separator: ", "))")
     print("oldest waiting: \(m.oldestQueuedAge.map { "\(Int($0)) s" } ?? "none"); last sync: \(m.lastSuccessfulSync.map { "\($0)" } ?? "never")")
+    for list in entityLists {
+        let entities = try outbox.entities(in: list)
+        print("entity list \(list): \(entities.count)")
+        for e in entities {
+            let properties = e.properties.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            print("  \(e.id)\tv\(e.version)\(e.isLocal ? " (on this device only)" : e.hasLocalChanges ? " (changed on this device)" : "")\t\(e.label)\t\(properties)")
+        }
+    }
 }
 
 func run() async throws {
@@ -99,6 +109,7 @@ func run() async throws {
         let outbox = try openOutbox(a)
         try signIn(outbox, a)
         var configuration = SyncConfiguration()
+        configuration.entityLists = a.values["entity-list"] ?? []
         if a.flags.contains("stop-after-answer") {
             configuration.beforeRecordingAnswer = { command in
                 say("answer received\t\(command.id)")
@@ -111,11 +122,14 @@ func run() async throws {
         print("attempted \(report.attempted), now held by the server \(report.nowHeld)")
         if let target = report.redirectedTo { print("! \(SyncWords.redirect(to: target))") }
         if let target = report.uploadPointedTo { print("! \(SyncWords.uploadElsewhere(to: target))") }
-        try printStatus(outbox)
+        for list in report.entityListsRefreshed { print("entity list \(list): downloaded") }
+        for list in report.entityListsUnchanged { print("entity list \(list): unchanged") }
+        for (list, why) in report.entityListsFailed.sorted(by: { $0.key < $1.key }) { print("entity list \(list): not refreshed, \(why)") }
+        try printStatus(outbox, entityLists: configuration.entityLists)
     case "status":
         let outbox = try openOutbox(a)
         try signIn(outbox, a)
-        try printStatus(outbox)
+        try printStatus(outbox, entityLists: a.values["entity-list"] ?? [])
     case "export-quarantine":
         let outbox = try openOutbox(a)
         let destination = URL(fileURLWithPath: try a.value("to"))

@@ -7,6 +7,31 @@ import Testing
 /// another origin, and the person is told while the work stays on the device. Real sockets on
 /// 127.0.0.1, the real URLSession transport.
 @Suite struct RedirectTests {
+    /// An entity list's download is not followed either: the token stays, the copy is kept.
+    @Test func anEntityListRedirectIsNotFollowedAndThePhonesCopyIsKept() async throws {
+        let directory = try PackagePaths.temporaryDirectory("surveysync-redirect-list")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try RedirectingServer(directory: directory)
+        let outbox = try Outbox(at: directory.appendingPathComponent("phone.sqlite"))
+        let owner = Owner(server: server.base, organization: "org-1", user: "u-1")
+        outbox.signIn(Session(owner: owner, token: "the-collectors-token"))
+        let copy = ServerEntityList(properties: ["village"], entities: [ServerEntity(id: "a1b2c3d4", label: "Ada's", version: 2, properties: ["village": "Kisii"])])
+        try outbox.store.saveEntityList(owner, "households", etag: "\"md5:1\"", list: copy, settling: [], at: Date())
+        let before = try outbox.entities(in: "households")
+        var configuration = SyncConfiguration()
+        configuration.entityLists = ["households"]
+        let engine = SyncEngine(outbox: outbox, transport: URLSessionTransport(timeout: 10, closeConnections: true), configuration: configuration)
+
+        let report = await engine.syncNow()
+        let asked = server.redirected.map(\.request)
+        #expect(asked.contains { $0.hasPrefix("GET /v1/orgs/org-1/entity-lists/households/entities.csv ") }, "\(asked)")
+        #expect(server.followed.isEmpty, "nothing reached the other origin: \(server.followed.map(\.request))")
+        #expect(report.redirectedTo == server.target)
+        #expect(report.entityListsFailed == ["households": "HTTP 307 redirect to \(server.target)"])
+        #expect(try outbox.entities(in: "households") == before)
+        #expect(try outbox.store.entityList(owner, "households")?.etag == "\"md5:1\"")
+    }
+
     @Test func aRedirectIsNeverFollowedSoTheTokenStaysWithTheServerAndTheWorkStaysOnTheDevice() async throws {
         let directory = try PackagePaths.temporaryDirectory("surveysync-redirect")
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -59,14 +59,36 @@ struct EntityListService {
         return filter
     }
 
-    /// The CSV phones get, streamed from one snapshot.
+    /// The CSV phones get, streamed from one snapshot. Its `ETag` is the manifest's hash of the
+    /// list's revision, read in the same snapshot, so a device that holds the copy asks with
+    /// `If-None-Match` and gets a bodiless 304 until an entity or property changes.
     func csv(_ context: Admission, _ request: HTTPRequest) throws -> HTTPResponse {
         let list = try services.operations.entityLists.list(try context.member(), orgId: context.orgId, name: request.parameter("name"))
         let snapshot = try services.database.snapshot()
         let producer: EntityListCSV
-        do { producer = try EntityListCSV(snapshot: snapshot, orgId: context.orgId, list: list.name) } catch { snapshot.close(); throw error }
-        return .stream(ExportStream(producer), headers: [("Content-Type", "text/csv; charset=utf-8"),
+        let etag: String
+        do {
+            let current = try snapshot.read.entityList(orgId: context.orgId, name: list.name) ?? list
+            etag = "\"md5:" + OpenRosaForms.entityListMD5(orgId: context.orgId, current) + "\""
+            if Self.matches(request.header("If-None-Match"), etag) {
+                snapshot.close()
+                return HTTPResponse(status: 304, headers: [("ETag", etag)])
+            }
+            producer = try EntityListCSV(snapshot: snapshot, orgId: context.orgId, list: list.name)
+        } catch { snapshot.close(); throw error }
+        return .stream(ExportStream(producer), headers: [("Content-Type", "text/csv; charset=utf-8"), ("ETag", etag),
                                                         ("Content-Disposition", "attachment; filename=\"\(list.name).csv\"")])
+    }
+
+    /// `If-None-Match` (RFC 9110): `*`, or a comma-separated list of tags, weak ones (`W/`) compared
+    /// by their opaque part.
+    static func matches(_ ifNoneMatch: String?, _ etag: String) -> Bool {
+        guard let ifNoneMatch else { return false }
+        return ifNoneMatch.split(separator: ",").contains { candidate in
+            var tag = candidate.trimmingCharacters(in: .whitespaces)
+            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            return tag == "*" || tag == etag
+        }
     }
 
     /// The same rows as a workbook (`EntityListXLSX`), built from one snapshot in a temp file, then sent.

@@ -90,12 +90,15 @@ final class SyncFixture {
 
     /// The engine as an app configures it, with no backoff wait (each `syncNow()` retries what is
     /// due) and the real URLSession transport through the proxy, one connection per request.
-    func engine(_ outbox: Outbox, chunkSize: Int = 1 << 20) -> SyncEngine {
+    /// `entityLists`: the lists the phone keeps a copy of; `transport`: another than the plain one (a recorder around it).
+    func engine(_ outbox: Outbox, chunkSize: Int = 1 << 20, entityLists: [String] = [], transport: (any HTTPTransport)? = nil) -> SyncEngine {
         var configuration = SyncConfiguration()
         configuration.initialBackoff = 0
         configuration.maxBackoff = 0
         configuration.uploadChunkSize = chunkSize
-        return SyncEngine(outbox: outbox, transport: URLSessionTransport(timeout: 30, closeConnections: true), configuration: configuration)
+        configuration.entityLists = entityLists
+        return SyncEngine(outbox: outbox, transport: transport ?? URLSessionTransport(timeout: 30, closeConnections: true),
+                          configuration: configuration)
     }
 
     /// Captures a household response for the signed-in collector.
