@@ -32,6 +32,9 @@ public struct SubmittedInstance: Sendable {
         entity = meta?.children.first { $0.name == "entity" }.map(Self.entity)
     }
 
+    /// Whether `xml` holds `name` anywhere: a look at the bytes before any parse (`memchr`).
+    public static func mayName(_ name: StaticString, _ xml: [UInt8]) -> Bool { XMLDocumentReader.contains(xml, name) }
+
     /// ODK writes a flag as `1` / `true` (`0`, `false` or empty: not), a version as its number.
     private static func entity(_ e: XMLElement) -> JSONValue {
         var o: [String: JSONValue] = [:]
@@ -98,9 +101,63 @@ public struct SubmittedInstance: Sendable {
         return out
     }
 
-    /// The elements of one level by local name (apps write the instance with or without the
-    /// form's default namespace): the first of each name, and for each element the next of its
-    /// name — one table and one array, however many repeat instances there are.
+    /// Where each node's elements are among one level's elements (found by local name: apps write
+    /// the instance with or without the form's default namespace). Apps write an instance in its
+    /// form's order, so one walk in step with the nodes usually places them all, comparing names
+    /// and hashing none. When it does not — an element out of order, a name met apart or twice
+    /// over — the level's names are put in a table, which places the same elements wherever they are.
+    private struct Placement {
+        /// Each node's elements as one run, from the walk in step.
+        private var runs: [Range<Int>] = []
+        private var table: ElementsByName?
+        private let nodes: [FormNode]
+        private static let exceptions = 8
+
+        init(_ elements: [XMLElement], nodes: [FormNode]) {
+            self.nodes = nodes
+            var runs: [Range<Int>] = []
+            runs.reserveCapacity(nodes.count)
+            // Each exception is looked for across the level, so a few are: past them, the table
+            // costs less (and an instance of many stray elements stays linear).
+            var i = 0, inStep = true, absent = 0
+            for node in nodes {
+                let start = i
+                while i < elements.count && elements[i].name == node.name { i += 1 }
+                // A node with no element here must have none anywhere else on the level either.
+                if start == i {
+                    absent += 1
+                    if absent > Self.exceptions || elements.contains(where: { $0.name == node.name }) { inStep = false; break }
+                }
+                runs.append(start..<i)
+            }
+            // What the walk left over (the meta block; an element no node names) must be no node's.
+            if inStep && i < elements.count {
+                inStep = elements.count - i <= Self.exceptions
+                    && !elements[i...].contains { element in nodes.contains { $0.name == element.name } }
+            }
+            if inStep { self.runs = runs } else { table = ElementsByName(elements) }
+        }
+
+        /// The elements of node `n`, in document order.
+        func indices(ofNode n: Int) -> [Int] {
+            if let table { return table.indices(nodes[n].name) }
+            return Array(runs[n])
+        }
+
+        /// The first element of node `n`, and the second when there is one.
+        func firstTwo(ofNode n: Int) -> (first: Int, second: Int?)? {
+            if let table {
+                guard let first = table.first(nodes[n].name) else { return nil }
+                return (first, table.second(after: first))
+            }
+            let run = runs[n]
+            guard let first = run.first else { return nil }
+            return (first, run.count > 1 ? first + 1 : nil)
+        }
+    }
+
+    /// The elements of one level by local name: the first of each name, and for each element the
+    /// next of its name — one table and one array, however many repeat instances there are.
     private struct ElementsByName {
         private var first: [String: Int] = [:]
         private var next: [Int]
@@ -129,15 +186,15 @@ public struct SubmittedInstance: Sendable {
     /// Puts the answers of `nodes` (groups entered in place) found among `elements` into `out`.
     private static func fill(_ out: inout [String: JSONValue], _ elements: [XMLElement], _ consumed: inout [Bool], nodes: [FormNode],
                              path: String, _ reading: inout Reading) {
-        let byName = ElementsByName(elements)
+        let placement = Placement(elements, nodes: nodes)
         // By index: a node is read in place, never copied with its question and children.
         for n in nodes.indices {
             // Elements are found by the node's name, answers keyed by its id.
-            let id = nodes[n].id, name = nodes[n].name
+            let id = nodes[n].id
             switch nodes[n].kind {
             case .group:
                 // A group's element holds its children at the answers' own level.
-                for i in byName.indices(name) {
+                for i in placement.indices(ofNode: n) {
                     consumed[i] = true
                     let children = elements[i].children
                     var inner = Array(repeating: false, count: children.count)
@@ -148,20 +205,20 @@ public struct SubmittedInstance: Sendable {
                 }
             case .repeat:
                 var items: [JSONValue] = []
-                for i in byName.indices(name) {
+                for i in placement.indices(ofNode: n) {
                     consumed[i] = true
                     items.append(.object(object(elements[i].children, nodes: nodes[n].children, top: false, path: "\(path).\(id)[\(items.count)]",
                                                 &reading)))
                 }
                 if !items.isEmpty { out[id] = .array(items) }
             case .note:
-                for i in byName.indices(name) { consumed[i] = true }
+                for i in placement.indices(ofNode: n) { consumed[i] = true }
             case .question:
-                guard let i = byName.first(name) else { continue }
+                guard let (i, second) = placement.firstTwo(ofNode: n) else { continue }
                 consumed[i] = true
                 // A question appears once; a second element of its name is an answer of no node.
-                if let second = byName.second(after: i) {
-                    for k in byName.indices(name) { consumed[k] = true }
+                if let second {
+                    for k in placement.indices(ofNode: n) { consumed[k] = true }
                     out[id] = .string(elements[i].text + " " + elements[second].text)
                     continue
                 }

@@ -104,25 +104,30 @@ enum XMLDocumentReader {
         }
         var children: [XMLElement] = []
         var text = ""
-        // The text before the first child element and after each: mixed content (a label with an <output>).
-        var pieces = [""]
+        // The text before the first child element and after each: mixed content (a label with an
+        // <output>). Kept only once a child element is met, so a leaf (most of an instance) costs
+        // no array of its own.
+        var pieces: [String] = []
+        var piece = ""
         var child = node.pointee.children
         while let c = child {
             switch c.pointee.type {
             case XML_ELEMENT_NODE:
                 children.append(try copy(c, depth: depth + 1, &copying))
-                pieces.append("")
+                pieces.append(piece)
+                piece = ""
             case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
                 let content = string(c.pointee.content)
                 text += content
-                pieces[pieces.count - 1] += content
+                piece += content
             case XML_ENTITY_REF_NODE: throw XFormRefusal("\(document) refers to an entity (&\(string(c.pointee.name));); surveyd does not expand entities")
             default: break // comments and processing instructions carry nothing of the form
             }
             child = c.pointee.next
         }
+        if !children.isEmpty { pieces.append(piece) }
         return XMLElement(name: string(node.pointee.name), namespace: copying.namespaceURI(node.pointee.ns),
-                          attributes: attributes, children: children, text: text, pieces: children.isEmpty ? [] : pieces)
+                          attributes: attributes, children: children, text: text, pieces: pieces)
     }
 
     /// The `encoding` of the XML declaration the document starts with (after a UTF-8 byte order
@@ -155,7 +160,7 @@ enum XMLDocumentReader {
     }
 
     /// `memchr` to each candidate, then `memcmp`: the scans run over every byte of every submission.
-    private static func contains(_ bytes: [UInt8], _ needle: StaticString) -> Bool {
+    static func contains(_ bytes: [UInt8], _ needle: StaticString) -> Bool {
         let n = needle.utf8CodeUnitCount
         return bytes.withUnsafeBytes { haystack in
             guard let base = haystack.baseAddress, n > 0, haystack.count >= n else { return false }
@@ -172,9 +177,16 @@ enum XMLDocumentReader {
 
 extension StringProtocol {
     func trimmingWhitespace() -> String {
-        let scalars = String(self).unicodeScalars
+        // Most text read (ids, versions, answers) has no space at either end: taken as it is,
+        // without looking up each scalar's Unicode properties.
+        let whole = String(self)
+        if let first = whole.utf8.first, let last = whole.utf8.last, Self.isPlainByte(first), Self.isPlainByte(last) { return whole }
+        let scalars = whole.unicodeScalars
         guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
               let end = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return "" }
         return String(scalars[start...end])
     }
+
+    /// An ASCII byte that is not white space: no string starting or ending with one needs trimming.
+    private static func isPlainByte(_ b: UInt8) -> Bool { b > 0x20 && b < 0x7F }
 }

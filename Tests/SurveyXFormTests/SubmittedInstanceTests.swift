@@ -52,6 +52,30 @@ import Testing
         #expect(errors == [FieldError(path: "answers.age", message: "must be an integer")])
     }
 
+    /// Elements are found by name wherever the app put them: in the form's order, shuffled, with a
+    /// stray element between, a question's element missing, or one answered twice apart — the
+    /// answers are the same as those of the form's order, and a second element still refused.
+    @Test func elementsAreFoundInAnyOrder() throws {
+        let route = "<route>5.6 -0.2;5.7 -0.25</route>", plot = "<plot>0 0;0 1;1 1;0 0</plot>", age = "<age>34</age>"
+        let visits = "<visits><where>1 2;3 4</where></visits><visits><where>5 6;7 8</where></visits>"
+        let (inOrder, errors) = try read(age + route + plot + visits)
+        #expect(errors == [])
+        #expect(inOrder["visits"]?.arrayValue?.count == 2)
+        for shuffled in [plot + visits + age + route, visits + route + age + plot, age + "<stray>x</stray>" + route + plot + visits,
+                         "<visits><where>1 2;3 4</where></visits>" + age + route + plot + "<visits><where>5 6;7 8</where></visits>"] {
+            let (answers, _) = try read(shuffled)
+            #expect(answers["age"] == inOrder["age"] && answers["route"] == inOrder["route"] && answers["plot"] == inOrder["plot"]
+                    && answers["visits"] == inOrder["visits"], "\(shuffled)")
+        }
+        let (missing, _) = try read(route + plot + visits)
+        #expect(missing["age"] == nil && missing["route"] == inOrder["route"])
+        let (stray, _) = try read(age + "<stray>x</stray>" + route + plot)
+        #expect(stray["stray"] == "x")
+        let (twiceApart, twiceErrors) = try read(age + route + plot + "<age>35</age>")
+        #expect(twiceApart["age"] == "34 35")
+        #expect(twiceErrors == [FieldError(path: "answers.age", message: "must be an integer")])
+    }
+
     /// Decimals as JavaRosa writes them (Java's `Double.toString`): an exponent after the digits.
     /// Nothing else Java or Swift would read, and nothing that overflows.
     @Test func numbersAreReadAsJavaRosaWritesThem() {

@@ -40,6 +40,6 @@ public struct CentralSessions: Sendable {
         guard let session = try operations.database.read({ try $0.apiSession(hash: hash, now: now) }), session.user.userId == user.userId else {
             throw ApiError.notFound()
         }
-        try operations.database.sessionWrite { try $0.deleteApiSession(hash: hash) }
+        _ = try operations.database.sessionWrite { try $0.deleteApiSession(hash: hash) }
     }
 }

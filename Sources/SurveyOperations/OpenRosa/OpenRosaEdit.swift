@@ -1,5 +1,6 @@
 import SurveyDomain
 import SurveyStorage
+import SurveyXForm
 
 /// ODK's edit of a sent form: a new instance whose `meta/deprecatedID` names the instanceID it
 /// replaces. It is the edit operation of `Reviews.edit` — the same transaction (the new version,
@@ -19,10 +20,7 @@ public struct OpenRosaEdit: Sendable {
     /// Whether an instance's bytes may carry `meta/deprecatedID` (a cheap look before any parse:
     /// a plain submission never pays for reading it twice).
     public static func mayBeAnEdit(_ xml: [UInt8]) -> Bool {
-        let needle = Array("deprecatedID".utf8)
-        guard xml.count >= needle.count else { return false }
-        for i in 0...(xml.count - needle.count) where xml[i] == needle[0] && xml[i..<i + needle.count].elementsEqual(needle) { return true }
-        return false
+        SubmittedInstance.mayName("deprecatedID", xml)
     }
 
     /// The contract's order: the app token's collector (403), the instance read (400, 1032, 404
