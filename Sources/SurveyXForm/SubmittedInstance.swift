@@ -32,6 +32,38 @@ public struct SubmittedInstance: Sendable {
         entity = meta?.children.first { $0.name == "entity" }.map(Self.entity)
     }
 
+    /// The `meta/entity` of each group and repeat instance that declares an entity (Entities
+    /// 2025.1), as the JSON door's `entities` items (`{container, index?, …}`: `index` the
+    /// instance of the repeat holding the container, counted from 0), in document order.
+    public func entities(for definition: SurveyDefinition) -> [JSONValue] {
+        let containers = Set(definition.entities.compactMap(\.container))
+        guard !containers.isEmpty else { return [] }
+        var out: [JSONValue] = []
+        // The group and repeat elements of one level with their nodes, in document order, and
+        // the repeat instance each is in.
+        func containerElements(_ elements: [XMLElement], _ nodes: [FormNode], _ index: Int?) -> [(XMLElement, FormNode, Int?)] {
+            let byName = ElementsByName(elements)
+            var found: [(position: Int, XMLElement, FormNode, Int?)] = []
+            for node in nodes where node.isRepeat || node.kind == .group {
+                for (k, i) in byName.indices(node.name).enumerated() { found.append((i, elements[i], node, node.isRepeat ? k : index)) }
+            }
+            return found.sorted { $0.position < $1.position }.map { ($0.1, $0.2, $0.3) }
+        }
+        // Iterative, depth first in document order.
+        var stack = containerElements(root.children, definition.nodes, nil).reversed().map { $0 }
+        while let (element, node, index) = stack.popLast() {
+            if containers.contains(node.id),
+               let e = element.children.first(where: { $0.name == "meta" })?.children.first(where: { $0.name == "entity" }),
+               var o = Self.entity(e).objectValue {
+                o["container"] = .string(node.id)
+                if let index { o["index"] = .number(Double(index)) }
+                out.append(.object(o))
+            }
+            stack += containerElements(element.children, node.children, index).reversed()
+        }
+        return out
+    }
+
     /// ODK writes a flag as `1` / `true` (`0`, `false` or empty: not), a version as its number.
     private static func entity(_ e: XMLElement) -> JSONValue {
         var o: [String: JSONValue] = [:]
@@ -72,6 +104,11 @@ public struct SubmittedInstance: Sendable {
         }
     }
 
+    /// A group's or repeat instance's `meta` holding its `entity`: the envelope, not an answer.
+    private static func isEntityMeta(_ element: XMLElement) -> Bool {
+        element.name == "meta" && element.children.contains { $0.name == "entity" }
+    }
+
     /// What reading the answers collects besides them.
     private struct Reading {
         let uploadId: (String) -> String
@@ -93,6 +130,7 @@ public struct SubmittedInstance: Sendable {
         for (i, element) in elements.enumerated() where !consumed[i] {
             // The meta block (instanceID, deviceID, …) is the envelope, not an answer.
             if top && element.name == "meta" { continue }
+            if Self.isEntityMeta(element) { continue }
             if out[element.name] == nil { out[element.name] = .string(element.text) }
         }
         return out
@@ -142,7 +180,7 @@ public struct SubmittedInstance: Sendable {
                     let children = elements[i].children
                     var inner = Array(repeating: false, count: children.count)
                     fill(&out, children, &inner, nodes: nodes[n].children, path: path, &reading)
-                    for (k, child) in children.enumerated() where !inner[k] && out[child.name] == nil {
+                    for (k, child) in children.enumerated() where !inner[k] && out[child.name] == nil && !isEntityMeta(child) {
                         out[child.name] = .string(child.text)
                     }
                 }

@@ -258,8 +258,8 @@ struct XFormPlanner {
         // The CSV files the form reads (its choice lists' and pulldata's): instances the app fills
         // from the files it downloads with the form.
         var files = Set(lists.keys.filter { FormAttachments.isCSVName($0) && usedLists.contains($0) })
-        // The entity list the form writes, which the server serves as a file of its own.
-        if let served = FormAttachments.entityListFile(of: definition), usedLists.contains(served) { files.insert(served) }
+        // The entity lists the form writes, which the server serves as files of their own.
+        files.formUnion(FormAttachments.entityListFiles(of: definition).intersection(usedLists))
         files.formUnion((Self.present(definition[FormAttachments.lookupTablesKey])?.objectValue ?? [:]).keys)
         for file in files.sorted() {
             let id = String(file.dropLast(4))
@@ -275,6 +275,9 @@ struct XFormPlanner {
             plan.lists.append(list)
         }
         plan.lists += inlineLists
+        if parsed.entities.contains(where: { $0.container != nil }) {
+            throw Unwritable("the definition declares an entity of a group or repeat, which surveyd does not write into an XForm yet (publish the form as an XLSForm or XForm for ODK apps)")
+        }
         if let entity = parsed.entity {
             let written = try XFormEntityPlan(entity, printer: printer, readsFiles: Set(plan.lists.compactMap(\.file)))
             var byId: [String: XFormPlan.Node] = [:]
