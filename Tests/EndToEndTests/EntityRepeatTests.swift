@@ -285,4 +285,33 @@ import Testing
         let stored = try #require(try r.f.server.rows("SELECT state FROM tasks WHERE task_id = ?", [.text(taskId)]).first)
         #expect(try stored.string("state") == "completed")
     }
+
+    /// A visit of two members whose roster has not arrived: both updates wait, kept apart under
+    /// the one response, and apply when the roster's creates arrive.
+    @Test func updatesOfSeveralMembersWaitForTheirCreatesUnderOneResponse() throws {
+        let r = try Roster()
+        let visit = try EntityListTests.Published.publish(r.f, "member_visit")
+        var values = [("visitor", "Eve")]
+        for (k, age) in [13, 8].enumerated() {
+            values += [("checkup[\(k + 1)]/member", Self.members[k + 1]), ("checkup[\(k + 1)]/age_now", String(age))]
+        }
+        let xml = try CollectClient.instance(of: visit.xform, instanceID: "uuid:mvisit-00003", values: values, repeats: [("checkup", 2)])
+        let document = try XMLDocument(data: Data(xml))
+        for (k, e) in try document.nodes(forXPath: "/*/*[local-name()='checkup']/*[local-name()='meta']/*[local-name()='entity']")
+            .compactMap({ $0 as? XMLElement }).enumerated() {
+            for (name, value) in [("id", Self.members[k + 1]), ("baseVersion", "1")] {
+                e.removeAttribute(forName: name)
+                e.addAttribute(XMLNode.attribute(withName: name, stringValue: value) as! XMLNode)
+            }
+        }
+        #expect(try r.collect.submit(Array(document.xmlData)).status == 201)
+        #expect(try r.f.server.count("SELECT COUNT(*) AS n FROM entity_waiting") == 2)
+        #expect(try r.count("members") == 0)
+        #expect(try r.collect.submit(try r.instance("uuid:roster-000007", householdId: Self.household, head: "Ada", memberIds: Self.members,
+                                                    names: ["Ada", "Bo", "Cy"], ages: [41, 12, 7])).status == 201)
+        #expect(try r.f.server.count("SELECT COUNT(*) AS n FROM entity_waiting") == 0)
+        #expect(try r.entity("members", Self.members[1]).map { ($0.version, $0.properties["age"]) } ?? (0, nil) == (2, "13"))
+        #expect(try r.entity("members", Self.members[2]).map { ($0.version, $0.properties["age"]) } ?? (0, nil) == (2, "8"))
+        #expect(try r.entity("members", Self.members[0])?.version == 1)
+    }
 }
