@@ -17,6 +17,9 @@ enum SubmissionEntities {
                 throw EntityChange.invalid("entities", "must be an array of at most \(maxItems) entity changes, each {container, index?, id, create or update, …}")
             }
             var seen: Set<String> = []
+            // Each container's repeat, found once (a walk of the form's nodes), not once per item.
+            var repeats: [String: String] = [:]
+            for c in definition.entities.compactMap(\.container) { repeats[c] = definition.repeatHolding(c) }
             for (i, item) in items.enumerated() {
                 let at = "entities[\(i)]"
                 guard let container = item["container"]?.stringValue,
@@ -29,7 +32,7 @@ enum SubmissionEntities {
                 // A repeat's entity reads the answers of its instance; a group's outside repeats, the form's.
                 var scope = answers
                 let index = item["index"].flatMap { $0.isNull ? nil : $0 }
-                if let repeatId = definition.repeatHolding(container) {
+                if let repeatId = repeats[container] {
                     guard let n = index?.intValue, n >= 0 else {
                         throw EntityChange.invalid("\(at).index", "must be the instance of \(repeatId) it is in, counted from 0")
                     }

@@ -314,4 +314,30 @@ import Testing
         #expect(try r.entity("members", Self.members[2]).map { ($0.version, $0.properties["age"]) } ?? (0, nil) == (2, "8"))
         #expect(try r.entity("members", Self.members[0])?.version == 1)
     }
+
+    /// `surveyd check` holds a response with several entities, and several waiting updates, to
+    /// the same rules as one: each entity as its versions left it, each version and each waiting
+    /// update tied to its response.
+    @Test(.enabled(if: !TestEngine.isPostgres, "reads the SQLite data directory")) func surveydCheckHoldsSeveralEntitiesPerResponse() throws {
+        let r = try Roster()
+        #expect(try r.collect.submit(try r.instance("uuid:roster-000008", householdId: Self.household, head: "Ada", memberIds: Self.members,
+                                                    names: ["Ada", "Bo", "Cy"], ages: [41, 12, 7])).status == 201)
+        let visit = try EntityListTests.Published.publish(r.f, "member_visit")
+        let unknown = ["7a1d2a4e-3b7c-4e21-9a55-0c8d2f6b1c01", "7a1d2a4e-3b7c-4e21-9a55-0c8d2f6b1c02"]
+        let values = [("visitor", "Eve"), ("checkup[1]/member", unknown[0]), ("checkup[1]/age_now", "3"),
+                      ("checkup[2]/member", unknown[1]), ("checkup[2]/age_now", "4")]
+        let document = try XMLDocument(data: Data(try CollectClient.instance(of: visit.xform, instanceID: "uuid:mvisit-00004", values: values,
+                                                                              repeats: [("checkup", 2)])))
+        for (k, e) in try document.nodes(forXPath: "/*/*[local-name()='checkup']/*[local-name()='meta']/*[local-name()='entity']")
+            .compactMap({ $0 as? XMLElement }).enumerated() {
+            for (name, value) in [("id", unknown[k]), ("baseVersion", "1")] {
+                e.removeAttribute(forName: name)
+                e.addAttribute(XMLNode.attribute(withName: name, stringValue: value) as! XMLNode)
+            }
+        }
+        #expect(try r.collect.submit(Array(document.xmlData)).status == 201)
+        #expect(try r.f.server.count("SELECT COUNT(*) AS n FROM entity_waiting") == 2)
+        let (ok, report) = try MaintenanceTests.surveyd(["check", "--data-dir", r.f.server.dataDir])
+        #expect(ok == 0, "\(report)")
+    }
 }
