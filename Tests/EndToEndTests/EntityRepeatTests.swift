@@ -340,4 +340,37 @@ import Testing
         let (ok, report) = try MaintenanceTests.surveyd(["check", "--data-dir", r.f.server.dataDir])
         #expect(ok == 0, "\(report)")
     }
+
+    /// A JSON definition with `entities`: published (without an XForm: an entity of a repeat is
+    /// not written into one yet), its lists declared, its responses taken through the JSON door.
+    @Test func aJSONDefinitionWithEntitiesPublishesAndTakesResponses() throws {
+        let f = try Fixture()
+        let questions: JSONValue = [
+            ["id": "site", "type": "text", "label": "Site", "required": true],
+            ["id": "trees", "type": "repeat", "label": "Tree", "children": [["id": "species", "type": "text", "label": "Species"]]],
+        ]
+        let site: JSONValue = ["list": "sites", "create": true, "saveTo": ["site": "name_given"]]
+        let tree: JSONValue = ["list": "trees", "create": true, "saveTo": ["species": "species"], "container": "trees"]
+        let both = try f.client.post("/v1/orgs/\(f.orgId)/surveys", token: f.adminToken, ["title": "Trees"])
+        let surveyId = try #require(both.json?["surveyId"]?.stringValue)
+        let refused = try f.client.post("/v1/orgs/\(f.orgId)/surveys/\(surveyId)/versions", token: f.adminToken,
+                                        ["definition": ["title": "Trees", "questions": questions, "entity": site, "entities": [tree]]])
+        #expect(refused.status == 422)
+        #expect(refused.json?["errors"]?.arrayValue?.first?["path"] == "definition.entities", "\(refused.text)")
+
+        let made = try f.publishSurvey(definition: ["title": "Trees", "questions": questions, "entities": [site, tree]])
+        #expect(try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(made.versionId)/xform", token: f.collectorToken).status == 404)
+        let lists = try f.server.rows("SELECT name FROM entity_lists WHERE org_id = ? ORDER BY name", [.text(f.orgId)]).map { try $0.string("name") }
+        #expect(lists == ["sites", "trees"])
+        let ids = ["9b1d2a4e-3b7c-4e21-9a55-0c8d2f6b1a01", "9b1d2a4e-3b7c-4e21-9a55-0c8d2f6b1a02"]
+        let body: JSONValue = ["clientSubmissionId": "json-trees-0001", "surveyVersionId": .string(made.versionId), "contentHash": .string(made.contentHash),
+                               "answers": ["site": "North", "trees": [["species": "Acacia"]]],
+                               "entity": ["id": .string(ids[0]), "create": true, "label": "North"],
+                               "entities": [["container": "trees", "index": 0, "id": .string(ids[1]), "create": true, "label": "Acacia"]]]
+        let created = try f.client.post("/v1/orgs/\(f.orgId)/responses", token: f.collectorToken, body)
+        #expect(created.status == 201, "\(created.text)")
+        let stored = try f.server.rows("SELECT list_name, properties FROM entities WHERE org_id = ? ORDER BY list_name", [.text(f.orgId)])
+            .map { "\(try $0.string("list_name")) \(try $0.string("properties"))" }
+        #expect(stored == [#"sites {"name_given":"North"}"#, #"trees {"species":"Acacia"}"#])
+    }
 }
