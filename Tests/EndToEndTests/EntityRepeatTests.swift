@@ -373,4 +373,27 @@ import Testing
             .map { "\(try $0.string("list_name")) \(try $0.string("properties"))" }
         #expect(stored == [#"sites {"name_given":"North"}"#, #"trees {"species":"Acacia"}"#])
     }
+
+    /// Two groups' entities from Collect: one farm and one well per submission, in one transaction.
+    @Test func twoGroupsEntitiesAreMadeByOneSubmission() throws {
+        let f = try Fixture()
+        let collect = CollectClient(f)
+        let farm = try EntityListTests.Published.publish(f, "farm_survey")
+        try ODKValidate.accept(farm.xform, label: "two lists written from two groups")
+        let ids = ["8c1d2a4e-3b7c-4e21-9a55-0c8d2f6b1a01", "8c1d2a4e-3b7c-4e21-9a55-0c8d2f6b1a02"]
+        let xml = try CollectClient.instance(of: farm.xform, instanceID: "uuid:farm-000001", values: [("farm/farm_name", "Hill"), ("well/well_depth", "12")])
+        let document = try XMLDocument(data: Data(xml))
+        for (k, group) in ["farm", "well"].enumerated() {
+            let e = try #require(try document.nodes(forXPath: "/*/*[local-name()='\(group)']/*[local-name()='meta']/*[local-name()='entity']").first as? XMLElement)
+            e.removeAttribute(forName: "id")
+            e.addAttribute(XMLNode.attribute(withName: "id", stringValue: ids[k]) as! XMLNode)
+            e.elements(forName: "label").first?.stringValue = k == 0 ? "Hill" : "Well of Hill"
+        }
+        #expect(try collect.submit(Array(document.xmlData)).status == 201)
+        let stored = try f.server.rows("SELECT list_name, entity_id, label, properties FROM entities WHERE org_id = ? ORDER BY list_name", [.text(f.orgId)])
+            .map { "\(try $0.string("list_name")) \(try $0.string("entity_id")) \(try $0.string("label")) \(try $0.string("properties"))" }
+        #expect(stored == ["farms \(ids[0]) Hill {\"title\":\"Hill\"}", "wells \(ids[1]) Well of Hill {\"depth\":\"12\"}"])
+        #expect(try collect.submit(Array(document.xmlData)).status == 202)
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM entity_versions") == 2)
+    }
 }

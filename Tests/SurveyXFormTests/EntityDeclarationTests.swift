@@ -151,4 +151,31 @@ import Testing
         #expect(errors(["entities": [["list": "m", "create": true, "container": "g"], ["list": "m", "create": true, "container": "r"]]]).isEmpty)
         #expect(errors(["entities": []]) == ["definition.entities: must be an array of 1 to 100 entity declarations"])
     }
+
+    /// Two lists written from two groups: each entity declared in its group, one per submission.
+    @Test func twoGroupsDeclareAnEntityEach() throws {
+        let definition = try XFormReader.definition(from: try Fixture.bytes("farm_survey"))
+        #expect(definition["entities"] == [
+            ["list": "farms", "create": true, "id": "uuid()", "label": "${farm_name}", "saveTo": ["farm_name": "title"],
+             "specVersion": "2025.1.0", "container": "farm"],
+            ["list": "wells", "create": true, "id": "uuid()", "label": "concat('Well of ', ${farm_name})", "saveTo": ["well_depth": "depth"],
+             "specVersion": "2025.1.0", "container": "well"],
+        ])
+        let parsed = try SurveyDefinition.parse(definition)
+        #expect(parsed.entity == nil && parsed.repeatHolding("farm") == nil)
+        let xml = """
+            <data id="farm_survey" version="1"><farm><farm_name>Hill</farm_name><meta><entity dataset="farms" create="1" id="f-000001"><label>Hill</label></entity></meta></farm>\
+            <well><well_depth>12</well_depth><meta><entity dataset="wells" create="1" id="w-000001"><label>Well of Hill</label></entity></meta></well>\
+            <meta><instanceID>uuid:f-0001</instanceID></meta></data>
+            """
+        let instance = try SubmittedInstance(xml: Array(xml.utf8))
+        #expect(instance.entity == nil)
+        #expect(instance.entities(for: parsed) == [
+            ["dataset": "farms", "create": true, "id": "f-000001", "label": "Hill", "container": "farm"],
+            ["dataset": "wells", "create": true, "id": "w-000001", "label": "Well of Hill", "container": "well"],
+        ])
+        let answers = instance.answers(for: parsed) { $0 }.answers
+        #expect(answers == ["farm_name": "Hill", "well_depth": 12])
+        #expect(parsed.validate(answers: answers).errors.isEmpty)
+    }
 }

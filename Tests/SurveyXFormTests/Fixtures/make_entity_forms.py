@@ -14,7 +14,9 @@ as ODK Collect sends them):
   of its members in a repeat (`members`, one entity per repeat instance; `save_to` names the list
   as `members#age`);
 - member_visit (2025.1): a repeat of check-ups, each picking a member from `members.csv` and
-  updating that member's `age`.
+  updating that member's `age`;
+- farm_survey (2025.1): two lists written from two groups (`farms` from `farm`, `wells` from
+  `well`), each entity declared in its group.
 
 It writes `<name>.xlsx` (openpyxl, with make_corpus.py's fixed timestamps) and `<name>.xml`, the
 XForm pyxform 4.5.0 makes of it as the server does (`xls2xform --skip_validate`), which ODK
@@ -89,6 +91,19 @@ FORMS = {
         ],
         "settings": [["form_title", "form_id", "version"], ["Member visit", "member_visit", "1"]],
         "entities": [["list_name", "entity_id"], ["members", "${member}"]],
+    },
+    "farm_survey": {
+        "survey": [
+            SURVEY,
+            row("begin_group", "farm", "Farm"),
+            row("text", "farm_name", "Farm", required="yes", save_to="farms#title"),
+            row("end_group"),
+            row("begin_group", "well", "Well"),
+            row("integer", "well_depth", "Depth (m)", save_to="wells#depth"),
+            row("end_group"),
+        ],
+        "settings": [["form_title", "form_id", "version"], ["Farm survey", "farm_survey", "1"]],
+        "entities": [["list_name", "label"], ["farms", "${farm_name}"], ["wells", "concat('Well of ', ${farm_name})"]],
     },
     "household_move": {
         "survey": [
