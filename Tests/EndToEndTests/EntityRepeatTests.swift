@@ -341,8 +341,10 @@ import Testing
         #expect(ok == 0, "\(report)")
     }
 
-    /// A JSON definition with `entities`: published (without an XForm: an entity of a repeat is
-    /// not written into one yet), its lists declared, its responses taken through the JSON door.
+    /// A JSON definition with `entities`: published, its lists declared, its responses taken
+    /// through the JSON door, and its XForm written as pyxform writes a 2025.1 form — ODK
+    /// Validate accepts it, and Collect's instances of it (a create per repeat instance, then an
+    /// update per repeat instance of a follow-up) change the entities as the JSON door does.
     @Test func aJSONDefinitionWithEntitiesPublishesAndTakesResponses() throws {
         let f = try Fixture()
         let questions: JSONValue = [
@@ -359,7 +361,13 @@ import Testing
         #expect(refused.json?["errors"]?.arrayValue?.first?["path"] == "definition.entities", "\(refused.text)")
 
         let made = try f.publishSurvey(definition: ["title": "Trees", "questions": questions, "entities": [site, tree]])
-        #expect(try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(made.versionId)/xform", token: f.collectorToken).status == 404)
+        let xform = try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(made.versionId)/xform", token: f.collectorToken)
+        #expect(xform.status == 200, "\(xform.text)")
+        let compact = xform.text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined()
+        #expect(compact.contains(#"entities:entities-version="2025.1.0""#), "\(xform.text)")
+        #expect(compact.contains(#"<trees><species/><meta><entity dataset="trees" create="1" id=""><label/></entity></meta></trees>"#), "\(xform.text)")
+        #expect(compact.contains(#"<setvalue ref="/data/trees/meta/entity/@id" event="odk-new-repeat" value="uuid()"/>"#), "\(xform.text)")
+        try ODKValidate.accept(xform.body, label: "a JSON definition with an entity per repeat instance")
         let lists = try f.server.rows("SELECT name FROM entity_lists WHERE org_id = ? ORDER BY name", [.text(f.orgId)]).map { try $0.string("name") }
         #expect(lists == ["sites", "trees"])
         let ids = ["9b1d2a4e-3b7c-4e21-9a55-0c8d2f6b1a01", "9b1d2a4e-3b7c-4e21-9a55-0c8d2f6b1a02"]
@@ -372,6 +380,57 @@ import Testing
         let stored = try f.server.rows("SELECT list_name, properties FROM entities WHERE org_id = ? ORDER BY list_name", [.text(f.orgId)])
             .map { "\(try $0.string("list_name")) \(try $0.string("properties"))" }
         #expect(stored == [#"sites {"name_given":"North"}"#, #"trees {"species":"Acacia"}"#])
+
+        // From Collect: the XForm's instance, one tree per repeat instance.
+        let collect = CollectClient(f)
+        let more = ["9b1d2a4e-3b7c-4e21-9a55-0c8d2f6b1a03", "9b1d2a4e-3b7c-4e21-9a55-0c8d2f6b1a04", "9b1d2a4e-3b7c-4e21-9a55-0c8d2f6b1a05"]
+        let xml = try CollectClient.instance(of: xform.body, instanceID: "uuid:trees-000001",
+                                             values: [("site", "South"), ("trees[1]/species", "Baobab"), ("trees[2]/species", "Cedar")],
+                                             repeats: [("trees", 2)])
+        let document = try XMLDocument(data: Data(xml))
+        var entities = try document.nodes(forXPath: "/*/*[local-name()='trees']/*[local-name()='meta']/*[local-name()='entity']").compactMap { $0 as? XMLElement }
+        entities += try document.nodes(forXPath: "/*/*[local-name()='meta']/*[local-name()='entity']").compactMap { $0 as? XMLElement }
+        #expect(entities.count == 3)
+        for (k, e) in entities.enumerated() {
+            e.removeAttribute(forName: "id")
+            e.addAttribute(XMLNode.attribute(withName: "id", stringValue: more[k]) as! XMLNode)
+        }
+        let sent = try collect.submit(Array(document.xmlData))
+        #expect(sent.status == 201, "\(sent.text)")
+        let species = try f.server.rows("SELECT properties FROM entities WHERE org_id = ? AND entity_id IN (?, ?) ORDER BY entity_id",
+                                        [.text(f.orgId), .text(more[0]), .text(more[1])]).map { try $0.string("properties") }
+        #expect(species == [#"{"species":"Baobab"}"#, #"{"species":"Cedar"}"#])
+        #expect(try f.server.count("SELECT COUNT(*) AS n FROM entities WHERE entity_id = ?", [.text(more[2])]) == 1)
+
+        // A follow-up: a repeat of inspections, each updating the tree it picks.
+        let inspection = try f.publishSurvey(definition: [
+            "title": "Tree inspection", "formId": "tree_inspection",
+            "questions": [["id": "inspections", "type": "repeat", "label": "Inspection", "children": [
+                ["id": "tree", "type": "select_one", "label": "Which tree?", "choiceList": "trees.csv", "required": true],
+                ["id": "species_now", "type": "text", "label": "Species"],
+            ]]],
+            "entities": [["list": "trees", "update": true, "id": "${tree}", "saveTo": ["species_now": "species"], "container": "inspections"]],
+        ])
+        let inspecting = try f.client.get("/v1/orgs/\(f.orgId)/survey-versions/\(inspection.versionId)/xform", token: f.collectorToken)
+        #expect(inspecting.status == 200, "\(inspecting.text)")
+        #expect(inspecting.text.contains("instance('trees')/root/item[name= current()/../../../tree ]/__version"), "\(inspecting.text)")
+        try ODKValidate.accept(inspecting.body, label: "a JSON definition updating an entity per repeat instance")
+        let visit = try CollectClient.instance(of: inspecting.body, instanceID: "uuid:inspect-000001",
+                                               values: [("inspections[1]/tree", more[0]), ("inspections[1]/species_now", "Adansonia"),
+                                                        ("inspections[2]/tree", more[1]), ("inspections[2]/species_now", "Cedrus")],
+                                               repeats: [("inspections", 2)])
+        let visitDocument = try XMLDocument(data: Data(visit))
+        for (k, e) in try visitDocument.nodes(forXPath: "/*/*[local-name()='inspections']/*[local-name()='meta']/*[local-name()='entity']")
+            .compactMap({ $0 as? XMLElement }).enumerated() {
+            for (name, value) in [("id", more[k]), ("baseVersion", "1")] {
+                e.removeAttribute(forName: name)
+                e.addAttribute(XMLNode.attribute(withName: name, stringValue: value) as! XMLNode)
+            }
+        }
+        #expect(try collect.submit(Array(visitDocument.xmlData)).status == 201)
+        let after = try f.server.rows("SELECT version, properties FROM entities WHERE org_id = ? AND entity_id IN (?, ?) ORDER BY entity_id",
+                                      [.text(f.orgId), .text(more[0]), .text(more[1])]).map { "\(try $0.int("version")) \(try $0.string("properties"))" }
+        #expect(after == [#"2 {"species":"Adansonia"}"#, #"2 {"species":"Cedrus"}"#])
     }
 
     /// Two groups' entities from Collect: one farm and one well per submission, in one transaction.
