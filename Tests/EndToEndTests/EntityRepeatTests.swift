@@ -455,4 +455,20 @@ import Testing
         #expect(try collect.submit(Array(document.xmlData)).status == 202)
         #expect(try f.server.count("SELECT COUNT(*) AS n FROM entity_versions") == 2)
     }
+
+    /// ODK Central's API takes the roster as pyodk and Central's clients send it (the XML as the
+    /// body): the same entities, in the one transaction, exactly once.
+    @Test func centralsSubmissionsMakeEachMemberToo() throws {
+        let r = try Roster()
+        let sent = try r.instance("uuid:roster-central-1", householdId: Self.household, head: "Ada", memberIds: Self.members,
+                                  names: ["Ada", "Bo", "Cy"], ages: [41, 12, 7])
+        let projectId = try #require(try r.f.client.get("/v1/projects", token: r.f.adminToken).json?.arrayValue?.first?["id"]?.intValue)
+        let path = "/v1/projects/\(projectId)/forms/household_roster/submissions"
+        let created = try r.f.client.request("POST", path, token: r.f.collectorToken, body: sent, headers: ["Content-Type": "application/xml"])
+        #expect(created.status == 200, "\(created.text)")
+        #expect(try r.count("members") == 3 && r.count("households") == 1 && r.versions() == 4)
+        #expect(try r.entity("members", Self.members[2])?.properties == ["full_name": "Cy", "age": "7"])
+        _ = try r.f.client.request("POST", path, token: r.f.collectorToken, body: sent, headers: ["Content-Type": "application/xml"])
+        #expect(try r.versions() == 4 && r.responses() == 1)
+    }
 }
