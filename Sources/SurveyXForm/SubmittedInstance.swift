@@ -98,20 +98,23 @@ public struct SubmittedInstance: Sendable {
     public func answers(for definition: SurveyDefinition, uploadId: (String) -> String)
         -> (answers: JSONValue, files: [NamedFile], problems: [FieldError]) {
         withoutActuallyEscaping(uploadId) { uploadId in
-            var reading = Reading(uploadId: uploadId)
+            var reading = Reading(uploadId: uploadId, entityContainers: Set(definition.entities.compactMap(\.container)))
             let object = Self.object(root.children, nodes: definition.nodes, top: true, path: "answers", &reading)
             return (.object(object), reading.files, reading.problems)
         }
     }
 
-    /// A group's or repeat instance's `meta` holding its `entity`: the envelope, not an answer.
-    private static func isEntityMeta(_ element: XMLElement) -> Bool {
-        element.name == "meta" && element.children.contains { $0.name == "entity" }
+    /// The `meta` holding the `entity` of a group or repeat instance the form declares one in:
+    /// the envelope, not an answer (elsewhere it is an answer of no node, refused by name).
+    private static func isEntityMeta(_ element: XMLElement, of container: String, _ reading: Reading) -> Bool {
+        element.name == "meta" && reading.entityContainers.contains(container) && element.children.contains { $0.name == "entity" }
     }
 
     /// What reading the answers collects besides them.
     private struct Reading {
         let uploadId: (String) -> String
+        /// The groups and repeats the form declares an entity in.
+        let entityContainers: Set<String>
         var files: [NamedFile] = []
         var problems: [FieldError] = []
     }
@@ -122,7 +125,9 @@ public struct SubmittedInstance: Sendable {
         public let questionId: String
     }
 
-    private static func object(_ elements: [XMLElement], nodes: [FormNode], top: Bool, path: String, _ reading: inout Reading) -> [String: JSONValue] {
+    /// `container`: the repeat whose instance `elements` are, nil at the top.
+    private static func object(_ elements: [XMLElement], nodes: [FormNode], top: Bool, container: String? = nil, path: String,
+                               _ reading: inout Reading) -> [String: JSONValue] {
         var out: [String: JSONValue] = [:]
         out.reserveCapacity(elements.count)
         var consumed = Array(repeating: false, count: elements.count)
@@ -130,7 +135,7 @@ public struct SubmittedInstance: Sendable {
         for (i, element) in elements.enumerated() where !consumed[i] {
             // The meta block (instanceID, deviceID, …) is the envelope, not an answer.
             if top && element.name == "meta" { continue }
-            if Self.isEntityMeta(element) { continue }
+            if let container, isEntityMeta(element, of: container, reading) { continue }
             if out[element.name] == nil { out[element.name] = .string(element.text) }
         }
         return out
@@ -180,7 +185,7 @@ public struct SubmittedInstance: Sendable {
                     let children = elements[i].children
                     var inner = Array(repeating: false, count: children.count)
                     fill(&out, children, &inner, nodes: nodes[n].children, path: path, &reading)
-                    for (k, child) in children.enumerated() where !inner[k] && out[child.name] == nil && !isEntityMeta(child) {
+                    for (k, child) in children.enumerated() where !inner[k] && out[child.name] == nil && !isEntityMeta(child, of: id, reading) {
                         out[child.name] = .string(child.text)
                     }
                 }
@@ -188,7 +193,7 @@ public struct SubmittedInstance: Sendable {
                 var items: [JSONValue] = []
                 for i in byName.indices(name) {
                     consumed[i] = true
-                    items.append(.object(object(elements[i].children, nodes: nodes[n].children, top: false, path: "\(path).\(id)[\(items.count)]",
+                    items.append(.object(object(elements[i].children, nodes: nodes[n].children, top: false, container: id, path: "\(path).\(id)[\(items.count)]",
                                                 &reading)))
                 }
                 if !items.isEmpty { out[id] = .array(items) }

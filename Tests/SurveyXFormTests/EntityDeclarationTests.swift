@@ -117,6 +117,14 @@ import Testing
         let answers = instance.answers(for: parsed) { $0 }.answers
         #expect(answers == ["head_name": "Ada", "member": [["member_name": "Ada", "member_age": 41], ["member_name": "Bo"]]])
         #expect(parsed.validate(answers: answers).errors.isEmpty)
+        // In a form that declares no entity there, such a meta is an answer of no node: refused by name.
+        let plain = try SurveyDefinition.parse(try XFormReader.definition(from: try Fixture.bytes("household_registration")))
+        let stray = try SubmittedInstance(xml: Array("""
+            <data id="household_registration" version="1"><head_name>Ada</head_name><member_count>2</member_count>\
+            <meta><instanceID>uuid:x-0002</instanceID></meta><extra><meta><entity dataset="x" create="1" id="m-000003"/></meta></extra></data>
+            """.utf8))
+        #expect(stray.entities(for: plain).isEmpty)
+        #expect(!plain.validate(answers: stray.answers(for: plain) { $0 }.answers).errors.isEmpty)
     }
 
     @Test func whereADefinitionsEntitiesSitIsChecked() throws {
