@@ -9,12 +9,15 @@ public final class ChoiceIndex: Sendable, Equatable {
     /// Every name is a choice: the entities of a list, which change after the version is published
     /// (a phone may name one created offline whose create has not arrived).
     private let open: Bool
+    /// The entity list file an open index stands for (`households.csv`): served from the list.
+    public let servedFile: String?
 
-    /// The index of a list whose choices are not known when the definition is read.
-    static let anyName = ChoiceIndex([], open: true)
+    /// The index of an entity list's file, whose choices are not known when the definition is read.
+    static func anyName(of file: String) -> ChoiceIndex { ChoiceIndex([], open: true, servedFile: file) }
 
-    init(_ options: [Choice], open: Bool = false) {
+    init(_ options: [Choice], open: Bool = false, servedFile: String? = nil) {
         self.open = open
+        self.servedFile = servedFile
         var positions: [String: Int] = [:], repeated: [String: [Int]] = [:]
         positions.reserveCapacity(options.count)
         for (i, o) in options.enumerated() {
@@ -32,5 +35,5 @@ public final class ChoiceIndex: Sendable, Equatable {
         return [first] + (repeated[name] ?? [])
     }
 
-    public static func == (a: ChoiceIndex, b: ChoiceIndex) -> Bool { a === b || (a.open == b.open && a.positions == b.positions && a.repeated == b.repeated) }
+    public static func == (a: ChoiceIndex, b: ChoiceIndex) -> Bool { a === b || (a.open == b.open && a.servedFile == b.servedFile && a.positions == b.positions && a.repeated == b.repeated) }
 }

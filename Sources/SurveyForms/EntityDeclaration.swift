@@ -1,8 +1,9 @@
 import SurveyExpressions
 
-/// What a form does to an entity list (`"entity"` of a definition, `Docs/entities.md`): the list
-/// it creates or updates entities of, when, the label and which answer is saved to which
-/// property. The conditions and the label are kept for the devices, which evaluate them; the
+/// What a form does to an entity list (`"entity"` of a definition, or an item of `"entities"`,
+/// `Docs/entities.md`): the list it creates or updates entities of, when, the label and which
+/// answer is saved to which property, and the group or repeat it is declared in (Entities
+/// 2025.1: one entity per repeat instance). The conditions and the label are kept for the devices, which evaluate them; the
 /// server takes what a submission says it did (its `meta/entity`, or the JSON door's `entity`).
 public struct EntityDeclaration: Sendable, Equatable {
     /// The entity list's name (an XLSForm `list_name`).
@@ -18,6 +19,8 @@ public struct EntityDeclaration: Sendable, Equatable {
     public let saveTo: [SaveTo]
     /// The ODK Entities specification version the XForm declares, as written there.
     public let specVersion: String?
+    /// The id of the group or repeat whose `meta/entity` this is; nil: the form's root.
+    public let container: String?
 
     /// An answer saved to a property.
     public struct SaveTo: Sendable, Equatable {
@@ -55,9 +58,10 @@ public struct EntityDeclaration: Sendable, Equatable {
         }
     }
 
-    /// Reads `"entity"`; `questionIds` are the questions outside repeats (an answer saved to a
-    /// property is one value per submission). Errors are appended with paths under `path`.
-    static func parse(_ json: JSONValue, path: String, errors: inout [FieldError]) -> EntityDeclaration? {
+    /// Reads `"entity"`, or an item of `"entities"` (`inList`: it may name its `container`).
+    /// Where its questions are is checked with the nodes (`SurveyDefinition`). Errors are
+    /// appended with paths under `path`.
+    static func parse(_ json: JSONValue, path: String, inList: Bool = false, errors: inout [FieldError]) -> EntityDeclaration? {
         guard let o = json.objectValue else {
             errors.append(FieldError(path: path, message: "must be an object")); return nil
         }
@@ -99,8 +103,19 @@ public struct EntityDeclaration: Sendable, Equatable {
         if let v = o["specVersion"], !v.isNull {
             if let s = v.stringValue { specVersion = s } else { fail("specVersion", "must be a string") }
         }
+        var container: String?
+        if let c = o["container"], !c.isNull {
+            if !inList {
+                fail("container", "the entity of `entity` is the form's root's; an entity of a group or repeat goes in `entities`")
+            } else if let s = c.stringValue, !s.isEmpty {
+                container = s
+            } else {
+                fail("container", "must be the id of a group or repeat")
+            }
+        }
         guard errors.count == before else { return nil }
-        return EntityDeclaration(list: list, create: create, update: update, id: id, label: label, saveTo: saveTo, specVersion: specVersion)
+        return EntityDeclaration(list: list, create: create, update: update, id: id, label: label, saveTo: saveTo, specVersion: specVersion,
+                                 container: container)
     }
 
     /// The declaration as the definition holds it.
@@ -123,15 +138,33 @@ public struct EntityDeclaration: Sendable, Equatable {
             o["saveTo"] = .object(m)
         }
         if let specVersion { o["specVersion"] = .string(specVersion) }
+        if let container { o["container"] = .string(container) }
         return .object(o)
     }
 }
 
 extension SurveyDefinition {
-    /// The entity list whose CSV the form reads (a select over `<list>.csv` of the list it
-    /// writes): served to phones with the form, from the list's entities.
+    /// The entity list whose CSV the form reads (a select over `<list>.csv` of a list it
+    /// writes): served to phones with the form, from the list's entities. A form reading several
+    /// lists is served the first of its declarations' that it reads.
     public var entityListRead: String? {
-        guard let entity, questionById.values.contains(where: { $0.choiceIndex === ChoiceIndex.anyName }) else { return nil }
-        return entity.list
+        entityListsRead.first
     }
+
+    /// Every list the form writes whose CSV a question reads, in declaration order, each once.
+    public var entityListsRead: [String] {
+        let read = Set(questionById.values.compactMap { $0.choiceIndex.servedFile })
+        var out: [String] = []
+        for e in entities where read.contains(e.fileName) && !out.contains(e.list) { out.append(e.list) }
+        return out
+    }
+
+    /// The repeat an entity's container is in (itself, when it is a repeat); nil for the root
+    /// and for a group outside repeats: one entity per submission there.
+    public func repeatHolding(_ container: String?) -> String? {
+        container.flatMap { EntityPlacement(nodes).repeatHolding($0) }
+    }
+
+    /// The declaration at the form's root (`"entity"`), when there is one.
+    public var entity: EntityDeclaration? { entities.first { $0.container == nil } }
 }

@@ -32,15 +32,17 @@ public enum FormAttachments {
     /// The forms of media a label shows: the keys of a `media` object.
     public static let mediaForms: Set<String> = ["image", "big-image", "audio", "video"]
 
-    /// The file of the entity list a definition declares (`entity.list` + `.csv`): named by a
-    /// select as any CSV list is, but served from the list's entities, never published with a version.
-    public static func entityListFile(of definition: JSONValue) -> String? {
-        definition["entity"]?["list"]?.stringValue.map { $0 + ".csv" }
+    /// The files of the entity lists a definition declares (`entity.list` + `.csv`, and each of
+    /// `entities`'): named by a select as any CSV list is, but served from the list's entities,
+    /// never published with a version.
+    public static func entityListFiles(of definition: JSONValue) -> Set<String> {
+        let declared = [definition["entity"]].compactMap { $0 } + (definition["entities"]?.arrayValue ?? [])
+        return Set(declared.compactMap { $0["list"]?.stringValue.map { $0 + ".csv" } })
     }
 
     /// Every file the definition names, each once, in the order met.
     public static func named(in definition: JSONValue) -> [Named] {
-        let served = entityListFile(of: definition)
+        let served = entityListFiles(of: definition)
         var out: [Named] = []
         var seen: Set<String> = []
         func add(_ name: String, _ path: String) {
@@ -66,7 +68,7 @@ public enum FormAttachments {
         while let (node, path) = stack.popLast() {
             guard let o = node.objectValue else { continue }
             media(o, path)
-            if let list = o["choiceList"]?.stringValue, isCSVName(list), list != served { add(list, "\(path).choiceList") }
+            if let list = o["choiceList"]?.stringValue, isCSVName(list), !served.contains(list) { add(list, "\(path).choiceList") }
             choices(o["choices"], "\(path).choices")
             for key in logicKeys {
                 // Only pulldata() reads a file: an expression that does not name it is not parsed here.
@@ -117,7 +119,7 @@ public enum FormAttachments {
         }
         guard errors.isEmpty else { throw ValidationErrors(errors) }
         guard var object = definition.objectValue else { return definition }
-        let served = entityListFile(of: definition)
+        let served = entityListFiles(of: definition)
         // Only the server writes it: a definition sent with it claims nothing.
         object[pendingFilesKey] = nil
 
@@ -141,7 +143,7 @@ public enum FormAttachments {
         var read: Set<String> = []
         var stack: [JSONValue] = object["questions"]?.arrayValue ?? []
         while let node = stack.popLast() {
-            if let name = node["choiceList"]?.stringValue, isCSVName(name), name != served, sent.contains(name), listed.insert(name).inserted,
+            if let name = node["choiceList"]?.stringValue, isCSVName(name), !served.contains(name), sent.contains(name), listed.insert(name).inserted,
                let t = table(name) {
                 do { lists[name] = try choices(of: t) } catch {
                     let message = (error as? CSVTable.Refusal)?.message ?? "\(error)"

@@ -24,10 +24,10 @@ public struct SurveyDefinition: Sendable, Equatable {
     public let publicKey: String?
 
     init(title: String, nodes: [FormNode], defaultLanguage: String?, formId: String?, languages: [String], structure: FormStructure?,
-         entity: EntityDeclaration? = nil, publicKey: String? = nil) {
+         entities: [EntityDeclaration] = [], publicKey: String? = nil) {
         self.publicKey = publicKey
         self.title = title
-        self.entity = entity
+        self.entities = entities
         self.nodes = nodes
         self.defaultLanguage = defaultLanguage
         self.formId = formId
@@ -56,8 +56,9 @@ public struct SurveyDefinition: Sendable, Equatable {
 
     /// Every question, inside repeats too.
     let questionById: [String: Question]
-    /// What the form does to an entity list, when it does (`"entity"`).
-    public let entity: EntityDeclaration?
+    /// What the form does to entity lists (`"entity"`, or `"entities"`), in document order: the
+    /// one at the root first, then the groups' and repeats' as their nodes come.
+    public let entities: [EntityDeclaration]
 
     /// A question by id, wherever it is in the tree (inside repeats too).
     public func question(id: String) -> Question? { questionById[id] }
@@ -180,12 +181,14 @@ private struct DefinitionChecker {
     var depth = 0
     static let maxDepth = 16
     static let maxNodes = 5_000
+    /// The most entity declarations a form may make (one per group or repeat at most).
+    static let maxEntities = 100
     var nodeCount = 0
     /// Read before the nodes: a question's `label` is its text in this language.
     var defaultLanguage: String?
-    /// The file of the entity list the form declares: a select naming it takes any entity's id,
-    /// the list being served by the server rather than published with the version.
-    var entityListFile: String?
+    /// The files of the entity lists the form declares: a select naming one takes any entity's
+    /// id, the list being served by the server rather than published with the version.
+    var entityListFiles: Set<String> = []
     /// A draft's files not attached yet (`FormAttachments.pendingFilesKey`): a list read from
     /// one has no choices until it is.
     var pendingFiles: Set<String> = []
@@ -213,12 +216,24 @@ private struct DefinitionChecker {
 
         pendingFiles = Set(FormAttachments.pendingFiles(of: json))
         if let tables = object[FormAttachments.lookupTablesKey], !tables.isNull { lookupTables(tables, "\(path).\(FormAttachments.lookupTablesKey)") }
-        // Read before the nodes: a select question may take its choices from the list's file.
-        var entity: EntityDeclaration?
+        // Read before the nodes: a select question may take its choices from a list's file.
+        var entities: [EntityDeclaration] = [], entityPaths: [String] = []
         if let e = object["entity"], !e.isNull {
-            entity = EntityDeclaration.parse(e, path: "\(path).entity", errors: &errors)
-            entityListFile = entity?.fileName
+            if let d = EntityDeclaration.parse(e, path: "\(path).entity", errors: &errors) { entities.append(d); entityPaths.append("\(path).entity") }
         }
+        if let e = object["entities"], !e.isNull {
+            if object["entity"].map({ !$0.isNull }) == true {
+                fail("\(path).entities", "give the entity at the root as an item of entities, or entities of groups and repeats only in entities: not both entity and entities")
+            } else if let items = e.arrayValue, !items.isEmpty, items.count <= Self.maxEntities {
+                for (i, item) in items.enumerated() {
+                    let at = "\(path).entities[\(i)]"
+                    if let d = EntityDeclaration.parse(item, path: at, inList: true, errors: &errors) { entities.append(d); entityPaths.append(at) }
+                }
+            } else {
+                fail("\(path).entities", "must be an array of 1 to \(Self.maxEntities) entity declarations")
+            }
+        }
+        entityListFiles = Set(entities.map(\.fileName))
 
         var nodes: [FormNode] = []
         var allValid = true
@@ -233,20 +248,8 @@ private struct DefinitionChecker {
         if let defaultLanguage, !languages.isEmpty, !languages.contains(defaultLanguage) {
             fail("\(path).defaultLanguage", "names no language of the labels (\(languages.joined(separator: ", ")))")
         }
-        if let entity, allValid {
-            // An answer saved to a property is one value per submission: a question outside repeats.
-            var outside: Set<String> = []
-            var stack = nodes
-            while let n = stack.popLast() {
-                switch n.kind {
-                case .question(let q): outside.insert(q.id)
-                case .group: stack += n.children
-                case .repeat, .note: break
-                }
-            }
-            for s in entity.saveTo where !outside.contains(s.questionId) {
-                fail("\(path).entity.saveTo.\(s.questionId)", "names no question outside repeats")
-            }
+        if !entities.isEmpty, allValid, errors.isEmpty {
+            entities = EntityPlacement(nodes).place(entities, paths: entityPaths, errors: &errors)
         }
         guard errors.isEmpty, allValid, let title else { return nil }
         var structure: FormStructure?
@@ -259,7 +262,7 @@ private struct DefinitionChecker {
         if let encryption = object[EncryptedEnvelope.key], !encryption.isNull {
             // The form is checked as any other; its submissions are the envelope.
             guard let publicKey = publicKey(encryption, "\(path).\(EncryptedEnvelope.key)") else { return nil }
-            guard entity == nil else {
+            guard entities.isEmpty else {
                 fail("\(path).\(EncryptedEnvelope.key)", "an encrypted form cannot create or update entities: the server cannot read its sealed answers")
                 return nil
             }
@@ -268,7 +271,7 @@ private struct DefinitionChecker {
                                     languages: languages, structure: envelope.structure, publicKey: publicKey)
         }
         return SurveyDefinition(title: title, nodes: nodes, defaultLanguage: defaultLanguage, formId: formId,
-                                languages: languages, structure: structure, entity: entity)
+                                languages: languages, structure: structure, entities: entities)
     }
 
     /// `{"publicKey": "<base64>"}`: the form's RSA public key as ODK apps read it (base64 of its
@@ -591,8 +594,8 @@ private struct DefinitionChecker {
                 if let name = listName.stringValue, let list = choiceLists[name] {
                     options = list
                     index = choiceIndexes[name]
-                } else if let name = listName.stringValue, name == entityListFile {
-                    index = ChoiceIndex.anyName
+                } else if let name = listName.stringValue, entityListFiles.contains(name) {
+                    index = ChoiceIndex.anyName(of: name)
                 } else if let name = listName.stringValue, pendingFiles.contains(name) {
                     // A draft's list whose file is still to come: no choice is taken meanwhile.
                     options = []

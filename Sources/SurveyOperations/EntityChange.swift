@@ -23,42 +23,44 @@ struct EntityChange: Sendable {
     let properties: [String: String]
 
     /// The change a submission makes, or nil when it makes none (no `entity`, or neither create
-    /// nor update is true). 422 / 1002 at `entity.…` for what no form's submission can say.
-    init?(_ json: JSONValue?, declaration: EntityDeclaration?, answers: JSONValue) throws(ApiError) {
+    /// nor update is true). 422 / 1002 at `entity.…` (`path`: where it was sent, `entities[2]`
+    /// for one of a group or repeat) for what no form's submission can say. `answers`: the
+    /// answers of the place it is declared in (the form's, or one repeat instance's).
+    init?(_ json: JSONValue?, declaration: EntityDeclaration?, answers: JSONValue, path: String = "entity") throws(ApiError) {
         guard let json, !json.isNull else { return nil }
         guard let declaration else {
-            throw Self.invalid("entity", "the survey version's form has no entity; send no entity")
+            throw Self.invalid(path, "the survey version's form has no entity at its root; send no entity")
         }
-        guard let o = json.objectValue else { throw Self.invalid("entity", "must be an object") }
+        guard let o = json.objectValue else { throw Self.invalid(path, "must be an object") }
         if let d = o["dataset"], !d.isNull, d.stringValue != declaration.list {
-            throw Self.invalid("entity.dataset", "must be \(declaration.list), the entity list the form writes")
+            throw Self.invalid("\(path).dataset", "must be \(declaration.list), the entity list the form writes")
         }
         func flag(_ key: String) throws(ApiError) -> Bool {
             guard let v = o[key], !v.isNull else { return false }
-            guard let b = v.boolValue else { throw Self.invalid("entity.\(key)", "must be a boolean") }
+            guard let b = v.boolValue else { throw Self.invalid("\(path).\(key)", "must be a boolean") }
             return b
         }
         create = try flag("create")
         update = try flag("update")
         guard create || update else { return nil }
-        if create && declaration.create == .never { throw Self.invalid("entity.create", "the form does not create entities") }
-        if update && !create && declaration.update == .never { throw Self.invalid("entity.update", "the form does not update entities") }
+        if create && declaration.create == .never { throw Self.invalid("\(path).create", "the form does not create entities") }
+        if update && !create && declaration.update == .never { throw Self.invalid("\(path).update", "the form does not update entities") }
         guard let id = o["id"]?.stringValue, ClientIdentifier.isValid(id) else {
-            throw Self.invalid("entity.id", "must be the entity's id: 8–128 characters of A-Z a-z 0-9 _ - : . (a UUID)")
+            throw Self.invalid("\(path).id", "must be the entity's id: 8–128 characters of A-Z a-z 0-9 _ - : . (a UUID)")
         }
         var label: String?
         if let l = o["label"], !l.isNull {
-            guard let s = l.stringValue else { throw Self.invalid("entity.label", "must be a string") }
+            guard let s = l.stringValue else { throw Self.invalid("\(path).label", "must be a string") }
             label = s
         }
         func version(_ key: String) throws(ApiError) -> Int64? {
             guard let v = o[key], !v.isNull else { return nil }
-            guard let n = v.intValue, n >= 1, n <= Int(Int32.max) else { throw Self.invalid("entity.\(key)", "must be a version: an integer of at least 1") }
+            guard let n = v.intValue, n >= 1, n <= Int(Int32.max) else { throw Self.invalid("\(path).\(key)", "must be a version: an integer of at least 1") }
             return Int64(n)
         }
         baseVersion = try version("baseVersion")
         trunkVersion = try version("trunkVersion")
-        if let b = o["branchId"], !b.isNull, b.stringValue == nil { throw Self.invalid("entity.branchId", "must be a string") }
+        if let b = o["branchId"], !b.isNull, b.stringValue == nil { throw Self.invalid("\(path).branchId", "must be a string") }
         branchId = o["branchId"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
         list = declaration.list
         entityId = id
@@ -70,7 +72,7 @@ struct EntityChange: Sendable {
         self.properties = properties
     }
 
-    private static func invalid(_ path: String, _ message: String) -> ApiError {
+    static func invalid(_ path: String, _ message: String) -> ApiError {
         ApiError(.validationFailed, "The submission's entity cannot be applied.", errors: [FieldError(path: path, message: message)])
     }
 
@@ -184,7 +186,7 @@ struct EntityChange: Sendable {
             for w in try tx.waitingEntityChanges(list: list, entityId: entityId) {
                 guard let change = Self(waiting: w.change, list: list, entityId: entityId),
                       try change.applyNow(in: tx, responseId: w.responseId, actor: w.actor) != nil else { continue }
-                try tx.deleteWaitingEntityChange(responseId: w.responseId)
+                try tx.deleteWaitingEntityChange(responseId: w.responseId, list: list, entityId: entityId)
                 progressed = true
                 break
             }
@@ -198,7 +200,7 @@ struct EntityChange: Sendable {
     /// when it no longer waits (it applied meanwhile).
     static func applyOverdue(responseId: String, list: String, entityId: String, actor: String, in tx: GatedTransaction) throws -> Bool {
         guard let w = try tx.waitingEntityChanges(list: list, entityId: entityId).first(where: { $0.responseId == responseId }) else { return false }
-        try tx.deleteWaitingEntityChange(responseId: responseId)
+        try tx.deleteWaitingEntityChange(responseId: responseId, list: list, entityId: entityId)
         // Its own entry: that the wait ran out, whatever the update then did (a deleted entity takes none).
         try tx.audit(action: "entity.waitEnded", targetType: "entity", targetId: list + "/" + entityId)
         guard let change = Self(waiting: w.change, list: list, entityId: entityId) else { return true }

@@ -12,18 +12,39 @@ struct EntityEdit: Sendable {
     let properties: [String: String]
 
     /// Read with the edit's checks (step 4); nil when the edit changes no saved property of an
-    /// entity this response made.
+    /// entity this response made at the form's root. An edit that changes an answer saved to an
+    /// entity of a group or repeat is refused (422 / 1002 at that answer): which of the response's
+    /// entities it would change is not carried through an edit yet.
     static func plan(definition: SurveyDefinition, responseId: String, orgId: String, stored: String, edited: JSONValue,
                      in db: ReadContext) throws -> EntityEdit? {
-        guard let declaration = definition.entity, !declaration.saveTo.isEmpty else { return nil }
         let before = (try? JSONParser.parse(Array(stored.utf8))) ?? .object([:])
+        for declaration in definition.entities {
+            guard let container = declaration.container else { continue }
+            let repeatId = definition.repeatHolding(container)
+            for s in declaration.saveTo {
+                let was = repeatId.map { r in (before[r]?.arrayValue ?? []).map { $0[s.questionId].flatMap(EntityChange.text) } }
+                    ?? [before[s.questionId].flatMap(EntityChange.text)]
+                let now = repeatId.map { r in (edited[r]?.arrayValue ?? []).map { $0[s.questionId].flatMap(EntityChange.text) } }
+                    ?? [edited[s.questionId].flatMap(EntityChange.text)]
+                guard was == now else {
+                    let at = repeatId.map { "answers.\($0)" } ?? "answers.\(s.questionId)"
+                    throw ApiError(.validationFailed, "The edit changes an answer saved to an entity of \(container), which an edit does not change yet.",
+                                   errors: [FieldError(path: at, message: "\(s.questionId) is saved to the \(declaration.list) entity of \(container): keep its answers as they are, and correct the entity itself")])
+                }
+            }
+        }
+        guard let declaration = definition.entity, !declaration.saveTo.isEmpty else { return nil }
         var changed: [String: String] = [:]
         for s in declaration.saveTo {
             guard let now = edited[s.questionId].flatMap(EntityChange.text) else { continue }
             if before[s.questionId].flatMap(EntityChange.text) != now { changed[s.property] = now }
         }
-        guard !changed.isEmpty, let made = try db.entityMade(orgId: orgId, byResponse: responseId), made.list == declaration.list else { return nil }
-        return EntityEdit(list: made.list, entityId: made.entityId, properties: changed)
+        guard !changed.isEmpty else { return nil }
+        // The root's entity: the one entity of its list the response made (with several, the
+        // container entities of the same list make it ambiguous, and none is changed).
+        let made = Set(try db.entityVersions(orgId: orgId, responseId: responseId).filter { $0.list == declaration.list }.map(\.entityId))
+        guard made.count == 1, let entityId = made.first else { return nil }
+        return EntityEdit(list: declaration.list, entityId: entityId, properties: changed)
     }
 
     /// In the edit's transaction, after the gate.

@@ -12,6 +12,9 @@ public struct Submission: Sendable {
     public let capturedAt: JSONValue?
     /// What it says it did to an entity (`EntityChange`), as sent; checked in step 4.
     public let entity: JSONValue?
+    /// What it says it did to the entities of the form's groups and repeats (Entities 2025.1):
+    /// `[{container, index?, id, create?, update?, …}]`, as sent; checked in step 4.
+    public let entities: JSONValue?
     /// Every member of the envelope (`answers` aside, or left in and skipped): what the canonical
     /// digest covers with the answers.
     let envelope: [String: JSONValue]
@@ -38,16 +41,18 @@ public struct Submission: Sendable {
 
     /// A submission from a door without JSON bytes of its own.
     public init(clientSubmissionId: String, surveyVersionId: String, contentHash: String, answers: JSONValue,
-                fieldTaskId: String? = nil, capturedAt: Int64? = nil, entity: JSONValue? = nil, doorProblems: [FieldError] = []) throws(ApiError) {
+                fieldTaskId: String? = nil, capturedAt: Int64? = nil, entity: JSONValue? = nil, entities: [JSONValue] = [],
+                doorProblems: [FieldError] = []) throws(ApiError) {
         var envelope: [String: JSONValue] = ["clientSubmissionId": .string(clientSubmissionId), "surveyVersionId": .string(surveyVersionId),
                                              "contentHash": .string(contentHash)]
         if let fieldTaskId { envelope["fieldTaskId"] = .string(fieldTaskId) }
         if let capturedAt { envelope["capturedAt"] = .string(Timestamp.format(capturedAt)) }
         if let entity { envelope["entity"] = entity }
+        if !entities.isEmpty { envelope["entities"] = .array(entities) }
         try self.init(envelope: envelope, answers: answers, bytesSHA256: [], doorProblems: doorProblems)
     }
 
-    /// The JSON door's body: `{clientSubmissionId, surveyVersionId, contentHash, answers, fieldTaskId?, capturedAt?, entity?}`.
+    /// The JSON door's body: `{clientSubmissionId, surveyVersionId, contentHash, answers, fieldTaskId?, capturedAt?, entity?, entities?}`.
     public init(json body: JSONBody, bytes: [UInt8]) throws(ApiError) {
         guard let answers = body.fields["answers"] else {
             _ = try Self.identifier(body)  // an unusable id is reported first, as it always was
@@ -65,6 +70,7 @@ public struct Submission: Sendable {
         contentHash = try body.string("contentHash")
         capturedAt = envelope["capturedAt"].flatMap { $0.isNull ? nil : $0 }
         entity = envelope["entity"].flatMap { $0.isNull ? nil : $0 }
+        entities = envelope["entities"].flatMap { $0.isNull ? nil : $0 }
         self.answers = answers
         self.envelope = envelope
         self.bytesSHA256 = bytesSHA256

@@ -103,8 +103,11 @@ public struct Submissions: Sendable {
             ops.metrics.add(.validationRefusals)
             throw ApiError(.validationFailed, "The answers break the survey version's rules.", errors: check.errors + submission.doorProblems)
         }
-        let entityChange: EntityChange?
-        do { entityChange = try EntityChange(submission.entity, declaration: published.definition.entity, answers: answers) } catch {
+        let entityChanges: [EntityChange]
+        do {
+            entityChanges = try SubmissionEntities.changes(entity: submission.entity, entities: submission.entities,
+                                                           definition: published.definition, answers: answers)
+        } catch {
             ops.metrics.add(.validationRefusals); throw error
         }
         try ops.uploads.checkAttachments(check.fileAnswers, orgId: orgId, surveyVersionId: version.surveyVersionId, submitter: user.userId,
@@ -121,8 +124,8 @@ public struct Submissions: Sendable {
         // A follow-up citing no task that updates an entity: the caller's open task of this survey
         // naming that entity is linked as if cited (Docs/entities.md), looked up in the write,
         // where the task read is the one completed.
-        let followsUp: (list: String, entityId: String)? = live && fieldTaskId == nil && entityChange?.update == true
-            ? entityChange.map { (list: $0.list, entityId: $0.entityId) } : nil
+        let followsUp: [(list: String, entityId: String)] = live && fieldTaskId == nil
+            ? entityChanges.filter(\.update).map { (list: $0.list, entityId: $0.entityId) } : []
         let reviewRequired = survey.reviewRequired
 
         // 5–6. the gate: replay re-checked, subscription, insert + audit, one transaction.
@@ -145,8 +148,10 @@ public struct Submissions: Sendable {
                 try Self.replay(of: $0, submitter: submitter, bodySHA256: bodySHA256, digest: { digest })
             }
         }, replayCheck: .onConflict) { tx in
-            let followed = try followsUp.flatMap {
-                try tx.openEntityTask(surveyId: surveyId, assignee: submitter, list: $0.list, entityId: $0.entityId)
+            // The first of its updates that an open task of the caller's names.
+            var followed: TaskRecord?
+            for f in followsUp where followed == nil {
+                followed = try tx.openEntityTask(surveyId: surveyId, assignee: submitter, list: f.list, entityId: f.entityId)
             }
             let stored = ResponseRecord(
                 responseId: responseId, orgId: orgId, clientSubmissionId: clientSubmissionId, submitter: submitter,
@@ -162,8 +167,8 @@ public struct Submissions: Sendable {
             for file in staged { try tx.commitUpload(file.record, tempPath: file.tempPath, blobs: blobs) }
             try tx.insertResponse(stored, facts: facts)
             if releasesWaiting { try tx.releaseWaitingSubmission(clientSubmissionId: clientSubmissionId) }
-            // The entity it creates or updates, in its transaction: a refused submission changes none.
-            try entityChange?.apply(in: tx, responseId: stored.responseId, actor: submitter)
+            // The entities it creates or updates, in its transaction and in order: a refused submission changes none.
+            for change in entityChanges { try change.apply(in: tx, responseId: stored.responseId, actor: submitter) }
             if completesTask, let taskId = fieldTaskId {
                 try tx.completeTask(taskId: taskId, responseId: stored.responseId, completedBy: submitter)
             }

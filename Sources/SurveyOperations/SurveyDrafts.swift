@@ -52,7 +52,7 @@ public struct SurveyDrafts: Sendable {
             if let formId = definition.formId ?? (source == nil ? surveyId : nil) {
                 try Surveys.refuseFormIdOfAnotherSurvey(formId, orgId: orgId, surveyId: surveyId, source: source, in: tx.read, operations: ops)
             }
-            if let entity = definition.entity { try tx.declareEntityList(name: entity.list, properties: entity.properties) }
+            for entity in definition.entities { try tx.declareEntityList(name: entity.list, properties: entity.properties) }
             guard let published = try tx.publishDraft(surveyId: surveyId, as: newId, xform: xform, blobs: blobs) else { throw Self.noDraft(surveyId) }
             let read = tx.read
             let files = try ops.versionFileCache.files(of: published, parsed: definition) {

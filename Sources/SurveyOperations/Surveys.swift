@@ -169,7 +169,7 @@ public struct Surveys: Sendable {
     static func write(_ p: NewVersion, surveyId: String, draft: Bool, in tx: GatedTransaction, blobs: BlobStore) throws -> SurveyVersionRecord {
         // The entity list the form writes, and the properties it adds, published with it (a
         // draft's once the draft is published).
-        if !draft, let entity = p.parsed.entity { try tx.declareEntityList(name: entity.list, properties: entity.properties) }
+        if !draft { for entity in p.parsed.entities { try tx.declareEntityList(name: entity.list, properties: entity.properties) } }
         return try tx.publishVersion(surveyVersionId: p.surveyVersionId, surveyId: surveyId, contentHash: p.contentHash, definition: p.definition,
                                      source: p.source, attachments: p.attachments.map { ($0.record(surveyVersionId: p.surveyVersionId), $0.tempPath) },
                                      blobs: blobs, draft: draft)

@@ -792,6 +792,22 @@ enum Migrations {
         ALTER TABLE tasks ADD COLUMN entity_id TEXT;
         CREATE INDEX tasks_entity ON tasks(org_id, assignee_user_id, survey_id, entity_list, entity_id) WHERE entity_id IS NOT NULL;
         """),
+        // Several entities per submission (Entities 2025.1: one per repeat instance): a response
+        // may leave an update waiting for each entity it names, so a waiting update is keyed by
+        // its entity too.
+        Migration("entity-waiting-per-entity", sql: """
+        CREATE TABLE entity_waiting_new (
+            org_id TEXT NOT NULL, response_id TEXT NOT NULL, list_name TEXT NOT NULL, entity_id TEXT NOT NULL,
+            change TEXT NOT NULL, actor TEXT NOT NULL, received_at INTEGER NOT NULL,
+            PRIMARY KEY (org_id, response_id, list_name, entity_id));
+        INSERT INTO entity_waiting_new SELECT org_id, response_id, list_name, entity_id, change, actor, received_at FROM entity_waiting;
+        DROP TABLE entity_waiting;
+        ALTER TABLE entity_waiting_new RENAME TO entity_waiting;
+        CREATE INDEX entity_waiting_entity ON entity_waiting(org_id, list_name, entity_id, received_at);
+        """, postgres: """
+        ALTER TABLE entity_waiting DROP CONSTRAINT entity_waiting_pkey;
+        ALTER TABLE entity_waiting ADD PRIMARY KEY (org_id, response_id, list_name, entity_id);
+        """),
     ]
 
 

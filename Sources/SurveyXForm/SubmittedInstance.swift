@@ -35,6 +35,38 @@ public struct SubmittedInstance: Sendable {
     /// Whether `xml` holds `name` anywhere: a look at the bytes before any parse (`memchr`).
     public static func mayName(_ name: StaticString, _ xml: [UInt8]) -> Bool { XMLDocumentReader.contains(xml, name) }
 
+    /// The `meta/entity` of each group and repeat instance that declares an entity (Entities
+    /// 2025.1), as the JSON door's `entities` items (`{container, index?, …}`: `index` the
+    /// instance of the repeat holding the container, counted from 0), in document order.
+    public func entities(for definition: SurveyDefinition) -> [JSONValue] {
+        let containers = Set(definition.entities.compactMap(\.container))
+        guard !containers.isEmpty else { return [] }
+        var out: [JSONValue] = []
+        // The group and repeat elements of one level with their nodes, in document order, and
+        // the repeat instance each is in.
+        func containerElements(_ elements: [XMLElement], _ nodes: [FormNode], _ index: Int?) -> [(XMLElement, FormNode, Int?)] {
+            let byName = ElementsByName(elements)
+            var found: [(position: Int, XMLElement, FormNode, Int?)] = []
+            for node in nodes where node.isRepeat || node.kind == .group {
+                for (k, i) in byName.indices(node.name).enumerated() { found.append((i, elements[i], node, node.isRepeat ? k : index)) }
+            }
+            return found.sorted { $0.position < $1.position }.map { ($0.1, $0.2, $0.3) }
+        }
+        // Iterative, depth first in document order.
+        var stack = containerElements(root.children, definition.nodes, nil).reversed().map { $0 }
+        while let (element, node, index) = stack.popLast() {
+            if containers.contains(node.id),
+               let e = element.children.first(where: { $0.name == "meta" })?.children.first(where: { $0.name == "entity" }),
+               var o = Self.entity(e).objectValue {
+                o["container"] = .string(node.id)
+                if let index { o["index"] = .number(Double(index)) }
+                out.append(.object(o))
+            }
+            stack += containerElements(element.children, node.children, index).reversed()
+        }
+        return out
+    }
+
     /// ODK writes a flag as `1` / `true` (`0`, `false` or empty: not), a version as its number.
     private static func entity(_ e: XMLElement) -> JSONValue {
         var o: [String: JSONValue] = [:]
@@ -69,15 +101,23 @@ public struct SubmittedInstance: Sendable {
     public func answers(for definition: SurveyDefinition, uploadId: (String) -> String)
         -> (answers: JSONValue, files: [NamedFile], problems: [FieldError]) {
         withoutActuallyEscaping(uploadId) { uploadId in
-            var reading = Reading(uploadId: uploadId)
+            var reading = Reading(uploadId: uploadId, entityContainers: Set(definition.entities.compactMap(\.container)))
             let object = Self.object(root.children, nodes: definition.nodes, top: true, path: "answers", &reading)
             return (.object(object), reading.files, reading.problems)
         }
     }
 
+    /// The `meta` holding the `entity` of a group or repeat instance the form declares one in:
+    /// the envelope, not an answer (elsewhere it is an answer of no node, refused by name).
+    private static func isEntityMeta(_ element: XMLElement, of container: String, _ reading: Reading) -> Bool {
+        element.name == "meta" && reading.entityContainers.contains(container) && element.children.contains { $0.name == "entity" }
+    }
+
     /// What reading the answers collects besides them.
     private struct Reading {
         let uploadId: (String) -> String
+        /// The groups and repeats the form declares an entity in.
+        let entityContainers: Set<String>
         var files: [NamedFile] = []
         var problems: [FieldError] = []
     }
@@ -88,7 +128,9 @@ public struct SubmittedInstance: Sendable {
         public let questionId: String
     }
 
-    private static func object(_ elements: [XMLElement], nodes: [FormNode], top: Bool, path: String, _ reading: inout Reading) -> [String: JSONValue] {
+    /// `container`: the repeat whose instance `elements` are, nil at the top.
+    private static func object(_ elements: [XMLElement], nodes: [FormNode], top: Bool, container: String? = nil, path: String,
+                               _ reading: inout Reading) -> [String: JSONValue] {
         var out: [String: JSONValue] = [:]
         out.reserveCapacity(elements.count)
         var consumed = Array(repeating: false, count: elements.count)
@@ -96,6 +138,7 @@ public struct SubmittedInstance: Sendable {
         for (i, element) in elements.enumerated() where !consumed[i] {
             // The meta block (instanceID, deviceID, …) is the envelope, not an answer.
             if top && element.name == "meta" { continue }
+            if let container, isEntityMeta(element, of: container, reading) { continue }
             if out[element.name] == nil { out[element.name] = .string(element.text) }
         }
         return out
@@ -199,7 +242,7 @@ public struct SubmittedInstance: Sendable {
                     let children = elements[i].children
                     var inner = Array(repeating: false, count: children.count)
                     fill(&out, children, &inner, nodes: nodes[n].children, path: path, &reading)
-                    for (k, child) in children.enumerated() where !inner[k] && out[child.name] == nil {
+                    for (k, child) in children.enumerated() where !inner[k] && out[child.name] == nil && !isEntityMeta(child, of: id, reading) {
                         out[child.name] = .string(child.text)
                     }
                 }
@@ -207,7 +250,7 @@ public struct SubmittedInstance: Sendable {
                 var items: [JSONValue] = []
                 for i in placement.indices(ofNode: n) {
                     consumed[i] = true
-                    items.append(.object(object(elements[i].children, nodes: nodes[n].children, top: false, path: "\(path).\(id)[\(items.count)]",
+                    items.append(.object(object(elements[i].children, nodes: nodes[n].children, top: false, container: id, path: "\(path).\(id)[\(items.count)]",
                                                 &reading)))
                 }
                 if !items.isEmpty { out[id] = .array(items) }

@@ -13,6 +13,9 @@ struct XFormNodeBuilder {
     private(set) var translator = XPathTranslator(ids: [:])
     /// Every node's id by its path (`assignIds`).
     private var ids: [String: String] = [:]
+    /// The paths of the `meta` elements of groups and repeats that hold an entity: the device's
+    /// bookkeeping, read by `XFormEntities`.
+    private var entityMetas: [String] = []
     private var usedBinds: Set<String> = []
     private var usedBody: Set<String> = []
     /// Secondary instances read as choice lists, by instance id.
@@ -43,6 +46,20 @@ struct XFormNodeBuilder {
         self.rootPath = "/" + data.name
         self.body = body
         self.translations = translations
+        // Iterative, each path once: a group's or repeat's meta that holds an entity.
+        var metas: Set<String> = []
+        var walk = [(data, "/" + data.name)]
+        while let (element, path) = walk.popLast() {
+            for child in element.children {
+                let childPath = path + "/" + child.name
+                if child.name == "meta" && childPath != "/" + data.name + "/meta" && child.children.contains(where: { $0.name == "entity" }) {
+                    metas.insert(childPath)
+                } else if !child.children.isEmpty {
+                    walk.append((child, childPath))
+                }
+            }
+        }
+        entityMetas = metas.sorted()
         for instance in secondary {
             guard let id = instance.attribute("id"), !id.isEmpty else { throw XFormRefusal("the XForm has a second <instance> without an id") }
             guard self.secondary[id] == nil else { throw XFormRefusal("the XForm has two instances named \(id)") }
@@ -147,7 +164,14 @@ struct XFormNodeBuilder {
         return id == element.name ? ["id": .string(id)] : ["id": .string(id), "name": .string(element.name)]
     }
 
-    private func isMeta(_ path: String) -> Bool { path == rootPath + "/meta" || path.hasPrefix(rootPath + "/meta/") }
+    /// The root's `meta`, and a group's or repeat's `meta` holding an `entity` (Entities 2025.1).
+    private func isMeta(_ path: String) -> Bool {
+        if path == rootPath + "/meta" || path.hasPrefix(rootPath + "/meta/") { return true }
+        return entityMetas.contains { path == $0 || path.hasPrefix($0 + "/") }
+    }
+
+    /// A node's id by its path in the primary instance.
+    func id(ofPath path: String) -> String? { ids[path] }
 
     /// The node `XFormWriter` adds for a repeat count that is not one path (`jr:count` takes a
     /// path only): not a question; the repeat's count is its calculation.

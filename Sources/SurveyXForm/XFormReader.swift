@@ -72,11 +72,16 @@ public enum XFormReader {
         if let language = translations.defaultLanguage { definition["defaultLanguage"] = .string(language) }
         try readSurveydModel(model, into: &definition, translations: translations)
         if let encryption { definition[EncryptedEnvelope.key] = encryption }
-        if var entity = try XFormEntities.declaration(data: data, model: model, binds: binds, translator: builder.translator, warnings: &warnings)?.objectValue {
+        var entities = try XFormEntities.declarations(data: data, model: model, binds: binds, translator: builder.translator,
+                                                      idOf: { builder.id(ofPath: $0) }, warnings: &warnings)
+        if entities.count == 1, entities[0]["container"] == nil {
             // What `XFormWriter` wrote of a declaration that did not say it (a version, an id made on first load).
             let unsaid = (model.attribute(Surveyd.absent, namespace: XMLNamespace.surveyd) ?? "").split(separator: " ")
-            for property in unsaid where property.hasPrefix("entity.") { entity[String(property.dropFirst("entity.".count))] = nil }
-            definition["entity"] = .object(entity)
+            for property in unsaid where property.hasPrefix("entity.") { entities[0][String(property.dropFirst("entity.".count))] = nil }
+            definition["entity"] = .object(entities[0])
+        } else if !entities.isEmpty {
+            // Several, or one in a group or repeat (Entities 2025.1).
+            definition["entities"] = .array(entities.map(JSONValue.object))
         }
         let json = JSONValue.object(definition)
         // A CSV file no question's choices come from is there for pulldata.

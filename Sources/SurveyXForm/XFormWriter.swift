@@ -108,6 +108,10 @@ struct XFormPlan {
         var itemset: (nodeset: String, label: String)?
         var count: String?
         var children: [Node] = []
+        /// A group's or repeat's entity, written in its own `meta`.
+        var entity: XFormEntityPlan?
+        /// A repeat's: the entity ids made anew for each instance (`odk-new-repeat`).
+        var newInstanceIds: [String] = []
 
         init(id: String, path: String, kind: Kind) {
             self.id = id
@@ -148,8 +152,10 @@ struct XFormPlan {
     var texts = ItextTable()
     var nodes: [XFormPlan.Node] = []
     var lists: [ChoiceList] = []
-    /// The entity the form creates or updates.
+    /// The entity the form creates or updates at its root.
     var entity: XFormEntityPlan?
+    /// Those of its groups and repeats (Entities 2025.1), in document order.
+    var containerEntities: [XFormEntityPlan] = []
 }
 
 /// Text ids in the order they were added, each with its text by language, and the media a
@@ -258,8 +264,8 @@ struct XFormPlanner {
         // The CSV files the form reads (its choice lists' and pulldata's): instances the app fills
         // from the files it downloads with the form.
         var files = Set(lists.keys.filter { FormAttachments.isCSVName($0) && usedLists.contains($0) })
-        // The entity list the form writes, which the server serves as a file of its own.
-        if let served = FormAttachments.entityListFile(of: definition), usedLists.contains(served) { files.insert(served) }
+        // The entity lists the form writes, which the server serves as files of their own.
+        files.formUnion(FormAttachments.entityListFiles(of: definition).intersection(usedLists))
         files.formUnion((Self.present(definition[FormAttachments.lookupTablesKey])?.objectValue ?? [:]).keys)
         for file in files.sorted() {
             let id = String(file.dropLast(4))
@@ -275,22 +281,52 @@ struct XFormPlanner {
             plan.lists.append(list)
         }
         plan.lists += inlineLists
+        var byId: [String: XFormPlan.Node] = [:], repeatAbove: [String: XFormPlan.Node] = [:]
+        var walk: [(XFormPlan.Node, XFormPlan.Node?)] = plan.nodes.map { ($0, nil) }
+        while let (node, inRepeat) = walk.popLast() {
+            byId[node.id] = node
+            if let inRepeat { repeatAbove[node.id] = inRepeat }
+            walk += node.children.map { ($0, node.kind == .repeat ? node : inRepeat) }
+        }
+        for entity in parsed.entities {
+            guard let container = entity.container else { continue }
+            guard let node = byId[container], node.kind == .group || node.kind == .repeat else {
+                throw Unwritable("the entity of \(entity.list) is declared in \(container), which is no group or repeat of the definition")
+            }
+            // Its `meta` holds the entity: a node of that name there would be a second one.
+            guard !node.children.contains(where: { $0.name == "meta" }) else {
+                throw Unwritable("\(container) declares an entity, whose meta a node of \(container) named meta would clash with")
+            }
+            let written = try XFormEntityPlan(entity, container: node.path, pathOf: { byId[$0]?.path }, printer: printer,
+                                              readsFiles: Set(plan.lists.compactMap(\.file)))
+            for (questionId, property) in written.saveTo.sorted(by: { $0.key < $1.key }) {
+                guard let q = byId[questionId], q.kind == .question else {
+                    throw Unwritable("the entity saves \(questionId) to \(property), but \(questionId) is no question of the definition")
+                }
+                q.bind.append(("entities:saveto", property))
+            }
+            node.entity = written
+            // Each new instance of the repeat makes its entity's id, as pyxform writes it.
+            if written.idOnFirstLoad, let r = node.kind == .repeat ? node : repeatAbove[node.id] { r.newInstanceIds.append(written.at + "/@id") }
+            plan.containerEntities.append(written)
+        }
+        if !plan.containerEntities.isEmpty {
+            // Several entities, or one of a group or repeat: the 2025.1 form of the entity block.
+            plan.modelAttributes.append(("entities:entities-version", "2025.1.0"))
+        }
         if let entity = parsed.entity {
             let written = try XFormEntityPlan(entity, printer: printer, readsFiles: Set(plan.lists.compactMap(\.file)))
-            var byId: [String: XFormPlan.Node] = [:]
-            var stack = plan.nodes
-            while let node = stack.popLast() { byId[node.id] = node; stack += node.children }
             for (questionId, property) in written.saveTo.sorted(by: { $0.key < $1.key }) {
                 guard let node = byId[questionId], node.kind == .question else {
                     throw Unwritable("the entity saves \(questionId) to \(property), but \(questionId) is no question of the definition")
                 }
                 node.bind.append(("entities:saveto", property))
             }
-            plan.modelAttributes.append(("entities:entities-version", written.specVersion))
+            if plan.containerEntities.isEmpty { plan.modelAttributes.append(("entities:entities-version", written.specVersion)) }
             // What the reader would find that the declaration does not say: an id made on first load, a version.
             var unsaid: [String] = []
             if entity.create != .never && entity.id == nil { unsaid.append("entity.id") }
-            if entity.specVersion == nil { unsaid.append("entity.specVersion") }
+            if entity.specVersion == nil && plan.containerEntities.isEmpty { unsaid.append("entity.specVersion") }
             if !unsaid.isEmpty { absent += unsaid }
             plan.entity = written
         }
@@ -717,7 +753,7 @@ enum XFormRendering {
         try w.startDocument()
         try w.startElement("h:html")
         for (name, uri) in namespaces { try w.attribute(name, uri) }
-        if plan.entity != nil { try w.attribute("xmlns:entities", XMLNamespace.entities) }
+        if plan.entity != nil || !plan.containerEntities.isEmpty { try w.attribute("xmlns:entities", XMLNamespace.entities) }
         try w.startElement("h:head")
         try w.element("h:title", preserving(plan.title), text: plan.title)
         try w.startElement("model")
@@ -730,22 +766,17 @@ enum XFormRendering {
         for (name, value) in root { try w.attribute(name, value) }
         for node in plan.nodes { try instance(node, w, mode: .normal) }
         try w.startElement("meta")
-        if let entity = plan.entity {
-            try w.startElement("entity")
-            for (name, value) in entity.attributes { try w.attribute(name, value) }
-            try w.element("label")
-            try w.endElement()
-        }
+        if let entity = plan.entity { try entityElement(entity, w) }
         try w.element("instanceID")
         try w.endElement()
         try w.endElement()
         try w.endElement()
         for list in plan.lists { try choiceList(list, w) }
         for node in plan.nodes { try binds(node, w) }
-        if let entity = plan.entity {
+        for entity in plan.containerEntities + (plan.entity.map { [$0] } ?? []) {
             for bind in entity.binds { try w.element("bind", bind) }
             if entity.idOnFirstLoad {
-                try w.element("setvalue", [("ref", XFormEntityPlan.at + "/@id"), ("event", "odk-instance-first-load"), ("value", "uuid()")])
+                try w.element("setvalue", [("ref", entity.at + "/@id"), ("event", "odk-instance-first-load"), ("value", "uuid()")])
             }
         }
         try w.element("bind", [("nodeset", "/\(XFormWriter.root)/meta/instanceID"), ("type", "string"), ("readonly", "true()"), ("jr:preload", "uid")])
@@ -757,6 +788,22 @@ enum XFormRendering {
         try w.endElement()
         try w.endElement()
         return try w.finish()
+    }
+
+    /// `<entity …><label/></entity>` of a `meta`.
+    private static func entityElement(_ entity: XFormEntityPlan, _ w: XMLTextWriter) throws(XMLTextWriter.Failure) {
+        try w.startElement("entity")
+        for (name, value) in entity.attributes { try w.attribute(name, value) }
+        try w.element("label")
+        try w.endElement()
+    }
+
+    /// A group's or repeat instance's own `meta/entity` (Entities 2025.1), after its children.
+    private static func containerMeta(_ node: XFormPlan.Node, _ w: XMLTextWriter) throws(XMLTextWriter.Failure) {
+        guard let entity = node.entity else { return }
+        try w.startElement("meta")
+        try entityElement(entity, w)
+        try w.endElement()
     }
 
     /// `xml:space="preserve"` on an element whose text starts or ends with white space, which
@@ -795,17 +842,20 @@ enum XFormRendering {
         case .group:
             try w.startElement(String(node.name))
             for child in node.children { try instance(child, w, mode: mode) }
+            try containerMeta(node, w)
             try w.endElement()
         case .repeat:
             if mode != .copy {
                 try w.startElement(String(node.name))
                 try w.attribute("jr:template", "")
                 for child in node.children { try instance(child, w, mode: .template) }
+                try containerMeta(node, w)
                 try w.endElement()
             }
             if mode != .template {
                 try w.startElement(String(node.name))
                 for child in node.children { try instance(child, w, mode: .copy) }
+                try containerMeta(node, w)
                 try w.endElement()
             }
         case .question, .note, .helper:
@@ -855,6 +905,9 @@ enum XFormRendering {
                 if let count = node.count { try w.attribute("jr:count", count) }
             }
             for child in node.children { try body(child, w) }
+            for ref in node.newInstanceIds {
+                try w.element("setvalue", [("ref", ref), ("event", "odk-new-repeat"), ("value", "uuid()")])
+            }
             if node.kind == .repeat { try w.endElement() }
             try w.endElement()
         case .question, .note:

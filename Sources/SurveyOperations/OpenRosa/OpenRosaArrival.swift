@@ -61,6 +61,7 @@ public struct OpenRosaArrival: Sendable {
         let (answers, files, problems) = parsed.answers(for: definition) { OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: $0) }
         var submission = try Submission(clientSubmissionId: instanceID, surveyVersionId: version.surveyVersionId,
                                         contentHash: version.contentHash, answers: answers, entity: parsed.entity,
+                                        entities: parsed.entities(for: definition),
                                         doorProblems: problems)
         for file in files { submission.fileNames[OpenRosaForms.clientUploadId(instanceID: instanceID, fileName: file.fileName)] = file.fileName }
         return OpenRosaArrival(instanceID: instanceID, formId: parsed.formId, version: version, definition: definition, submission: submission,

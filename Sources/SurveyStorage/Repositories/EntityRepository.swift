@@ -298,8 +298,10 @@ extension GatedTransaction {
             """, [.text(orgId), .text(list), .text(entityId)]).map { (try $0.string("response_id"), try $0.string("change"), try $0.string("actor")) }
     }
 
-    public func deleteWaitingEntityChange(responseId: String) throws {
-        try context.conn.run("DELETE FROM entity_waiting WHERE org_id = ? AND response_id = ?", [.text(orgId), .text(responseId)])
+    /// A response's waiting update of one entity (a response may name several entities).
+    public func deleteWaitingEntityChange(responseId: String, list: String, entityId: String) throws {
+        try context.conn.run("DELETE FROM entity_waiting WHERE org_id = ? AND response_id = ? AND list_name = ? AND entity_id = ?",
+                             [.text(orgId), .text(responseId), .text(list), .text(entityId)])
     }
 
     /// Deletes (a time) or restores (nil) an entity; it leaves or rejoins its list's CSV, so the

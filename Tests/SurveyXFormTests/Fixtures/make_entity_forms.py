@@ -9,7 +9,14 @@ as ODK Collect sends them):
 - household_visit: picks a household from `households.csv` (the entity list the server serves)
   and updates it: `members` saved again, a label of its own, and one answer that is not saved;
 - household_move: picks a household the same way and saves only `village` (no label: the
-  entity keeps its own), so a move and a visit made from one version change different properties.
+  entity keeps its own), so a move and a visit made from one version change different properties;
+- household_roster (Entities 2025.1): registers a household (`households`, at the root) and each
+  of its members in a repeat (`members`, one entity per repeat instance; `save_to` names the list
+  as `members#age`);
+- member_visit (2025.1): a repeat of check-ups, each picking a member from `members.csv` and
+  updating that member's `age`;
+- farm_survey (2025.1): two lists written from two groups (`farms` from `farm`, `wells` from
+  `well`), each entity declared in its group.
 
 It writes `<name>.xlsx` (openpyxl, with make_corpus.py's fixed timestamps) and `<name>.xml`, the
 XForm pyxform 4.5.0 makes of it as the server does (`xls2xform --skip_validate`), which ODK
@@ -57,6 +64,46 @@ FORMS = {
         "settings": [["form_title", "form_id", "version"], ["Household visit", "household_visit", "1"]],
         "entities": [["list_name", "entity_id", "label"],
                      ["households", "${household}", "concat('Household of ', ${members_now}, ' people')"]],
+    },
+    "household_roster": {
+        "survey": [
+            SURVEY,
+            row("text", "head_name", "Name of the head of household", required="yes", save_to="households#head"),
+            row("text", "village_name", "Village", save_to="households#village"),
+            row("begin_repeat", "member", "Member"),
+            row("text", "member_name", "Name", required="yes", save_to="members#full_name"),
+            row("integer", "member_age", "Age", save_to="members#age", constraint=". >= 0 and . <= 130"),
+            row("end_repeat"),
+        ],
+        "settings": [["form_title", "form_id", "version"], ["Household roster", "household_roster", "1"]],
+        "entities": [["list_name", "label"],
+                     ["households", "concat('Household of ', ${head_name})"],
+                     ["members", "${member_name}"]],
+    },
+    "member_visit": {
+        "survey": [
+            SURVEY,
+            row("text", "visitor", "Your name"),
+            row("begin_repeat", "checkup", "Check-up"),
+            row("select_one_from_file members.csv", "member", "Who?", required="yes"),
+            row("integer", "age_now", "Age now", required="yes", save_to="age"),
+            row("end_repeat"),
+        ],
+        "settings": [["form_title", "form_id", "version"], ["Member visit", "member_visit", "1"]],
+        "entities": [["list_name", "entity_id"], ["members", "${member}"]],
+    },
+    "farm_survey": {
+        "survey": [
+            SURVEY,
+            row("begin_group", "farm", "Farm"),
+            row("text", "farm_name", "Farm", required="yes", save_to="farms#title"),
+            row("end_group"),
+            row("begin_group", "well", "Well"),
+            row("integer", "well_depth", "Depth (m)", save_to="wells#depth"),
+            row("end_group"),
+        ],
+        "settings": [["form_title", "form_id", "version"], ["Farm survey", "farm_survey", "1"]],
+        "entities": [["list_name", "label"], ["farms", "${farm_name}"], ["wells", "concat('Well of ', ${farm_name})"]],
     },
     "household_move": {
         "survey": [
