@@ -144,14 +144,8 @@ public struct EntityDeclaration: Sendable, Equatable {
 }
 
 extension SurveyDefinition {
-    /// The entity list whose CSV the form reads (a select over `<list>.csv` of a list it
-    /// writes): served to phones with the form, from the list's entities. A form reading several
-    /// lists is served the first of its declarations' that it reads.
-    public var entityListRead: String? {
-        entityListsRead.first
-    }
-
-    /// Every list the form writes whose CSV a question reads, in declaration order, each once.
+    /// Every list the form writes whose CSV a question reads (a select over `<list>.csv`), in
+    /// declaration order, each once: served to phones with the form, from the list's entities.
     public var entityListsRead: [String] {
         let read = Set(questionById.values.compactMap { $0.choiceIndex.servedFile })
         var out: [String] = []

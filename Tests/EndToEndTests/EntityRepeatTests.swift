@@ -191,6 +191,53 @@ import Testing
         #expect(!page.text.contains(Self.members[0]))
     }
 
+    /// A follow-up that reads two lists (a household at its root, its members in a repeat) is served
+    /// both: each in the manifest as an entity list, each CSV from its own entities, and one
+    /// submission updates the household and each member it names.
+    @Test func aFormReadingTwoListsIsServedBothAndUpdatesBoth() throws {
+        let r = try Roster()
+        #expect(try r.collect.submit(try r.instance("uuid:roster-000009", householdId: Self.household, head: "Ada", memberIds: Self.members,
+                                                    names: ["Ada", "Bo", "Cy"], ages: [41, 12, 7])).status == 201)
+        let checkup = try EntityListTests.Published.publish(r.f, "household_checkup")
+        try ODKValidate.accept(checkup.xform, label: "a follow-up reading two entity lists")
+        let form = try #require(try r.collect.formList().forms.first { $0.formID == "household_checkup" })
+        let manifestURL = try #require(form.manifestURL.flatMap(URL.init(string:)))
+        let manifest = try r.f.client.request("GET", manifestURL.path, headers: CollectClient.headers)
+        let document = try XMLDocument(data: Data(manifest.text.utf8))
+        let files = try document.nodes(forXPath: "//*[local-name()='mediaFile']").compactMap { $0 as? XMLElement }
+        #expect(files.compactMap { $0.elements(forName: "filename").first?.stringValue } == ["households.csv", "members.csv"], "\(manifest.text)")
+        #expect(manifest.text.components(separatedBy: #"<mediaFile type="entityList">"#).count == 3, "\(manifest.text)")
+        for (file, ids) in [("households.csv", [Self.household]), ("members.csv", Self.members)] {
+            let url = try #require(files.first { $0.elements(forName: "filename").first?.stringValue == file }?
+                .elements(forName: "downloadUrl").first?.stringValue.flatMap(URL.init(string:)))
+            let csv = try r.f.client.request("GET", url.path, headers: CollectClient.headers)
+            #expect(csv.status == 200, "\(csv.text)")
+            let names = csv.text.split(whereSeparator: \.isNewline).dropFirst().compactMap { $0.split(separator: ",").first.map(String.init) }
+            #expect(names.sorted() == ids.sorted(), "\(file): \(csv.text)")
+        }
+
+        // The household now has 4 people; Cy is 8.
+        let xml = try CollectClient.instance(of: checkup.xform, instanceID: "uuid:hcheck-00001",
+                                             values: [("household", Self.household), ("members_now", "4"),
+                                                      ("checkup[1]/member", Self.members[2]), ("checkup[1]/age_now", "8")],
+                                             repeats: [("checkup", 1)])
+        let instance = try XMLDocument(data: Data(xml))
+        let entities = try ["/*/*[local-name()='meta']/*[local-name()='entity']", "/*/*[local-name()='checkup']/*[local-name()='meta']/*[local-name()='entity']"]
+            .flatMap { try instance.nodes(forXPath: $0) }.compactMap { $0 as? XMLElement }
+        #expect(entities.count == 2)
+        for (e, id) in zip(entities, [Self.household, Self.members[2]]) {
+            for (name, value) in [("id", id), ("baseVersion", "1")] {
+                e.removeAttribute(forName: name)
+                e.addAttribute(XMLNode.attribute(withName: name, stringValue: value) as! XMLNode)
+            }
+        }
+        let sent = try r.collect.submit(Array(instance.xmlData))
+        #expect(sent.status == 201, "\(sent.text)")
+        #expect(try r.entity("households", Self.household).map { ($0.version, $0.properties["members"]) } ?? (0, nil) == (2, "4"))
+        #expect(try r.entity("members", Self.members[2]).map { ($0.version, $0.properties["age"]) } ?? (0, nil) == (2, "8"))
+        #expect(try r.entity("members", Self.members[1])?.version == 1)
+    }
+
     @Test func theJSONDoorTakesEachEntityOfARepeatByItsInstance() throws {
         let r = try Roster()
         func body(_ id: String, entities: JSONValue) -> JSONValue {

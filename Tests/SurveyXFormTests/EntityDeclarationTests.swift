@@ -95,7 +95,7 @@ import Testing
             ["list": "members", "update": true, "id": "${member}", "saveTo": ["age_now": "age"], "specVersion": "2025.1.0", "container": "checkup"],
         ])
         let parsed = try SurveyDefinition.parse(definition)
-        #expect(parsed.entityListRead == "members")
+        #expect(parsed.entityListsRead == ["members"])
         #expect(FormAttachments.named(in: definition).isEmpty)
     }
 

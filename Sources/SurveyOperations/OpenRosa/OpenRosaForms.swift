@@ -18,8 +18,8 @@ public struct OpenRosaForms: Sendable {
         public let xform: VersionFiles.XForm
         /// The files the app downloads with the form (its manifest's).
         public let attachments: [VersionAttachmentRecord]
-        /// The entity list the form reads, served in its manifest too.
-        public let entityList: String?
+        /// The entity lists the form reads, each served in its manifest too.
+        public let entityLists: [String]
     }
 
     /// Every open survey of the organization with a published version whose definition has an
@@ -40,7 +40,7 @@ public struct OpenRosaForms: Sendable {
                   case let files = try files(of: version, in: db), let xform = files.xform else { continue }
             if let formId, xform.formId != formId { continue }
             out.append(Listed(survey: survey, version: version, xform: xform, attachments: files.attachments,
-                              entityList: try operations.definitions.definition(of: version).entityListRead))
+                              entityLists: try operations.definitions.definition(of: version).entityListsRead))
         }
         return out
     }
@@ -51,7 +51,7 @@ public struct OpenRosaForms: Sendable {
         guard let version = try db.draftVersion(orgId: orgId, surveyId: surveyId), let survey = try db.survey(orgId: orgId, surveyId: surveyId),
               case let files = try files(of: version, in: db), let xform = files.xform else { return nil }
         return Listed(survey: survey, version: version, xform: xform, attachments: files.attachments,
-                      entityList: try operations.definitions.definition(of: version).entityListRead)
+                      entityLists: try operations.definitions.definition(of: version).entityListsRead)
     }
 
     /// The XForm bytes of one version of the organization (any published one), or nil.
@@ -73,16 +73,17 @@ public struct OpenRosaForms: Sendable {
         return try db.versionAttachments(orgId: orgId, surveyVersionId: surveyVersionId)
     }
 
-    /// The entity list one version of the organization reads (`SurveyDefinition.entityListRead`),
-    /// as it is in `db` and as `collector` receives it with that version's form (`EntityListCopy`:
-    /// narrowed to their open tasks' entities when the survey's scope is `assigned`); nil when the
-    /// version reads none or does not exist.
-    public func entityListCopy(in db: ReadContext, orgId: String, surveyVersionId: String, collector: String) throws -> EntityListCopy? {
+    /// The entity lists one version of the organization reads (`SurveyDefinition.entityListsRead`),
+    /// each as it is in `db` and as `collector` receives it with that version's form
+    /// (`EntityListCopy`: narrowed to their open tasks' entities when the survey's scope is
+    /// `assigned`); empty when the version reads none or does not exist.
+    public func entityListCopies(in db: ReadContext, orgId: String, surveyVersionId: String, collector: String) throws -> [EntityListCopy] {
         guard let version = try db.surveyVersion(orgId: orgId, surveyVersionId: surveyVersionId),
-              let name = try operations.definitions.definition(of: version).entityListRead,
-              let list = try db.entityList(orgId: orgId, name: name),
-              let survey = try db.survey(orgId: orgId, surveyId: version.surveyId) else { return nil }
-        return try EntityListCopy(list, survey: survey, collector: collector, in: db)
+              case let names = try operations.definitions.definition(of: version).entityListsRead, !names.isEmpty,
+              let survey = try db.survey(orgId: orgId, surveyId: version.surveyId) else { return [] }
+        return try names.compactMap { name in
+            try db.entityList(orgId: orgId, name: name).map { try EntityListCopy($0, survey: survey, collector: collector, in: db) }
+        }
     }
 
     /// An entity list's manifest hash: it names the list's revision, which every change of an

@@ -55,18 +55,18 @@ struct OpenRosaDraftDoor {
         request.origin + "/v1/key/\(request.parameter("token"))/orgs/\(request.parameter("orgId"))/drafts/\(request.parameter("surveyId"))"
     }
 
-    /// The entity list a draft reads, when the list exists already.
-    private func entityList(_ listed: OpenRosaForms.Listed, in db: ReadContext) throws -> EntityListRecord? {
-        try listed.entityList.flatMap { try db.entityList(orgId: listed.version.orgId, name: $0) }
+    /// The entity lists a draft reads that exist already.
+    private func entityLists(_ listed: OpenRosaForms.Listed, in db: ReadContext) throws -> [EntityListRecord] {
+        try listed.entityLists.compactMap { try db.entityList(orgId: listed.version.orgId, name: $0) }
     }
 
     func formList(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (form, list) = try draft(request) { db, listed in try entityList(listed, in: db) }
+        let (form, lists) = try draft(request) { db, listed in try entityLists(listed, in: db) }
         let base = base(request)
         let body = try OpenRosaDocuments.formList([
             OpenRosaDocuments.ListedForm(formId: form.xform.formId ?? "", name: OpenRosaDocuments.carried(form.survey.title + " (draft)"),
                                          version: form.xform.version, md5: form.xform.md5, downloadURL: "\(base)/form.xml",
-                                         manifestURL: form.attachments.isEmpty && list == nil ? nil : "\(base)/manifest"),
+                                         manifestURL: form.attachments.isEmpty && lists.isEmpty ? nil : "\(base)/manifest"),
         ])
         return OpenRosaService.document(200, body)
     }
@@ -79,12 +79,12 @@ struct OpenRosaDraftDoor {
     }
 
     func manifest(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (form, list) = try draft(request) { db, listed in try entityList(listed, in: db) }
+        let (form, lists) = try draft(request) { db, listed in try entityLists(listed, in: db) }
         let base = base(request) + "/attachments/"
         var files = form.attachments.map { a in
             OpenRosaDocuments.MediaFile(fileName: a.fileName, md5: a.md5, downloadURL: base + OpenRosaService.pathSegment(a.fileName))
         }
-        if let list {
+        for list in lists {
             let name = list.name + ".csv"
             files.append(OpenRosaDocuments.MediaFile(fileName: name, md5: OpenRosaForms.entityListMD5(orgId: form.version.orgId, list),
                                                      downloadURL: base + OpenRosaService.pathSegment(name), type: "entityList"))
@@ -94,8 +94,8 @@ struct OpenRosaDraftDoor {
 
     func attachment(_ request: HTTPRequest) throws -> HTTPResponse {
         let fileName = request.parameter("fileName")
-        let (form, list) = try draft(request) { db, listed in try entityList(listed, in: db) }
-        if let list, fileName == list.name + ".csv" {
+        let (form, lists) = try draft(request) { db, listed in try entityLists(listed, in: db) }
+        if let list = lists.first(where: { fileName == $0.name + ".csv" }) {
             let snapshot = try services.database.snapshot()
             let csv: EntityListCSV
             do { csv = try EntityListCSV(snapshot: snapshot, orgId: form.version.orgId, list: list.name) } catch { snapshot.close(); throw error }

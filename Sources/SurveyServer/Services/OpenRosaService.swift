@@ -73,7 +73,7 @@ struct OpenRosaService {
         let body = try OpenRosaDocuments.formList(listed.map { form in
             OpenRosaDocuments.ListedForm(formId: form.xform.formId ?? "", name: OpenRosaDocuments.carried(form.survey.title), version: form.xform.version,
                                          md5: form.xform.md5, downloadURL: "\(base)/forms/\(form.version.surveyVersionId)/form.xml",
-                                         manifestURL: form.attachments.isEmpty && form.entityList == nil ? nil : "\(base)/forms/\(form.version.surveyVersionId)/manifest")
+                                         manifestURL: form.attachments.isEmpty && form.entityLists.isEmpty ? nil : "\(base)/forms/\(form.version.surveyVersionId)/manifest")
         })
         return Self.document(200, body)
     }
@@ -89,37 +89,37 @@ struct OpenRosaService {
     }
 
     /// The files an app downloads with a form: each by name, `md5:` hash and absolute URL; the
-    /// entity list it reads as `type="entityList"`, its hash changing exactly when the copy this
+    /// entity lists it reads as `type="entityList"`, each hash changing exactly when the copy this
     /// collector receives does (`EntityListCopy`).
     func manifest(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId"), surveyVersionId = request.parameter("surveyVersionId")
         let forms = services.operations.openRosaForms
-        let (attachments, copy) = try services.database.read { db in
+        let (attachments, copies) = try services.database.read { db in
             let collector = try admittedCollector(request, in: db)
             return (try forms.attachments(in: db, orgId: orgId, surveyVersionId: surveyVersionId),
-                    try forms.entityListCopy(in: db, orgId: orgId, surveyVersionId: surveyVersionId, collector: collector))
+                    try forms.entityListCopies(in: db, orgId: orgId, surveyVersionId: surveyVersionId, collector: collector))
         }
         guard let attachments else { throw ApiError(.notFound, "This form is not published here: refresh the list of blank forms.") }
         let base = request.origin + "/v1/key/\(request.parameter("token"))/orgs/\(orgId)/forms/\(surveyVersionId)/attachments/"
         var files = attachments.map { a in
             OpenRosaDocuments.MediaFile(fileName: a.fileName, md5: a.md5, downloadURL: base + Self.pathSegment(a.fileName))
         }
-        if let copy {
+        for copy in copies {
             let name = copy.list.name + ".csv"
             files.append(OpenRosaDocuments.MediaFile(fileName: name, md5: copy.md5, downloadURL: base + Self.pathSegment(name), type: "entityList"))
         }
         return Self.document(200, try OpenRosaDocuments.manifest(files))
     }
 
-    /// One file of a form's manifest, byte for byte; the entity list the form reads, streamed
+    /// One file of a form's manifest, byte for byte; an entity list the form reads, streamed
     /// from one snapshot of its entities (memory stays flat however many there are).
     func attachment(_ request: HTTPRequest) throws -> HTTPResponse {
         let orgId = request.parameter("orgId"), surveyVersionId = request.parameter("surveyVersionId"), fileName = request.parameter("fileName")
         let forms = services.operations.openRosaForms
         let (found, copy) = try services.database.read { db in
             let collector = try admittedCollector(request, in: db)
-            let copy = try forms.entityListCopy(in: db, orgId: orgId, surveyVersionId: surveyVersionId, collector: collector)
-            if let copy, fileName == copy.list.name + ".csv" { return (nil as VersionAttachmentRecord?, copy as EntityListCopy?) }
+            let copies = try forms.entityListCopies(in: db, orgId: orgId, surveyVersionId: surveyVersionId, collector: collector)
+            if let copy = copies.first(where: { fileName == $0.list.name + ".csv" }) { return (nil as VersionAttachmentRecord?, copy as EntityListCopy?) }
             return (try db.versionAttachment(orgId: orgId, surveyVersionId: surveyVersionId, fileName: fileName), nil)
         }
         if let copy {

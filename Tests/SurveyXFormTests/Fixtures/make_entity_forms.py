@@ -105,6 +105,19 @@ FORMS = {
         "settings": [["form_title", "form_id", "version"], ["Farm survey", "farm_survey", "1"]],
         "entities": [["list_name", "label"], ["farms", "${farm_name}"], ["wells", "concat('Well of ', ${farm_name})"]],
     },
+    "household_checkup": {
+        "survey": [
+            SURVEY,
+            row("select_one_from_file households.csv", "household", "Which household?", required="yes"),
+            row("integer", "members_now", "People in the household now", required="yes", save_to="households#members"),
+            row("begin_repeat", "checkup", "Check-up"),
+            row("select_one_from_file members.csv", "member", "Who?", required="yes"),
+            row("integer", "age_now", "Age now", required="yes", save_to="members#age"),
+            row("end_repeat"),
+        ],
+        "settings": [["form_title", "form_id", "version"], ["Household check-up", "household_checkup", "1"]],
+        "entities": [["list_name", "entity_id"], ["households", "${household}"], ["members", "${member}"]],
+    },
     "household_move": {
         "survey": [
             SURVEY,
