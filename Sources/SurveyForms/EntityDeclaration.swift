@@ -40,6 +40,24 @@ public struct EntityDeclaration: Sendable, Equatable {
     /// The properties the form writes, each once, sorted.
     public var properties: [String] { Array(Set(saveTo.map(\.property))).sorted() }
 
+    /// An answer as an entity property holds it, as ODK apps write it (and the server and the sync
+    /// library store it): a number as its shortest text, a point as `lat lon altitude accuracy`,
+    /// several choices separated by spaces, a line or shape's points by `;`.
+    public static func propertyText(_ value: JSONValue) -> String? {
+        switch value {
+        case .null: return nil
+        case .string(let s): return s
+        case .bool(let b): return b ? "true" : "false"
+        case .number(let d): return CanonicalJSON.number(d)
+        case .array(let items):
+            return items.map { propertyText($0) ?? "" }.joined(separator: items.contains { $0.objectValue != nil } ? ";" : " ")
+        case .object(let o):
+            if let upload = o["clientUploadId"]?.stringValue { return upload }
+            guard let lat = o["lat"]?.doubleValue, let lon = o["lon"]?.doubleValue else { return nil }
+            return [lat, lon, o["altitude"]?.doubleValue ?? 0, o["accuracy"]?.doubleValue ?? 0].map(CanonicalJSON.number).joined(separator: " ")
+        }
+    }
+
     /// Names a property cannot have: the CSV's own columns, and ODK's reserved prefix.
     public static func isReservedProperty(_ name: String) -> Bool {
         name == "name" || name == "label" || name.hasPrefix("__")

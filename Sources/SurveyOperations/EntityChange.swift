@@ -67,30 +67,13 @@ struct EntityChange: Sendable {
         self.label = label
         var properties: [String: String] = [:]
         for s in declaration.saveTo {
-            if let value = answers[s.questionId], let text = Self.text(value) { properties[s.property] = text }
+            if let value = answers[s.questionId], let text = EntityDeclaration.propertyText(value) { properties[s.property] = text }
         }
         self.properties = properties
     }
 
     static func invalid(_ path: String, _ message: String) -> ApiError {
         ApiError(.validationFailed, "The submission's entity cannot be applied.", errors: [FieldError(path: path, message: message)])
-    }
-
-    /// An answer as an entity property holds it, as ODK apps write it: a number as its shortest
-    /// text, a point as `lat lon altitude accuracy`, several choices separated by spaces.
-    static func text(_ value: JSONValue) -> String? {
-        switch value {
-        case .null: return nil
-        case .string(let s): return s
-        case .bool(let b): return b ? "true" : "false"
-        case .number(let d): return CanonicalJSON.number(d)
-        case .array(let items):
-            return items.map { text($0) ?? "" }.joined(separator: items.contains { $0.objectValue != nil } ? ";" : " ")
-        case .object(let o):
-            if let upload = o["clientUploadId"]?.stringValue { return upload }
-            guard let lat = o["lat"]?.doubleValue, let lon = o["lon"]?.doubleValue else { return nil }
-            return [lat, lon, o["altitude"]?.doubleValue ?? 0, o["accuracy"]?.doubleValue ?? 0].map(CanonicalJSON.number).joined(separator: " ")
-        }
     }
 
     /// What applying did, for the submission's caller and its tests.

@@ -22,10 +22,10 @@ struct EntityEdit: Sendable {
             guard let container = declaration.container else { continue }
             let repeatId = definition.repeatHolding(container)
             for s in declaration.saveTo {
-                let was = repeatId.map { r in (before[r]?.arrayValue ?? []).map { $0[s.questionId].flatMap(EntityChange.text) } }
-                    ?? [before[s.questionId].flatMap(EntityChange.text)]
-                let now = repeatId.map { r in (edited[r]?.arrayValue ?? []).map { $0[s.questionId].flatMap(EntityChange.text) } }
-                    ?? [edited[s.questionId].flatMap(EntityChange.text)]
+                let was = repeatId.map { r in (before[r]?.arrayValue ?? []).map { $0[s.questionId].flatMap(EntityDeclaration.propertyText) } }
+                    ?? [before[s.questionId].flatMap(EntityDeclaration.propertyText)]
+                let now = repeatId.map { r in (edited[r]?.arrayValue ?? []).map { $0[s.questionId].flatMap(EntityDeclaration.propertyText) } }
+                    ?? [edited[s.questionId].flatMap(EntityDeclaration.propertyText)]
                 guard was == now else {
                     let at = repeatId.map { "answers.\($0)" } ?? "answers.\(s.questionId)"
                     throw ApiError(.validationFailed, "The edit changes an answer saved to an entity of \(container), which an edit does not change yet.",
@@ -36,8 +36,8 @@ struct EntityEdit: Sendable {
         guard let declaration = definition.entity, !declaration.saveTo.isEmpty else { return nil }
         var changed: [String: String] = [:]
         for s in declaration.saveTo {
-            guard let now = edited[s.questionId].flatMap(EntityChange.text) else { continue }
-            if before[s.questionId].flatMap(EntityChange.text) != now { changed[s.property] = now }
+            guard let now = edited[s.questionId].flatMap(EntityDeclaration.propertyText) else { continue }
+            if before[s.questionId].flatMap(EntityDeclaration.propertyText) != now { changed[s.property] = now }
         }
         guard !changed.isEmpty else { return nil }
         // The root's entity: the one entity of its list the response made (with several, the

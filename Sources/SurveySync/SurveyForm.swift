@@ -49,28 +49,11 @@ public struct SurveyForm: Sendable {
         guard create || update else { return nil }
         var properties: [String: String] = [:]
         for s in declaration.saveTo {
-            if let value = values[s.questionId], let text = Self.propertyText(value) { properties[s.property] = text }
+            if let value = values[s.questionId], let text = EntityDeclaration.propertyText(value) { properties[s.property] = text }
         }
         return CapturedEntityChange(list: declaration.list, id: id, create: create, update: update, label: e["label"]?.stringValue,
                                     properties: properties, baseVersion: e["baseVersion"]?.intValue,
                                     trunkVersion: e["trunkVersion"]?.intValue, branchId: e["branchId"]?.stringValue)
-    }
-
-    /// An answer as an entity property holds it, as the server writes it (and ODK apps do): a
-    /// number as its shortest text, a point as `lat lon altitude accuracy`, choices separated by spaces.
-    static func propertyText(_ value: JSONValue) -> String? {
-        switch value {
-        case .null: return nil
-        case .string(let s): return s
-        case .bool(let b): return b ? "true" : "false"
-        case .number(let d): return CanonicalJSON.number(d)
-        case .array(let items):
-            return items.map { propertyText($0) ?? "" }.joined(separator: items.contains { $0.objectValue != nil } ? ";" : " ")
-        case .object(let o):
-            if let upload = o["clientUploadId"]?.stringValue { return upload }
-            guard let lat = o["lat"]?.doubleValue, let lon = o["lon"]?.doubleValue else { return nil }
-            return [lat, lon, o["altitude"]?.doubleValue ?? 0, o["accuracy"]?.doubleValue ?? 0].map(CanonicalJSON.number).joined(separator: " ")
-        }
     }
 
     /// Through JSON text, so that numbers, booleans and nesting read exactly as the server reads a body.
