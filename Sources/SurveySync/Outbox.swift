@@ -101,13 +101,15 @@ public final class Outbox: Sendable {
     /// transaction. `answers` is the JSON object of answers; each attachment's answer is set to
     /// `{"clientUploadId": ...}` here. `entity`: what the response does to an entity of the form's
     /// list (`{"id", "create": true, "label"}` or `{"id", "update": true, "baseVersion"}`), sent with
-    /// it and applied with it. `form`: the version's form; with `entity`, the change shows in
-    /// `entities(in:)` at once, before it is sent. Returns the response's command (its id is the
-    /// `clientSubmissionId`).
+    /// it and applied with it. `entities`: the entities of a form's groups and repeats (Entities
+    /// 2025.1), each `entity` with its `"container"` and, in a repeat, `"index"`, the repeat
+    /// instance from 0 (Docs/entities.md), sent and applied with it too. `form`: the version's
+    /// form; with `entity`, the change shows in `entities(in:)` at once, before it is sent.
+    /// Returns the response's command (its id is the `clientSubmissionId`).
     @discardableResult
     public func captureResponse(title: String = "", surveyVersionId: String, contentHash: String, answers: [String: any Sendable],
                                 attachments: [Attachment] = [], fieldTaskId: String? = nil, entity: [String: any Sendable]? = nil,
-                                form: SurveyForm? = nil,
+                                entities: [[String: any Sendable]] = [], form: SurveyForm? = nil,
                                 clientSubmissionId: String = UUID().uuidString.lowercased()) throws -> OutboxCommand {
         let owner = try requireOwner()
         let now = configuration.now()
@@ -133,6 +135,7 @@ public final class Outbox: Sendable {
                                                     "capturedAt": ISO8601DateFormatter().string(from: now)]
             if let fieldTaskId { envelope["fieldTaskId"] = fieldTaskId }
             if let entity { envelope["entity"] = entity }
+            if !entities.isEmpty { envelope["entities"] = entities }
             let response = newCommand(id: clientSubmissionId, owner: owner, kind: .response, title: title, method: "POST",
                                       path: "/v1/orgs/\(owner.organization)/responses",
                                       headers: ["Content-Type": "application/json"], body: try jsonBytes(envelope),
