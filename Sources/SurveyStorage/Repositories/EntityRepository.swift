@@ -335,12 +335,3 @@ extension GatedTransaction {
                              [.text(EntityText.text(known + new)), .text(orgId), .text(name)])
     }
 }
-
-extension ReadContext {
-    /// The entity a response created or updated last (the list and id), if it made one.
-    public func entityMade(orgId: String, byResponse responseId: String) throws -> (list: String, entityId: String)? {
-        try conn.query("""
-            SELECT list_name, entity_id FROM entity_versions WHERE org_id = ? AND response_id = ? ORDER BY created_at DESC, version DESC LIMIT 1
-            """, [.text(orgId), .text(responseId)]).first.map { (try $0.string("list_name"), try $0.string("entity_id")) }
-    }
-}
