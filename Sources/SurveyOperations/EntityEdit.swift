@@ -22,11 +22,12 @@ struct EntityEdit: Sendable {
             guard let container = declaration.container else { continue }
             let repeatId = definition.repeatHolding(container)
             for s in declaration.saveTo {
-                let was = repeatId.map { r in (before[r]?.arrayValue ?? []).map { $0[s.questionId].flatMap(EntityDeclaration.propertyText) } }
-                    ?? [before[s.questionId].flatMap(EntityDeclaration.propertyText)]
-                let now = repeatId.map { r in (edited[r]?.arrayValue ?? []).map { $0[s.questionId].flatMap(EntityDeclaration.propertyText) } }
-                    ?? [edited[s.questionId].flatMap(EntityDeclaration.propertyText)]
-                guard was == now else {
+                // The question's property text in each instance of its repeat (or once, in a group).
+                func texts(_ answers: JSONValue) -> [String?] {
+                    let instances = repeatId.map { answers[$0]?.arrayValue ?? [] } ?? [answers]
+                    return instances.map { $0[s.questionId].flatMap(EntityDeclaration.propertyText) }
+                }
+                guard texts(before) == texts(edited) else {
                     let at = repeatId.map { "answers.\($0)" } ?? "answers.\(s.questionId)"
                     throw ApiError(.validationFailed, "The edit changes an answer saved to an entity of \(container), which an edit does not change yet.",
                                    errors: [FieldError(path: at, message: "\(s.questionId) is saved to the \(declaration.list) entity of \(container): keep its answers as they are, and correct the entity itself")])
